@@ -1,0 +1,116 @@
+"""What happened: activations, the append-only step journal and the effect journal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from steward.errors import InvalidTransition
+
+
+@dataclass(kw_only=True, frozen=True)
+class Activation:
+    """One execution episode of a task: from a claim to the lease being released."""
+
+    id: str
+    """Stable id, ``act_…``."""
+    task_id: str
+    """The task executed."""
+    goal_id: str | None
+    """Its goal, denormalised for per-goal accounting."""
+    reason: str
+    """Why it started: ``created``, ``retry``, ``timer``, ``event``, ``resumed``, ``recovered``…"""
+    worker: str
+    """The worker that ran it."""
+    epoch: int
+    """Fencing epoch of the claim."""
+    started_at: datetime
+    """Claim time."""
+    ended_at: datetime | None = None
+    """When it ended, or None while running (or if its worker died)."""
+    outcome: str | None = None
+    """``succeeded``, ``failed``, ``waiting``, ``retry``, ``paused``, ``cancelled``, ``lost``…"""
+    steps: int = 0
+    """Steps it committed."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """Model tokens, cost and the like, summed by the harness."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Step:
+    """One committed step: the unit of checkpointing. Append-only, ordered per task."""
+
+    task_id: str
+    """Owning task."""
+    seq: int
+    """1-based position in the task's journal."""
+    activation_id: str
+    """The activation that committed it."""
+    kind: str
+    """What sort of step (``step``, ``model``, ``tool``, ``effect``…)."""
+    output: Any
+    """What the step produced (recorded, so replay never recomputes a decision)."""
+    created_at: datetime
+    """Commit time."""
+
+
+class EffectStatus(StrEnum):
+    PLANNED = "planned"
+    SENT = "sent"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    IN_DOUBT = "in_doubt"
+
+    @property
+    def settled(self) -> bool:
+        return self in (EffectStatus.SUCCEEDED, EffectStatus.FAILED)
+
+
+E = EffectStatus
+EFFECT_TRANSITIONS: dict[EffectStatus, frozenset[EffectStatus]] = {
+    E.PLANNED: frozenset({E.SENT}),
+    # a result arrived; or a crash left the outcome unknown
+    E.SENT: frozenset({E.SUCCEEDED, E.FAILED, E.IN_DOUBT}),
+    # reconciled, retried with the same key, or decided by the person
+    E.IN_DOUBT: frozenset({E.SUCCEEDED, E.FAILED, E.SENT}),
+}
+del E
+
+
+def check_effect_transition(current: EffectStatus, new: EffectStatus) -> None:
+    if new not in EFFECT_TRANSITIONS.get(current, frozenset()):
+        raise InvalidTransition(f"effect cannot go from {current} to {new}")
+
+
+@dataclass(kw_only=True, frozen=True)
+class Effect:
+    """A side effect on the world, journalled: intent before, result after."""
+
+    id: str
+    """Stable id, ``eff_…``."""
+    task_id: str
+    """The task that wants it."""
+    step_seq: int
+    """The step (1-based, the one being computed) that asked for it."""
+    key: str
+    """Idempotency key derived from (task, step, index); sent to tools that honour keys."""
+    tool: str
+    """The tool that performs it."""
+    args: dict[str, Any]
+    """Its arguments."""
+    status: EffectStatus
+    """Where it stands."""
+    idempotent: bool
+    """The tool honours idempotency keys, so a retry with the same key is safe."""
+    result: Any = None
+    """The tool's answer once known."""
+    error: str | None = None
+    """Why it failed or is in doubt."""
+    attempts: int = 0
+    """Times it was sent."""
+    created_at: datetime
+    """When the intent was recorded."""
+    updated_at: datetime
+    """Last change."""

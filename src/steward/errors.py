@@ -1,0 +1,101 @@
+"""One exception hierarchy, split by audience.
+
+* :class:`Signal` — raised by user code (step functions, tools) *into* the runtime to ask for
+  something: retry later, wait, stop. They are control flow, not failures.
+* :class:`UsageError` — the caller's mistake (bad input, unknown id, illegal transition). The
+  message says how to fix it; API layers map these to 4xx status codes.
+* :class:`StewardRuntimeError` — something went wrong inside Steward or a backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StewardError(Exception):
+    """Base of every exception Steward raises on purpose."""
+
+    status_code: int = 500
+
+
+# --- signals -------------------------------------------------------------------------------
+
+
+class Signal(StewardError):  # noqa: N818 - signals are not errors
+    """Control flow raised by user code into the runtime."""
+
+
+class RetryLater(Signal):
+    """The step failed in a way worth retrying; the runtime applies backoff and max attempts."""
+
+    def __init__(self, reason: str, *, delay_seconds: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay_seconds = delay_seconds
+
+
+class StopRequested(Signal):
+    """Raised at a step boundary when the task was cancelled or paused from outside."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"task {kind} requested")
+        self.kind = kind
+
+
+# --- usage errors --------------------------------------------------------------------------
+
+
+class UsageError(StewardError):
+    """The caller asked for something impossible; the message says what to change."""
+
+    status_code = 400
+
+
+class NotFound(UsageError):  # noqa: N818
+    """A referenced object does not exist (or belongs to another person)."""
+
+    status_code = 404
+
+    def __init__(self, kind: str, ident: Any) -> None:
+        super().__init__(f"{kind} {ident!r} not found")
+        self.kind = kind
+        self.ident = ident
+
+
+class InvalidTransition(UsageError):
+    """A status change the state machine does not allow."""
+
+    status_code = 409
+
+
+class ConfigError(UsageError):
+    """Bad configuration (database URL, trigger spec, time zone, ...)."""
+
+
+# --- runtime errors ------------------------------------------------------------------------
+
+
+class StewardRuntimeError(StewardError):
+    """A failure inside Steward or one of its backends."""
+
+
+class LeaseLost(StewardRuntimeError):  # noqa: N818
+    """A fenced write was rejected: another worker owns the task now. Stop touching it."""
+
+    def __init__(self, task_id: str, epoch: int) -> None:
+        super().__init__(f"lease on task {task_id} at epoch {epoch} was lost; write rejected")
+        self.task_id = task_id
+        self.epoch = epoch
+
+
+class EffectInDoubt(StewardRuntimeError):
+    """A side effect may or may not have happened, and the tool cannot tell; a person decides."""
+
+    def __init__(self, effect_id: str, key: str) -> None:
+        super().__init__(f"effect {effect_id} (key {key}) is in doubt; it needs a decision")
+        self.effect_id = effect_id
+        self.key = key
+
+
+class MigrationRequired(StewardRuntimeError):
+    """The database schema is older than this code; run `steward db upgrade`."""

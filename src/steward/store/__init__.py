@@ -1,0 +1,64 @@
+"""The store: all durable state, and the only package that contains SQL.
+
+``await Store.open(url)`` picks a backend from the URL (``sqlite:///path`` or
+``postgresql://…``), brings the schema to the current revision and returns one async interface
+that both backends implement with the same SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy.engine import make_url
+
+from steward.errors import ConfigError
+from steward.store import migrate
+from steward.store.backend import Backend
+from steward.store.effects import EffectQueries
+from steward.store.schedule import ScheduleQueries
+from steward.store.tasks import Fence
+
+__all__ = ["Fence", "Store"]
+
+
+class Store(ScheduleQueries, EffectQueries):
+    """All of Steward's durable state behind one async interface."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    @classmethod
+    async def open(cls, url: str, *, migrate_schema: bool = True) -> Store:
+        backend = _backend_for(url)
+        if migrate_schema:
+            await asyncio.to_thread(migrate.upgrade, backend.engine)
+        return cls(backend)
+
+    @property
+    def url(self) -> str:
+        return self.backend.url
+
+    @property
+    def dialect(self) -> str:
+        return self.backend.name
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+
+def _backend_for(url: str) -> Backend:
+    try:
+        parsed = make_url(url)
+    except Exception as exc:
+        raise ConfigError(f"not a database URL: {url!r} ({exc})") from exc
+    if parsed.get_backend_name() == "sqlite":
+        from steward.store.sqlite import SQLiteBackend
+
+        return SQLiteBackend(url)
+    if parsed.get_backend_name() in ("postgresql", "postgres"):
+        from steward.store.postgres import PostgresBackend
+
+        return PostgresBackend(url)
+    raise ConfigError(
+        f"unsupported database {parsed.get_backend_name()!r}: use sqlite:///path or postgresql://…"
+    )

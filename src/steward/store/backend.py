@@ -1,0 +1,67 @@
+"""How transactions reach the database: the one place that differs between backends.
+
+Every store operation is a plain function of a SQLAlchemy ``Connection`` that runs inside one
+transaction. A backend decides which thread runs it and how commits are grouped; the SQL itself
+is shared (see :mod:`steward.store.queries`).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from sqlalchemy import ColumnElement, Connection, Engine, Executable, Select, Table
+
+T = TypeVar("T")
+Op = Callable[[Connection], T]
+
+
+class Backend(abc.ABC):
+    """Runs operations in transactions and supplies the few dialect-specific SQL pieces."""
+
+    name: str
+    """``sqlite`` or ``postgresql``."""
+    url: str
+    """Where the data lives (password masked)."""
+    engine: Engine
+    """Engine for reads and migrations."""
+
+    def __init__(self, *, read_threads: int) -> None:
+        self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="steward-read")
+
+    @abc.abstractmethod
+    async def write(self, op: Op[T], *, durable: bool = False) -> T:
+        """Run ``op`` in a write transaction. ``durable`` asks that the commit survive a power
+        loss before this returns (used for effect intents)."""
+
+    async def read(self, op: Op[T]) -> T:
+        """Run ``op`` in a read-only snapshot, on a reader thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, self._read_sync, op)
+
+    def _read_sync(self, op: Op[T]) -> T:
+        with self.engine.connect() as conn:
+            return op(conn)
+
+    @abc.abstractmethod
+    def db_now(self) -> ColumnElement[float]:
+        """SQL expression for the database's own clock, in epoch seconds."""
+
+    @abc.abstractmethod
+    def insert_ignore(self, table: Table, values: dict[str, Any]) -> Executable:
+        """INSERT that silently does nothing when a unique key already exists."""
+
+    def lock_rows(self, query: Select[Any]) -> Select[Any]:
+        """Lock selected rows for update, skipping rows another transaction holds."""
+        return query
+
+    def lock_for_update(self, query: Select[Any]) -> Select[Any]:
+        """Lock selected rows for update, waiting for other holders."""
+        return query
+
+    async def close(self) -> None:
+        self._readers.shutdown(wait=True)
+        self.engine.dispose()

@@ -1,0 +1,156 @@
+"""Effect journal SQL: the intent is committed (durably) before a side effect, the result after."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select, update
+
+from steward.domain import Effect, EffectStatus
+from steward.domain.ids import new_id
+from steward.domain.journal import check_effect_transition
+from steward.errors import NotFound
+from steward.store import rows
+from steward.store.backend import Backend
+from steward.store.schema import effects, tasks
+from steward.store.tasks import Fence, TaskQueries, _wake
+
+
+class EffectQueries(TaskQueries):
+    backend: Backend
+
+    async def plan_effect(
+        self,
+        fence: Fence,
+        *,
+        key: str,
+        step_seq: int,
+        tool: str,
+        args: dict[str, Any],
+        idempotent: bool,
+        now: datetime,
+        lease_now: datetime | None = None,
+    ) -> Effect:
+        """Record the intent, or return the journal entry an earlier attempt made for ``key``."""
+        now_f = rows.ts(now)
+
+        def op(conn: Connection) -> Effect:
+            self._touch_fenced(conn, fence, lease_now)
+            existing = conn.execute(select(effects).where(effects.c.key == key)).first()
+            if existing is not None:
+                return rows.effect(existing)
+            values = {
+                "id": new_id("eff"),
+                "task_id": fence.task_id,
+                "step_seq": step_seq,
+                "key": key,
+                "tool": tool,
+                "args": rows.dump(args),
+                "status": EffectStatus.PLANNED.value,
+                "idempotent": idempotent,
+                "attempts": 0,
+                "created_at": now_f,
+                "updated_at": now_f,
+            }
+            conn.execute(insert(effects).values(values))
+            return _get_effect(conn, values["id"])
+
+        return await self.backend.write(op, durable=True)
+
+    async def set_effect_status(
+        self,
+        fence: Fence,
+        effect_id: str,
+        status: EffectStatus,
+        *,
+        now: datetime,
+        result: Any = None,
+        error: str | None = None,
+        lease_now: datetime | None = None,
+    ) -> Effect:
+        """Move an effect along its status machine under the task's fence. Marking it ``sent``
+        is durable, so after a power loss it is never mistaken for one not yet sent."""
+        now_f = rows.ts(now)
+
+        def op(conn: Connection) -> Effect:
+            self._touch_fenced(conn, fence, lease_now)
+            current = _get_effect(conn, effect_id)
+            check_effect_transition(current.status, status)
+            values: dict[str, Any] = {"status": status.value, "updated_at": now_f}
+            if status is EffectStatus.SENT:
+                values["attempts"] = current.attempts + 1
+            if result is not None:
+                values["result"] = rows.dump(result)
+            if error is not None:
+                values["error"] = error
+            conn.execute(update(effects).where(effects.c.id == effect_id).values(values))
+            return _get_effect(conn, effect_id)
+
+        return await self.backend.write(op, durable=status is EffectStatus.SENT)
+
+    async def resolve_effect(
+        self, effect_id: str, *, applied: bool, now: datetime, note: str = ""
+    ) -> Effect:
+        """The person decides an in-doubt effect: it happened (``applied``) or it did not. The
+        task waiting on it wakes; a not-applied effect may then be sent again."""
+        now_f = rows.ts(now)
+
+        def op(conn: Connection) -> Effect:
+            current = _get_effect(conn, effect_id)
+            new = EffectStatus.SUCCEEDED if applied else EffectStatus.FAILED
+            check_effect_transition(current.status, new)
+            conn.execute(
+                update(effects)
+                .where(effects.c.id == effect_id)
+                .values(
+                    status=new.value,
+                    error=note or ("confirmed applied" if applied else "confirmed not applied"),
+                    updated_at=now_f,
+                )
+            )
+            waiting = conn.execute(
+                select(tasks.c.id, tasks.c.wait).where(
+                    tasks.c.id == current.task_id, tasks.c.status == "waiting"
+                )
+            ).first()
+            if waiting is not None and (rows.load(waiting[1]) or {}).get("ref") == effect_id:
+                _wake(conn, current.task_id, {"reason": "effect", "effect_id": effect_id}, now_f)
+            return _get_effect(conn, effect_id)
+
+        return await self.backend.write(op)
+
+    async def get_effect_by_key(self, key: str) -> Effect | None:
+        def op(conn: Connection) -> Effect | None:
+            row = conn.execute(select(effects).where(effects.c.key == key)).first()
+            return None if row is None else rows.effect(row)
+
+        return await self.backend.read(op)
+
+    async def list_effects(
+        self,
+        *,
+        task_id: str | None = None,
+        status: EffectStatus | None = None,
+        person_id: str | None = None,
+        limit: int = 1000,
+    ) -> list[Effect]:
+        query = select(effects).order_by(effects.c.created_at).limit(limit)
+        if task_id is not None:
+            query = query.where(effects.c.task_id == task_id)
+        if status is not None:
+            query = query.where(effects.c.status == status.value)
+        if person_id is not None:
+            query = query.where(
+                effects.c.task_id.in_(select(tasks.c.id).where(tasks.c.person_id == person_id))
+            )
+        return await self.backend.read(
+            lambda conn: [rows.effect(r) for r in conn.execute(query)]
+        )
+
+
+def _get_effect(conn: Connection, effect_id: str) -> Effect:
+    row = conn.execute(select(effects).where(effects.c.id == effect_id)).first()
+    if row is None:
+        raise NotFound("effect", effect_id)
+    return rows.effect(row)

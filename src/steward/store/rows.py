@@ -1,0 +1,225 @@
+"""Row ↔ domain conversion. Times are epoch floats in the database, aware datetimes outside."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Row
+
+from steward.domain import (
+    Activation,
+    Budget,
+    Effect,
+    EffectStatus,
+    Event,
+    Firing,
+    FiringStatus,
+    Goal,
+    GoalRecord,
+    GoalStatus,
+    MissedPolicy,
+    Person,
+    Step,
+    Task,
+    TaskSpec,
+    TaskStatus,
+    Trigger,
+    TriggerKind,
+    WaitCondition,
+)
+
+
+def ts(value: datetime) -> float:
+    return value.timestamp()
+
+
+def ts_opt(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def dt(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
+def dt_opt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def load(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def person(row: Row[Any]) -> Person:
+    m = row._mapping
+    return Person(
+        id=m["id"],
+        name=m["name"],
+        max_concurrency=m["max_concurrency"],
+        timezone=m["timezone"],
+        created_at=dt(m["created_at"]),
+    )
+
+
+def goal(row: Row[Any]) -> Goal:
+    m = row._mapping
+    return Goal(
+        id=m["id"],
+        person_id=m["person_id"],
+        title=m["title"],
+        instructions=m["instructions"],
+        constraints=load(m["constraints"]),
+        deadline=dt_opt(m["deadline"]),
+        stop_condition=m["stop_condition"],
+        report_policy=m["report_policy"],
+        sources=load(m["sources"]),
+        budget=Budget.from_json(load(m["budget"])),
+        status=GoalStatus(m["status"]),
+        state=load(m["state"]),
+        created_at=dt(m["created_at"]),
+        updated_at=dt(m["updated_at"]),
+    )
+
+
+def goal_record(row: Row[Any]) -> GoalRecord:
+    m = row._mapping
+    return GoalRecord(
+        id=m["id"],
+        goal_id=m["goal_id"],
+        task_id=m["task_id"],
+        kind=m["kind"],
+        content=load(m["content"]),
+        created_at=dt(m["created_at"]),
+    )
+
+
+def task(row: Row[Any]) -> Task:
+    m = row._mapping
+    wait = load(m["wait"])
+    return Task(
+        id=m["id"],
+        person_id=m["person_id"],
+        goal_id=m["goal_id"],
+        parent_id=m["parent_id"],
+        kind=m["kind"],
+        title=m["title"],
+        input=load(m["input"]),
+        status=TaskStatus(m["status"]),
+        priority=m["priority"],
+        attempts=m["attempts"],
+        max_attempts=m["max_attempts"],
+        run_at=dt(m["run_at"]),
+        wait=WaitCondition.from_json(wait) if wait else None,
+        state=load(m["state"]),
+        step_seq=m["step_seq"],
+        epoch=m["epoch"],
+        lease_owner=m["lease_owner"],
+        lease_expires_at=dt_opt(m["lease_expires_at"]),
+        result=load(m["result"]),
+        error=m["error"],
+        trigger_id=m["trigger_id"],
+        created_at=dt(m["created_at"]),
+        updated_at=dt(m["updated_at"]),
+        finished_at=dt_opt(m["finished_at"]),
+    )
+
+
+def activation(row: Row[Any]) -> Activation:
+    m = row._mapping
+    return Activation(
+        id=m["id"],
+        task_id=m["task_id"],
+        goal_id=m["goal_id"],
+        reason=m["reason"],
+        worker=m["worker"],
+        epoch=m["epoch"],
+        started_at=dt(m["started_at"]),
+        ended_at=dt_opt(m["ended_at"]),
+        outcome=m["outcome"],
+        steps=m["steps"],
+        usage=load(m["usage"]),
+    )
+
+
+def step(row: Row[Any]) -> Step:
+    m = row._mapping
+    return Step(
+        task_id=m["task_id"],
+        seq=m["seq"],
+        activation_id=m["activation_id"],
+        kind=m["kind"],
+        output=load(m["output"]),
+        created_at=dt(m["created_at"]),
+    )
+
+
+def effect(row: Row[Any]) -> Effect:
+    m = row._mapping
+    return Effect(
+        id=m["id"],
+        task_id=m["task_id"],
+        step_seq=m["step_seq"],
+        key=m["key"],
+        tool=m["tool"],
+        args=load(m["args"]),
+        status=EffectStatus(m["status"]),
+        idempotent=bool(m["idempotent"]),
+        result=load(m["result"]),
+        error=m["error"],
+        attempts=m["attempts"],
+        created_at=dt(m["created_at"]),
+        updated_at=dt(m["updated_at"]),
+    )
+
+
+def trigger(row: Row[Any]) -> Trigger:
+    m = row._mapping
+    return Trigger(
+        id=m["id"],
+        person_id=m["person_id"],
+        goal_id=m["goal_id"],
+        name=m["name"],
+        kind=TriggerKind(m["kind"]),
+        spec=m["spec"],
+        timezone=m["timezone"],
+        match=load(m["match"]),
+        task=TaskSpec.from_json(load(m["task"])),
+        enabled=bool(m["enabled"]),
+        missed_policy=MissedPolicy(m["missed_policy"]),
+        missed_cap=m["missed_cap"],
+        grace_seconds=m["grace_seconds"],
+        next_fire_at=dt_opt(m["next_fire_at"]),
+        last_fire_at=dt_opt(m["last_fire_at"]),
+        created_at=dt(m["created_at"]),
+    )
+
+
+def firing(row: Row[Any]) -> Firing:
+    m = row._mapping
+    return Firing(
+        id=m["id"],
+        trigger_id=m["trigger_id"],
+        scheduled_for=dt(m["scheduled_for"]),
+        recorded_at=dt(m["recorded_at"]),
+        status=FiringStatus(m["status"]),
+        task_id=m["task_id"],
+    )
+
+
+def event(row: Row[Any]) -> Event:
+    m = row._mapping
+    return Event(
+        id=m["id"],
+        person_id=m["person_id"],
+        type=m["type"],
+        source=m["source"],
+        dedupe_key=m["dedupe_key"],
+        payload=load(m["payload"]),
+        received_at=dt(m["received_at"]),
+        routed_at=dt_opt(m["routed_at"]),
+    )

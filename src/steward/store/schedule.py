@@ -1,0 +1,390 @@
+"""Scheduling SQL: triggers and their firings, the event inbox, leader leases, pruning."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+
+from steward.domain import Event, Firing, FiringStatus, Trigger, TriggerKind
+from steward.domain.ids import firing_id, new_id
+from steward.errors import NotFound
+from steward.store import rows
+from steward.store.backend import Backend
+from steward.store.goals import GoalQueries, _get_person
+from steward.store.schema import (
+    activations,
+    effects,
+    events,
+    firings,
+    goals,
+    leases,
+    steps,
+    tasks,
+    triggers,
+)
+from steward.store.tasks import _TERMINAL, TaskQueries, _wake
+
+
+class ScheduleQueries(GoalQueries, TaskQueries):
+    backend: Backend
+
+    # --- triggers -----------------------------------------------------------------------
+
+    async def create_trigger(self, trigger: Trigger) -> Trigger:
+        values = _trigger_values(trigger)
+
+        def op(conn: Connection) -> Trigger:
+            _get_person(conn, trigger.person_id)
+            if trigger.goal_id is not None:
+                owner = conn.execute(
+                    select(goals.c.person_id).where(goals.c.id == trigger.goal_id)
+                ).scalar()
+                if owner != trigger.person_id:
+                    raise NotFound("goal", trigger.goal_id)
+            conn.execute(insert(triggers).values(values))
+            return _get_trigger(conn, trigger.id)
+
+        return await self.backend.write(op)
+
+    async def get_trigger(self, trigger_id: str) -> Trigger:
+        return await self.backend.read(lambda conn: _get_trigger(conn, trigger_id))
+
+    async def list_triggers(
+        self, *, person_id: str | None = None, goal_id: str | None = None, limit: int = 500
+    ) -> list[Trigger]:
+        query = select(triggers).order_by(triggers.c.created_at).limit(limit)
+        if person_id is not None:
+            query = query.where(triggers.c.person_id == person_id)
+        if goal_id is not None:
+            query = query.where(triggers.c.goal_id == goal_id)
+        return await self.backend.read(
+            lambda conn: [rows.trigger(r) for r in conn.execute(query)]
+        )
+
+    async def set_trigger_enabled(
+        self, trigger_id: str, *, enabled: bool, next_fire_at: datetime | None
+    ) -> Trigger:
+        def op(conn: Connection) -> Trigger:
+            _get_trigger(conn, trigger_id)
+            conn.execute(
+                update(triggers)
+                .where(triggers.c.id == trigger_id)
+                .values(enabled=enabled, next_fire_at=rows.ts_opt(next_fire_at))
+            )
+            return _get_trigger(conn, trigger_id)
+
+        return await self.backend.write(op)
+
+    async def due_triggers(self, *, now: datetime, limit: int = 500) -> list[Trigger]:
+        query = (
+            select(triggers)
+            .where(triggers.c.enabled.is_(True), triggers.c.next_fire_at <= rows.ts(now))
+            .where(
+                triggers.c.goal_id.is_(None)
+                | triggers.c.goal_id.in_(select(goals.c.id).where(goals.c.status == "active"))
+            )
+            .order_by(triggers.c.next_fire_at)
+            .limit(limit)
+        )
+        return await self.backend.read(
+            lambda conn: [rows.trigger(r) for r in conn.execute(query)]
+        )
+
+    async def next_trigger_time(self) -> datetime | None:
+        query = select(func.min(triggers.c.next_fire_at)).where(triggers.c.enabled.is_(True))
+        value = await self.backend.read(lambda conn: conn.execute(query).scalar())
+        return rows.dt_opt(value)
+
+    async def apply_firings(
+        self,
+        trigger: Trigger,
+        plan: Sequence[tuple[datetime, FiringStatus]],
+        *,
+        next_fire_at: datetime | None,
+        now: datetime,
+    ) -> list[str]:
+        """Record a trigger's due firings (fired or missed) and create a task for each fired
+        one, then move its schedule on — all in one transaction, and only if nobody else
+        handled this schedule slot first. Returns the created task ids."""
+        now_f = rows.ts(now)
+        expected = rows.ts_opt(trigger.next_fire_at)
+        last = max((rows.ts(t) for t, _ in plan), default=rows.ts_opt(trigger.last_fire_at))
+
+        def op(conn: Connection) -> list[str]:
+            moved = conn.execute(
+                update(triggers)
+                .where(
+                    triggers.c.id == trigger.id,
+                    triggers.c.enabled.is_(True),
+                    triggers.c.next_fire_at == expected,
+                )
+                .values(next_fire_at=rows.ts_opt(next_fire_at), last_fire_at=last)
+            )
+            if moved.rowcount != 1:
+                return []
+            created: list[str] = []
+            for when, status in plan:
+                task_id = _record_firing(
+                    self, conn, trigger, firing_id(trigger.id, rows.ts(when)), when, status,
+                    {"fired_for": when.isoformat()}, now_f,
+                )
+                if task_id is not None:
+                    created.append(task_id)
+            return created
+
+        return await self.backend.write(op)
+
+    async def list_firings(self, trigger_id: str, *, limit: int = 1000) -> list[Firing]:
+        query = (
+            select(firings)
+            .where(firings.c.trigger_id == trigger_id)
+            .order_by(firings.c.scheduled_for)
+            .limit(limit)
+        )
+        return await self.backend.read(lambda conn: [rows.firing(r) for r in conn.execute(query)])
+
+    # --- events -------------------------------------------------------------------------
+
+    async def add_event(
+        self,
+        *,
+        person_id: str,
+        type: str,
+        source: str,
+        dedupe_key: str,
+        payload: dict[str, Any],
+        now: datetime,
+    ) -> tuple[Event, bool]:
+        """Store an event once per ``dedupe_key``. Returns the stored event and whether this
+        delivery was the first."""
+        values = {
+            "id": new_id("evt"),
+            "person_id": person_id,
+            "type": type,
+            "source": source,
+            "dedupe_key": dedupe_key,
+            "payload": rows.dump(payload),
+            "received_at": rows.ts(now),
+        }
+
+        def op(conn: Connection) -> tuple[Event, bool]:
+            _get_person(conn, person_id)
+            conn.execute(self.backend.insert_ignore(events, values))
+            row = conn.execute(
+                select(events).where(
+                    events.c.person_id == person_id, events.c.dedupe_key == dedupe_key
+                )
+            ).one()
+            stored = rows.event(row)
+            return stored, stored.id == values["id"]
+
+        return await self.backend.write(op)
+
+    async def route_events(self, *, now: datetime, limit: int = 200) -> int:
+        """Deliver unrouted events: wake tasks waiting for a matching event and fire matching
+        event triggers (one firing per trigger and event, by deterministic id)."""
+        now_f = rows.ts(now)
+
+        def op(conn: Connection) -> int:
+            batch = conn.execute(
+                self.backend.lock_rows(
+                    select(events)
+                    .where(events.c.routed_at.is_(None))
+                    .order_by(events.c.received_at)
+                    .limit(limit)
+                )
+            ).all()
+            for row in batch:
+                event = rows.event(row)
+                summary = {"id": event.id, "type": event.type, "payload": event.payload}
+                waiters = conn.execute(
+                    select(tasks.c.id, tasks.c.wait).where(
+                        tasks.c.person_id == event.person_id,
+                        tasks.c.wait_event == event.type,
+                        tasks.c.status == "waiting",
+                    )
+                ).all()
+                for task_id, wait in waiters:
+                    match = rows.load(wait).get("match", {})
+                    if all(event.payload.get(k) == v for k, v in match.items()):
+                        _wake(conn, task_id, {"reason": "event", "event": summary}, now_f)
+                for trow in conn.execute(
+                    select(triggers).where(
+                        triggers.c.person_id == event.person_id,
+                        triggers.c.kind == TriggerKind.EVENT.value,
+                        triggers.c.spec == event.type,
+                        triggers.c.enabled.is_(True),
+                    )
+                ):
+                    trigger = rows.trigger(trow)
+                    if all(event.payload.get(k) == v for k, v in trigger.match.items()):
+                        _record_firing(
+                            self, conn, trigger, f"fir_{trigger.id}_{event.id}",
+                            event.received_at, FiringStatus.FIRED, {"event": summary}, now_f,
+                        )
+                conn.execute(
+                    update(events).where(events.c.id == event.id).values(routed_at=now_f)
+                )
+            return len(batch)
+
+        return await self.backend.write(op)
+
+    async def list_events(self, *, person_id: str | None = None, limit: int = 200) -> list[Event]:
+        query = select(events).order_by(events.c.received_at.desc()).limit(limit)
+        if person_id is not None:
+            query = query.where(events.c.person_id == person_id)
+        return await self.backend.read(lambda conn: [rows.event(r) for r in conn.execute(query)])
+
+    # --- leader lease -------------------------------------------------------------------
+
+    async def acquire_lease(
+        self, name: str, *, holder: str, ttl_seconds: float, lease_now: datetime | None = None
+    ) -> int | None:
+        """Take or renew the named lease. Returns its epoch if ``holder`` now holds it."""
+        now_sql = self._now_sql(lease_now)
+
+        def op(conn: Connection) -> int | None:
+            conn.execute(
+                self.backend.insert_ignore(
+                    leases, {"name": name, "holder": holder, "epoch": 0, "expires_at": 0.0}
+                )
+            )
+            row = conn.execute(
+                self.backend.lock_for_update(
+                    select(leases.c.holder, leases.c.epoch, leases.c.expires_at < now_sql).where(
+                        leases.c.name == name
+                    )
+                )
+            ).one()
+            current_holder, epoch, expired = row
+            if current_holder != holder and not expired:
+                return None
+            new_epoch = epoch if current_holder == holder and not expired else epoch + 1
+            conn.execute(
+                update(leases)
+                .where(leases.c.name == name)
+                .values(holder=holder, epoch=new_epoch, expires_at=now_sql + ttl_seconds)
+            )
+            return int(new_epoch)
+
+        return await self.backend.write(op)
+
+    async def release_lease(self, name: str, *, holder: str) -> None:
+        def op(conn: Connection) -> None:
+            conn.execute(
+                update(leases)
+                .where(leases.c.name == name, leases.c.holder == holder)
+                .values(expires_at=0.0)
+            )
+
+        await self.backend.write(op)
+
+    # --- history ------------------------------------------------------------------------
+
+    async def prune_history(self, *, before: datetime) -> dict[str, int]:
+        """Delete tasks that finished before ``before`` with their activations, steps and
+        effects, and routed events and firings older than that. Goals and their records stay."""
+        cutoff = rows.ts(before)
+
+        def op(conn: Connection) -> dict[str, int]:
+            old = (
+                select(tasks.c.id)
+                .where(tasks.c.status.in_(_TERMINAL), tasks.c.finished_at < cutoff)
+                .scalar_subquery()
+            )
+            counts = {
+                "steps": conn.execute(delete(steps).where(steps.c.task_id.in_(old))).rowcount,
+                "effects": conn.execute(
+                    delete(effects).where(effects.c.task_id.in_(old))
+                ).rowcount,
+                "activations": conn.execute(
+                    delete(activations).where(activations.c.task_id.in_(old))
+                ).rowcount,
+            }
+            counts["tasks"] = conn.execute(
+                delete(tasks).where(tasks.c.status.in_(_TERMINAL), tasks.c.finished_at < cutoff)
+            ).rowcount
+            counts["events"] = conn.execute(
+                delete(events).where(events.c.routed_at < cutoff)
+            ).rowcount
+            counts["firings"] = conn.execute(
+                delete(firings).where(firings.c.recorded_at < cutoff)
+            ).rowcount
+            return counts
+
+        return await self.backend.write(op)
+
+
+def _record_firing(
+    queries: ScheduleQueries,
+    conn: Connection,
+    trigger: Trigger,
+    fid: str,
+    when: datetime,
+    status: FiringStatus,
+    extra_input: dict[str, Any],
+    now_f: float,
+) -> str | None:
+    """Insert a firing by deterministic id; if new and fired, create its task. A firing that
+    already exists (a double fire) creates nothing."""
+    inserted = conn.execute(
+        queries.backend.insert_ignore(
+            firings,
+            {
+                "id": fid,
+                "trigger_id": trigger.id,
+                "scheduled_for": rows.ts(when),
+                "recorded_at": now_f,
+                "status": status.value,
+            },
+        )
+    )
+    if inserted.rowcount != 1 or status is not FiringStatus.FIRED:
+        return None
+    spec = trigger.task
+    values = queries._task_values(
+        replace(spec, input=spec.input | extra_input),
+        person_id=trigger.person_id,
+        goal_id=trigger.goal_id,
+        parent_id=None,
+        trigger_id=trigger.id,
+        run_at=rows.dt(now_f),
+        now=rows.dt(now_f),
+    )
+    values["wake"] = rows.dump({"reason": "event" if "event" in extra_input else "timer"})
+    conn.execute(insert(tasks).values(values))
+    conn.execute(update(firings).where(firings.c.id == fid).values(task_id=values["id"]))
+    task_id: str = values["id"]
+    return task_id
+
+
+def _trigger_values(trigger: Trigger) -> dict[str, Any]:
+    return {
+        "id": trigger.id,
+        "person_id": trigger.person_id,
+        "goal_id": trigger.goal_id,
+        "name": trigger.name,
+        "kind": trigger.kind.value,
+        "spec": trigger.spec,
+        "timezone": trigger.timezone,
+        "match": rows.dump(trigger.match),
+        "task": rows.dump(trigger.task.to_json()),
+        "enabled": trigger.enabled,
+        "missed_policy": trigger.missed_policy.value,
+        "missed_cap": trigger.missed_cap,
+        "grace_seconds": trigger.grace_seconds,
+        "next_fire_at": rows.ts_opt(trigger.next_fire_at),
+        "last_fire_at": rows.ts_opt(trigger.last_fire_at),
+        "created_at": rows.ts(trigger.created_at),
+    }
+
+
+def _get_trigger(conn: Connection, trigger_id: str) -> Trigger:
+    row = conn.execute(select(triggers).where(triggers.c.id == trigger_id)).first()
+    if row is None:
+        raise NotFound("trigger", trigger_id)
+    return rows.trigger(row)

@@ -1,0 +1,215 @@
+"""Table definitions (SQLAlchemy Core). Times are UTC epoch seconds as floats: portable, cheap to
+compare and to do lease arithmetic on in SQL; JSON is stored as text and parsed in the store."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+ID = String(80)
+
+persons = Table(
+    "persons",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("max_concurrency", Integer, nullable=False),
+    Column("timezone", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+goals = Table(
+    "goals",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("instructions", Text, nullable=False),
+    Column("constraints", Text, nullable=False),
+    Column("deadline", Float),
+    Column("stop_condition", Text, nullable=False),
+    Column("report_policy", String(32), nullable=False),
+    Column("sources", Text, nullable=False),
+    Column("budget", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("state", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_goals_person_status", "person_id", "status"),
+)
+
+goal_records = Table(
+    "goal_records",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("goal_id", ID, ForeignKey("goals.id", ondelete="CASCADE"), nullable=False),
+    Column("task_id", ID),
+    Column("kind", String(16), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_goal_records_goal", "goal_id", "id"),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("goal_id", ID, ForeignKey("goals.id")),
+    Column("parent_id", ID),
+    Column("trigger_id", ID),
+    Column("kind", String(128), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("input", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("priority", Integer, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("max_attempts", Integer, nullable=False),
+    Column("run_at", Float, nullable=False),
+    Column("wait", Text),
+    # denormalised from ``wait`` so the scheduler finds due timers and event waiters by index
+    Column("wait_until", Float),
+    Column("wait_event", String(128)),
+    Column("wake", Text),
+    Column("state", Text, nullable=False),
+    Column("step_seq", Integer, nullable=False),
+    Column("epoch", Integer, nullable=False),
+    Column("lease_owner", String(128)),
+    Column("lease_expires_at", Float),
+    # 'cancel' or 'pause' requested from outside, seen by the worker at the next step boundary
+    Column("control", String(16)),
+    Column("paused_from", String(16)),
+    Column("result", Text),
+    Column("error", Text),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("finished_at", Float),
+    Index("ix_tasks_claim", "status", "run_at"),
+    Index("ix_tasks_wait_until", "status", "wait_until"),
+    Index("ix_tasks_wait_event", "person_id", "wait_event"),
+    Index("ix_tasks_lease", "status", "lease_expires_at"),
+    Index("ix_tasks_goal", "goal_id"),
+    Index("ix_tasks_parent", "parent_id"),
+    Index("ix_tasks_finished", "finished_at"),
+)
+
+activations = Table(
+    "activations",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("task_id", ID, ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False),
+    Column("goal_id", ID),
+    Column("reason", String(32), nullable=False),
+    Column("worker", String(128), nullable=False),
+    Column("epoch", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float),
+    Column("outcome", String(32)),
+    Column("steps", Integer, nullable=False),
+    Column("usage", Text, nullable=False),
+    Index("ix_activations_task", "task_id", "started_at"),
+    Index("ix_activations_goal", "goal_id", "started_at"),
+)
+
+steps = Table(
+    "steps",
+    metadata,
+    Column("task_id", ID, ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("activation_id", ID, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("output", Text),
+    Column("created_at", Float, nullable=False),
+)
+
+effects = Table(
+    "effects",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("task_id", ID, ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False),
+    Column("step_seq", Integer, nullable=False),
+    Column("key", String(200), nullable=False, unique=True),
+    Column("tool", String(128), nullable=False),
+    Column("args", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("idempotent", Boolean, nullable=False),
+    Column("result", Text),
+    Column("error", Text),
+    Column("attempts", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_effects_task", "task_id"),
+    Index("ix_effects_status", "status"),
+)
+
+triggers = Table(
+    "triggers",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("goal_id", ID, ForeignKey("goals.id")),
+    Column("name", Text, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("spec", Text, nullable=False),
+    Column("timezone", String(64), nullable=False),
+    Column("match", Text, nullable=False),
+    Column("task", Text, nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("missed_policy", String(16), nullable=False),
+    Column("missed_cap", Integer, nullable=False),
+    Column("grace_seconds", Float, nullable=False),
+    Column("next_fire_at", Float),
+    Column("last_fire_at", Float),
+    Column("created_at", Float, nullable=False),
+    Index("ix_triggers_due", "enabled", "next_fire_at"),
+    Index("ix_triggers_event", "person_id", "kind", "spec"),
+)
+
+firings = Table(
+    "firings",
+    metadata,
+    Column("id", String(160), primary_key=True),
+    Column("trigger_id", ID, ForeignKey("triggers.id", ondelete="CASCADE"), nullable=False),
+    Column("scheduled_for", Float, nullable=False),
+    Column("recorded_at", Float, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("task_id", ID),
+    Index("ix_firings_trigger", "trigger_id", "scheduled_for"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("type", String(128), nullable=False),
+    Column("source", String(128), nullable=False),
+    Column("dedupe_key", String(200), nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("received_at", Float, nullable=False),
+    Column("routed_at", Float),
+    UniqueConstraint("person_id", "dedupe_key", name="uq_events_dedupe"),
+    Index("ix_events_unrouted", "routed_at", "received_at"),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("holder", String(128), nullable=False),
+    Column("epoch", Integer, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)

@@ -1,0 +1,673 @@
+"""Task lifecycle SQL: create, claim under lease, fenced checkpoints, outcomes, control, reaping.
+
+Every write made on behalf of a running task is *fenced*: it only applies while the task is
+``running`` at the claiming epoch with an unexpired lease (by database time). A worker that lost
+its lease — paused, partitioned, a zombie — gets :class:`~steward.errors.LeaseLost` and changes
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, and_, func, insert, literal, or_, select, update
+
+from steward.domain import Activation, Task, TaskSpec, TaskStatus, WaitCondition
+from steward.domain.ids import new_id
+from steward.domain.outcome import Claim, Outcome
+from steward.domain.task import TERMINAL_TASK_STATUSES
+from steward.errors import InvalidTransition, LeaseLost, NotFound
+from steward.store import rows
+from steward.store.backend import Backend
+from steward.store.schema import activations, goals, persons, steps, tasks
+
+_TERMINAL = [s.value for s in TERMINAL_TASK_STATUSES]
+_LIVE = [s.value for s in TaskStatus if s not in TERMINAL_TASK_STATUSES]
+
+
+class Fence:
+    """The (task, epoch) a worker claimed; every fenced write names it."""
+
+    __slots__ = ("activation_id", "epoch", "task_id")
+
+    def __init__(self, task_id: str, epoch: int, activation_id: str) -> None:
+        self.task_id = task_id
+        self.epoch = epoch
+        self.activation_id = activation_id
+
+    @classmethod
+    def of(cls, claim: Claim) -> Fence:
+        return cls(claim.task.id, claim.task.epoch, claim.activation.id)
+
+
+class TaskQueries:
+    backend: Backend
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _now_sql(self, lease_now: datetime | None) -> ColumnElement[float]:
+        """Database time unless a simulated clock supplies it."""
+        return self.backend.db_now() if lease_now is None else literal(rows.ts(lease_now))
+
+    def _fenced(self, fence: Fence, lease_now: datetime | None) -> ColumnElement[bool]:
+        return and_(
+            tasks.c.id == fence.task_id,
+            tasks.c.epoch == fence.epoch,
+            tasks.c.status == TaskStatus.RUNNING.value,
+            tasks.c.lease_expires_at >= self._now_sql(lease_now),
+        )
+
+    def _touch_fenced(self, conn: Connection, fence: Fence, lease_now: datetime | None) -> None:
+        """Check the fence (and lock the task row) inside a transaction, or raise LeaseLost."""
+        res = conn.execute(
+            update(tasks)
+            .where(self._fenced(fence, lease_now))
+            .values(epoch=tasks.c.epoch)
+            .returning(tasks.c.id)
+        )
+        if res.first() is None:
+            raise LeaseLost(fence.task_id, fence.epoch)
+
+    # --- create and read ----------------------------------------------------------------
+
+    @staticmethod
+    def _task_values(
+        spec: TaskSpec,
+        *,
+        person_id: str,
+        goal_id: str | None,
+        parent_id: str | None,
+        trigger_id: str | None,
+        run_at: datetime,
+        now: datetime,
+    ) -> dict[str, Any]:
+        return {
+            "id": new_id("tsk"),
+            "person_id": person_id,
+            "goal_id": goal_id,
+            "parent_id": parent_id,
+            "trigger_id": trigger_id,
+            "kind": spec.kind,
+            "title": spec.title or spec.kind,
+            "input": rows.dump(spec.input),
+            "status": TaskStatus.PENDING.value,
+            "priority": spec.priority,
+            "attempts": 0,
+            "max_attempts": spec.max_attempts,
+            "run_at": rows.ts(run_at),
+            "state": "{}",
+            "step_seq": 0,
+            "epoch": 0,
+            "created_at": rows.ts(now),
+            "updated_at": rows.ts(now),
+        }
+
+    async def create_task(
+        self,
+        spec: TaskSpec,
+        *,
+        person_id: str,
+        now: datetime,
+        goal_id: str | None = None,
+        parent_id: str | None = None,
+        trigger_id: str | None = None,
+        run_at: datetime | None = None,
+    ) -> Task:
+        values = self._task_values(
+            spec,
+            person_id=person_id,
+            goal_id=goal_id,
+            parent_id=parent_id,
+            trigger_id=trigger_id,
+            run_at=run_at or now,
+            now=now,
+        )
+
+        def op(conn: Connection) -> Task:
+            if conn.execute(select(persons.c.id).where(persons.c.id == person_id)).first() is None:
+                raise NotFound("person", person_id)
+            if goal_id is not None:
+                owner = conn.execute(
+                    select(goals.c.person_id).where(goals.c.id == goal_id)
+                ).scalar()
+                if owner != person_id:
+                    raise NotFound("goal", goal_id)
+            conn.execute(insert(tasks).values(values))
+            return _get_task(conn, values["id"])
+
+        return await self.backend.write(op)
+
+    async def get_task(self, task_id: str) -> Task:
+        return await self.backend.read(lambda conn: _get_task(conn, task_id))
+
+    async def list_tasks(
+        self,
+        *,
+        person_id: str | None = None,
+        goal_id: str | None = None,
+        status: Sequence[TaskStatus] | None = None,
+        parent_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Task]:
+        query = select(tasks).order_by(tasks.c.created_at.desc()).limit(limit)
+        if person_id is not None:
+            query = query.where(tasks.c.person_id == person_id)
+        if goal_id is not None:
+            query = query.where(tasks.c.goal_id == goal_id)
+        if parent_id is not None:
+            query = query.where(tasks.c.parent_id == parent_id)
+        if status:
+            query = query.where(tasks.c.status.in_([s.value for s in status]))
+        return await self.backend.read(
+            lambda conn: [rows.task(r) for r in conn.execute(query)]
+        )
+
+    async def count_tasks(self) -> dict[str, int]:
+        query = select(tasks.c.status, func.count()).group_by(tasks.c.status)
+        return await self.backend.read(
+            lambda conn: {status: n for status, n in conn.execute(query).all()}
+        )
+
+    # --- claim and lease ----------------------------------------------------------------
+
+    async def claim_tasks(
+        self,
+        *,
+        worker: str,
+        limit: int,
+        lease_seconds: float,
+        now: datetime,
+        lease_now: datetime | None = None,
+    ) -> list[Claim]:
+        """Take up to ``limit`` due tasks, honouring each person's concurrency limit and
+        skipping tasks of goals that are not active."""
+        backend = self.backend
+        now_f = rows.ts(now)
+
+        def op(conn: Connection) -> list[Claim]:
+            candidates = conn.execute(
+                backend.lock_rows(
+                    select(tasks.c.id, tasks.c.person_id)
+                    .where(tasks.c.status == TaskStatus.PENDING.value, tasks.c.run_at <= now_f)
+                    .where(
+                        or_(
+                            tasks.c.goal_id.is_(None),
+                            tasks.c.goal_id.in_(
+                                select(goals.c.id).where(goals.c.status == "active")
+                            ),
+                        )
+                    )
+                    .order_by(tasks.c.priority.desc(), tasks.c.run_at)
+                    .limit(limit * 4)
+                )
+            ).all()
+            if not candidates:
+                return []
+            people = sorted({person for _, person in candidates})
+            capacity = dict(
+                conn.execute(
+                    backend.lock_for_update(
+                        select(persons.c.id, persons.c.max_concurrency).where(
+                            persons.c.id.in_(people)
+                        )
+                    )
+                ).all()
+            )
+            running = conn.execute(
+                select(tasks.c.person_id, func.count())
+                .where(tasks.c.status == TaskStatus.RUNNING.value, tasks.c.person_id.in_(people))
+                .group_by(tasks.c.person_id)
+            ).all()
+            for person_id, count in running:
+                capacity[person_id] -= count
+            claims: list[Claim] = []
+            expires = self._now_sql(lease_now) + lease_seconds
+            for task_id, person_id in candidates:
+                if len(claims) >= limit:
+                    break
+                if capacity.get(person_id, 0) <= 0:
+                    continue
+                row = conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id == task_id, tasks.c.status == TaskStatus.PENDING.value)
+                    .values(
+                        status=TaskStatus.RUNNING.value,
+                        epoch=tasks.c.epoch + 1,
+                        lease_owner=worker,
+                        lease_expires_at=expires,
+                        control=None,
+                        updated_at=now_f,
+                    )
+                    .returning(*tasks.c)
+                ).first()
+                if row is None:
+                    continue
+                capacity[person_id] -= 1
+                task = rows.task(row)
+                wake = rows.load(row._mapping["wake"]) or {}
+                reason = wake.get("reason") or ("created" if task.step_seq == 0 else "resumed")
+                activation = Activation(
+                    id=new_id("act"),
+                    task_id=task.id,
+                    goal_id=task.goal_id,
+                    reason=reason,
+                    worker=worker,
+                    epoch=task.epoch,
+                    started_at=now,
+                )
+                conn.execute(
+                    insert(activations).values(
+                        id=activation.id,
+                        task_id=task.id,
+                        goal_id=task.goal_id,
+                        reason=reason,
+                        worker=worker,
+                        epoch=task.epoch,
+                        started_at=now_f,
+                        steps=0,
+                        usage="{}",
+                    )
+                )
+                claims.append(Claim(task=task, activation=activation, wake=wake))
+            return claims
+
+        return await backend.write(op)
+
+    async def renew_lease(
+        self, fence: Fence, *, lease_seconds: float, lease_now: datetime | None = None
+    ) -> str | None:
+        """Extend the lease; returns the pending control request (``cancel``/``pause``) if
+        any. Raises LeaseLost if the lease is gone."""
+        now_sql = self._now_sql(lease_now)
+
+        def op(conn: Connection) -> str | None:
+            row = conn.execute(
+                update(tasks)
+                .where(self._fenced(fence, lease_now))
+                .values(lease_expires_at=now_sql + lease_seconds)
+                .returning(tasks.c.control)
+            ).first()
+            if row is None:
+                raise LeaseLost(fence.task_id, fence.epoch)
+            control: str | None = row[0]
+            return control
+
+        return await self.backend.write(op)
+
+    # --- checkpoints --------------------------------------------------------------------
+
+    async def checkpoint(
+        self,
+        fence: Fence,
+        *,
+        seq: int,
+        kind: str,
+        output: Any,
+        state: dict[str, Any],
+        now: datetime,
+        lease_now: datetime | None = None,
+    ) -> str | None:
+        """Commit step ``seq`` and the handler state after it, in one fenced transaction.
+
+        Returns a pending control request (``cancel``/``pause``) for the caller to honour.
+        """
+        now_f = rows.ts(now)
+        task_update = (
+            update(tasks)
+            .where(self._fenced(fence, lease_now), tasks.c.step_seq == seq - 1)
+            .values(step_seq=seq, state=rows.dump(state), wake=None, updated_at=now_f)
+            .returning(tasks.c.control)
+        )
+        step_insert = insert(steps).values(
+            task_id=fence.task_id,
+            seq=seq,
+            activation_id=fence.activation_id,
+            kind=kind,
+            output=rows.dump(output),
+            created_at=now_f,
+        )
+
+        def op(conn: Connection) -> str | None:
+            row = conn.execute(task_update).first()
+            if row is None:
+                raise LeaseLost(fence.task_id, fence.epoch)
+            conn.execute(step_insert)
+            control: str | None = row[0]
+            return control
+
+        return await self.backend.write(op)
+
+    async def list_steps(self, task_id: str, *, after: int = 0, limit: int = 1000) -> list[Any]:
+        query = (
+            select(steps)
+            .where(steps.c.task_id == task_id, steps.c.seq > after)
+            .order_by(steps.c.seq)
+            .limit(limit)
+        )
+        return await self.backend.read(lambda conn: [rows.step(r) for r in conn.execute(query)])
+
+    # --- ending an activation -----------------------------------------------------------
+
+    async def finish_activation(
+        self,
+        fence: Fence,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        steps_taken: int,
+        usage: dict[str, Any] | None = None,
+        lease_now: datetime | None = None,
+    ) -> Task:
+        """Apply ``outcome`` to the task, release the lease and close the activation."""
+        now_f = rows.ts(now)
+
+        def op(conn: Connection) -> Task:
+            current = conn.execute(
+                select(tasks.c.attempts, tasks.c.max_attempts, tasks.c.parent_id).where(
+                    self._fenced(fence, lease_now)
+                )
+            ).first()
+            if current is None:
+                raise LeaseLost(fence.task_id, fence.epoch)
+            attempts, max_attempts, parent_id = current
+            values: dict[str, Any] = {
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "control": None,
+                "updated_at": now_f,
+            }
+            label: str = outcome.kind
+            match outcome.kind:
+                case "succeed":
+                    values |= {"status": "succeeded", "result": rows.dump(outcome.result)}
+                case "fail":
+                    values |= {"status": "failed", "error": outcome.reason}
+                case "retry":
+                    values["attempts"] = attempts + 1
+                    values["error"] = outcome.reason
+                    if attempts + 1 >= max_attempts:
+                        values["status"] = "dead_lettered"
+                        values["error"] = (
+                            f"gave up after {attempts + 1} attempts: {outcome.reason}"
+                        )
+                        label = "dead_lettered"
+                    else:
+                        values |= {
+                            "status": "pending",
+                            "run_at": now_f + outcome.delay_seconds,
+                            "wake": rows.dump({"reason": "retry"}),
+                        }
+                case "wait":
+                    cond = outcome.condition
+                    values |= _wait_values(cond)
+                    if cond.kind == "children" and _children_done(conn, fence.task_id):
+                        values |= {"status": "pending", "run_at": now_f}
+                        values["wake"] = rows.dump({"reason": "children"})
+                case "requeue":
+                    values |= {
+                        "status": "pending",
+                        "run_at": now_f,
+                        "wake": rows.dump({"reason": outcome.reason}),
+                    }
+                case "stop":
+                    if outcome.control == "cancel":
+                        values["status"] = "cancelled"
+                    else:
+                        values |= {"status": "paused", "paused_from": "pending"}
+                    label = values["status"]
+            if values.get("status") in _TERMINAL:
+                values["finished_at"] = now_f
+            conn.execute(update(tasks).where(tasks.c.id == fence.task_id).values(values))
+            conn.execute(
+                update(activations)
+                .where(activations.c.id == fence.activation_id)
+                .values(
+                    ended_at=now_f,
+                    outcome=label,
+                    steps=steps_taken,
+                    usage=rows.dump(usage or {}),
+                )
+            )
+            if values.get("status") in _TERMINAL and parent_id is not None:
+                _wake_parent_if_children_done(conn, parent_id, now_f)
+            return _get_task(conn, fence.task_id)
+
+        return await self.backend.write(op)
+
+    # --- control from outside -----------------------------------------------------------
+
+    async def request_control(self, task_id: str, control: str, *, now: datetime) -> Task:
+        """Cancel, pause or resume a task. Idle tasks change at once; a running task is asked
+        to stop at its next step boundary."""
+        now_f = rows.ts(now)
+
+        def op(conn: Connection) -> Task:
+            task = _get_task(conn, task_id)
+            values: dict[str, Any] = {"updated_at": now_f}
+            status = task.status
+            if control == "cancel":
+                if status.terminal:
+                    raise InvalidTransition(f"task {task_id} already {status}")
+                if status is TaskStatus.RUNNING:
+                    values["control"] = "cancel"
+                else:
+                    values |= {"status": "cancelled", "finished_at": now_f}
+            elif control == "pause":
+                if status in (TaskStatus.PENDING, TaskStatus.WAITING):
+                    values |= {"status": "paused", "paused_from": status.value}
+                elif status is TaskStatus.RUNNING:
+                    values["control"] = "pause"
+                else:
+                    raise InvalidTransition(f"task {task_id} is {status}; cannot pause it")
+            elif control == "resume":
+                if status is TaskStatus.PAUSED:
+                    back = conn.execute(
+                        select(tasks.c.paused_from).where(tasks.c.id == task_id)
+                    ).scalar()
+                    values |= {"status": back or "pending", "paused_from": None}
+                    if back != "waiting":
+                        values |= {"run_at": now_f, "wake": rows.dump({"reason": "resumed"})}
+                elif status is TaskStatus.RUNNING:
+                    values["control"] = None
+                else:
+                    raise InvalidTransition(f"task {task_id} is {status}; only paused resume")
+            else:
+                raise InvalidTransition(f"unknown control {control!r}")
+            conn.execute(update(tasks).where(tasks.c.id == task_id).values(values))
+            if values.get("status") == "cancelled" and task.parent_id:
+                _wake_parent_if_children_done(conn, task.parent_id, now_f)
+            return _get_task(conn, task_id)
+
+        return await self.backend.write(op)
+
+    async def wake_task(self, task_id: str, wake: dict[str, Any], *, now: datetime) -> bool:
+        """Make a waiting task runnable (its condition was met). False if it was not waiting."""
+        now_f = rows.ts(now)
+
+        def op(conn: Connection) -> bool:
+            return _wake(conn, task_id, wake, now_f)
+
+        return await self.backend.write(op)
+
+    # --- what the scheduler sweeps ------------------------------------------------------
+
+    async def wake_due_waits(self, *, now: datetime, limit: int = 1000) -> int:
+        """Wake waiting tasks whose time (or timeout) has come."""
+        now_f = rows.ts(now)
+
+        def op(conn: Connection) -> int:
+            due = conn.execute(
+                self.backend.lock_rows(
+                    select(tasks.c.id, tasks.c.wait)
+                    .where(
+                        tasks.c.status == TaskStatus.WAITING.value, tasks.c.wait_until <= now_f
+                    )
+                    .limit(limit)
+                )
+            ).all()
+            woken = 0
+            for task_id, wait in due:
+                kind = rows.load(wait)["kind"]
+                reason = "timer" if kind == "until" else "timeout"
+                woken += _wake(conn, task_id, {"reason": reason}, now_f)
+            return woken
+
+        return await self.backend.write(op)
+
+    async def reap_expired_leases(
+        self, *, now: datetime, lease_now: datetime | None = None, limit: int = 1000
+    ) -> list[str]:
+        """Re-queue running tasks whose lease lapsed (their worker died or hung). A lost lease
+        counts as a failed attempt, so a task that kills its worker every time ends dead-lettered
+        instead of looping. Returns the ids re-queued or dead-lettered."""
+        now_f = rows.ts(now)
+        now_sql = self._now_sql(lease_now)
+
+        def op(conn: Connection) -> list[str]:
+            expired = conn.execute(
+                self.backend.lock_rows(
+                    select(tasks.c.id, tasks.c.epoch, tasks.c.attempts, tasks.c.max_attempts)
+                    .where(
+                        tasks.c.status == TaskStatus.RUNNING.value,
+                        tasks.c.lease_expires_at < now_sql,
+                    )
+                    .limit(limit)
+                )
+            ).all()
+            for task_id, epoch, attempts, max_attempts in expired:
+                values: dict[str, Any] = {
+                    "attempts": attempts + 1,
+                    "lease_owner": None,
+                    "lease_expires_at": None,
+                    "updated_at": now_f,
+                    "error": "worker lost its lease",
+                }
+                if attempts + 1 >= max_attempts:
+                    values |= {
+                        "status": "dead_lettered",
+                        "finished_at": now_f,
+                        "error": f"gave up after {attempts + 1} attempts: worker lost its lease",
+                    }
+                else:
+                    values |= {
+                        "status": "pending",
+                        "run_at": now_f,
+                        "wake": rows.dump({"reason": "recovered"}),
+                    }
+                conn.execute(
+                    update(tasks).where(tasks.c.id == task_id, tasks.c.epoch == epoch).values(values)
+                )
+                conn.execute(
+                    update(activations)
+                    .where(
+                        activations.c.task_id == task_id,
+                        activations.c.epoch == epoch,
+                        activations.c.ended_at.is_(None),
+                    )
+                    .values(ended_at=now_f, outcome="lost")
+                )
+            return [row[0] for row in expired]
+
+        return await self.backend.write(op)
+
+    async def next_task_time(self) -> datetime | None:
+        """Earliest ``run_at`` of a pending task, or wake time of a timed wait."""
+
+        def op(conn: Connection) -> datetime | None:
+            pending = conn.execute(
+                select(func.min(tasks.c.run_at)).where(tasks.c.status == "pending")
+            ).scalar()
+            waiting = conn.execute(
+                select(func.min(tasks.c.wait_until)).where(tasks.c.status == "waiting")
+            ).scalar()
+            times = [t for t in (pending, waiting) if t is not None]
+            return rows.dt(min(times)) if times else None
+
+        return await self.backend.read(op)
+
+    async def list_activations(self, *, task_id: str | None = None, goal_id: str | None = None,
+                               limit: int = 200) -> list[Activation]:
+        query = select(activations).order_by(activations.c.started_at).limit(limit)
+        if task_id is not None:
+            query = query.where(activations.c.task_id == task_id)
+        if goal_id is not None:
+            query = query.where(activations.c.goal_id == goal_id)
+        return await self.backend.read(
+            lambda conn: [rows.activation(r) for r in conn.execute(query)]
+        )
+
+    async def goal_usage(self, goal_id: str) -> dict[str, float]:
+        """What a goal has spent: activations, steps and recorded cost."""
+
+        def op(conn: Connection) -> dict[str, float]:
+            n_act, n_steps = conn.execute(
+                select(func.count(), func.coalesce(func.sum(activations.c.steps), 0)).where(
+                    activations.c.goal_id == goal_id
+                )
+            ).one()
+            cost = 0.0
+            for (usage,) in conn.execute(
+                select(activations.c.usage).where(
+                    activations.c.goal_id == goal_id, activations.c.usage != "{}"
+                )
+            ):
+                cost += float(rows.load(usage).get("cost_usd", 0.0))
+            return {"activations": n_act, "steps": n_steps, "cost_usd": cost}
+
+        return await self.backend.read(op)
+
+
+# --- shared transaction pieces ----------------------------------------------------------
+
+
+def _get_task(conn: Connection, task_id: str) -> Task:
+    row = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
+    if row is None:
+        raise NotFound("task", task_id)
+    return rows.task(row)
+
+
+def _wait_values(cond: WaitCondition) -> dict[str, Any]:
+    return {
+        "status": "waiting",
+        "wait": rows.dump(cond.to_json()),
+        "wait_until": rows.ts_opt(cond.until),
+        "wait_event": cond.event_type if cond.kind == "event" else None,
+    }
+
+
+def _wake(conn: Connection, task_id: str, wake: dict[str, Any], now_f: float) -> bool:
+    res = conn.execute(
+        update(tasks)
+        .where(tasks.c.id == task_id, tasks.c.status == TaskStatus.WAITING.value)
+        .values(
+            status="pending",
+            run_at=now_f,
+            wake=rows.dump(wake),
+            wait=None,
+            wait_until=None,
+            wait_event=None,
+            updated_at=now_f,
+        )
+    )
+    return res.rowcount == 1
+
+
+def _children_done(conn: Connection, parent_id: str) -> bool:
+    live = conn.execute(
+        select(func.count()).where(tasks.c.parent_id == parent_id, tasks.c.status.in_(_LIVE))
+    ).scalar()
+    return live == 0
+
+
+def _wake_parent_if_children_done(conn: Connection, parent_id: str, now_f: float) -> None:
+    waiting = conn.execute(
+        select(tasks.c.wait).where(tasks.c.id == parent_id, tasks.c.status == "waiting")
+    ).scalar()
+    if waiting is None or rows.load(waiting).get("kind") != "children":
+        return
+    if _children_done(conn, parent_id):
+        _wake(conn, parent_id, {"reason": "children"}, now_f)
+
