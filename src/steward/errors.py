@@ -97,5 +97,9 @@ class EffectInDoubt(StewardRuntimeError):
         self.key = key
 
 
+class EffectFailed(StewardRuntimeError):
+    """A tool says for certain that its side effect did not happen (and will not on retry)."""
+
+
 class MigrationRequired(StewardRuntimeError):
     """The database schema is older than this code; run `steward db upgrade`."""

@@ -73,8 +73,9 @@ EFFECT_TRANSITIONS: dict[EffectStatus, frozenset[EffectStatus]] = {
     E.PLANNED: frozenset({E.SENT}),
     # a result arrived; or a crash left the outcome unknown
     E.SENT: frozenset({E.SUCCEEDED, E.FAILED, E.IN_DOUBT}),
-    # reconciled, retried with the same key, or decided by the person
-    E.IN_DOUBT: frozenset({E.SUCCEEDED, E.FAILED, E.SENT}),
+    # reconciled, retried with the same key, or decided by the person (not applied: it may be
+    # sent again, so back to planned)
+    E.IN_DOUBT: frozenset({E.SUCCEEDED, E.FAILED, E.SENT, E.PLANNED}),
 }
 del E
 

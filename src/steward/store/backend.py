@@ -19,6 +19,34 @@ T = TypeVar("T")
 Op = Callable[[Connection], T]
 
 
+class Prepared:
+    """A Core statement compiled once for a dialect and run on the driver's cursor.
+
+    For the few statements on the hot path (the step checkpoint), SQLAlchemy's per-execution
+    overhead costs more than SQLite itself; the SQL is still written once, in Core.
+    """
+
+    __slots__ = ("defaults", "order", "sql")
+
+    def __init__(self, statement: Executable, dialect: Any) -> None:
+        compiled = statement.compile(dialect=dialect)
+        self.sql: str = compiled.string
+        # values fixed in the statement itself (constants in WHERE/SET) become parameters too
+        self.defaults: dict[str, Any] = dict(compiled.params)
+        self.order: tuple[str, ...] | None = (
+            tuple(compiled.positiontup or ()) if dialect.positional else None
+        )
+
+    def run(self, conn: Connection, params: dict[str, Any]) -> Any:
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        merged = self.defaults | params
+        if self.order is None:
+            cursor.execute(self.sql, merged)
+        else:
+            cursor.execute(self.sql, tuple(merged[name] for name in self.order))
+        return cursor
+
+
 class Backend(abc.ABC):
     """Runs operations in transactions and supplies the few dialect-specific SQL pieces."""
 
@@ -31,6 +59,14 @@ class Backend(abc.ABC):
 
     def __init__(self, *, read_threads: int) -> None:
         self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="steward-read")
+        self._prepared: dict[str, Prepared] = {}
+
+    def prepared(self, key: str, build: Callable[[], Executable]) -> Prepared:
+        """The statement ``build()`` makes, compiled for this dialect once and cached."""
+        found = self._prepared.get(key)
+        if found is None:
+            found = self._prepared[key] = Prepared(build(), self.engine.dialect)
+        return found
 
     @abc.abstractmethod
     async def write(self, op: Op[T], *, durable: bool = False) -> T:

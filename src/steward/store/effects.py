@@ -92,13 +92,13 @@ class EffectQueries(TaskQueries):
     async def resolve_effect(
         self, effect_id: str, *, applied: bool, now: datetime, note: str = ""
     ) -> Effect:
-        """The person decides an in-doubt effect: it happened (``applied``) or it did not. The
-        task waiting on it wakes; a not-applied effect may then be sent again."""
+        """The person decides an in-doubt effect: it happened (``applied``) or it did not (back
+        to ``planned``, so the task sends it when it resumes). The waiting task wakes."""
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> Effect:
             current = _get_effect(conn, effect_id)
-            new = EffectStatus.SUCCEEDED if applied else EffectStatus.FAILED
+            new = EffectStatus.SUCCEEDED if applied else EffectStatus.PLANNED
             check_effect_transition(current.status, new)
             conn.execute(
                 update(effects)

@@ -19,7 +19,7 @@ from sqlalchemy import (
 
 metadata = MetaData()
 
-ID = String(80)
+ID = String(160)
 
 persons = Table(
     "persons",

@@ -12,7 +12,19 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, insert, literal, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Executable,
+    and_,
+    bindparam,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 
 from steward.domain import Activation, Task, TaskSpec, TaskStatus, WaitCondition
 from steward.domain.ids import new_id
@@ -114,7 +126,13 @@ class TaskQueries:
         parent_id: str | None = None,
         trigger_id: str | None = None,
         run_at: datetime | None = None,
+        task_id: str | None = None,
+        fence: Fence | None = None,
+        lease_now: datetime | None = None,
     ) -> Task:
+        """Create a task. With ``fence`` (a running task spawning a subtask) the write is fenced
+        and a given ``task_id`` that already exists is returned as is, so a replayed step does
+        not spawn twice."""
         values = self._task_values(
             spec,
             person_id=person_id,
@@ -124,8 +142,16 @@ class TaskQueries:
             run_at=run_at or now,
             now=now,
         )
+        if task_id is not None:
+            values["id"] = task_id
 
         def op(conn: Connection) -> Task:
+            if fence is not None:
+                self._touch_fenced(conn, fence, lease_now)
+                if task_id is not None:
+                    existing = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
+                    if existing is not None:
+                        return rows.task(existing)
             if conn.execute(select(persons.c.id).where(persons.c.id == person_id)).first() is None:
                 raise NotFound("person", person_id)
             if goal_id is not None:
@@ -313,31 +339,54 @@ class TaskQueries:
 
         Returns a pending control request (``cancel``/``pause``) for the caller to honour.
         """
-        now_f = rows.ts(now)
-        task_update = (
-            update(tasks)
-            .where(self._fenced(fence, lease_now), tasks.c.step_seq == seq - 1)
-            .values(step_seq=seq, state=rows.dump(state), wake=None, updated_at=now_f)
-            .returning(tasks.c.control)
+        params = {
+            "task_id": fence.task_id,
+            "epoch": fence.epoch,
+            "seq": seq,
+            "prev_seq": seq - 1,
+            "state": rows.dump(state),
+            "now": rows.ts(now),
+            "activation_id": fence.activation_id,
+            "kind": kind,
+            "output": rows.dump(output),
+        }
+        simulated = lease_now is not None
+        if simulated:
+            params["lease_now"] = rows.ts(lease_now)  # type: ignore[arg-type]
+        task_update = self.backend.prepared(
+            f"checkpoint-update-{simulated}", lambda: self._checkpoint_update(simulated)
         )
-        step_insert = insert(steps).values(
-            task_id=fence.task_id,
-            seq=seq,
-            activation_id=fence.activation_id,
-            kind=kind,
-            output=rows.dump(output),
-            created_at=now_f,
-        )
+        step_insert = self.backend.prepared("checkpoint-insert", _checkpoint_insert)
 
         def op(conn: Connection) -> str | None:
-            row = conn.execute(task_update).first()
+            row = task_update.run(conn, params).fetchone()
             if row is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
-            conn.execute(step_insert)
+            step_insert.run(conn, params)
             control: str | None = row[0]
             return control
 
         return await self.backend.write(op)
+
+    def _checkpoint_update(self, simulated: bool) -> Executable:
+        now_sql = bindparam("lease_now") if simulated else self.backend.db_now()
+        return (
+            update(tasks)
+            .where(
+                tasks.c.id == bindparam("task_id"),
+                tasks.c.epoch == bindparam("epoch"),
+                tasks.c.status == TaskStatus.RUNNING.value,
+                tasks.c.lease_expires_at >= now_sql,
+                tasks.c.step_seq == bindparam("prev_seq"),
+            )
+            .values(
+                step_seq=bindparam("seq"),
+                state=bindparam("state"),
+                wake=None,
+                updated_at=bindparam("now"),
+            )
+            .returning(tasks.c.control)
+        )
 
     async def list_steps(self, task_id: str, *, after: int = 0, limit: int = 1000) -> list[Any]:
         query = (
@@ -572,20 +621,15 @@ class TaskQueries:
 
         return await self.backend.write(op)
 
-    async def next_task_time(self) -> datetime | None:
-        """Earliest ``run_at`` of a pending task, or wake time of a timed wait."""
+    async def next_run_time(self) -> datetime | None:
+        """Earliest ``run_at`` of a pending task (what workers wait for)."""
+        query = select(func.min(tasks.c.run_at)).where(tasks.c.status == "pending")
+        return rows.dt_opt(await self.backend.read(lambda conn: conn.execute(query).scalar()))
 
-        def op(conn: Connection) -> datetime | None:
-            pending = conn.execute(
-                select(func.min(tasks.c.run_at)).where(tasks.c.status == "pending")
-            ).scalar()
-            waiting = conn.execute(
-                select(func.min(tasks.c.wait_until)).where(tasks.c.status == "waiting")
-            ).scalar()
-            times = [t for t in (pending, waiting) if t is not None]
-            return rows.dt(min(times)) if times else None
-
-        return await self.backend.read(op)
+    async def next_wait_time(self) -> datetime | None:
+        """Earliest wake time of a timed wait (what the scheduler waits for)."""
+        query = select(func.min(tasks.c.wait_until)).where(tasks.c.status == "waiting")
+        return rows.dt_opt(await self.backend.read(lambda conn: conn.execute(query).scalar()))
 
     async def list_activations(self, *, task_id: str | None = None, goal_id: str | None = None,
                                limit: int = 200) -> list[Activation]:
@@ -627,6 +671,17 @@ def _get_task(conn: Connection, task_id: str) -> Task:
     if row is None:
         raise NotFound("task", task_id)
     return rows.task(row)
+
+
+def _checkpoint_insert() -> Executable:
+    return insert(steps).values(
+        task_id=bindparam("task_id"),
+        seq=bindparam("seq"),
+        activation_id=bindparam("activation_id"),
+        kind=bindparam("kind"),
+        output=bindparam("output"),
+        created_at=bindparam("now"),
+    )
 
 
 def _wait_values(cond: WaitCondition) -> dict[str, Any]:

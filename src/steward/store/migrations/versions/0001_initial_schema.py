@@ -25,7 +25,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('name')
     )
     op.create_table('persons',
-    sa.Column('id', sa.String(length=80), nullable=False),
+    sa.Column('id', sa.String(length=160), nullable=False),
     sa.Column('name', sa.Text(), nullable=False),
     sa.Column('max_concurrency', sa.Integer(), nullable=False),
     sa.Column('timezone', sa.String(length=64), nullable=False),
@@ -33,8 +33,8 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id')
     )
     op.create_table('events',
-    sa.Column('id', sa.String(length=80), nullable=False),
-    sa.Column('person_id', sa.String(length=80), nullable=False),
+    sa.Column('id', sa.String(length=160), nullable=False),
+    sa.Column('person_id', sa.String(length=160), nullable=False),
     sa.Column('type', sa.String(length=128), nullable=False),
     sa.Column('source', sa.String(length=128), nullable=False),
     sa.Column('dedupe_key', sa.String(length=200), nullable=False),
@@ -49,8 +49,8 @@ def upgrade() -> None:
         batch_op.create_index('ix_events_unrouted', ['routed_at', 'received_at'], unique=False)
 
     op.create_table('goals',
-    sa.Column('id', sa.String(length=80), nullable=False),
-    sa.Column('person_id', sa.String(length=80), nullable=False),
+    sa.Column('id', sa.String(length=160), nullable=False),
+    sa.Column('person_id', sa.String(length=160), nullable=False),
     sa.Column('title', sa.Text(), nullable=False),
     sa.Column('instructions', sa.Text(), nullable=False),
     sa.Column('constraints', sa.Text(), nullable=False),
@@ -71,8 +71,8 @@ def upgrade() -> None:
 
     op.create_table('goal_records',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
-    sa.Column('goal_id', sa.String(length=80), nullable=False),
-    sa.Column('task_id', sa.String(length=80), nullable=True),
+    sa.Column('goal_id', sa.String(length=160), nullable=False),
+    sa.Column('task_id', sa.String(length=160), nullable=True),
     sa.Column('kind', sa.String(length=16), nullable=False),
     sa.Column('content', sa.Text(), nullable=False),
     sa.Column('created_at', sa.Float(), nullable=False),
@@ -83,11 +83,11 @@ def upgrade() -> None:
         batch_op.create_index('ix_goal_records_goal', ['goal_id', 'id'], unique=False)
 
     op.create_table('tasks',
-    sa.Column('id', sa.String(length=80), nullable=False),
-    sa.Column('person_id', sa.String(length=80), nullable=False),
-    sa.Column('goal_id', sa.String(length=80), nullable=True),
-    sa.Column('parent_id', sa.String(length=80), nullable=True),
-    sa.Column('trigger_id', sa.String(length=80), nullable=True),
+    sa.Column('id', sa.String(length=160), nullable=False),
+    sa.Column('person_id', sa.String(length=160), nullable=False),
+    sa.Column('goal_id', sa.String(length=160), nullable=True),
+    sa.Column('parent_id', sa.String(length=160), nullable=True),
+    sa.Column('trigger_id', sa.String(length=160), nullable=True),
     sa.Column('kind', sa.String(length=128), nullable=False),
     sa.Column('title', sa.Text(), nullable=False),
     sa.Column('input', sa.Text(), nullable=False),
@@ -126,9 +126,9 @@ def upgrade() -> None:
         batch_op.create_index('ix_tasks_wait_until', ['status', 'wait_until'], unique=False)
 
     op.create_table('triggers',
-    sa.Column('id', sa.String(length=80), nullable=False),
-    sa.Column('person_id', sa.String(length=80), nullable=False),
-    sa.Column('goal_id', sa.String(length=80), nullable=True),
+    sa.Column('id', sa.String(length=160), nullable=False),
+    sa.Column('person_id', sa.String(length=160), nullable=False),
+    sa.Column('goal_id', sa.String(length=160), nullable=True),
     sa.Column('name', sa.Text(), nullable=False),
     sa.Column('kind', sa.String(length=16), nullable=False),
     sa.Column('spec', sa.Text(), nullable=False),
@@ -151,9 +151,9 @@ def upgrade() -> None:
         batch_op.create_index('ix_triggers_event', ['person_id', 'kind', 'spec'], unique=False)
 
     op.create_table('activations',
-    sa.Column('id', sa.String(length=80), nullable=False),
-    sa.Column('task_id', sa.String(length=80), nullable=False),
-    sa.Column('goal_id', sa.String(length=80), nullable=True),
+    sa.Column('id', sa.String(length=160), nullable=False),
+    sa.Column('task_id', sa.String(length=160), nullable=False),
+    sa.Column('goal_id', sa.String(length=160), nullable=True),
     sa.Column('reason', sa.String(length=32), nullable=False),
     sa.Column('worker', sa.String(length=128), nullable=False),
     sa.Column('epoch', sa.Integer(), nullable=False),
@@ -170,8 +170,8 @@ def upgrade() -> None:
         batch_op.create_index('ix_activations_task', ['task_id', 'started_at'], unique=False)
 
     op.create_table('effects',
-    sa.Column('id', sa.String(length=80), nullable=False),
-    sa.Column('task_id', sa.String(length=80), nullable=False),
+    sa.Column('id', sa.String(length=160), nullable=False),
+    sa.Column('task_id', sa.String(length=160), nullable=False),
     sa.Column('step_seq', sa.Integer(), nullable=False),
     sa.Column('key', sa.String(length=200), nullable=False),
     sa.Column('tool', sa.String(length=128), nullable=False),
@@ -193,11 +193,11 @@ def upgrade() -> None:
 
     op.create_table('firings',
     sa.Column('id', sa.String(length=160), nullable=False),
-    sa.Column('trigger_id', sa.String(length=80), nullable=False),
+    sa.Column('trigger_id', sa.String(length=160), nullable=False),
     sa.Column('scheduled_for', sa.Float(), nullable=False),
     sa.Column('recorded_at', sa.Float(), nullable=False),
     sa.Column('status', sa.String(length=16), nullable=False),
-    sa.Column('task_id', sa.String(length=80), nullable=True),
+    sa.Column('task_id', sa.String(length=160), nullable=True),
     sa.ForeignKeyConstraint(['trigger_id'], ['triggers.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id')
     )
@@ -205,9 +205,9 @@ def upgrade() -> None:
         batch_op.create_index('ix_firings_trigger', ['trigger_id', 'scheduled_for'], unique=False)
 
     op.create_table('steps',
-    sa.Column('task_id', sa.String(length=80), nullable=False),
+    sa.Column('task_id', sa.String(length=160), nullable=False),
     sa.Column('seq', sa.Integer(), nullable=False),
-    sa.Column('activation_id', sa.String(length=80), nullable=False),
+    sa.Column('activation_id', sa.String(length=160), nullable=False),
     sa.Column('kind', sa.String(length=32), nullable=False),
     sa.Column('output', sa.Text(), nullable=True),
     sa.Column('created_at', sa.Float(), nullable=False),

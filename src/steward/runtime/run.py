@@ -1,0 +1,188 @@
+"""What a harness holds during one activation: checkpoints, effects and goal writes, all fenced."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+
+from steward.domain import Effect, EffectStatus, Task, TaskSpec
+from steward.domain.goal import GoalRecordKind
+from steward.domain.ids import effect_key
+from steward.domain.outcome import Claim
+from steward.errors import EffectFailed, EffectInDoubt, RetryLater, StopRequested
+from steward.runtime.clock import Clock
+from steward.store import Fence, Store
+
+log = structlog.get_logger(__name__)
+
+EffectCall = Callable[[str], Awaitable[Any]]
+"""Performs a side effect given its idempotency key; returns the tool's result."""
+Reconcile = Callable[[str], Awaitable[tuple[bool, Any] | None]]
+"""Asks the service whether the effect with this key happened: ``(True, result)``,
+``(False, None)`` for not applied, or None if it cannot tell."""
+
+
+class TaskRun:
+    """One activation's handle on its task. Every write goes through the claim's fence."""
+
+    def __init__(self, *, store: Store, clock: Clock, claim: Claim) -> None:
+        self.store = store
+        self.clock = clock
+        self.claim = claim
+        self.fence = Fence.of(claim)
+        self.state: dict[str, Any] = dict(claim.task.state)
+        """Handler state as of the last committed step; harnesses mutate a copy and commit it."""
+        self.seq = claim.task.step_seq
+        """Steps committed so far (over all activations)."""
+        self.steps = 0
+        """Steps committed in this activation."""
+        self.usage: dict[str, float] = {}
+        """Usage the harness accumulates (tokens, cost_usd, ...)."""
+        self._effects_in_step = 0
+        self._spawned_in_step = 0
+
+    @property
+    def task(self) -> Task:
+        return self.claim.task
+
+    @property
+    def wake(self) -> dict[str, Any]:
+        """Why this activation started: ``{"reason": ..., "event": ...}``."""
+        return self.claim.wake
+
+    async def checkpoint(self, *, kind: str = "step", output: Any = None) -> None:
+        """Commit the next step and :attr:`state` atomically. Raises StopRequested if the task
+        was cancelled or paused meanwhile, LeaseLost if another worker owns it now."""
+        control = await self.store.checkpoint(
+            self.fence,
+            seq=self.seq + 1,
+            kind=kind,
+            output=output,
+            state=self.state,
+            now=self.clock.now(),
+            lease_now=self.clock.lease_now(),
+        )
+        self.seq += 1
+        self.steps += 1
+        self._effects_in_step = 0
+        self._spawned_in_step = 0
+        if control is not None:
+            raise StopRequested(control)
+
+    async def effect(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        call: EffectCall,
+        *,
+        idempotent: bool,
+        reconcile: Reconcile | None = None,
+    ) -> Any:
+        """Perform a side effect at most once, through the effect journal.
+
+        The intent is committed durably before ``call`` runs, and the result after. When a
+        previous attempt crashed after sending (outcome unknown), the effect is retried with
+        the same key only if the tool honours keys, else reconciled through ``reconcile``, else
+        left *in doubt* for the person (:class:`EffectInDoubt`) — never blindly replayed.
+        """
+        key = effect_key(self.task.id, self.seq + 1, self._effects_in_step)
+        self._effects_in_step += 1
+        effect = await self.store.plan_effect(
+            self.fence,
+            key=key,
+            step_seq=self.seq + 1,
+            tool=tool,
+            args=args,
+            idempotent=idempotent,
+            now=self.clock.now(),
+            lease_now=self.clock.lease_now(),
+        )
+        if effect.status is EffectStatus.SUCCEEDED:
+            return effect.result
+        if effect.status is EffectStatus.FAILED:
+            raise EffectFailed(effect.error or f"effect {key} failed")
+        if effect.status in (EffectStatus.SENT, EffectStatus.IN_DOUBT):
+            effect = await self._settle_unknown(effect, reconcile)
+            if effect.status is EffectStatus.SUCCEEDED:
+                return effect.result
+        return await self._send(effect, call)
+
+    async def _settle_unknown(self, effect: Effect, reconcile: Reconcile | None) -> Effect:
+        """An earlier attempt sent this effect and never recorded the answer."""
+        if effect.status is EffectStatus.SENT:
+            effect = await self._set(effect, EffectStatus.IN_DOUBT, error="outcome unknown")
+        log.warning("effect in doubt", key=effect.key, tool=effect.tool)
+        if effect.idempotent:
+            return effect  # safe: the service dedupes the same key
+        if reconcile is not None:
+            answer = await reconcile(effect.key)
+            if answer is not None:
+                applied, result = answer
+                if applied:
+                    return await self._set(effect, EffectStatus.SUCCEEDED, result=result)
+                return effect  # reconciled as not applied: send it
+        raise EffectInDoubt(effect.id, effect.key)
+
+    async def _send(self, effect: Effect, call: EffectCall) -> Any:
+        await self._set(effect, EffectStatus.SENT)
+        try:
+            result = await call(effect.key)
+        except EffectFailed as exc:
+            await self._set(effect, EffectStatus.FAILED, error=str(exc))
+            raise
+        except Exception as exc:
+            # We cannot tell whether it happened: in doubt; the retry settles it.
+            await self._set(effect, EffectStatus.IN_DOUBT, error=f"{type(exc).__name__}: {exc}")
+            raise RetryLater(f"effect {effect.tool} outcome unknown: {exc}") from exc
+        await self._set(effect, EffectStatus.SUCCEEDED, result=result)
+        return result
+
+    async def _set(
+        self, effect: Effect, status: EffectStatus, *, result: Any = None, error: str | None = None
+    ) -> Effect:
+        return await self.store.set_effect_status(
+            self.fence,
+            effect.id,
+            status,
+            now=self.clock.now(),
+            result=result,
+            error=error,
+            lease_now=self.clock.lease_now(),
+        )
+
+    async def write_goal(
+        self,
+        *,
+        state: dict[str, Any] | None = None,
+        record: tuple[GoalRecordKind, dict[str, Any]] | None = None,
+    ) -> None:
+        """Write results, evidence or notes back into the goal (fenced)."""
+        if self.task.goal_id is None:
+            raise RuntimeError(f"task {self.task.id} has no goal to write to")
+        await self.store.write_goal(
+            self.task.goal_id,
+            now=self.clock.now(),
+            state=state,
+            record=record,
+            fence=self.fence,
+            lease_now=self.clock.lease_now(),
+        )
+
+    async def spawn(self, spec: TaskSpec) -> str:
+        """Create a subtask (same person and goal); returns its id. The id is derived from this
+        step, so replaying the step after a crash finds the child instead of making another."""
+        child_id = f"{self.task.id}.{self.seq + 1}.{self._spawned_in_step}"
+        self._spawned_in_step += 1
+        child = await self.store.create_task(
+            spec,
+            person_id=self.task.person_id,
+            goal_id=self.task.goal_id,
+            parent_id=self.task.id,
+            now=self.clock.now(),
+            task_id=child_id,
+            fence=self.fence,
+            lease_now=self.clock.lease_now(),
+        )
+        return child.id

@@ -1,0 +1,87 @@
+"""A runtime process: a scheduler and/or workers sharing one store and clock.
+
+``steward up`` runs both roles in one process on SQLite; on PostgreSQL any number of processes on
+any number of hosts can run either role (one scheduler is active at a time; the rest stand by).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from steward.runtime.clock import Clock
+from steward.runtime.harness import Harness
+from steward.runtime.scheduler import Scheduler
+from steward.runtime.worker import Worker
+from steward.store import Store
+
+
+@dataclass(kw_only=True)
+class RuntimeConfig:
+    scheduler: bool = True
+    """Run the scheduler role in this process."""
+    workers: int = 1
+    """Worker loops in this process (each claims up to ``concurrency`` tasks)."""
+    concurrency: int = 8
+    """Tasks one worker runs at once."""
+    lease_seconds: float = 30.0
+    """Task lease; renewed every third of it while a task runs."""
+    poll_seconds: float | None = 1.0
+    """Idle re-check period; None for a single-process simulation (wake-ups only)."""
+    retry_base_seconds: float = 1.0
+    """Base of the exponential retry backoff."""
+
+
+class Runtime:
+    def __init__(
+        self, store: Store, harness: Harness, clock: Clock, config: RuntimeConfig | None = None
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config or RuntimeConfig()
+        self.work_available = asyncio.Event()
+        self.scheduler_wakeup = asyncio.Event()
+        cfg = self.config
+        self.scheduler = (
+            Scheduler(
+                store,
+                clock,
+                max_sleep_seconds=cfg.poll_seconds,
+                on_work=self.work_available,
+                wakeup=self.scheduler_wakeup,
+            )
+            if cfg.scheduler
+            else None
+        )
+        self.workers = [
+            Worker(
+                store,
+                harness,
+                clock,
+                concurrency=cfg.concurrency,
+                lease_seconds=cfg.lease_seconds,
+                poll_seconds=cfg.poll_seconds,
+                retry_base_seconds=cfg.retry_base_seconds,
+                wakeup=self.work_available,
+            )
+            for _ in range(cfg.workers)
+        ]
+        self.stop_event = asyncio.Event()
+
+    def notify_work(self) -> None:
+        """Something became runnable in this process: wake workers now."""
+        self.work_available.set()
+
+    def notify_scheduler(self) -> None:
+        """An event or trigger arrived in this process: let the scheduler look now."""
+        self.scheduler_wakeup.set()
+
+    async def run(self) -> None:
+        """Run until :meth:`stop`."""
+        roles = [w.run(self.stop_event) for w in self.workers]
+        if self.scheduler is not None:
+            roles.append(self.scheduler.run(self.stop_event))
+        await asyncio.gather(*roles)
+
+    def stop(self) -> None:
+        self.stop_event.set()

@@ -1,0 +1,127 @@
+"""The scheduler: exactly one active across all hosts (a lease in the database).
+
+Each tick it fires due triggers (applying missed-run policies), routes inbox events to waiting
+tasks and event triggers, wakes tasks whose timed wait is over, re-queues tasks whose worker lost
+its lease, and expires goals past their deadline. Then it sleeps until the next known due time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime, timedelta
+
+import structlog
+
+from steward.runtime.clock import Clock
+from steward.runtime.schedule import plan_firings
+from steward.runtime.worker import _either, default_worker_name
+from steward.store import Store
+
+log = structlog.get_logger(__name__)
+
+LEASE_NAME = "scheduler"
+
+
+class Scheduler:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        name: str | None = None,
+        lease_seconds: float = 15.0,
+        max_sleep_seconds: float | None = 1.0,
+        on_work: asyncio.Event | None = None,
+        wakeup: asyncio.Event | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.name = name or default_worker_name()
+        self.lease_seconds = lease_seconds
+        self.max_sleep_seconds = max_sleep_seconds
+        """Longest sleep between ticks (events and leases from other processes are only seen
+        by looking). None: sleep until the next known due time (single-process simulation)."""
+        self.on_work = on_work
+        """Set whenever a tick made tasks runnable, to wake in-process workers."""
+        self.wakeup = wakeup or asyncio.Event()
+        """Set it to tick now (a new event or trigger arrived in this process)."""
+        self.is_leader = False
+        self.fired = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        self.clock.register()
+        try:
+            while not stop.is_set():
+                self.wakeup.clear()
+                next_due = await self.tick()
+                now = self.clock.now()
+                deadline = next_due or now + timedelta(days=3650)
+                if self.max_sleep_seconds is not None:
+                    deadline = min(deadline, now + timedelta(seconds=self.max_sleep_seconds))
+                if not self.is_leader:
+                    deadline = min(deadline, now + timedelta(seconds=self.lease_seconds / 3))
+                wake = _either(self.wakeup, stop)
+                try:
+                    await self.clock.sleep_until(deadline, wake.event)
+                finally:
+                    wake.close()
+        finally:
+            self.clock.unregister()
+            if self.is_leader:
+                with contextlib.suppress(Exception):
+                    await self.store.release_lease(LEASE_NAME, holder=self.name)
+
+    async def tick(self) -> datetime | None:
+        """One pass. Returns the next time something is due (None if nothing is scheduled)."""
+        epoch = await self.store.acquire_lease(
+            LEASE_NAME,
+            holder=self.name,
+            ttl_seconds=self.lease_seconds,
+            lease_now=self.clock.lease_now(),
+        )
+        if epoch is None:
+            if self.is_leader:
+                log.warning("scheduler lease lost", holder=self.name)
+            self.is_leader = False
+            return None
+        if not self.is_leader:
+            log.info("scheduler lease acquired", holder=self.name, epoch=epoch)
+        self.is_leader = True
+        now = self.clock.now()
+        runnable = await self._fire_triggers(now)
+        runnable += await self.store.route_events(now=now)
+        runnable += await self.store.wake_due_waits(now=now)
+        runnable += len(
+            await self.store.reap_expired_leases(now=now, lease_now=self.clock.lease_now())
+        )
+        expired = await self.store.expire_goals(now=now)
+        if expired:
+            log.info("goals expired", goals=expired)
+        if runnable and self.on_work is not None:
+            self.on_work.set()
+        times = [
+            t
+            for t in (
+                await self.store.next_trigger_time(),
+                await self.store.next_wait_time(),
+                await self.store.next_deadline(),
+            )
+            if t is not None
+        ]
+        return min(times) if times else None
+
+    async def _fire_triggers(self, now: datetime) -> int:
+        created = 0
+        for trigger in await self.store.due_triggers(now=now):
+            plan = plan_firings(trigger, now)
+            tasks = await self.store.apply_firings(
+                trigger, plan.firings, next_fire_at=plan.next_fire_at, now=now
+            )
+            missed = sum(1 for _, status in plan.firings if status == "missed")
+            if missed:
+                log.warning("trigger missed runs", trigger=trigger.id, missed=missed,
+                            policy=trigger.missed_policy.value)
+            created += len(tasks)
+        self.fired += created
+        return created

@@ -1,0 +1,241 @@
+"""Workers: claim due tasks under a lease, run one activation each, release.
+
+A worker holds no state of its own worth keeping: everything is in the store. While a task runs,
+its lease is renewed in the background; if renewal finds the lease gone (this process was
+paused, partitioned, or too slow), the activation is abandoned — every write it might still try
+would be rejected by the fence anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import socket
+from datetime import timedelta
+
+import structlog
+
+from steward.domain.outcome import Claim, Fail, Outcome, Retry, Stop, Wait
+from steward.domain.task import WaitCondition
+from steward.errors import EffectInDoubt, LeaseLost, RetryLater, StopRequested
+from steward.runtime.clock import Clock
+from steward.runtime.harness import Harness
+from steward.runtime.run import TaskRun
+from steward.store import Fence, Store
+
+log = structlog.get_logger(__name__)
+
+
+def default_worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+
+
+def backoff_seconds(attempt: int, *, base: float = 1.0, cap: float = 300.0) -> float:
+    """Exponential backoff with full jitter: uniform in [0, min(cap, base·2^attempt)]."""
+    return random.uniform(0, min(cap, base * 2**attempt))  # noqa: S311 - jitter, not crypto
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        harness: Harness,
+        clock: Clock,
+        *,
+        name: str | None = None,
+        concurrency: int = 8,
+        lease_seconds: float = 30.0,
+        poll_seconds: float | None = 1.0,
+        retry_base_seconds: float = 1.0,
+        wakeup: asyncio.Event | None = None,
+    ) -> None:
+        self.store = store
+        self.harness = harness
+        self.clock = clock
+        self.name = name or default_worker_name()
+        self.concurrency = concurrency
+        self.lease_seconds = lease_seconds
+        self.poll_seconds = poll_seconds
+        """Longest idle sleep before looking again (other processes add work we are not told
+        about). None: sleep until the next known due time or a wake-up (in-process only)."""
+        self.retry_base_seconds = retry_base_seconds
+        self.wakeup = wakeup or asyncio.Event()
+        """Set it to make the worker look for work now."""
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self.activations = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Claim and run tasks until ``stop`` is set; then let running activations finish."""
+        self.clock.register()
+        try:
+            while not stop.is_set():
+                self.wakeup.clear()
+                claimed = await self.claim_and_start()
+                if claimed:
+                    continue
+                await self._idle(stop)
+        finally:
+            self.clock.unregister()
+            if self._running:
+                await asyncio.gather(*self._running.values(), return_exceptions=True)
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        if self._running:
+            # Busy: not asleep as far as a simulated clock is concerned.
+            waits: set[asyncio.Future[object]] = {
+                *self._running.values(),
+                asyncio.ensure_future(self.wakeup.wait()),
+                asyncio.ensure_future(stop.wait()),
+            }
+            done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for fut in pending:
+                if fut not in self._running.values():
+                    fut.cancel()
+            return
+        now = self.clock.now()
+        due = await self.store.next_run_time()
+        # Nothing due, or something due that we may not take (a person's concurrency limit, a
+        # paused goal): wait to be woken, or poll.
+        deadline = due if due is not None and due > now else now + timedelta(days=3650)
+        if self.poll_seconds is not None:
+            deadline = min(deadline, now + timedelta(seconds=self.poll_seconds))
+        wake = _either(self.wakeup, stop)
+        try:
+            await self.clock.sleep_until(deadline, wake.event)
+        finally:
+            wake.close()
+
+    async def claim_and_start(self) -> int:
+        free = self.concurrency - len(self._running)
+        if free <= 0:
+            return 0
+        claims = await self.store.claim_tasks(
+            worker=self.name,
+            limit=free,
+            lease_seconds=self.lease_seconds,
+            now=self.clock.now(),
+            lease_now=self.clock.lease_now(),
+        )
+        for claim in claims:
+            task = asyncio.get_running_loop().create_task(self._execute(claim))
+            self._running[claim.task.id] = task
+            task.add_done_callback(lambda _t, tid=claim.task.id: self._done(tid))
+        return len(claims)
+
+    def _done(self, task_id: str) -> None:
+        self._running.pop(task_id, None)
+        self.wakeup.set()
+
+    async def run_until_idle(self) -> int:
+        """Run everything due now to completion (tests and simulations). Returns activations."""
+        start = self.activations
+        while True:
+            await self.claim_and_start()
+            if not self._running:
+                return self.activations - start
+            await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+
+    async def _execute(self, claim: Claim) -> None:
+        self.activations += 1
+        run = TaskRun(store=self.store, clock=self.clock, claim=claim)
+        log.debug("activation start", task=claim.task.id, reason=claim.activation.reason)
+        work = asyncio.ensure_future(self._activate(run))
+        beat = asyncio.ensure_future(self._heartbeat(run.fence, work))
+        try:
+            outcome = await work
+        except asyncio.CancelledError:
+            log.warning("activation abandoned: lease lost", task=claim.task.id)
+            return
+        except LeaseLost:
+            log.warning("activation rejected by fence", task=claim.task.id)
+            return
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+        try:
+            await self.store.finish_activation(
+                run.fence,
+                outcome,
+                now=self.clock.now(),
+                steps_taken=run.steps,
+                usage=run.usage,
+                lease_now=self.clock.lease_now(),
+            )
+        except LeaseLost:
+            log.warning("outcome rejected by fence", task=claim.task.id, outcome=outcome.kind)
+
+    async def _activate(self, run: TaskRun) -> Outcome:
+        refusal = await self._over_budget(run)
+        if refusal is not None:
+            return Fail(reason=refusal)
+        try:
+            return await self.harness.activate(run)
+        except StopRequested as stop:
+            return Stop(control="cancel" if stop.kind == "cancel" else "pause")
+        except EffectInDoubt as doubt:
+            return Wait(condition=WaitCondition(kind="effect", ref=doubt.effect_id))
+        except RetryLater as retry:
+            delay = retry.delay_seconds
+            if delay is None:
+                delay = backoff_seconds(run.task.attempts, base=self.retry_base_seconds)
+            return Retry(reason=retry.reason, delay_seconds=delay)
+        except (LeaseLost, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            log.exception("step failed", task=run.task.id)
+            delay = backoff_seconds(run.task.attempts, base=self.retry_base_seconds)
+            return Retry(reason=f"{type(exc).__name__}: {exc}", delay_seconds=delay)
+
+    async def _over_budget(self, run: TaskRun) -> str | None:
+        goal_id = run.task.goal_id
+        if goal_id is None:
+            return None
+        budget = (await self.store.get_goal(goal_id)).budget
+        if budget.max_activations is None and budget.max_steps is None and (
+            budget.max_cost_usd is None
+        ):
+            return None
+        used = await self.store.goal_usage(goal_id)
+        # this activation is already counted in ``activations``
+        if budget.max_activations is not None and used["activations"] > budget.max_activations:
+            return f"goal budget exhausted: {budget.max_activations} activations"
+        if budget.max_steps is not None and used["steps"] >= budget.max_steps:
+            return f"goal budget exhausted: {budget.max_steps} steps"
+        if budget.max_cost_usd is not None and used["cost_usd"] >= budget.max_cost_usd:
+            return f"goal budget exhausted: ${budget.max_cost_usd:.2f}"
+        return None
+
+    async def _heartbeat(self, fence: Fence, work: asyncio.Future[Outcome]) -> None:
+        interval = self.lease_seconds / 3
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.store.renew_lease(
+                    fence, lease_seconds=self.lease_seconds, lease_now=self.clock.lease_now()
+                )
+            except LeaseLost:
+                work.cancel()
+                return
+            except Exception:
+                log.exception("lease renewal failed; will retry", task=fence.task_id)
+
+
+class _either:  # noqa: N801 - a tiny helper, used like a function
+    """An event set when either of two events is."""
+
+    def __init__(self, a: asyncio.Event, b: asyncio.Event) -> None:
+        self.event = asyncio.Event()
+        if a.is_set() or b.is_set():
+            self.event.set()
+        self._tasks = [asyncio.ensure_future(self._relay(e)) for e in (a, b)]
+
+    async def _relay(self, source: asyncio.Event) -> None:
+        await source.wait()
+        self.event.set()
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
