@@ -1,0 +1,117 @@
+"""Shared CLI plumbing: opening the store, printing, one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from enum import Enum
+from typing import Any, TypeVar
+
+import structlog
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from steward.config import Settings
+from steward.errors import StewardError
+from steward.service import Service
+from steward.store import Store
+
+T = TypeVar("T")
+console = Console()
+err_console = Console(stderr=True)
+
+DbOption = typer.Option(None, "--db", help="Database URL (default: $STEWARD_DATABASE_URL or "
+                        "SQLite in the data dir).")
+JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
+
+
+def configure_logging(level: str = "info") -> None:
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]
+        ),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+
+
+def run(coro: Callable[[], Awaitable[T]]) -> T:
+    """Run an async command; a Steward error becomes one clear line and exit code 1."""
+    configure_logging("warning")
+    try:
+        return asyncio.run(coro())  # type: ignore[arg-type]
+    except StewardError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+
+
+@asynccontextmanager
+async def service(db: str | None) -> AsyncIterator[Service]:
+    settings = Settings()
+    url = db or settings.resolved_database_url()
+    store = await Store.open(url)
+    try:
+        yield Service(store)
+    finally:
+        await store.close()
+
+
+def to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def emit(items: Sequence[Any], columns: Sequence[str], *, as_json: bool, title: str = "") -> None:
+    """Print a listing as a table, or as JSON with ``--json``."""
+    if as_json:
+        print(json.dumps([to_jsonable(i) for i in items], indent=2))
+        return
+    table = Table(title=title or None)
+    for col in columns:
+        table.add_column(col)
+    for item in items:
+        row = []
+        for col in columns:
+            value = getattr(item, col, None)
+            if isinstance(value, datetime):
+                value = value.strftime("%Y-%m-%d %H:%M:%S")
+            elif isinstance(value, Enum):
+                value = value.value
+            row.append("" if value is None else str(value))
+        table.add_row(*row)
+    console.print(table)
+
+
+def emit_one(item: Any, *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(to_jsonable(item), indent=2))
+        return
+    for key, value in to_jsonable(item).items():
+        console.print(f"[bold]{key}[/bold]: {value}")
+
+
+def parse_json_arg(value: str | None, what: str) -> dict[str, Any]:
+    if not value:
+        return {}
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"{what} must be a JSON object: {exc}") from exc
+    if not isinstance(parsed, dict):
+        raise typer.BadParameter(f"{what} must be a JSON object")
+    return parsed

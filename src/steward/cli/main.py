@@ -1,0 +1,190 @@
+"""``steward``: run the runtime and manage goals, tasks and triggers from a terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import typer
+
+from steward.cli.common import DbOption, configure_logging, console, err_console, run
+from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
+from steward.config import Settings
+from steward.domain import TaskSpec, TriggerKind
+from steward.domain.ids import new_id
+from steward.domain.trigger import MissedPolicy, Trigger
+from steward.runtime.builtin import builtin_harness
+from steward.runtime.clock import Clock, SimulatedClock
+from steward.runtime.runtime import Runtime, RuntimeConfig
+from steward.runtime.schedule import first_fire
+from steward.runtime.simulate import Outage, run_simulation
+from steward.service import Service
+from steward.store import Store, migrate
+
+app = typer.Typer(
+    help="Steward: a self-hosted personal agent runtime.", no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(goal_app, name="goal")
+app.add_typer(task_app, name="task")
+app.add_typer(trigger_app, name="trigger")
+app.add_typer(event_app, name="event")
+app.add_typer(effect_app, name="effect")
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
+    store = await Store.open(url)
+    clock = Clock()
+    runtime = Runtime(store, builtin_harness(), clock, config)
+    service = Service(store, clock, runtime)
+    person = await service.ensure_person()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, runtime.stop)
+    if banner:
+        roles = (["scheduler"] if config.scheduler else []) + [f"{config.workers} worker(s)"]
+        console.print(f"[bold]Steward[/bold] running ({', '.join(roles)}), pid {os.getpid()}")
+        console.print(f"  data:    {store.url}")
+        console.print(f"  person:  {person.name} ({person.id})")
+        console.print(f"  stop:    Ctrl-C, or kill {os.getpid()}")
+    try:
+        await runtime.run()
+    finally:
+        await store.close()
+    if banner:
+        console.print("stopped; all state is in the database")
+
+
+def _url(db: str | None) -> str:
+    settings = Settings()
+    return db or settings.resolved_database_url()
+
+
+@app.command()
+def up(
+    db: str | None = DbOption,
+    workers: int = typer.Option(1, help="Worker loops in this process."),
+    concurrency: int = typer.Option(8, help="Tasks each worker runs at once."),
+    log_level: str = typer.Option("info", help="debug, info, warning or error."),
+) -> None:
+    """Run scheduler and workers in one process (embedded SQLite by default)."""
+    configure_logging(log_level)
+    asyncio.run(
+        _serve(_url(db), RuntimeConfig(workers=workers, concurrency=concurrency), banner=True)
+    )
+
+
+@app.command()
+def worker(
+    db: str | None = DbOption,
+    concurrency: int = typer.Option(8, help="Tasks run at once."),
+    lease_seconds: float = typer.Option(30.0, help="Task lease length."),
+    log_level: str = typer.Option("warning", help="debug, info, warning or error."),
+) -> None:
+    """Run a worker only (more can run on other hosts against PostgreSQL)."""
+    configure_logging(log_level)
+    config = RuntimeConfig(scheduler=False, concurrency=concurrency, lease_seconds=lease_seconds)
+    asyncio.run(_serve(_url(db), config, banner=False))
+
+
+@app.command()
+def scheduler(
+    db: str | None = DbOption,
+    log_level: str = typer.Option("warning", help="debug, info, warning or error."),
+) -> None:
+    """Run the scheduler role only (one is active across all hosts; others stand by)."""
+    configure_logging(log_level)
+    asyncio.run(_serve(_url(db), RuntimeConfig(workers=0), banner=False))
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: str | None = DbOption) -> None:
+    """Bring the schema to the current revision."""
+
+    async def main() -> None:
+        store = await Store.open(_url(db))
+        console.print(f"{store.url}: at revision {migrate.current_revision(store.backend.engine)}")
+        await store.close()
+
+    run(main)
+
+
+@app.command()
+def prune(
+    older_than_days: float = typer.Option(30.0, help="Delete history older than this."),
+    db: str | None = DbOption,
+) -> None:
+    """Delete finished tasks' history (steps, activations, effects), old events and firings."""
+
+    async def main() -> None:
+        store = await Store.open(_url(db))
+        try:
+            before = Clock().now() - timedelta(days=older_than_days)
+            counts = await store.prune_history(before=before)
+            console.print(", ".join(f"{n} {what}" for what, n in counts.items()) + " deleted")
+        finally:
+            await store.close()
+
+    run(main)
+
+
+@app.command()
+def simulate(
+    days: int = typer.Option(28, help="Days of goal time to replay."),
+    goals: int = typer.Option(100, help="Goals, each with a daily cron trigger."),
+    cron: str = typer.Option("0 9 * * *", help="Cron expression of each goal's trigger."),
+    outage_day: int | None = typer.Option(None, help="Take the runtime down on this day..."),
+    outage_days: int = typer.Option(2, help="...for this many days."),
+    db: str | None = typer.Option(None, "--db", help="Database URL (default: a temp SQLite)."),
+) -> None:
+    """Replay weeks of scheduled goals on a simulated clock, in seconds."""
+    configure_logging("warning")
+
+    async def main() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            url = db or f"sqlite:///{Path(tmp) / 'sim.db'}"
+            store = await Store.open(url)
+            start = datetime(2026, 1, 1, tzinfo=UTC)
+            clock = SimulatedClock(start)
+            person = await store.create_person(name="sim", now=start, max_concurrency=16)
+            for i in range(goals):
+                goal = await store.create_goal(person_id=person.id, title=f"goal {i}", now=start)
+                await store.create_trigger(Trigger(
+                    id=new_id("trg"), person_id=person.id, goal_id=goal.id, name="daily",
+                    kind=TriggerKind.CRON, spec=cron, task=TaskSpec(kind="noop"),
+                    missed_policy=MissedPolicy.RUN_ONCE, created_at=start,
+                    next_fire_at=first_fire(TriggerKind.CRON, cron, "UTC", start),
+                ))
+            outages = []
+            if outage_day is not None:
+                down = start + timedelta(days=outage_day)
+                outages.append(Outage(start=down, end=down + timedelta(days=outage_days)))
+            report = await run_simulation(
+                store, builtin_harness(), clock, until=start + timedelta(days=days),
+                outages=outages,
+            )
+            counts = await store.count_tasks()
+            await store.close()
+        console.print(
+            f"replayed {days} days of {goals} goals in {report.wall_seconds:.1f}s wall time: "
+            f"{report.activations} activations, tasks {counts}, {report.jumps} clock jumps"
+        )
+
+    run(main)
+
+
+def _main() -> None:  # pragma: no cover - console entry
+    try:
+        app()
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _main()

@@ -1,0 +1,382 @@
+"""CLI commands that manage goals, tasks, triggers, events and effects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from steward.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit,
+    emit_one,
+    parse_json_arg,
+    run,
+    service,
+    to_jsonable,
+)
+from steward.domain import Budget, GoalStatus, MissedPolicy, TaskSpec, TriggerKind
+from steward.service import parse_time
+
+goal_app = typer.Typer(help="Goals: durable intent.", no_args_is_help=True)
+task_app = typer.Typer(help="Tasks: units of execution.", no_args_is_help=True)
+trigger_app = typer.Typer(help="Triggers: what wakes work up.", no_args_is_help=True)
+event_app = typer.Typer(help="The event inbox.", no_args_is_help=True)
+effect_app = typer.Typer(help="The effect journal.", no_args_is_help=True)
+
+PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
+GOAL_COLUMNS = ["id", "title", "status", "deadline", "report_policy"]
+TASK_COLUMNS = ["id", "kind", "status", "attempts", "step_seq", "goal_id", "run_at"]
+
+
+# --- goals ------------------------------------------------------------------------------
+
+
+@goal_app.command("create")
+def goal_create(
+    title: str,
+    instructions: str = typer.Option("", help="What to do, in your words."),
+    deadline: str | None = typer.Option(None, help="ISO-8601 time with offset."),
+    stop_condition: str = typer.Option("", help="When the goal is done."),
+    report_policy: str = typer.Option("actionable", help="all, actionable or none."),
+    constraint: list[str] = typer.Option([], help="A constraint (repeatable)."),
+    source: list[str] = typer.Option([], help="A source to watch (repeatable)."),
+    max_activations: int | None = typer.Option(None, help="Budget: most activations."),
+    max_steps: int | None = typer.Option(None, help="Budget: most steps."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Create a goal."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            goal = await svc.create_goal(
+                person_id=who.id,
+                title=title,
+                instructions=instructions,
+                deadline=parse_time(deadline) if deadline else None,
+                stop_condition=stop_condition,
+                report_policy=report_policy,
+                constraints=constraint,
+                sources=source,
+                budget=Budget(max_activations=max_activations, max_steps=max_steps),
+            )
+            emit_one(goal, as_json=as_json)
+
+    run(main)
+
+
+@goal_app.command("list")
+def goal_list(
+    status: GoalStatus | None = typer.Option(None, help="Only goals in this status."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """List goals."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            goals = await svc.store.list_goals(
+                person_id=who.id, status=[status] if status else None
+            )
+            emit(goals, GOAL_COLUMNS, as_json=as_json, title="Goals")
+
+    run(main)
+
+
+@goal_app.command("show")
+def goal_show(goal_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
+    """Show a goal, its state and budget use."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            goal = await svc.store.get_goal(goal_id)
+            usage = await svc.store.goal_usage(goal_id)
+            emit_one({**to_jsonable(goal), "usage": usage}, as_json=as_json)
+
+    run(main)
+
+
+def _goal_status_command(name: str, status: GoalStatus, doc: str) -> None:
+    def command(goal_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
+        async def main() -> None:
+            async with service(db) as svc:
+                emit_one(await svc.set_goal_status(goal_id, status), as_json=as_json)
+
+        run(main)
+
+    command.__doc__ = doc
+    goal_app.command(name)(command)
+
+
+_goal_status_command("pause", GoalStatus.PAUSED, "Pause a goal: no new activations.")
+_goal_status_command("resume", GoalStatus.ACTIVE, "Resume a paused goal.")
+_goal_status_command("cancel", GoalStatus.CANCELLED, "Cancel a goal, its tasks and triggers.")
+_goal_status_command("complete", GoalStatus.COMPLETED, "Mark a goal done.")
+
+
+@goal_app.command("timeline")
+def goal_timeline(
+    goal_id: str,
+    limit: int = typer.Option(200, help="Most recent entries to show."),
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show what happened under a goal: firings, activations, results."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            entries = await svc.timeline(goal_id, limit=limit)
+            emit(entries, ["at", "kind", "task_id", "summary"], as_json=as_json,
+                 title="Timeline")
+
+    run(main)
+
+
+# --- tasks ------------------------------------------------------------------------------
+
+
+@task_app.command("create")
+def task_create(
+    kind: str = typer.Argument(..., help="Task kind (e.g. noop, note, wait_event, http_post)."),
+    input: str | None = typer.Option(None, "--input", help="JSON object of handler input."),
+    goal: str | None = typer.Option(None, help="Goal id."),
+    title: str = typer.Option("", help="Label."),
+    priority: int = typer.Option(0, help="Higher runs first."),
+    max_attempts: int = typer.Option(5, help="Attempts before dead letter."),
+    run_at: str | None = typer.Option(None, help="Earliest start, ISO-8601 with offset."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Create a task."""
+    payload = parse_json_arg(input, "--input")
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            spec = TaskSpec(kind=kind, input=payload, priority=priority,
+                            max_attempts=max_attempts, title=title)
+            task = await svc.create_task(
+                person_id=who.id, spec=spec, goal_id=goal,
+                run_at=parse_time(run_at) if run_at else None,
+            )
+            emit_one(task, as_json=as_json)
+
+    run(main)
+
+
+@task_app.command("list")
+def task_list(
+    status: str | None = typer.Option(None, help="Only tasks in this status."),
+    goal: str | None = typer.Option(None, help="Only this goal's tasks."),
+    limit: int = typer.Option(100),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """List tasks, newest first."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            tasks = await svc.list_tasks(person_id=who.id, goal_id=goal, status=status,
+                                         limit=limit)
+            emit(tasks, TASK_COLUMNS, as_json=as_json, title="Tasks")
+
+    run(main)
+
+
+@task_app.command("show")
+def task_show(task_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
+    """Show a task with its activations and effects."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            task = await svc.store.get_task(task_id)
+            acts = await svc.store.list_activations(task_id=task_id)
+            effects = await svc.store.list_effects(task_id=task_id)
+            emit_one(
+                {**to_jsonable(task), "activations": to_jsonable(acts),
+                 "effects": to_jsonable(effects)},
+                as_json=as_json,
+            )
+
+    run(main)
+
+
+def _task_control_command(action: str, doc: str) -> None:
+    def command(task_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
+        async def main() -> None:
+            async with service(db) as svc:
+                emit_one(await svc.control_task(task_id, action), as_json=as_json)
+
+        run(main)
+
+    command.__doc__ = doc
+    task_app.command(action)(command)
+
+
+_task_control_command("cancel", "Cancel a task (a running one stops at its next step).")
+_task_control_command("pause", "Pause a task (a running one stops at its next step).")
+_task_control_command("resume", "Resume a paused task.")
+
+
+# --- triggers ---------------------------------------------------------------------------
+
+
+@trigger_app.command("add")
+def trigger_add(
+    kind: TriggerKind = typer.Argument(..., help="at, interval, cron or event."),
+    spec: str = typer.Argument(..., help="ISO time, seconds, cron expression or event type."),
+    task_kind: str = typer.Option("noop", "--task", help="Kind of task each firing creates."),
+    input: str | None = typer.Option(None, "--input", help="JSON input for those tasks."),
+    goal: str | None = typer.Option(None, help="Goal id."),
+    name: str = typer.Option("", help="Label."),
+    timezone: str | None = typer.Option(None, "--tz", help="IANA zone for cron."),
+    match: str | None = typer.Option(None, help="Event triggers: JSON payload filter."),
+    missed: MissedPolicy = typer.Option(MissedPolicy.RUN_ONCE, help="Missed-run policy."),
+    missed_cap: int = typer.Option(10, help="run_all: most catch-up firings."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Add a trigger."""
+    payload = parse_json_arg(input, "--input")
+    match_filter = parse_json_arg(match, "--match")
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            trigger = await svc.add_trigger(
+                person_id=who.id, kind=kind, spec=spec,
+                task=TaskSpec(kind=task_kind, input=payload), name=name, goal_id=goal,
+                timezone=timezone, match=match_filter, missed_policy=missed,
+                missed_cap=missed_cap,
+            )
+            emit_one(trigger, as_json=as_json)
+
+    run(main)
+
+
+@trigger_app.command("list")
+def trigger_list(
+    goal: str | None = typer.Option(None, help="Only this goal's triggers."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """List triggers with their next fire time."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            triggers = await svc.store.list_triggers(person_id=who.id, goal_id=goal)
+            emit(triggers, ["id", "name", "kind", "spec", "enabled", "next_fire_at",
+                            "missed_policy"], as_json=as_json, title="Triggers")
+
+    run(main)
+
+
+def _trigger_enable_command(name: str, enabled: bool, doc: str) -> None:
+    def command(trigger_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
+        async def main() -> None:
+            async with service(db) as svc:
+                emit_one(await svc.set_trigger_enabled(trigger_id, enabled), as_json=as_json)
+
+        run(main)
+
+    command.__doc__ = doc
+    trigger_app.command(name)(command)
+
+
+_trigger_enable_command("enable", True, "Enable a trigger (schedules its next firing).")
+_trigger_enable_command("disable", False, "Disable a trigger (stops its schedule).")
+
+
+# --- events and effects -----------------------------------------------------------------
+
+
+@event_app.command("send")
+def event_send(
+    type: str = typer.Argument(..., help="Event type, e.g. email.received."),
+    payload: str | None = typer.Option(None, help="JSON payload."),
+    dedupe_key: str | None = typer.Option(None, help="Delivery id; a repeat is stored once."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Put an event into the inbox."""
+    body = parse_json_arg(payload, "--payload")
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            event, created = await svc.send_event(
+                person_id=who.id, type=type, payload=body, dedupe_key=dedupe_key
+            )
+            result: dict[str, Any] = {**to_jsonable(event), "duplicate": not created}
+            emit_one(result, as_json=as_json)
+
+    run(main)
+
+
+@event_app.command("list")
+def event_list(
+    person: str | None = PersonOption, db: str | None = DbOption, as_json: bool = JsonOption
+) -> None:
+    """List recent events."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            events = await svc.store.list_events(person_id=who.id)
+            emit(events, ["id", "type", "source", "dedupe_key", "received_at", "routed_at"],
+                 as_json=as_json, title="Events")
+
+    run(main)
+
+
+@effect_app.command("list")
+def effect_list(
+    in_doubt: bool = typer.Option(False, "--in-doubt", help="Only effects needing a decision."),
+    task: str | None = typer.Option(None, help="Only this task's effects."),
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """List journalled side effects."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            if in_doubt:
+                effects = await svc.in_doubt_effects()
+            else:
+                effects = await svc.store.list_effects(task_id=task)
+            emit(effects, ["id", "task_id", "tool", "status", "attempts", "key"],
+                 as_json=as_json, title="Effects")
+
+    run(main)
+
+
+@effect_app.command("resolve")
+def effect_resolve(
+    effect_id: str,
+    applied: bool = typer.Option(..., "--applied/--not-applied",
+                                 help="Did the effect happen? Not applied: it will be sent."),
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Decide an in-doubt effect; its task resumes."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            emit_one(await svc.resolve_effect(effect_id, applied=applied), as_json=as_json)
+            console.print("task woken")
+
+    run(main)

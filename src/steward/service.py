@@ -1,0 +1,291 @@
+"""The service facade: the one door every interface (CLI, API, dashboard, MCP) goes through.
+
+It validates input (a bad request raises a :class:`~steward.errors.UsageError` and changes
+nothing), stamps times from the clock, and nudges an in-process runtime when it adds work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from steward.domain import (
+    Budget,
+    Effect,
+    EffectStatus,
+    Event,
+    Goal,
+    GoalStatus,
+    MissedPolicy,
+    Person,
+    Task,
+    TaskSpec,
+    TaskStatus,
+    Trigger,
+    TriggerKind,
+)
+from steward.domain.ids import new_id
+from steward.errors import ConfigError, UsageError
+from steward.runtime.clock import Clock
+from steward.runtime.schedule import first_fire, validate_spec
+from steward.store import Store
+
+
+@dataclass(kw_only=True, frozen=True)
+class TimelineEntry:
+    at: datetime
+    """When it happened."""
+    kind: str
+    """``activation``, ``step``, ``record``, ``firing``..."""
+    task_id: str | None
+    """The task involved, if any."""
+    summary: str
+    """One line for people."""
+    data: dict[str, Any]
+    """The details."""
+
+
+class Service:
+    def __init__(self, store: Store, clock: Clock | None = None, runtime: Any = None) -> None:
+        self.store = store
+        self.clock = clock or Clock()
+        self.runtime = runtime
+        """An in-process :class:`~steward.runtime.runtime.Runtime` to nudge, if any."""
+
+    # --- persons ------------------------------------------------------------------------
+
+    async def ensure_person(self, name: str = "me") -> Person:
+        """The person to act for: the first one, created on first use."""
+        persons = await self.store.list_persons()
+        if persons:
+            return persons[0]
+        return await self.store.create_person(name=name, now=self.clock.now())
+
+    async def person(self, person_id: str | None) -> Person:
+        if person_id:
+            return await self.store.get_person(person_id)
+        return await self.ensure_person()
+
+    # --- goals --------------------------------------------------------------------------
+
+    async def create_goal(
+        self,
+        *,
+        person_id: str,
+        title: str,
+        instructions: str = "",
+        constraints: Sequence[str] = (),
+        deadline: datetime | None = None,
+        stop_condition: str = "",
+        report_policy: str = "actionable",
+        sources: Sequence[str] = (),
+        budget: Budget | None = None,
+    ) -> Goal:
+        if not title.strip():
+            raise UsageError("a goal needs a title")
+        if report_policy not in ("all", "actionable", "none"):
+            raise UsageError("report policy must be one of: all, actionable, none")
+        if deadline is not None and deadline <= self.clock.now():
+            raise UsageError(f"deadline {deadline.isoformat()} is already past")
+        return await self.store.create_goal(
+            person_id=person_id,
+            title=title.strip(),
+            now=self.clock.now(),
+            instructions=instructions,
+            constraints=constraints,
+            deadline=deadline,
+            stop_condition=stop_condition,
+            report_policy=report_policy,
+            sources=sources,
+            budget=budget,
+        )
+
+    async def set_goal_status(self, goal_id: str, status: GoalStatus) -> Goal:
+        goal = await self.store.set_goal_status(goal_id, status, now=self.clock.now())
+        self._nudge()
+        return goal
+
+    async def timeline(self, goal_id: str, *, limit: int = 500) -> list[TimelineEntry]:
+        """Everything that happened under a goal, oldest first."""
+        await self.store.get_goal(goal_id)
+        entries: list[TimelineEntry] = []
+        for act in await self.store.list_activations(goal_id=goal_id, limit=limit):
+            entries.append(
+                TimelineEntry(
+                    at=act.started_at,
+                    kind="activation",
+                    task_id=act.task_id,
+                    summary=f"activation ({act.reason}) → {act.outcome or 'running'}, "
+                    f"{act.steps} steps",
+                    data={"id": act.id, "worker": act.worker, "usage": act.usage,
+                          "ended_at": act.ended_at.isoformat() if act.ended_at else None},
+                )
+            )
+        for rec in await self.store.list_goal_records(goal_id, limit=limit):
+            entries.append(
+                TimelineEntry(at=rec.created_at, kind=rec.kind, task_id=rec.task_id,
+                              summary=f"{rec.kind}: {_short(rec.content)}", data=rec.content)
+            )
+        for trigger in await self.store.list_triggers(goal_id=goal_id):
+            for firing in await self.store.list_firings(trigger.id, limit=limit):
+                entries.append(
+                    TimelineEntry(
+                        at=firing.scheduled_for,
+                        kind="firing",
+                        task_id=firing.task_id,
+                        summary=f"trigger {trigger.name} {firing.status.value}",
+                        data={"trigger_id": trigger.id, "firing_id": firing.id},
+                    )
+                )
+        entries.sort(key=lambda e: e.at)
+        return entries[-limit:]
+
+    # --- tasks --------------------------------------------------------------------------
+
+    async def create_task(
+        self,
+        *,
+        person_id: str,
+        spec: TaskSpec,
+        goal_id: str | None = None,
+        run_at: datetime | None = None,
+    ) -> Task:
+        if spec.max_attempts < 1:
+            raise UsageError("max_attempts must be at least 1")
+        task = await self.store.create_task(
+            spec, person_id=person_id, goal_id=goal_id, run_at=run_at, now=self.clock.now()
+        )
+        self._nudge()
+        return task
+
+    async def control_task(self, task_id: str, action: str) -> Task:
+        if action not in ("cancel", "pause", "resume"):
+            raise UsageError(f"unknown action {action!r}: use cancel, pause or resume")
+        task = await self.store.request_control(task_id, action, now=self.clock.now())
+        self._nudge()
+        return task
+
+    async def list_tasks(self, **filters: Any) -> list[Task]:
+        status = filters.pop("status", None)
+        if isinstance(status, str):
+            try:
+                filters["status"] = [TaskStatus(status)]
+            except ValueError as exc:
+                raise UsageError(
+                    f"unknown status {status!r}: {', '.join(s.value for s in TaskStatus)}"
+                ) from exc
+        return await self.store.list_tasks(**filters)
+
+    # --- triggers -----------------------------------------------------------------------
+
+    async def add_trigger(
+        self,
+        *,
+        person_id: str,
+        kind: TriggerKind,
+        spec: str,
+        task: TaskSpec,
+        name: str = "",
+        goal_id: str | None = None,
+        timezone: str | None = None,
+        match: dict[str, Any] | None = None,
+        missed_policy: MissedPolicy = MissedPolicy.RUN_ONCE,
+        missed_cap: int = 10,
+        grace_seconds: float = 60.0,
+    ) -> Trigger:
+        person = await self.store.get_person(person_id)
+        zone = timezone or person.timezone
+        validate_spec(kind, spec, zone)
+        if missed_cap < 0:
+            raise UsageError("missed_cap cannot be negative")
+        now = self.clock.now()
+        trigger = Trigger(
+            id=new_id("trg"),
+            person_id=person_id,
+            goal_id=goal_id,
+            name=name or f"{kind.value} {spec}",
+            kind=kind,
+            spec=spec,
+            timezone=zone,
+            match=match or {},
+            task=task,
+            missed_policy=missed_policy,
+            missed_cap=missed_cap,
+            grace_seconds=grace_seconds,
+            next_fire_at=first_fire(kind, spec, zone, now),
+            created_at=now,
+        )
+        created = await self.store.create_trigger(trigger)
+        self._nudge(scheduler=True)
+        return created
+
+    async def set_trigger_enabled(self, trigger_id: str, enabled: bool) -> Trigger:
+        trigger = await self.store.get_trigger(trigger_id)
+        next_fire = (
+            first_fire(trigger.kind, trigger.spec, trigger.timezone, self.clock.now())
+            if enabled
+            else None
+        )
+        updated = await self.store.set_trigger_enabled(
+            trigger_id, enabled=enabled, next_fire_at=next_fire
+        )
+        self._nudge(scheduler=True)
+        return updated
+
+    # --- events and effects -------------------------------------------------------------
+
+    async def send_event(
+        self,
+        *,
+        person_id: str,
+        type: str,
+        payload: dict[str, Any] | None = None,
+        source: str = "cli",
+        dedupe_key: str | None = None,
+    ) -> tuple[Event, bool]:
+        if not type:
+            raise UsageError("an event needs a type")
+        event, created = await self.store.add_event(
+            person_id=person_id,
+            type=type,
+            source=source,
+            dedupe_key=dedupe_key or new_id("dlv"),
+            payload=payload or {},
+            now=self.clock.now(),
+        )
+        if created:
+            self._nudge(scheduler=True)
+        return event, created
+
+    async def in_doubt_effects(self, person_id: str | None = None) -> list[Effect]:
+        return await self.store.list_effects(status=EffectStatus.IN_DOUBT, person_id=person_id)
+
+    async def resolve_effect(self, effect_id: str, *, applied: bool) -> Effect:
+        effect = await self.store.resolve_effect(effect_id, applied=applied, now=self.clock.now())
+        self._nudge()
+        return effect
+
+    def _nudge(self, *, scheduler: bool = False) -> None:
+        if self.runtime is None:
+            return
+        self.runtime.notify_work()
+        if scheduler:
+            self.runtime.notify_scheduler()
+
+
+def parse_time(value: str) -> datetime:
+    """Parse an ISO-8601 time for the CLI/API; a time without offset is rejected."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ConfigError(f"not an ISO-8601 time: {value!r}") from exc
+    if parsed.tzinfo is None:
+        raise ConfigError(f"time {value!r} needs a UTC offset, e.g. {value}+00:00")
+    return parsed
+
+
+def _short(content: dict[str, Any], width: int = 80) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in content.items())
+    return text if len(text) <= width else text[: width - 1] + "…"
