@@ -21,7 +21,7 @@ class StewardError(Exception):
 # --- signals -------------------------------------------------------------------------------
 
 
-class Signal(StewardError):  # noqa: N818 - signals are not errors
+class Signal(StewardError):
     """Control flow raised by user code into the runtime."""
 
 
@@ -51,7 +51,7 @@ class UsageError(StewardError):
     status_code = 400
 
 
-class NotFound(UsageError):  # noqa: N818
+class NotFound(UsageError):
     """A referenced object does not exist (or belongs to another person)."""
 
     status_code = 404
@@ -79,7 +79,7 @@ class StewardRuntimeError(StewardError):
     """A failure inside Steward or one of its backends."""
 
 
-class LeaseLost(StewardRuntimeError):  # noqa: N818
+class LeaseLost(StewardRuntimeError):
     """A fenced write was rejected: another worker owns the task now. Stop touching it."""
 
     def __init__(self, task_id: str, epoch: int) -> None:

@@ -119,14 +119,23 @@ class Service:
                     task_id=act.task_id,
                     summary=f"activation ({act.reason}) → {act.outcome or 'running'}, "
                     f"{act.steps} steps",
-                    data={"id": act.id, "worker": act.worker, "usage": act.usage,
-                          "ended_at": act.ended_at.isoformat() if act.ended_at else None},
+                    data={
+                        "id": act.id,
+                        "worker": act.worker,
+                        "usage": act.usage,
+                        "ended_at": act.ended_at.isoformat() if act.ended_at else None,
+                    },
                 )
             )
         for rec in await self.store.list_goal_records(goal_id, limit=limit):
             entries.append(
-                TimelineEntry(at=rec.created_at, kind=rec.kind, task_id=rec.task_id,
-                              summary=f"{rec.kind}: {_short(rec.content)}", data=rec.content)
+                TimelineEntry(
+                    at=rec.created_at,
+                    kind=rec.kind,
+                    task_id=rec.task_id,
+                    summary=f"{rec.kind}: {_short(rec.content)}",
+                    data=rec.content,
+                )
             )
         for trigger in await self.store.list_triggers(goal_id=goal_id):
             for firing in await self.store.list_firings(trigger.id, limit=limit):

@@ -27,8 +27,9 @@ T = TypeVar("T")
 console = Console()
 err_console = Console(stderr=True)
 
-DbOption = typer.Option(None, "--db", help="Database URL (default: $STEWARD_DATABASE_URL or "
-                        "SQLite in the data dir).")
+DbOption = typer.Option(
+    None, "--db", help="Database URL (default: $STEWARD_DATABASE_URL or SQLite in the data dir)."
+)
 JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 

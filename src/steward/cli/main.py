@@ -26,7 +26,8 @@ from steward.service import Service
 from steward.store import Store, migrate
 
 app = typer.Typer(
-    help="Steward: a self-hosted personal agent runtime.", no_args_is_help=True,
+    help="Steward: a self-hosted personal agent runtime.",
+    no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
 app.add_typer(goal_app, name="goal")
@@ -155,18 +156,29 @@ def simulate(
             person = await store.create_person(name="sim", now=start, max_concurrency=16)
             for i in range(goals):
                 goal = await store.create_goal(person_id=person.id, title=f"goal {i}", now=start)
-                await store.create_trigger(Trigger(
-                    id=new_id("trg"), person_id=person.id, goal_id=goal.id, name="daily",
-                    kind=TriggerKind.CRON, spec=cron, task=TaskSpec(kind="noop"),
-                    missed_policy=MissedPolicy.RUN_ONCE, created_at=start,
-                    next_fire_at=first_fire(TriggerKind.CRON, cron, "UTC", start),
-                ))
+                await store.create_trigger(
+                    Trigger(
+                        id=new_id("trg"),
+                        person_id=person.id,
+                        goal_id=goal.id,
+                        name="daily",
+                        kind=TriggerKind.CRON,
+                        spec=cron,
+                        task=TaskSpec(kind="noop"),
+                        missed_policy=MissedPolicy.RUN_ONCE,
+                        created_at=start,
+                        next_fire_at=first_fire(TriggerKind.CRON, cron, "UTC", start),
+                    )
+                )
             outages = []
             if outage_day is not None:
                 down = start + timedelta(days=outage_day)
                 outages.append(Outage(start=down, end=down + timedelta(days=outage_days)))
             report = await run_simulation(
-                store, builtin_harness(), clock, until=start + timedelta(days=days),
+                store,
+                builtin_harness(),
+                clock,
+                until=start + timedelta(days=days),
                 outages=outages,
             )
             counts = await store.count_tasks()

@@ -133,8 +133,7 @@ def goal_timeline(
     async def main() -> None:
         async with service(db) as svc:
             entries = await svc.timeline(goal_id, limit=limit)
-            emit(entries, ["at", "kind", "task_id", "summary"], as_json=as_json,
-                 title="Timeline")
+            emit(entries, ["at", "kind", "task_id", "summary"], as_json=as_json, title="Timeline")
 
     run(main)
 
@@ -161,10 +160,13 @@ def task_create(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            spec = TaskSpec(kind=kind, input=payload, priority=priority,
-                            max_attempts=max_attempts, title=title)
+            spec = TaskSpec(
+                kind=kind, input=payload, priority=priority, max_attempts=max_attempts, title=title
+            )
             task = await svc.create_task(
-                person_id=who.id, spec=spec, goal_id=goal,
+                person_id=who.id,
+                spec=spec,
+                goal_id=goal,
                 run_at=parse_time(run_at) if run_at else None,
             )
             emit_one(task, as_json=as_json)
@@ -186,8 +188,7 @@ def task_list(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            tasks = await svc.list_tasks(person_id=who.id, goal_id=goal, status=status,
-                                         limit=limit)
+            tasks = await svc.list_tasks(person_id=who.id, goal_id=goal, status=status, limit=limit)
             emit(tasks, TASK_COLUMNS, as_json=as_json, title="Tasks")
 
     run(main)
@@ -203,8 +204,11 @@ def task_show(task_id: str, db: str | None = DbOption, as_json: bool = JsonOptio
             acts = await svc.store.list_activations(task_id=task_id)
             effects = await svc.store.list_effects(task_id=task_id)
             emit_one(
-                {**to_jsonable(task), "activations": to_jsonable(acts),
-                 "effects": to_jsonable(effects)},
+                {
+                    **to_jsonable(task),
+                    "activations": to_jsonable(acts),
+                    "effects": to_jsonable(effects),
+                },
                 as_json=as_json,
             )
 
@@ -255,9 +259,15 @@ def trigger_add(
         async with service(db) as svc:
             who = await svc.person(person)
             trigger = await svc.add_trigger(
-                person_id=who.id, kind=kind, spec=spec,
-                task=TaskSpec(kind=task_kind, input=payload), name=name, goal_id=goal,
-                timezone=timezone, match=match_filter, missed_policy=missed,
+                person_id=who.id,
+                kind=kind,
+                spec=spec,
+                task=TaskSpec(kind=task_kind, input=payload),
+                name=name,
+                goal_id=goal,
+                timezone=timezone,
+                match=match_filter,
+                missed_policy=missed,
                 missed_cap=missed_cap,
             )
             emit_one(trigger, as_json=as_json)
@@ -278,8 +288,12 @@ def trigger_list(
         async with service(db) as svc:
             who = await svc.person(person)
             triggers = await svc.store.list_triggers(person_id=who.id, goal_id=goal)
-            emit(triggers, ["id", "name", "kind", "spec", "enabled", "next_fire_at",
-                            "missed_policy"], as_json=as_json, title="Triggers")
+            emit(
+                triggers,
+                ["id", "name", "kind", "spec", "enabled", "next_fire_at", "missed_policy"],
+                as_json=as_json,
+                title="Triggers",
+            )
 
     run(main)
 
@@ -337,8 +351,12 @@ def event_list(
         async with service(db) as svc:
             who = await svc.person(person)
             events = await svc.store.list_events(person_id=who.id)
-            emit(events, ["id", "type", "source", "dedupe_key", "received_at", "routed_at"],
-                 as_json=as_json, title="Events")
+            emit(
+                events,
+                ["id", "type", "source", "dedupe_key", "received_at", "routed_at"],
+                as_json=as_json,
+                title="Events",
+            )
 
     run(main)
 
@@ -358,8 +376,12 @@ def effect_list(
                 effects = await svc.in_doubt_effects()
             else:
                 effects = await svc.store.list_effects(task_id=task)
-            emit(effects, ["id", "task_id", "tool", "status", "attempts", "key"],
-                 as_json=as_json, title="Effects")
+            emit(
+                effects,
+                ["id", "task_id", "tool", "status", "attempts", "key"],
+                as_json=as_json,
+                title="Effects",
+            )
 
     run(main)
 
@@ -367,8 +389,9 @@ def effect_list(
 @effect_app.command("resolve")
 def effect_resolve(
     effect_id: str,
-    applied: bool = typer.Option(..., "--applied/--not-applied",
-                                 help="Did the effect happen? Not applied: it will be sent."),
+    applied: bool = typer.Option(
+        ..., "--applied/--not-applied", help="Did the effect happen? Not applied: it will be sent."
+    ),
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:

@@ -17,7 +17,7 @@ def new_id(prefix: str) -> str:
 
 def firing_id(trigger_id: str, scheduled_for_epoch: float) -> str:
     """Deterministic id of one trigger firing, so firing twice stores once."""
-    return f"fir_{trigger_id}_{int(round(scheduled_for_epoch * 1000))}"
+    return f"fir_{trigger_id}_{round(scheduled_for_epoch * 1000)}"
 
 
 def effect_key(task_id: str, step_seq: int, index: int) -> str:

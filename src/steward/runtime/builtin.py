@@ -64,7 +64,9 @@ async def http_post(ctx: StepContext) -> Outcome | None:
         return response.json()
 
     result = await ctx.effect(
-        "http_post", {"url": url, "body": body}, call,
+        "http_post",
+        {"url": url, "body": body},
+        call,
         idempotent=bool(ctx.input.get("idempotent", True)),
     )
     ctx.state.setdefault("results", []).append(result)

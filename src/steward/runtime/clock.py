@@ -9,6 +9,7 @@ replay in seconds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 from datetime import UTC, datetime, timedelta
@@ -39,10 +40,8 @@ class Clock:
             return
         if wake.is_set() or delay <= 0:
             return
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), timeout=delay)
-        except TimeoutError:
-            pass
 
 
 SystemClock = Clock
@@ -91,7 +90,12 @@ class SimulatedClock(Clock):
         waiter = None
         if wake is not None:
             waiter = asyncio.ensure_future(wake.wait())
-            waiter.add_done_callback(lambda _: future.done() or future.set_result(None))
+
+            def _woken(_: object) -> None:
+                if not future.done():
+                    future.set_result(None)
+
+            waiter.add_done_callback(_woken)
         self._maybe_drive()
         try:
             await future

@@ -120,8 +120,12 @@ class Scheduler:
             )
             missed = sum(1 for _, status in plan.firings if status == "missed")
             if missed:
-                log.warning("trigger missed runs", trigger=trigger.id, missed=missed,
-                            policy=trigger.missed_policy.value)
+                log.warning(
+                    "trigger missed runs",
+                    trigger=trigger.id,
+                    missed=missed,
+                    policy=trigger.missed_policy.value,
+                )
             created += len(tasks)
         self.fired += created
         return created

@@ -76,9 +76,7 @@ async def run_simulation(
     )
 
 
-def _segments(
-    until: datetime, outages: list[Outage]
-) -> list[tuple[datetime, datetime | None]]:
+def _segments(until: datetime, outages: list[Outage]) -> list[tuple[datetime, datetime | None]]:
     """(run until, then jump to) pairs: up to each outage start, then to its end."""
     pairs: list[tuple[datetime, datetime | None]] = [
         (o.start, o.end) for o in sorted(outages, key=lambda o: o.start)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import random
 import socket
 from datetime import timedelta
+from typing import Any
 
 import structlog
 
@@ -34,7 +36,7 @@ def default_worker_name() -> str:
 
 def backoff_seconds(attempt: int, *, base: float = 1.0, cap: float = 300.0) -> float:
     """Exponential backoff with full jitter: uniform in [0, min(cap, base·2^attempt)]."""
-    return random.uniform(0, min(cap, base * 2**attempt))  # noqa: S311 - jitter, not crypto
+    return random.uniform(0, min(cap, base * 2**attempt))
 
 
 class Worker:
@@ -84,15 +86,14 @@ class Worker:
     async def _idle(self, stop: asyncio.Event) -> None:
         if self._running:
             # Busy: not asleep as far as a simulated clock is concerned.
-            waits: set[asyncio.Future[object]] = {
-                *self._running.values(),
+            signals = [
                 asyncio.ensure_future(self.wakeup.wait()),
                 asyncio.ensure_future(stop.wait()),
-            }
-            done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            for fut in pending:
-                if fut not in self._running.values():
-                    fut.cancel()
+            ]
+            waits: set[asyncio.Future[Any]] = {*self._running.values(), *signals}
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for signal in signals:
+                signal.cancel()
             return
         now = self.clock.now()
         due = await self.store.next_run_time()
@@ -121,10 +122,10 @@ class Worker:
         for claim in claims:
             task = asyncio.get_running_loop().create_task(self._execute(claim))
             self._running[claim.task.id] = task
-            task.add_done_callback(lambda _t, tid=claim.task.id: self._done(tid))
+            task.add_done_callback(functools.partial(self._done, claim.task.id))
         return len(claims)
 
-    def _done(self, task_id: str) -> None:
+    def _done(self, task_id: str, _task: object = None) -> None:
         self._running.pop(task_id, None)
         self.wakeup.set()
 
@@ -194,8 +195,10 @@ class Worker:
         if goal_id is None:
             return None
         budget = (await self.store.get_goal(goal_id)).budget
-        if budget.max_activations is None and budget.max_steps is None and (
-            budget.max_cost_usd is None
+        if (
+            budget.max_activations is None
+            and budget.max_steps is None
+            and (budget.max_cost_usd is None)
         ):
             return None
         used = await self.store.goal_usage(goal_id)
@@ -223,7 +226,7 @@ class Worker:
                 log.exception("lease renewal failed; will retry", task=fence.task_id)
 
 
-class _either:  # noqa: N801 - a tiny helper, used like a function
+class _either:
     """An event set when either of two events is."""
 
     def __init__(self, a: asyncio.Event, b: asyncio.Event) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Connection, Engine, Executable, Select, Table
+from sqlalchemy import ClauseElement, ColumnElement, Connection, Engine, Executable, Select, Table
 
 T = TypeVar("T")
 Op = Callable[[Connection], T]
@@ -28,13 +28,13 @@ class Prepared:
 
     __slots__ = ("defaults", "order", "sql")
 
-    def __init__(self, statement: Executable, dialect: Any) -> None:
+    def __init__(self, statement: ClauseElement, dialect: Any) -> None:
         compiled = statement.compile(dialect=dialect)
         self.sql: str = compiled.string
         # values fixed in the statement itself (constants in WHERE/SET) become parameters too
         self.defaults: dict[str, Any] = dict(compiled.params)
         self.order: tuple[str, ...] | None = (
-            tuple(compiled.positiontup or ()) if dialect.positional else None
+            tuple(getattr(compiled, "positiontup", None) or ()) if dialect.positional else None
         )
 
     def run(self, conn: Connection, params: dict[str, Any]) -> Any:
@@ -61,7 +61,7 @@ class Backend(abc.ABC):
         self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="steward-read")
         self._prepared: dict[str, Prepared] = {}
 
-    def prepared(self, key: str, build: Callable[[], Executable]) -> Prepared:
+    def prepared(self, key: str, build: Callable[[], ClauseElement]) -> Prepared:
         """The statement ``build()`` makes, compiled for this dialect once and cached."""
         found = self._prepared.get(key)
         if found is None:

@@ -40,8 +40,9 @@ class EffectQueries(TaskQueries):
             existing = conn.execute(select(effects).where(effects.c.key == key)).first()
             if existing is not None:
                 return rows.effect(existing)
+            effect_id = new_id("eff")
             values = {
-                "id": new_id("eff"),
+                "id": effect_id,
                 "task_id": fence.task_id,
                 "step_seq": step_seq,
                 "key": key,
@@ -54,7 +55,7 @@ class EffectQueries(TaskQueries):
                 "updated_at": now_f,
             }
             conn.execute(insert(effects).values(values))
-            return _get_effect(conn, values["id"])
+            return _get_effect(conn, effect_id)
 
         return await self.backend.write(op, durable=True)
 
@@ -144,9 +145,7 @@ class EffectQueries(TaskQueries):
             query = query.where(
                 effects.c.task_id.in_(select(tasks.c.id).where(tasks.c.person_id == person_id))
             )
-        return await self.backend.read(
-            lambda conn: [rows.effect(r) for r in conn.execute(query)]
-        )
+        return await self.backend.read(lambda conn: [rows.effect(r) for r in conn.execute(query)])
 
 
 def _get_effect(conn: Connection, effect_id: str) -> Effect:

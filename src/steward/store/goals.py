@@ -26,11 +26,17 @@ class GoalQueries(TaskQueries):
     # --- persons ------------------------------------------------------------------------
 
     async def create_person(
-        self, *, name: str, now: datetime, max_concurrency: int = 4, timezone: str = "UTC",
+        self,
+        *,
+        name: str,
+        now: datetime,
+        max_concurrency: int = 4,
+        timezone: str = "UTC",
         person_id: str | None = None,
     ) -> Person:
+        new_person_id = person_id or new_id("per")
         values = {
-            "id": person_id or new_id("per"),
+            "id": new_person_id,
             "name": name,
             "max_concurrency": max_concurrency,
             "timezone": timezone,
@@ -39,7 +45,7 @@ class GoalQueries(TaskQueries):
 
         def op(conn: Connection) -> Person:
             conn.execute(insert(persons).values(values))
-            return _get_person(conn, values["id"])
+            return _get_person(conn, new_person_id)
 
         return await self.backend.write(op)
 
@@ -48,9 +54,7 @@ class GoalQueries(TaskQueries):
 
     async def list_persons(self) -> list[Person]:
         query = select(persons).order_by(persons.c.created_at)
-        return await self.backend.read(
-            lambda conn: [rows.person(r) for r in conn.execute(query)]
-        )
+        return await self.backend.read(lambda conn: [rows.person(r) for r in conn.execute(query)])
 
     # --- goals --------------------------------------------------------------------------
 
@@ -68,8 +72,9 @@ class GoalQueries(TaskQueries):
         sources: Sequence[str] = (),
         budget: Budget | None = None,
     ) -> Goal:
-        values = {
-            "id": new_id("gol"),
+        goal_id = new_id("gol")
+        values: dict[str, Any] = {
+            "id": goal_id,
             "person_id": person_id,
             "title": title,
             "instructions": instructions,
@@ -88,7 +93,7 @@ class GoalQueries(TaskQueries):
         def op(conn: Connection) -> Goal:
             _get_person(conn, person_id)
             conn.execute(insert(goals).values(values))
-            return _get_goal(conn, values["id"])
+            return _get_goal(conn, goal_id)
 
         return await self.backend.write(op)
 
@@ -96,7 +101,10 @@ class GoalQueries(TaskQueries):
         return await self.backend.read(lambda conn: _get_goal(conn, goal_id))
 
     async def list_goals(
-        self, *, person_id: str | None = None, status: Sequence[GoalStatus] | None = None,
+        self,
+        *,
+        person_id: str | None = None,
+        status: Sequence[GoalStatus] | None = None,
         limit: int = 100,
     ) -> list[Goal]:
         query = select(goals).order_by(goals.c.created_at.desc()).limit(limit)
@@ -124,11 +132,15 @@ class GoalQueries(TaskQueries):
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> list[str]:
-            due = conn.execute(
-                select(goals.c.id).where(
-                    goals.c.status.in_(["active", "paused"]), goals.c.deadline <= now_f
+            due = (
+                conn.execute(
+                    select(goals.c.id).where(
+                        goals.c.status.in_(["active", "paused"]), goals.c.deadline <= now_f
+                    )
                 )
-            ).scalars().all()
+                .scalars()
+                .all()
+            )
             for goal_id in due:
                 _apply_goal_status(conn, goal_id, GoalStatus.EXPIRED, now_f)
             return list(due)
@@ -216,8 +228,9 @@ def _apply_goal_status(conn: Connection, goal_id: str, status: GoalStatus, now_f
     conn.execute(
         update(tasks)
         .where(tasks.c.goal_id == goal_id, tasks.c.status.in_(_IDLE_LIVE))
-        .values(status="cancelled", finished_at=now_f, updated_at=now_f,
-                error=f"goal {status.value}")
+        .values(
+            status="cancelled", finished_at=now_f, updated_at=now_f, error=f"goal {status.value}"
+        )
     )
     conn.execute(
         update(tasks)

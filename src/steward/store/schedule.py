@@ -61,9 +61,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
             query = query.where(triggers.c.person_id == person_id)
         if goal_id is not None:
             query = query.where(triggers.c.goal_id == goal_id)
-        return await self.backend.read(
-            lambda conn: [rows.trigger(r) for r in conn.execute(query)]
-        )
+        return await self.backend.read(lambda conn: [rows.trigger(r) for r in conn.execute(query)])
 
     async def set_trigger_enabled(
         self, trigger_id: str, *, enabled: bool, next_fire_at: datetime | None
@@ -90,9 +88,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
             .order_by(triggers.c.next_fire_at)
             .limit(limit)
         )
-        return await self.backend.read(
-            lambda conn: [rows.trigger(r) for r in conn.execute(query)]
-        )
+        return await self.backend.read(lambda conn: [rows.trigger(r) for r in conn.execute(query)])
 
     async def next_trigger_time(self) -> datetime | None:
         query = select(func.min(triggers.c.next_fire_at)).where(triggers.c.enabled.is_(True))
@@ -129,8 +125,14 @@ class ScheduleQueries(GoalQueries, TaskQueries):
             created: list[str] = []
             for when, status in plan:
                 task_id = _record_firing(
-                    self, conn, trigger, firing_id(trigger.id, rows.ts(when)), when, status,
-                    {"fired_for": when.isoformat()}, now_f,
+                    self,
+                    conn,
+                    trigger,
+                    firing_id(trigger.id, rows.ts(when)),
+                    when,
+                    status,
+                    {"fired_for": when.isoformat()},
+                    now_f,
                 )
                 if task_id is not None:
                     created.append(task_id)
@@ -223,12 +225,16 @@ class ScheduleQueries(GoalQueries, TaskQueries):
                     trigger = rows.trigger(trow)
                     if all(event.payload.get(k) == v for k, v in trigger.match.items()):
                         _record_firing(
-                            self, conn, trigger, f"fir_{trigger.id}_{event.id}",
-                            event.received_at, FiringStatus.FIRED, {"event": summary}, now_f,
+                            self,
+                            conn,
+                            trigger,
+                            f"fir_{trigger.id}_{event.id}",
+                            event.received_at,
+                            FiringStatus.FIRED,
+                            {"event": summary},
+                            now_f,
                         )
-                conn.execute(
-                    update(events).where(events.c.id == event.id).values(routed_at=now_f)
-                )
+                conn.execute(update(events).where(events.c.id == event.id).values(routed_at=now_f))
             return len(batch)
 
         return await self.backend.write(op)
@@ -298,9 +304,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
             )
             counts = {
                 "steps": conn.execute(delete(steps).where(steps.c.task_id.in_(old))).rowcount,
-                "effects": conn.execute(
-                    delete(effects).where(effects.c.task_id.in_(old))
-                ).rowcount,
+                "effects": conn.execute(delete(effects).where(effects.c.task_id.in_(old))).rowcount,
                 "activations": conn.execute(
                     delete(activations).where(activations.c.task_id.in_(old))
                 ).rowcount,

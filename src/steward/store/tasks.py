@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ClauseElement,
     ColumnElement,
     Connection,
-    Executable,
     and_,
     bindparam,
     func,
@@ -186,9 +186,7 @@ class TaskQueries:
             query = query.where(tasks.c.parent_id == parent_id)
         if status:
             query = query.where(tasks.c.status.in_([s.value for s in status]))
-        return await self.backend.read(
-            lambda conn: [rows.task(r) for r in conn.execute(query)]
-        )
+        return await self.backend.read(lambda conn: [rows.task(r) for r in conn.execute(query)])
 
     async def count_tasks(self) -> dict[str, int]:
         query = select(tasks.c.status, func.count()).group_by(tasks.c.status)
@@ -232,7 +230,7 @@ class TaskQueries:
             if not candidates:
                 return []
             people = sorted({person for _, person in candidates})
-            capacity = dict(
+            capacity: dict[str, int] = dict(
                 conn.execute(
                     backend.lock_for_update(
                         select(persons.c.id, persons.c.max_concurrency).where(
@@ -368,7 +366,7 @@ class TaskQueries:
 
         return await self.backend.write(op)
 
-    def _checkpoint_update(self, simulated: bool) -> Executable:
+    def _checkpoint_update(self, simulated: bool) -> ClauseElement:
         now_sql = bindparam("lease_now") if simulated else self.backend.db_now()
         return (
             update(tasks)
@@ -438,9 +436,7 @@ class TaskQueries:
                     values["error"] = outcome.reason
                     if attempts + 1 >= max_attempts:
                         values["status"] = "dead_lettered"
-                        values["error"] = (
-                            f"gave up after {attempts + 1} attempts: {outcome.reason}"
-                        )
+                        values["error"] = f"gave up after {attempts + 1} attempts: {outcome.reason}"
                         label = "dead_lettered"
                     else:
                         values |= {
@@ -550,9 +546,7 @@ class TaskQueries:
             due = conn.execute(
                 self.backend.lock_rows(
                     select(tasks.c.id, tasks.c.wait)
-                    .where(
-                        tasks.c.status == TaskStatus.WAITING.value, tasks.c.wait_until <= now_f
-                    )
+                    .where(tasks.c.status == TaskStatus.WAITING.value, tasks.c.wait_until <= now_f)
                     .limit(limit)
                 )
             ).all()
@@ -606,7 +600,9 @@ class TaskQueries:
                         "wake": rows.dump({"reason": "recovered"}),
                     }
                 conn.execute(
-                    update(tasks).where(tasks.c.id == task_id, tasks.c.epoch == epoch).values(values)
+                    update(tasks)
+                    .where(tasks.c.id == task_id, tasks.c.epoch == epoch)
+                    .values(values)
                 )
                 conn.execute(
                     update(activations)
@@ -631,8 +627,9 @@ class TaskQueries:
         query = select(func.min(tasks.c.wait_until)).where(tasks.c.status == "waiting")
         return rows.dt_opt(await self.backend.read(lambda conn: conn.execute(query).scalar()))
 
-    async def list_activations(self, *, task_id: str | None = None, goal_id: str | None = None,
-                               limit: int = 200) -> list[Activation]:
+    async def list_activations(
+        self, *, task_id: str | None = None, goal_id: str | None = None, limit: int = 200
+    ) -> list[Activation]:
         query = select(activations).order_by(activations.c.started_at).limit(limit)
         if task_id is not None:
             query = query.where(activations.c.task_id == task_id)
@@ -673,7 +670,7 @@ def _get_task(conn: Connection, task_id: str) -> Task:
     return rows.task(row)
 
 
-def _checkpoint_insert() -> Executable:
+def _checkpoint_insert() -> ClauseElement:
     return insert(steps).values(
         task_id=bindparam("task_id"),
         seq=bindparam("seq"),
@@ -725,4 +722,3 @@ def _wake_parent_if_children_done(conn: Connection, parent_id: str, now_f: float
         return
     if _children_done(conn, parent_id):
         _wake(conn, parent_id, {"reason": "children"}, now_f)
-
