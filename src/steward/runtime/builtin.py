@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -57,7 +58,12 @@ async def http_post(ctx: StepContext) -> Outcome | None:
 
     async def call(key: str) -> Any:
         async with httpx.AsyncClient(timeout=10.0) as client:
-            response = await client.post(url, json=body, headers={"Idempotency-Key": key})
+            response = await client.post(
+                url,
+                json=body,
+                # the worker's pid lets test services and logs tell which process sent it
+                headers={"Idempotency-Key": key, "X-Steward-Worker": str(os.getpid())},
+            )
         if 400 <= response.status_code < 500:
             raise EffectFailed(f"{url} refused: {response.status_code} {response.text[:200]}")
         response.raise_for_status()  # 5xx: outcome unknown, retried under the same key
