@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
 import sys
 import time
 from importlib.metadata import version
@@ -167,7 +165,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     # Keep stdout for the single JSON line: anything else that writes there goes to stderr.
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
@@ -181,8 +178,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # DBOS.destroy() stops its threads, but skip interpreter-shutdown joins just in case.
-    os._exit(code)
+    sys.exit(main())

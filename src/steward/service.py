@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from steward.domain import (
@@ -107,6 +107,18 @@ class Service:
         self._nudge()
         return goal
 
+    async def list_goals(
+        self, *, person_id: str, status: GoalStatus | None = None, limit: int = 100
+    ) -> list[Goal]:
+        return await self.store.list_goals(
+            person_id=person_id, status=[status] if status else None, limit=limit
+        )
+
+    async def goal_detail(self, goal_id: str) -> dict[str, Any]:
+        """A goal with what it has spent so far."""
+        goal = await self.store.get_goal(goal_id)
+        return {"goal": goal, "usage": await self.store.goal_usage(goal_id)}
+
     async def timeline(self, goal_id: str, *, limit: int = 500) -> list[TimelineEntry]:
         """Everything that happened under a goal, oldest first."""
         await self.store.get_goal(goal_id)
@@ -169,6 +181,17 @@ class Service:
         self._nudge()
         return task
 
+    async def task_detail(self, task_id: str) -> dict[str, Any]:
+        """A task with its activations and effects."""
+        return {
+            "task": await self.store.get_task(task_id),
+            "activations": await self.store.list_activations(task_id=task_id),
+            "effects": await self.store.list_effects(task_id=task_id),
+        }
+
+    async def count_tasks(self) -> dict[str, int]:
+        return await self.store.count_tasks()
+
     async def control_task(self, task_id: str, action: str) -> Task:
         if action not in ("cancel", "pause", "resume"):
             raise UsageError(f"unknown action {action!r}: use cancel, pause or resume")
@@ -230,6 +253,9 @@ class Service:
         self._nudge(scheduler=True)
         return created
 
+    async def list_triggers(self, *, person_id: str, goal_id: str | None = None) -> list[Trigger]:
+        return await self.store.list_triggers(person_id=person_id, goal_id=goal_id)
+
     async def set_trigger_enabled(self, trigger_id: str, enabled: bool) -> Trigger:
         trigger = await self.store.get_trigger(trigger_id)
         next_fire = (
@@ -267,6 +293,18 @@ class Service:
         if created:
             self._nudge(scheduler=True)
         return event, created
+
+    async def list_events(self, *, person_id: str, limit: int = 200) -> list[Event]:
+        return await self.store.list_events(person_id=person_id, limit=limit)
+
+    async def list_effects(self, *, task_id: str | None = None) -> list[Effect]:
+        return await self.store.list_effects(task_id=task_id)
+
+    async def prune(self, *, older_than: timedelta) -> dict[str, int]:
+        """Delete history of work that finished longer than ``older_than`` ago."""
+        if older_than.total_seconds() < 0:
+            raise UsageError("the age to prune must not be negative")
+        return await self.store.prune_history(before=self.clock.now() - older_than)
 
     async def in_doubt_effects(self, person_id: str | None = None) -> list[Effect]:
         return await self.store.list_effects(status=EffectStatus.IN_DOUBT, person_id=person_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import tempfile
@@ -11,16 +12,14 @@ from pathlib import Path
 
 import typer
 
-from steward.cli.common import DbOption, configure_logging, console, err_console, run
+from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
 from steward.config import Settings
 from steward.domain import TaskSpec, TriggerKind
-from steward.domain.ids import new_id
-from steward.domain.trigger import MissedPolicy, Trigger
+from steward.domain.trigger import MissedPolicy
 from steward.runtime.builtin import builtin_harness
 from steward.runtime.clock import Clock, SimulatedClock
 from steward.runtime.runtime import Runtime, RuntimeConfig
-from steward.runtime.schedule import first_fire
 from steward.runtime.simulate import Outage, run_simulation
 from steward.service import Service
 from steward.store import Store, migrate
@@ -50,10 +49,14 @@ async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
         loop.add_signal_handler(sig, runtime.stop)
     if banner:
         roles = (["scheduler"] if config.scheduler else []) + [f"{config.workers} worker(s)"]
-        console.print(f"[bold]Steward[/bold] running ({', '.join(roles)}), pid {os.getpid()}")
-        console.print(f"  data:    {store.url}")
-        console.print(f"  person:  {person.name} ({person.id})")
-        console.print(f"  stop:    Ctrl-C, or kill {os.getpid()}")
+        where = store.url
+        if store.dialect == "sqlite":
+            where = f"{store.backend.path} (SQLite, WAL)"  # type: ignore[attr-defined]
+        say = functools.partial(console.print, soft_wrap=True)
+        say(f"[bold]Steward[/bold] running ({', '.join(roles)}), pid {os.getpid()}")
+        say(f"  data:    {where}")
+        say(f"  person:  {person.name} ({person.id})")
+        say(f"  stop:    Ctrl-C, or kill {os.getpid()} (all state is kept in the database)")
     try:
         await runtime.run()
     finally:
@@ -124,13 +127,9 @@ def prune(
     """Delete finished tasks' history (steps, activations, effects), old events and firings."""
 
     async def main() -> None:
-        store = await Store.open(_url(db))
-        try:
-            before = Clock().now() - timedelta(days=older_than_days)
-            counts = await store.prune_history(before=before)
+        async with service(db) as svc:
+            counts = await svc.prune(older_than=timedelta(days=older_than_days))
             console.print(", ".join(f"{n} {what}" for what, n in counts.items()) + " deleted")
-        finally:
-            await store.close()
 
     run(main)
 
@@ -153,22 +152,18 @@ def simulate(
             store = await Store.open(url)
             start = datetime(2026, 1, 1, tzinfo=UTC)
             clock = SimulatedClock(start)
-            person = await store.create_person(name="sim", now=start, max_concurrency=16)
+            svc = Service(store, clock)
+            person = await svc.ensure_person("sim")
             for i in range(goals):
-                goal = await store.create_goal(person_id=person.id, title=f"goal {i}", now=start)
-                await store.create_trigger(
-                    Trigger(
-                        id=new_id("trg"),
-                        person_id=person.id,
-                        goal_id=goal.id,
-                        name="daily",
-                        kind=TriggerKind.CRON,
-                        spec=cron,
-                        task=TaskSpec(kind="noop"),
-                        missed_policy=MissedPolicy.RUN_ONCE,
-                        created_at=start,
-                        next_fire_at=first_fire(TriggerKind.CRON, cron, "UTC", start),
-                    )
+                goal = await svc.create_goal(person_id=person.id, title=f"goal {i}")
+                await svc.add_trigger(
+                    person_id=person.id,
+                    goal_id=goal.id,
+                    name="daily",
+                    kind=TriggerKind.CRON,
+                    spec=cron,
+                    task=TaskSpec(kind="noop"),
+                    missed_policy=MissedPolicy.RUN_ONCE,
                 )
             outages = []
             if outage_day is not None:
@@ -181,7 +176,7 @@ def simulate(
                 until=start + timedelta(days=days),
                 outages=outages,
             )
-            counts = await store.count_tasks()
+            counts = await svc.count_tasks()
             await store.close()
         console.print(
             f"replayed {days} days of {goals} goals in {report.wall_seconds:.1f}s wall time: "

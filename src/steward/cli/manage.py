@@ -82,9 +82,7 @@ def goal_list(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            goals = await svc.store.list_goals(
-                person_id=who.id, status=[status] if status else None
-            )
+            goals = await svc.list_goals(person_id=who.id, status=status)
             emit(goals, GOAL_COLUMNS, as_json=as_json, title="Goals")
 
     run(main)
@@ -96,9 +94,8 @@ def goal_show(goal_id: str, db: str | None = DbOption, as_json: bool = JsonOptio
 
     async def main() -> None:
         async with service(db) as svc:
-            goal = await svc.store.get_goal(goal_id)
-            usage = await svc.store.goal_usage(goal_id)
-            emit_one({**to_jsonable(goal), "usage": usage}, as_json=as_json)
+            detail = await svc.goal_detail(goal_id)
+            emit_one({**to_jsonable(detail["goal"]), "usage": detail["usage"]}, as_json=as_json)
 
     run(main)
 
@@ -200,17 +197,8 @@ def task_show(task_id: str, db: str | None = DbOption, as_json: bool = JsonOptio
 
     async def main() -> None:
         async with service(db) as svc:
-            task = await svc.store.get_task(task_id)
-            acts = await svc.store.list_activations(task_id=task_id)
-            effects = await svc.store.list_effects(task_id=task_id)
-            emit_one(
-                {
-                    **to_jsonable(task),
-                    "activations": to_jsonable(acts),
-                    "effects": to_jsonable(effects),
-                },
-                as_json=as_json,
-            )
+            detail = to_jsonable(await svc.task_detail(task_id))
+            emit_one({**detail.pop("task"), **detail}, as_json=as_json)
 
     run(main)
 
@@ -287,7 +275,7 @@ def trigger_list(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            triggers = await svc.store.list_triggers(person_id=who.id, goal_id=goal)
+            triggers = await svc.list_triggers(person_id=who.id, goal_id=goal)
             emit(
                 triggers,
                 ["id", "name", "kind", "spec", "enabled", "next_fire_at", "missed_policy"],
@@ -350,7 +338,7 @@ def event_list(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            events = await svc.store.list_events(person_id=who.id)
+            events = await svc.list_events(person_id=who.id)
             emit(
                 events,
                 ["id", "type", "source", "dedupe_key", "received_at", "routed_at"],
@@ -375,7 +363,7 @@ def effect_list(
             if in_doubt:
                 effects = await svc.in_doubt_effects()
             else:
-                effects = await svc.store.list_effects(task_id=task)
+                effects = await svc.list_effects(task_id=task)
             emit(
                 effects,
                 ["id", "task_id", "tool", "status", "attempts", "key"],

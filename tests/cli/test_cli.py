@@ -1,0 +1,124 @@
+"""The CLI end to end against a real SQLite database (and one real `steward up` process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from steward.cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'cli.db'}"
+
+
+def cli(db: str, *args: str) -> tuple[int, str]:
+    result = runner.invoke(app, [*args, "--db", db])
+    return result.exit_code, result.output
+
+
+def cli_json(db: str, *args: str) -> object:
+    code, out = cli(db, *args, "--json")
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_goal_and_task_lifecycle(db: str) -> None:
+    """Create a goal and a task under it; list, pause, resume and cancel them as JSON."""
+    goal = cli_json(db, "goal", "create", "Track bug reports", "--report-policy", "actionable")
+    assert isinstance(goal, dict)
+    assert goal["status"] == "active"
+    task = cli_json(db, "task", "create", "noop", "--goal", goal["id"], "--input", '{"steps": 2}')
+    assert isinstance(task, dict)
+    assert task["status"] == "pending"
+    listed = cli_json(db, "task", "list", "--goal", goal["id"])
+    assert [t["id"] for t in listed] == [task["id"]]  # type: ignore[union-attr]
+    assert cli_json(db, "task", "pause", task["id"])["status"] == "paused"  # type: ignore[index]
+    assert cli_json(db, "task", "resume", task["id"])["status"] == "pending"  # type: ignore[index]
+    cancelled = cli_json(db, "task", "cancel", task["id"])
+    assert cancelled["status"] == "cancelled"  # type: ignore[index]
+    goals = cli_json(db, "goal", "list")
+    assert [g["id"] for g in goals] == [goal["id"]]  # type: ignore[union-attr]
+
+
+def test_bad_input_is_one_clear_line_and_changes_nothing(db: str) -> None:
+    """A bad cron expression exits non-zero with one error line and stores no trigger."""
+    code, out = cli(db, "trigger", "add", "cron", "not a cron")
+    assert code == 1
+    assert "bad cron expression" in out
+    assert cli_json(db, "trigger", "list") == []
+    code, out = cli(db, "task", "pause", "tsk_missing")
+    assert code == 1
+    assert "not found" in out
+    code, out = cli(db, "goal", "create", "x", "--deadline", "2020-01-01T00:00:00+00:00")
+    assert code == 1
+    assert "already past" in out
+    assert cli_json(db, "goal", "list") == []
+
+
+def test_event_delivered_twice_is_stored_once(db: str) -> None:
+    """The same dedupe key sent twice is reported as a duplicate the second time."""
+    first = cli_json(db, "event", "send", "email.received", "--dedupe-key", "m-1")
+    second = cli_json(db, "event", "send", "email.received", "--dedupe-key", "m-1")
+    assert first["duplicate"] is False  # type: ignore[index]
+    assert second["duplicate"] is True  # type: ignore[index]
+    assert first["id"] == second["id"]  # type: ignore[index]
+    assert len(cli_json(db, "event", "list")) == 1  # type: ignore[arg-type]
+
+
+def test_trigger_enable_disable(db: str) -> None:
+    """Disabling a trigger clears its schedule; enabling sets the next fire time again."""
+    trigger = cli_json(db, "trigger", "add", "interval", "3600", "--task", "noop")
+    assert trigger["next_fire_at"] is not None  # type: ignore[index]
+    off = cli_json(db, "trigger", "disable", trigger["id"])  # type: ignore[index]
+    assert off["enabled"] is False
+    assert off["next_fire_at"] is None
+    on = cli_json(db, "trigger", "enable", trigger["id"])  # type: ignore[index]
+    assert on["enabled"] is True
+    assert on["next_fire_at"] is not None
+
+
+@pytest.mark.slow
+def test_up_runs_work_and_stops_cleanly(db: str, tmp_path: Path) -> None:
+    """`steward up` prints where data lives and how to stop; runs a task created from another
+    process; exits cleanly on SIGTERM."""
+    env = {**os.environ, "STEWARD_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steward.cli.main", "up", "--db", db],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        banner = [proc.stdout.readline() for _ in range(4)]  # type: ignore[union-attr]
+        text = "".join(banner)
+        assert "data:" in text, text
+        assert "stop:" in text, text
+        task = cli_json(db, "task", "create", "noop", "--input", '{"steps": 3}')
+        deadline = time.monotonic() + 30
+        status = ""
+        while time.monotonic() < deadline:
+            shown = cli_json(db, "task", "show", task["id"])  # type: ignore[index]
+            status = shown["status"]  # type: ignore[index]
+            if status == "succeeded":
+                break
+            time.sleep(0.2)
+        assert status == "succeeded"
+        assert shown["step_seq"] == 3  # type: ignore[index]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "stopped" in out
