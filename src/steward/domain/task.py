@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -75,6 +75,9 @@ class WaitCondition:
     """For ``approval``/``input``/``effect``: the id of the thing awaited."""
     prompt: str | None = None
     """For ``input``: the question put to the person."""
+    since: datetime | None = None
+    """For ``event``: also accept a matching event that arrived since this time (before the
+    wait was registered), so a fast reply is not missed."""
 
     def matches_event(self, event_type: str, payload: dict[str, Any]) -> bool:
         if self.kind != "event" or self.event_type != event_type:
@@ -85,6 +88,8 @@ class WaitCondition:
         data: dict[str, Any] = {"kind": self.kind}
         if self.until is not None:
             data["until"] = self.until.timestamp()
+        if self.since is not None:
+            data["since"] = self.since.timestamp()
         for name in ("event_type", "ref", "prompt"):
             if (value := getattr(self, name)) is not None:
                 data[name] = value
@@ -94,12 +99,12 @@ class WaitCondition:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WaitCondition:
-        from datetime import UTC
-
         until = data.get("until")
+        since = data.get("since")
         return cls(
             kind=data["kind"],
             until=datetime.fromtimestamp(until, UTC) if until is not None else None,
+            since=datetime.fromtimestamp(since, UTC) if since is not None else None,
             event_type=data.get("event_type"),
             match=data.get("match", {}),
             ref=data.get("ref"),

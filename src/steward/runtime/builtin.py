@@ -44,6 +44,7 @@ async def wait_event(ctx: StepContext) -> Outcome | None:
                 event_type=str(ctx.input["type"]),
                 match=dict(ctx.input.get("match", {})),
                 until=ctx.now() + timedelta(seconds=float(timeout)) if timeout else None,
+                since=ctx.created_at,
             )
         )
     event = ctx.wake.get("event")

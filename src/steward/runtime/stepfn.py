@@ -48,6 +48,10 @@ class StepContext:
         """1-based number of the step being computed."""
         return self._run.seq + 1
 
+    @property
+    def created_at(self) -> datetime:
+        return self._run.task.created_at
+
     def now(self) -> datetime:
         return self._run.clock.now()
 

@@ -52,6 +52,11 @@ def _backend_for(url: str) -> Backend:
     except Exception as exc:
         raise ConfigError(f"not a database URL: {url!r} ({exc})") from exc
     if parsed.get_backend_name() == "sqlite":
+        if parsed.database in (None, "", ":memory:"):
+            raise ConfigError(
+                "in-memory SQLite cannot be shared between the writer and reader connections; "
+                "use a file: sqlite:///path/to/steward.db"
+            )
         from steward.store.sqlite import SQLiteBackend
 
         return SQLiteBackend(url)

@@ -26,7 +26,7 @@ from steward.store.schema import (
     tasks,
     triggers,
 )
-from steward.store.tasks import _TERMINAL, TaskQueries, _wake
+from steward.store.tasks import _TERMINAL, TaskQueries, _wake, event_summary
 
 
 class ScheduleQueries(GoalQueries, TaskQueries):
@@ -202,7 +202,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
             ).all()
             for row in batch:
                 event = rows.event(row)
-                summary = {"id": event.id, "type": event.type, "payload": event.payload}
+                summary = event_summary(event)
                 waiters = conn.execute(
                     select(tasks.c.id, tasks.c.wait).where(
                         tasks.c.person_id == event.person_id,

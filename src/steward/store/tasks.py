@@ -26,14 +26,14 @@ from sqlalchemy import (
     update,
 )
 
-from steward.domain import Activation, Task, TaskSpec, TaskStatus, WaitCondition
+from steward.domain import Activation, Event, Task, TaskSpec, TaskStatus, WaitCondition
 from steward.domain.ids import new_id
 from steward.domain.outcome import Claim, Outcome
 from steward.domain.task import TERMINAL_TASK_STATUSES
 from steward.errors import InvalidTransition, LeaseLost, NotFound
 from steward.store import rows
 from steward.store.backend import Backend
-from steward.store.schema import activations, goals, persons, steps, tasks
+from steward.store.schema import activations, events, goals, persons, steps, tasks
 
 _TERMINAL = [s.value for s in TERMINAL_TASK_STATUSES]
 _LIVE = [s.value for s in TaskStatus if s not in TERMINAL_TASK_STATUSES]
@@ -412,13 +412,13 @@ class TaskQueries:
 
         def op(conn: Connection) -> Task:
             current = conn.execute(
-                select(tasks.c.attempts, tasks.c.max_attempts, tasks.c.parent_id).where(
-                    self._fenced(fence, lease_now)
-                )
+                select(
+                    tasks.c.attempts, tasks.c.max_attempts, tasks.c.parent_id, tasks.c.person_id
+                ).where(self._fenced(fence, lease_now))
             ).first()
             if current is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
-            attempts, max_attempts, parent_id = current
+            attempts, max_attempts, parent_id, person_id = current
             values: dict[str, Any] = {
                 "lease_owner": None,
                 "lease_expires_at": None,
@@ -447,9 +447,9 @@ class TaskQueries:
                 case "wait":
                     cond = outcome.condition
                     values |= _wait_values(cond)
-                    if cond.kind == "children" and _children_done(conn, fence.task_id):
-                        values |= {"status": "pending", "run_at": now_f}
-                        values["wake"] = rows.dump({"reason": "children"})
+                    wake = _already_satisfied(conn, cond, fence.task_id, person_id)
+                    if wake is not None:
+                        values |= {"status": "pending", "run_at": now_f, "wake": rows.dump(wake)}
                 case "requeue":
                     values |= {
                         "status": "pending",
@@ -688,6 +688,35 @@ def _wait_values(cond: WaitCondition) -> dict[str, Any]:
         "wait_until": rows.ts_opt(cond.until),
         "wait_event": cond.event_type if cond.kind == "event" else None,
     }
+
+
+def _already_satisfied(
+    conn: Connection, cond: WaitCondition, task_id: str, person_id: str
+) -> dict[str, Any] | None:
+    """A wait whose condition already holds as it is registered: its children are all done, or
+    a matching event arrived after ``cond.since`` (so an early reply is not lost)."""
+    if cond.kind == "children" and _children_done(conn, task_id):
+        return {"reason": "children"}
+    if cond.kind == "event" and cond.since is not None:
+        arrived = conn.execute(
+            select(events)
+            .where(
+                events.c.person_id == person_id,
+                events.c.type == cond.event_type,
+                events.c.received_at >= rows.ts(cond.since),
+            )
+            .order_by(events.c.received_at)
+        )
+        for row in arrived:
+            event = rows.event(row)
+            if cond.matches_event(event.type, event.payload):
+                return {"reason": "event", "event": event_summary(event)}
+    return None
+
+
+def event_summary(event: Event) -> dict[str, Any]:
+    """What a woken task is told about the event that woke it."""
+    return {"id": event.id, "type": event.type, "payload": event.payload}
 
 
 def _wake(conn: Connection, task_id: str, wake: dict[str, Any], now_f: float) -> bool:
