@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,8 +28,18 @@ Reconcile = Callable[[str], Awaitable[tuple[bool, Any] | None]]
 class TaskRun:
     """One activation's handle on its task. Every write goes through the claim's fence."""
 
-    def __init__(self, *, store: Store, clock: Clock, claim: Claim) -> None:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        claim: Claim,
+        draining: asyncio.Event | None = None,
+    ) -> None:
         self.store = store
+        self.draining = draining
+        """Set when the worker shuts down: the activation hands the task back at its next
+        checkpoint instead of running to the end."""
         self.clock = clock
         self.claim = claim
         self.fence = Fence.of(claim)
@@ -70,6 +81,8 @@ class TaskRun:
         self._spawned_in_step = 0
         if control is not None:
             raise StopRequested(control)
+        if self.draining is not None and self.draining.is_set():
+            raise StopRequested("shutdown")
 
     async def effect(
         self,

@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from steward.domain.outcome import Claim, Fail, Outcome, Retry, Stop, Wait
+from steward.domain.outcome import Claim, Fail, Outcome, Requeue, Retry, Stop, Wait
 from steward.domain.task import WaitCondition
 from steward.errors import EffectInDoubt, LeaseLost, RetryLater, StopRequested
 from steward.runtime.clock import Clock
@@ -66,6 +66,7 @@ class Worker:
         self.wakeup = wakeup or asyncio.Event()
         """Set it to make the worker look for work now."""
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._draining = asyncio.Event()
         self.activations = 0
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -80,6 +81,7 @@ class Worker:
                 await self._idle(stop)
         finally:
             self.clock.unregister()
+            self._draining.set()
             if self._running:
                 await asyncio.gather(*self._running.values(), return_exceptions=True)
 
@@ -140,7 +142,7 @@ class Worker:
 
     async def _execute(self, claim: Claim) -> None:
         self.activations += 1
-        run = TaskRun(store=self.store, clock=self.clock, claim=claim)
+        run = TaskRun(store=self.store, clock=self.clock, claim=claim, draining=self._draining)
         log.debug("activation start", task=claim.task.id, reason=claim.activation.reason)
         work = asyncio.ensure_future(self._activate(run))
         beat = asyncio.ensure_future(self._heartbeat(run.fence, work))
@@ -175,6 +177,8 @@ class Worker:
         try:
             return await self.harness.activate(run)
         except StopRequested as stop:
+            if stop.kind == "shutdown":
+                return Requeue(reason="worker shutdown")
             return Stop(control="cancel" if stop.kind == "cancel" else "pause")
         except EffectInDoubt as doubt:
             return Wait(condition=WaitCondition(kind="effect", ref=doubt.effect_id))
