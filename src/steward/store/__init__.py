@@ -31,7 +31,7 @@ class Store(ScheduleQueries, EffectQueries):
     async def open(cls, url: str, *, migrate_schema: bool = True) -> Store:
         backend = _backend_for(url)
         if migrate_schema:
-            await asyncio.to_thread(migrate.upgrade, backend.engine)
+            await asyncio.to_thread(migrate.upgrade, backend.migration_engine)
         return cls(backend)
 
     @property

@@ -55,7 +55,9 @@ class Backend(abc.ABC):
     url: str
     """Where the data lives (password masked)."""
     engine: Engine
-    """Engine for reads and migrations."""
+    """Engine for reads."""
+    migration_engine: Engine
+    """Engine schema migrations run on."""
 
     def __init__(self, *, read_threads: int) -> None:
         self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="steward-read")

@@ -34,6 +34,7 @@ class PostgresBackend(Backend):
         self.engine = create_engine(
             parsed, pool_size=pool_size * 2, max_overflow=4, pool_pre_ping=True
         )
+        self.migration_engine = self.engine
         self._writers = ThreadPoolExecutor(pool_size, thread_name_prefix="steward-write")
 
     async def write(self, op: Op[T], *, durable: bool = False) -> T:

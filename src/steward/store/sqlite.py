@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,17 @@ def _deliver(results: list[tuple[asyncio.Future[Any], Any, BaseException | None]
             future.set_result(value)
 
 
+def _switch_to_wal(cursor: Any, attempts: int = 50) -> None:
+    for attempt in range(attempts):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
+
+
 class SQLiteBackend(Backend):
     name = "sqlite"
 
@@ -74,6 +87,9 @@ class SQLiteBackend(Backend):
             url, poolclass=NullPool, connect_args={"check_same_thread": False}
         )
         self._configure(self._writer_engine, begin="BEGIN IMMEDIATE")
+        # Migrations write: run them under BEGIN IMMEDIATE too, so processes starting at once
+        # on a new file queue up instead of failing on a read-to-write lock upgrade.
+        self.migration_engine = self._writer_engine
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._writer, name="steward-writer", daemon=True)
         self._thread.start()
@@ -85,7 +101,10 @@ class SQLiteBackend(Backend):
             dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
             cur = dbapi_conn.cursor()
             cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            cur.execute("PRAGMA journal_mode=WAL")
+            # WAL is a property of the file: switch once. Switching takes an exclusive lock
+            # that does not wait on the busy handler, so don't ask again when it is set.
+            if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                _switch_to_wal(cur)
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
