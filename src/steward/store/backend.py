@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sqlalchemy import ClauseElement, ColumnElement, Connection, Engine, Executable, Select, Table
+from sqlalchemy import ClauseElement, ColumnElement, Connection, Engine, Insert, Select, Table
 
 T = TypeVar("T")
 Op = Callable[[Connection], T]
@@ -89,7 +89,7 @@ class Backend(abc.ABC):
         """SQL expression for the database's own clock, in epoch seconds."""
 
     @abc.abstractmethod
-    def insert_ignore(self, table: Table, values: dict[str, Any]) -> Executable:
+    def insert_ignore(self, table: Table, values: dict[str, Any]) -> Insert:
         """INSERT that silently does nothing when a unique key already exists."""
 
     def lock_rows(self, query: Select[Any]) -> Select[Any]:

@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sqlalchemy import ColumnElement, Executable, Select, Table, create_engine, literal_column
+from sqlalchemy import ColumnElement, Insert, Select, Table, create_engine, literal_column
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
@@ -57,7 +57,7 @@ class PostgresBackend(Backend):
     def db_now(self) -> ColumnElement[float]:
         return literal_column("CAST(extract(epoch from clock_timestamp()) AS double precision)")
 
-    def insert_ignore(self, table: Table, values: dict[str, Any]) -> Executable:
+    def insert_ignore(self, table: Table, values: dict[str, Any]) -> Insert:
         return pg_insert(table).values(values).on_conflict_do_nothing()
 
     def lock_rows(self, query: Select[Any]) -> Select[Any]:

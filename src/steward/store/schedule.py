@@ -335,6 +335,7 @@ def _record_firing(
 ) -> str | None:
     """Insert a firing by deterministic id; if new and fired, create its task. A firing that
     already exists (a double fire) creates nothing."""
+    # RETURNING, not rowcount: drivers report -1 for INSERT rowcounts (psycopg here).
     inserted = conn.execute(
         queries.backend.insert_ignore(
             firings,
@@ -345,9 +346,9 @@ def _record_firing(
                 "recorded_at": now_f,
                 "status": status.value,
             },
-        )
-    )
-    if inserted.rowcount != 1 or status is not FiringStatus.FIRED:
+        ).returning(firings.c.id)
+    ).first()
+    if inserted is None or status is not FiringStatus.FIRED:
         return None
     spec = trigger.task
     values = queries._task_values(

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
-    Executable,
+    Insert,
     Table,
     create_engine,
     event,
@@ -120,7 +120,7 @@ class SQLiteBackend(Backend):
         return await future
 
     def _writer(self) -> None:
-        conn = self._writer_engine.connect()
+        conn: Connection | None = None
         full_sync = False
         try:
             while True:
@@ -138,17 +138,35 @@ class SQLiteBackend(Backend):
                         stop = True
                         break
                     batch.append(job)
-                durable = any(job.durable for job in batch)
-                if durable != full_sync:
-                    # FULL syncs the WAL at commit; it also makes every earlier NORMAL commit
-                    # durable, since they sit before it in the same log.
-                    conn.exec_driver_sql(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-                    full_sync = durable
-                self._run_batch(conn, batch)
+                try:
+                    if conn is None:
+                        conn = self._writer_engine.connect()
+                        full_sync = False  # the connect hook set NORMAL
+                    durable = any(job.durable for job in batch)
+                    if durable != full_sync:
+                        # FULL syncs the WAL at commit; it also makes every earlier NORMAL commit
+                        # durable, since they sit before it in the same log. SQLite refuses to
+                        # change it inside a transaction, and conn.exec_driver_sql would begin
+                        # one: use a bare driver cursor.
+                        cursor = conn.connection.cursor()
+                        cursor.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+                        cursor.close()
+                        full_sync = durable
+                except Exception as exc:
+                    # The database cannot be reached: fail this batch rather than the thread
+                    # (which would leave every later write waiting forever); reconnect next time.
+                    self._deliver(batch, [(job.future, None, exc) for job in batch])
+                    if conn is not None:
+                        with contextlib.suppress(Exception):
+                            conn.close()
+                        conn = None
+                else:
+                    self._run_batch(conn, batch)
                 if stop:
                     return
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
 
     def _run_batch(self, conn: Connection, batch: list[_Job]) -> None:
         outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
@@ -164,6 +182,12 @@ class SQLiteBackend(Backend):
                 return
         else:
             outcomes = [(job.future, v, None) for job, v in zip(batch, values, strict=True)]
+        self._deliver(batch, outcomes)
+
+    @staticmethod
+    def _deliver(
+        batch: list[_Job], outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]
+    ) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[Any]] = {}
         for job, outcome in zip(batch, outcomes, strict=True):
             by_loop.setdefault(job.loop, []).append(outcome)
@@ -174,7 +198,7 @@ class SQLiteBackend(Backend):
     def db_now(self) -> ColumnElement[float]:
         return literal_column("((julianday('now') - 2440587.5) * 86400.0)")
 
-    def insert_ignore(self, table: Table, values: dict[str, Any]) -> Executable:
+    def insert_ignore(self, table: Table, values: dict[str, Any]) -> Insert:
         return sqlite_insert(table).values(values).on_conflict_do_nothing()
 
     async def close(self) -> None:

@@ -16,6 +16,7 @@ from sqlalchemy import (
     ClauseElement,
     ColumnElement,
     Connection,
+    Select,
     and_,
     bindparam,
     func,
@@ -223,6 +224,7 @@ class TaskQueries:
                             ),
                         )
                     )
+                    .where(tasks.c.person_id.not_in(_persons_at_limit()))
                     .order_by(tasks.c.priority.desc(), tasks.c.run_at)
                     .limit(limit * 4)
                 )
@@ -413,12 +415,16 @@ class TaskQueries:
         def op(conn: Connection) -> Task:
             current = conn.execute(
                 select(
-                    tasks.c.attempts, tasks.c.max_attempts, tasks.c.parent_id, tasks.c.person_id
+                    tasks.c.attempts,
+                    tasks.c.max_attempts,
+                    tasks.c.parent_id,
+                    tasks.c.person_id,
+                    tasks.c.control,
                 ).where(self._fenced(fence, lease_now))
             ).first()
             if current is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
-            attempts, max_attempts, parent_id, person_id = current
+            attempts, max_attempts, parent_id, person_id, control = current
             values: dict[str, Any] = {
                 "lease_owner": None,
                 "lease_expires_at": None,
@@ -462,6 +468,9 @@ class TaskQueries:
                     else:
                         values |= {"status": "paused", "paused_from": "pending"}
                     label = values["status"]
+            # A cancel/pause asked for while the activation ran that it ended without reaching
+            # a step boundary (a step raised, it yielded, it went to sleep): honour it now.
+            _apply_pending_control(values, control)
             if values.get("status") in _TERMINAL:
                 values["finished_at"] = now_f
             conn.execute(update(tasks).where(tasks.c.id == fence.task_id).values(values))
@@ -571,7 +580,14 @@ class TaskQueries:
         def op(conn: Connection) -> list[str]:
             expired = conn.execute(
                 self.backend.lock_rows(
-                    select(tasks.c.id, tasks.c.epoch, tasks.c.attempts, tasks.c.max_attempts)
+                    select(
+                        tasks.c.id,
+                        tasks.c.epoch,
+                        tasks.c.attempts,
+                        tasks.c.max_attempts,
+                        tasks.c.control,
+                        tasks.c.parent_id,
+                    )
                     .where(
                         tasks.c.status == TaskStatus.RUNNING.value,
                         tasks.c.lease_expires_at < now_sql,
@@ -579,7 +595,7 @@ class TaskQueries:
                     .limit(limit)
                 )
             ).all()
-            for task_id, epoch, attempts, max_attempts in expired:
+            for task_id, epoch, attempts, max_attempts, control, parent_id in expired:
                 values: dict[str, Any] = {
                     "attempts": attempts + 1,
                     "lease_owner": None,
@@ -599,6 +615,9 @@ class TaskQueries:
                         "run_at": now_f,
                         "wake": rows.dump({"reason": "recovered"}),
                     }
+                _apply_pending_control(values, control)
+                if values["status"] in _TERMINAL:
+                    values["finished_at"] = now_f
                 conn.execute(
                     update(tasks)
                     .where(tasks.c.id == task_id, tasks.c.epoch == epoch)
@@ -613,6 +632,8 @@ class TaskQueries:
                     )
                     .values(ended_at=now_f, outcome="lost")
                 )
+                if values["status"] in _TERMINAL and parent_id is not None:
+                    _wake_parent_if_children_done(conn, parent_id, now_f)
             return [row[0] for row in expired]
 
         return await self.backend.write(op)
@@ -661,6 +682,19 @@ class TaskQueries:
 
 
 # --- shared transaction pieces ----------------------------------------------------------
+
+
+def _persons_at_limit() -> Select[Any]:
+    """Persons already running max_concurrency tasks: their due tasks are not candidates, so
+    they cannot crowd everybody else out of a claim."""
+    busy = tasks.alias("busy")
+    running = (
+        select(func.count())
+        .select_from(busy)
+        .where(busy.c.person_id == persons.c.id, busy.c.status == TaskStatus.RUNNING.value)
+        .scalar_subquery()
+    )
+    return select(persons.c.id).where(persons.c.max_concurrency <= running)
 
 
 def _get_task(conn: Connection, task_id: str) -> Task:
@@ -717,6 +751,15 @@ def _already_satisfied(
 def event_summary(event: Event) -> dict[str, Any]:
     """What a woken task is told about the event that woke it."""
     return {"id": event.id, "type": event.type, "payload": event.payload}
+
+
+def _apply_pending_control(values: dict[str, Any], control: str | None) -> None:
+    """Turn the new status in ``values`` into cancelled/paused if that was asked for."""
+    status = values.get("status")
+    if control == "cancel" and status not in _TERMINAL:
+        values["status"] = "cancelled"
+    elif control == "pause" and status in ("pending", "waiting"):
+        values |= {"status": "paused", "paused_from": status}
 
 
 def _wake(conn: Connection, task_id: str, wake: dict[str, Any], now_f: float) -> bool:
