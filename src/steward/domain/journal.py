@@ -31,7 +31,9 @@ class Activation:
     ended_at: datetime | None = None
     """When it ended, or None while running (or if its worker died)."""
     outcome: str | None = None
-    """``succeeded``, ``failed``, ``waiting``, ``retry``, ``paused``, ``cancelled``, ``lost``…"""
+    """How it ended: the outcome kind (``succeed``, ``fail``, ``retry``, ``wait``, ``requeue``),
+    ``cancelled``/``paused`` when stopped, ``dead_lettered`` when retries ran out, or ``lost``
+    when its worker lost the lease."""
     steps: int = 0
     """Steps it committed."""
     usage: dict[str, Any] = field(default_factory=dict)
