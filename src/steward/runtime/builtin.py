@@ -48,7 +48,7 @@ async def wait_event(ctx: StepContext) -> Outcome | None:
             )
         )
     event = ctx.wake.get("event")
-    if event is not None:
+    if event is not None and ctx.goal_id is not None:
         await ctx.write_goal(record=("evidence", {"event": event}))
     return Succeed(result={"event": event, "timed_out": event is None})
 

@@ -112,12 +112,9 @@ class Scheduler:
         return min(times) if times else None
 
     async def _fire_triggers(self, now: datetime) -> int:
-        created = 0
+        batch = []
         for trigger in await self.store.due_triggers(now=now):
             plan = plan_firings(trigger, now)
-            tasks = await self.store.apply_firings(
-                trigger, plan.firings, next_fire_at=plan.next_fire_at, now=now
-            )
             missed = sum(1 for _, status in plan.firings if status == "missed")
             if missed:
                 log.warning(
@@ -126,6 +123,9 @@ class Scheduler:
                     missed=missed,
                     policy=trigger.missed_policy.value,
                 )
-            created += len(tasks)
+            batch.append((trigger, plan.firings, plan.next_fire_at))
+        if not batch:
+            return 0
+        created = len(await self.store.apply_many_firings(batch, now=now))
         self.fired += created
         return created

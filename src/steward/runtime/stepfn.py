@@ -49,6 +49,10 @@ class StepContext:
         return self._run.seq + 1
 
     @property
+    def goal_id(self) -> str | None:
+        return self._run.task.goal_id
+
+    @property
     def created_at(self) -> datetime:
         return self._run.task.created_at
 

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, insert, select, update
 from steward.domain import Effect, EffectStatus
 from steward.domain.ids import new_id
 from steward.domain.journal import check_effect_transition
-from steward.errors import NotFound
+from steward.errors import InvalidTransition, NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.schema import effects, tasks
@@ -99,6 +99,11 @@ class EffectQueries(TaskQueries):
 
         def op(conn: Connection) -> Effect:
             current = _get_effect(conn, effect_id)
+            if current.status is not EffectStatus.IN_DOUBT:
+                # a 'sent' effect is in flight with a live worker: not the person's to decide
+                raise InvalidTransition(
+                    f"effect {effect_id} is {current.status}; only in-doubt effects are resolved"
+                )
             new = EffectStatus.SUCCEEDED if applied else EffectStatus.PLANNED
             check_effect_transition(current.status, new)
             conn.execute(

@@ -64,7 +64,9 @@ class PostgresBackend(Backend):
         return query.with_for_update(skip_locked=True)
 
     def lock_for_update(self, query: Select[Any]) -> Select[Any]:
-        return query.with_for_update()
+        # NO KEY UPDATE: still exclusive among claimers, but does not block inserts whose
+        # foreign key points at the row (a task or event of the person being created).
+        return query.with_for_update(key_share=True)
 
     async def close(self) -> None:
         self._writers.shutdown(wait=True)

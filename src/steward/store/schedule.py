@@ -22,6 +22,7 @@ from steward.store.schema import (
     firings,
     goals,
     leases,
+    persons,
     steps,
     tasks,
     triggers,
@@ -106,39 +107,61 @@ class ScheduleQueries(GoalQueries, TaskQueries):
         """Record a trigger's due firings (fired or missed) and create a task for each fired
         one, then move its schedule on — all in one transaction, and only if nobody else
         handled this schedule slot first. Returns the created task ids."""
+        return await self.apply_many_firings([(trigger, plan, next_fire_at)], now=now)
+
+    async def apply_many_firings(
+        self,
+        items: Sequence[tuple[Trigger, Sequence[tuple[datetime, FiringStatus]], datetime | None]],
+        *,
+        now: datetime,
+    ) -> list[str]:
+        """:meth:`apply_firings` for many triggers in one transaction (one commit per scheduler
+        tick, not per trigger). Each trigger is still guarded on its own schedule slot."""
         now_f = rows.ts(now)
-        expected = rows.ts_opt(trigger.next_fire_at)
-        last = max((rows.ts(t) for t, _ in plan), default=rows.ts_opt(trigger.last_fire_at))
 
         def op(conn: Connection) -> list[str]:
-            moved = conn.execute(
-                update(triggers)
-                .where(
-                    triggers.c.id == trigger.id,
-                    triggers.c.enabled.is_(True),
-                    triggers.c.next_fire_at == expected,
-                )
-                .values(next_fire_at=rows.ts_opt(next_fire_at), last_fire_at=last)
-            )
-            if moved.rowcount != 1:
-                return []
             created: list[str] = []
-            for when, status in plan:
-                task_id = _record_firing(
-                    self,
-                    conn,
-                    trigger,
-                    firing_id(trigger.id, rows.ts(when)),
-                    when,
-                    status,
-                    {"fired_for": when.isoformat()},
-                    now_f,
-                )
-                if task_id is not None:
-                    created.append(task_id)
+            for trigger, plan, next_fire_at in items:
+                created += self._apply_firings(conn, trigger, plan, next_fire_at, now_f)
             return created
 
         return await self.backend.write(op)
+
+    def _apply_firings(
+        self,
+        conn: Connection,
+        trigger: Trigger,
+        plan: Sequence[tuple[datetime, FiringStatus]],
+        next_fire_at: datetime | None,
+        now_f: float,
+    ) -> list[str]:
+        last = max((rows.ts(t) for t, _ in plan), default=rows.ts_opt(trigger.last_fire_at))
+        moved = conn.execute(
+            update(triggers)
+            .where(
+                triggers.c.id == trigger.id,
+                triggers.c.enabled.is_(True),
+                triggers.c.next_fire_at == rows.ts_opt(trigger.next_fire_at),
+            )
+            .values(next_fire_at=rows.ts_opt(next_fire_at), last_fire_at=last)
+        )
+        if moved.rowcount != 1:
+            return []
+        created: list[str] = []
+        for when, status in plan:
+            task_id = _record_firing(
+                self,
+                conn,
+                trigger,
+                firing_id(trigger.id, rows.ts(when)),
+                when,
+                status,
+                {"fired_for": when.isoformat()},
+                now_f,
+            )
+            if task_id is not None:
+                created.append(task_id)
+        return created
 
     async def list_firings(self, trigger_id: str, *, limit: int = 1000) -> list[Firing]:
         query = (
@@ -203,6 +226,12 @@ class ScheduleQueries(GoalQueries, TaskQueries):
             for row in batch:
                 event = rows.event(row)
                 summary = event_summary(event)
+                # the lock a task going to sleep on an event takes too (no lost wake-up)
+                conn.execute(
+                    select(persons.c.id)
+                    .where(persons.c.id == event.person_id)
+                    .with_for_update(key_share=True)
+                )
                 waiters = conn.execute(
                     select(tasks.c.id, tasks.c.wait).where(
                         tasks.c.person_id == event.person_id,

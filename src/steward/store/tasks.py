@@ -9,7 +9,7 @@ nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -447,12 +447,17 @@ class TaskQueries:
                     else:
                         values |= {
                             "status": "pending",
-                            "run_at": now_f + outcome.delay_seconds,
+                            # via datetime, so the stored float reads back as the same
+                            # microsecond-precise time and is claimable exactly then
+                            "run_at": rows.ts(
+                                rows.dt(now_f) + timedelta(seconds=outcome.delay_seconds)
+                            ),
                             "wake": rows.dump({"reason": "retry"}),
                         }
                 case "wait":
                     cond = outcome.condition
                     values |= _wait_values(cond)
+                    _lock_against_lost_wakeups(conn, cond, fence.task_id, person_id)
                     wake = _already_satisfied(conn, cond, fence.task_id, person_id)
                     if wake is not None:
                         values |= {"status": "pending", "run_at": now_f, "wake": rows.dump(wake)}
@@ -786,9 +791,26 @@ def _children_done(conn: Connection, parent_id: str) -> bool:
     return live == 0
 
 
+def _lock_against_lost_wakeups(
+    conn: Connection, cond: WaitCondition, task_id: str, person_id: str
+) -> None:
+    """Serialize going to sleep with what would wake the sleeper (on PostgreSQL; SQLite has
+    one writer anyway). Under READ COMMITTED, a task registering a wait and a concurrent waker
+    could each miss the other's uncommitted work: a child finishing locks its parent's row, and
+    event routing locks the person's row, so the sleeper takes the same lock first."""
+    if cond.kind == "children":
+        conn.execute(select(tasks.c.id).where(tasks.c.id == task_id).with_for_update())
+    elif cond.kind == "event":
+        conn.execute(
+            select(persons.c.id).where(persons.c.id == person_id).with_for_update(key_share=True)
+        )
+
+
 def _wake_parent_if_children_done(conn: Connection, parent_id: str, now_f: float) -> None:
     waiting = conn.execute(
-        select(tasks.c.wait).where(tasks.c.id == parent_id, tasks.c.status == "waiting")
+        select(tasks.c.wait)
+        .where(tasks.c.id == parent_id, tasks.c.status == "waiting")
+        .with_for_update()  # see _lock_against_lost_wakeups
     ).scalar()
     if waiting is None or rows.load(waiting).get("kind") != "children":
         return
