@@ -14,7 +14,7 @@ from steward.domain.ids import effect_key
 from steward.domain.outcome import Claim
 from steward.errors import EffectFailed, EffectInDoubt, RetryLater, StopRequested
 from steward.runtime.clock import Clock
-from steward.store import Fence, Store
+from steward.store import Fence, FinalStep, Store
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +53,8 @@ class TaskRun:
         """Usage the harness accumulates (tokens, cost_usd, ...)."""
         self._effects_in_step = 0
         self._spawned_in_step = 0
+        self.final_step: FinalStep | None = None
+        """Set by :meth:`decide`; the worker commits it with the outcome."""
 
     @property
     def task(self) -> Task:
@@ -83,6 +85,13 @@ class TaskRun:
             raise StopRequested(control)
         if self.draining is not None and self.draining.is_set():
             raise StopRequested("shutdown")
+
+    def decide(self, *, kind: str = "step", output: Any = None) -> None:
+        """Mark the step just computed as the one that decides how the activation ends: it is
+        committed atomically with the outcome instead of as a checkpoint of its own."""
+        self.final_step = FinalStep(
+            seq=self.seq + 1, kind=kind, output=output, state=dict(self.state)
+        )
 
     async def effect(
         self,

@@ -107,8 +107,9 @@ class StepHarness:
         ctx = StepContext(run)
         while True:
             outcome = await handler(ctx)
-            await run.checkpoint(output=None if outcome is None else outcome.kind)
             if outcome is not None:
+                run.decide(output=outcome.kind)
                 return outcome
+            await run.checkpoint()
             if run.steps >= self.max_steps_per_activation:
                 return Requeue(reason="step cap per activation")

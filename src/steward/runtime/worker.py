@@ -163,9 +163,10 @@ class Worker:
                 run.fence,
                 outcome,
                 now=self.clock.now(),
-                steps_taken=run.steps,
+                steps_taken=run.steps + (run.final_step is not None),
                 usage=run.usage,
                 lease_now=self.clock.lease_now(),
+                final_step=run.final_step,
             )
         except LeaseLost:
             log.warning("outcome rejected by fence", task=claim.task.id, outcome=outcome.kind)

@@ -16,9 +16,9 @@ from steward.store import migrate
 from steward.store.backend import Backend
 from steward.store.effects import EffectQueries
 from steward.store.schedule import ScheduleQueries
-from steward.store.tasks import Fence
+from steward.store.tasks import Fence, FinalStep
 
-__all__ = ["Fence", "Store"]
+__all__ = ["Fence", "FinalStep", "Store"]
 
 
 class Store(ScheduleQueries, EffectQueries):

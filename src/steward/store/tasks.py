@@ -9,6 +9,7 @@ nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -53,6 +54,20 @@ class Fence:
     @classmethod
     def of(cls, claim: Claim) -> Fence:
         return cls(claim.task.id, claim.task.epoch, claim.activation.id)
+
+
+@dataclass(kw_only=True, frozen=True)
+class FinalStep:
+    """A step committed together with the outcome it decided."""
+
+    seq: int
+    """Its number (one past the last committed step)."""
+    kind: str
+    """Step kind."""
+    output: Any
+    """Step output."""
+    state: dict[str, Any]
+    """Handler state after it."""
 
 
 class TaskQueries:
@@ -408,8 +423,13 @@ class TaskQueries:
         steps_taken: int,
         usage: dict[str, Any] | None = None,
         lease_now: datetime | None = None,
+        final_step: FinalStep | None = None,
     ) -> Task:
-        """Apply ``outcome`` to the task, release the lease and close the activation."""
+        """Apply ``outcome`` to the task, release the lease and close the activation.
+
+        ``final_step`` is the step that decided the outcome: it commits in the same
+        transaction, so a crash can never leave a decided step without its outcome (the next
+        activation would otherwise run the task past its end)."""
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> Task:
@@ -425,6 +445,29 @@ class TaskQueries:
             if current is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
             attempts, max_attempts, parent_id, person_id, control = current
+            if final_step is not None:
+                step_params = {
+                    "task_id": fence.task_id,
+                    "epoch": fence.epoch,
+                    "seq": final_step.seq,
+                    "prev_seq": final_step.seq - 1,
+                    "state": rows.dump(final_step.state),
+                    "now": now_f,
+                    "activation_id": fence.activation_id,
+                    "kind": final_step.kind,
+                    "output": rows.dump(final_step.output),
+                }
+                if lease_now is not None:
+                    step_params["lease_now"] = rows.ts(lease_now)
+                update_step = self.backend.prepared(
+                    f"checkpoint-update-{lease_now is not None}",
+                    lambda: self._checkpoint_update(lease_now is not None),
+                )
+                if update_step.run(conn, step_params).fetchone() is None:
+                    raise LeaseLost(fence.task_id, fence.epoch)
+                self.backend.prepared("checkpoint-insert", _checkpoint_insert).run(
+                    conn, step_params
+                )
             values: dict[str, Any] = {
                 "lease_owner": None,
                 "lease_expires_at": None,

@@ -1,0 +1,354 @@
+"""Invariants 1 and 2 with real processes: kill -9 workers at any instant, lose nothing, and
+apply no side effect twice.
+
+Three ``steward worker`` processes and a ``steward scheduler`` run ``http_post`` tasks against
+the effect service. The service SIGKILLs some callers right after answering them (the effect
+happened, the worker never journalled it), and the test kills workers at random moments too,
+restarting each one. When everything has settled, the database and the service's own ledger
+must agree: every task succeeded or waits on an in-doubt effect of a tool without idempotency
+keys, every journalled success was applied exactly once, keyed effects were retried under the
+same key, unkeyed ones never sent twice.
+
+Two small deterministic tests at the end pin down the one window the chaos only hits sometimes:
+between committing the step that decides a task's outcome and applying that outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steward.domain import Activation, Effect, Task, TaskSpec, TaskStatus
+from steward.domain.journal import EffectStatus
+from steward.runtime.builtin import builtin_harness
+from steward.runtime.clock import Clock
+from steward.runtime.run import TaskRun
+from steward.runtime.worker import Worker
+from steward.store import Store
+from steward.testing.effect_service import EffectServiceClient, run_effect_service
+
+pytestmark = pytest.mark.slow
+
+TASKS = 48
+CALLS = 3  # effectful steps per task
+UNKEYED_EVERY = 6  # every 6th task calls a service that ignores idempotency keys
+WORKERS = 3
+LEASE_SECONDS = 2.0
+SERVICE_KILL_RATIO = 0.1
+SERVICE_RANDOM_KILLS = 8
+TEST_KILLS = 8
+SETTLE_SECONDS = 120.0
+STALL_SECONDS = 20.0
+
+
+def spawn(role: str, db_url: str, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """Start ``steward <role>`` as its own OS process, its log appended to ``log``."""
+    cmd = [sys.executable, "-m", "steward.cli.main", role, "--db", db_url]
+    with log.open("ab") as err:
+        return subprocess.Popen(
+            [*cmd, "--log-level", "warning", *extra], stdout=subprocess.DEVNULL, stderr=err
+        )
+
+
+def log_tails(logs: Path) -> str:
+    return "\n".join(f"--- {f.name}\n{f.read_text()[-3000:]}" for f in sorted(logs.glob("*.log")))
+
+
+def describe(task: Task, steps: list[Any], effects: list[Effect], acts: list[Activation]) -> str:
+    """A task's journal, for failure messages."""
+    lines = [f"{task.id} {task.status} step_seq={task.step_seq} result={task.result}"]
+    lines += [f"  step {s.seq} by {s.activation_id} output={s.output}" for s in steps]
+    lines += [f"  effect {e.key} {e.status} attempts={e.attempts} {e.result}" for e in effects]
+    lines += [
+        f"  {a.id} epoch={a.epoch} {a.reason}->{a.outcome} steps={a.steps} {a.worker}" for a in acts
+    ]
+    return "\n".join(lines)
+
+
+def settled(tasks: list[Task]) -> bool:
+    """Nothing left to run: each task is finished or waits for a person to settle an effect."""
+    return all(
+        t.status.terminal
+        or (t.status is TaskStatus.WAITING and t.wait is not None and t.wait.kind == "effect")
+        for t in tasks
+    )
+
+
+async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
+    db_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Under SIGKILLs of workers before, during and right after effects, every task succeeds or
+    waits on an in-doubt unkeyed effect; the service applied each journalled effect exactly once
+    and received no request without a journalled intent; keyed effects were retried with the
+    same key; unkeyed ones in doubt were sent at most once; step journals are contiguous."""
+    seed = int(os.environ.get("STEWARD_CRASH_SEED", time.time_ns() % 1_000_000))
+    rng = random.Random(seed)
+    store = await Store.open(db_url)
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(role: str, name: str, *extra: str) -> subprocess.Popen[bytes]:
+        proc = spawn(role, db_url, tmp_path / f"{name}.log", *extra)
+        procs.append(proc)
+        return proc
+
+    def stop_all() -> None:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+    try:
+        with run_effect_service(allow_kill=True) as service:
+            client = EffectServiceClient(service.url)
+            now = datetime.now(UTC)
+            person = await store.create_person(name="crash", now=now, max_concurrency=12)
+            tasks: list[Task] = []
+            for i in range(TASKS):
+                keyed = i % UNKEYED_EVERY != 0
+                spec = TaskSpec(
+                    kind="http_post",
+                    title=f"crash {i}",
+                    input={
+                        "url": f"{service.url}/effect{'' if keyed else '/unkeyed'}",
+                        "body": {"task": i},
+                        "calls": CALLS,
+                        "idempotent": keyed,
+                    },
+                    # repeated kills must not dead-letter a task: this test is about recovery
+                    max_attempts=50,
+                )
+                tasks.append(await store.create_task(spec, person_id=person.id, now=now))
+            keyed_tasks = [t for t in tasks if t.input["idempotent"]]
+            unkeyed_tasks = [t for t in tasks if not t.input["idempotent"]]
+            # Some kills after answering are certain, so both crash paths are always exercised.
+            killed_keyed = [f"{t.id}:{1 + n % CALLS}:0" for n, t in enumerate(keyed_tasks[:4])]
+            killed_unkeyed = [f"{t.id}:1:0" for t in unkeyed_tasks[:3]]
+            await client.control(
+                kill_after_answer_ratio=SERVICE_KILL_RATIO,
+                kill_after_answer_keys=killed_keyed + killed_unkeyed,
+                max_kills=SERVICE_RANDOM_KILLS,
+                seed=seed,
+            )
+
+            lease = ("--lease-seconds", str(LEASE_SECONDS), "--concurrency", "4")
+            scheduler = start("scheduler", "scheduler")
+            workers = [start("worker", f"worker{n}", *lease) for n in range(WORKERS)]
+            deaths = test_kills = 0
+            began = last_progress = time.monotonic()
+            progress = -1
+            next_kill = began + rng.uniform(0.3, 1.5)
+            while True:
+                for n, proc in enumerate(workers):
+                    if proc.poll() is not None:
+                        assert proc.returncode == -9, (
+                            f"worker{n} died by itself ({proc.returncode})\n{log_tails(tmp_path)}"
+                        )
+                        deaths += 1
+                        workers[n] = start("worker", f"worker{n}", *lease)
+                assert scheduler.poll() is None, f"scheduler died\n{log_tails(tmp_path)}"
+                if test_kills < TEST_KILLS and time.monotonic() >= next_kill:
+                    rng.choice(workers).kill()  # kill -9 at whatever it is doing now
+                    test_kills += 1
+                    next_kill = time.monotonic() + rng.uniform(0.3, 1.5)
+                current = await store.list_tasks(person_id=person.id, limit=TASKS + 1)
+                if settled(current):
+                    break
+                steps = sum(t.step_seq for t in current)
+                if steps != progress:
+                    progress, last_progress = steps, time.monotonic()
+                waited = time.monotonic() - began
+                if waited > SETTLE_SECONDS or time.monotonic() - last_progress > STALL_SECONDS:
+                    counts: dict[str, int] = defaultdict(int)
+                    for t in current:
+                        counts[t.status.value] += 1
+                    pytest.fail(
+                        f"not settled after {waited:.0f}s (seed {seed}): {dict(counts)}, "
+                        f"{progress} steps\n{log_tails(tmp_path)}"
+                    )
+                await asyncio.sleep(0.1)
+            elapsed = time.monotonic() - began
+            stop_all()
+
+            stats = await client.stats()
+            service_kills = (await client.control())["kills"]
+            final = await store.list_tasks(person_id=person.id, limit=TASKS + 1)
+            effects = await store.list_effects(person_id=person.id, limit=TASKS * CALLS + 1)
+            in_doubt = await store.list_effects(status=EffectStatus.IN_DOUBT)
+            first_answers = {
+                e.key: (await client.applied(e.key))["response"]
+                for e in effects
+                if e.status is EffectStatus.SUCCEEDED
+            }
+            journals = {
+                t.id: (await store.list_steps(t.id), await store.list_activations(task_id=t.id))
+                for t in final
+            }
+    finally:
+        stop_all()
+        await store.close()
+
+    retried = sorted(k for k, s in stats.items() if s["requests"] > 1)
+    print(
+        f"\n[{db_url.split(':')[0]}] seed {seed}: {TASKS} tasks settled in {elapsed:.1f}s; "
+        f"{deaths} worker deaths ({service_kills} by the service after answering, {test_kills} "
+        f"by the test); {len(retried)} keys retried; {len(in_doubt)} effects in doubt"
+    )
+
+    # Invariant 1: no task lost. Each succeeded, or waits on an in-doubt unkeyed effect.
+    assert len(final) == TASKS
+    by_task: dict[str, list[Effect]] = defaultdict(list)
+    for effect in effects:
+        by_task[effect.task_id].append(effect)
+    waiting_on: set[str] = set()
+    for task in final:
+        steps, activations = journals[task.id]
+        mine = sorted(by_task[task.id], key=lambda e: e.step_seq)
+        # the step journal is contiguous 1..n, each step written by one of its activations
+        assert [s.seq for s in steps] == list(range(1, task.step_seq + 1)), task.id
+        assert {s.activation_id for s in steps} <= {a.id for a in activations}
+        # one effect per step, in step order, none beyond the next step
+        assert [e.step_seq for e in mine] == list(range(1, len(mine) + 1)), task.id
+        assert len(mine) <= task.step_seq + 1
+        if task.status is TaskStatus.SUCCEEDED:
+            assert task.step_seq == CALLS, describe(task, steps, mine, activations)
+            assert [e.status for e in mine] == [EffectStatus.SUCCEEDED] * CALLS
+            assert task.result == [e.result for e in mine]
+        else:
+            assert task.status is TaskStatus.WAITING, f"{task.id} {task.status}: {task.error}"
+            assert task.wait is not None
+            assert task.wait.kind == "effect"
+            doubt = mine[-1]
+            assert task.wait.ref == doubt.id
+            assert (doubt.status, doubt.idempotent) == (EffectStatus.IN_DOUBT, False)
+            assert doubt.step_seq == task.step_seq + 1
+            assert all(e.status is EffectStatus.SUCCEEDED for e in mine[:-1])
+            waiting_on.add(doubt.id)
+    # what the person is asked to settle is exactly what the waiting tasks wait for
+    assert {e.id for e in in_doubt} == waiting_on
+
+    # Invariant 2, as the service saw it.
+    journal = {e.key: e for e in effects}
+    assert set(stats) <= set(journal), "a request reached the service without a journalled intent"
+    for key, effect in journal.items():
+        seen = stats.get(key, {"requests": 0, "applied": 0, "senders": []})
+        # the intent is marked sent (durably) before every send
+        assert seen["requests"] <= effect.attempts, key
+        if effect.status is EffectStatus.SUCCEEDED:
+            assert seen["applied"] == 1, key
+            assert effect.result == first_answers[key], key
+            if not effect.idempotent:
+                assert seen["requests"] == 1, key
+        else:
+            assert effect.status is EffectStatus.IN_DOUBT, key
+            assert seen["requests"] == seen["applied"] <= 1, key
+    assert all(s["applied"] <= 1 for s in stats.values())
+    # keyed effects whose answer was lost were sent again, with the same key
+    assert retried
+    assert all(journal[key].idempotent for key in retried)
+    for key in killed_keyed:
+        assert journal[key].status is EffectStatus.SUCCEEDED, key
+        assert stats[key]["requests"] >= 2, key
+    # unkeyed ones that the service answered to a worker it then killed: in doubt, sent once
+    # (unless a random kill got there first, before the request went out)
+    answered = [key for key in killed_unkeyed if key in stats]
+    assert answered
+    for key in answered:
+        assert journal[key].status is EffectStatus.IN_DOUBT, key
+        assert (stats[key]["requests"], stats[key]["applied"]) == (1, 1), key
+
+
+async def test_crash_after_the_deciding_step_applies_the_decided_outcome(
+    db_url: str, request: pytest.FixtureRequest
+) -> None:
+    """A worker that dies after the step deciding the outcome (here: success) was committed but
+    before the outcome was applied: the next activation applies that outcome; it does not run the
+    task past its end (no extra step, no extra side effect)."""
+    store = await Store.open(db_url)
+    try:
+        with run_effect_service() as service:
+            client = EffectServiceClient(service.url)
+            clock = Clock()
+            person = await store.create_person(name="crash", now=clock.now())
+            spec = TaskSpec(kind="http_post", input={"url": f"{service.url}/effect", "calls": 3})
+            task = await store.create_task(spec, person_id=person.id, now=clock.now())
+            async with asyncio.timeout(15):
+                # An activation runs every step of the task, then its process dies right there,
+                # before the worker could apply the outcome.
+                (claim,) = await store.claim_tasks(
+                    worker="doomed", limit=1, lease_seconds=30, now=clock.now()
+                )
+                outcome = await builtin_harness().activate(
+                    TaskRun(store=store, clock=clock, claim=claim)
+                )
+                assert outcome.kind == "succeed"
+                # Its lease lapses (seen from 5 minutes later); the reaper re-queues the task.
+                lapsed = clock.now() + timedelta(minutes=5)
+                assert await store.reap_expired_leases(now=clock.now(), lease_now=lapsed) == [
+                    task.id
+                ]
+                assert await Worker(store, builtin_harness(), clock).run_until_idle() == 1
+            done = await store.get_task(task.id)
+            steps = await store.list_steps(task.id)
+            effects = await store.list_effects(task_id=task.id)
+            stats = await client.stats()
+    finally:
+        await store.close()
+
+    assert done.status is TaskStatus.SUCCEEDED
+    assert [s.seq for s in steps] == [1, 2, 3]
+    keys = [f"{task.id}:{n}:0" for n in (1, 2, 3)]
+    assert sorted(stats) == keys, "the task sent an effect after it had decided it was done"
+    assert all((stats[k]["requests"], stats[k]["applied"]) == (1, 1) for k in keys)
+    assert done.result == [e.result for e in sorted(effects, key=lambda e: e.step_seq)]
+
+
+async def test_graceful_stop_during_the_deciding_step_applies_the_decided_outcome(
+    db_url: str, request: pytest.FixtureRequest
+) -> None:
+    """A worker asked to stop (SIGTERM, a deploy) while a task's deciding step runs: the task
+    is handed back, but the outcome that step decided is kept; the next worker does not run the
+    task past its end (no extra step, no extra side effect)."""
+    store = await Store.open(db_url)
+    try:
+        with run_effect_service() as service:
+            client = EffectServiceClient(service.url)
+            clock = Clock()
+            person = await store.create_person(name="stop", now=clock.now())
+            spec = TaskSpec(kind="http_post", input={"url": f"{service.url}/effect", "calls": 1})
+            task = await store.create_task(spec, person_id=person.id, now=clock.now())
+            key = f"{task.id}:1:0"
+            await client.control(hold=True)
+            worker = Worker(store, builtin_harness(), clock)
+            stop = asyncio.Event()
+            async with asyncio.timeout(15):
+                running = asyncio.create_task(worker.run(stop))
+                while True:
+                    if key in await client.stats():
+                        break
+                    await asyncio.sleep(0.02)
+                # the one step is under way (its request held); now the worker is told to stop
+                stop.set()
+                await worker._draining.wait()
+                await client.control(hold=False)
+                await running
+                assert await Worker(store, builtin_harness(), clock).run_until_idle() <= 1
+            done = await store.get_task(task.id)
+            steps = await store.list_steps(task.id)
+            stats = await client.stats()
+            answer = (await client.applied(key))["response"]
+    finally:
+        await store.close()
+
+    assert done.status is TaskStatus.SUCCEEDED
+    assert [s.seq for s in steps] == [1]
+    assert list(stats) == [key], "the task sent an effect after it had decided it was done"
+    assert done.result == [answer]
