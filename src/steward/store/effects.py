@@ -14,7 +14,8 @@ from steward.errors import InvalidTransition, NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.schema import effects, tasks
-from steward.store.tasks import Fence, TaskQueries, _wake
+from steward.store.tasks import Fence, TaskQueries
+from steward.store.waking import _wake
 
 
 class EffectQueries(TaskQueries):

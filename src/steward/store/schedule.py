@@ -27,7 +27,8 @@ from steward.store.schema import (
     tasks,
     triggers,
 )
-from steward.store.tasks import _TERMINAL, TaskQueries, _wake, event_summary
+from steward.store.tasks import TaskQueries
+from steward.store.waking import TERMINAL, _wake, event_summary
 
 
 class ScheduleQueries(GoalQueries, TaskQueries):
@@ -328,7 +329,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
         def op(conn: Connection) -> dict[str, int]:
             old = (
                 select(tasks.c.id)
-                .where(tasks.c.status.in_(_TERMINAL), tasks.c.finished_at < cutoff)
+                .where(tasks.c.status.in_(TERMINAL), tasks.c.finished_at < cutoff)
                 .scalar_subquery()
             )
             counts = {
@@ -339,7 +340,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
                 ).rowcount,
             }
             counts["tasks"] = conn.execute(
-                delete(tasks).where(tasks.c.status.in_(_TERMINAL), tasks.c.finished_at < cutoff)
+                delete(tasks).where(tasks.c.status.in_(TERMINAL), tasks.c.finished_at < cutoff)
             ).rowcount
             counts["events"] = conn.execute(
                 delete(events).where(events.c.routed_at < cutoff)
