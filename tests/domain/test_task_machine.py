@@ -630,17 +630,8 @@ class EffectLifecycle(TaskLifecycle):
     def resolve_effect(self, pick: int, applied: bool) -> None:
         e = self.pick_effect(pick)
         call = self.store.resolve_effect(e.id, applied=applied, now=self.now)
-        if e.status is E.SENT and applied:
-            # Current code lets a person mark an in-flight effect applied; the proposed fix
-            # refuses it (xfail test_resolve_refuses_an_effect_not_in_doubt). Accept either.
-            try:
-                self.run(call)
-            except InvalidTransition:
-                return
-            e.status = E.SUCCEEDED
-            e.history.append(e.status)
-            return
         if e.status is not E.IN_DOUBT:
+            # only an in-doubt effect is the person's to decide; a sent one is in flight
             with pytest.raises(InvalidTransition):
                 self.run(call)
             return

@@ -193,11 +193,9 @@ async def test_failing_step_backs_off_then_dead_letters(
         assert waiting.attempts == attempt
         assert waiting.error == "ValueError: upstream said no"
         assert before < waiting.run_at <= before + timedelta(seconds=10 * 2 ** (attempt - 1))
-        clock.advance(waiting.run_at - clock.now() - timedelta(milliseconds=1))
-        assert await w.run_until_idle() == 0  # not before its time
-        # +1 µs: run_at is reported rounded to the microsecond and may sit just below the
-        # stored value (xfail test_retry_is_claimable_exactly_at_its_run_at)
-        clock.advance(timedelta(milliseconds=1, microseconds=1))
+        clock.advance(waiting.run_at - clock.now() - timedelta(microseconds=1))
+        assert await w.run_until_idle() == 0  # not a microsecond before its time
+        clock.advance(timedelta(microseconds=1))  # and exactly at it
     assert await w.run_until_idle() == 1
     dead = await store.get_task(task.id)
     assert dead.status is S.DEAD_LETTERED
@@ -391,9 +389,8 @@ async def test_parent_waits_for_its_children(
         return Succeed(result=ctx.input["n"] * 10)
 
     task = await store.create_task(TaskSpec(kind="parent"), person_id=person.id, now=clock.now())
-    # one at a time: siblings finishing at once race to wake the parent on PostgreSQL
-    # (xfail test_child_finishing_as_parent_goes_to_sleep_wakes_it)
-    await worker(store, harness, clock, concurrency=1).run_until_idle()
+    # the two children run at once: whichever finishes last wakes the parent
+    await worker(store, harness, clock).run_until_idle()
     done = await store.get_task(task.id)
     assert done.status is S.SUCCEEDED
     assert done.result == [["succeeded", 10], ["succeeded", 20]]
@@ -430,8 +427,8 @@ async def test_spawn_replayed_after_a_crash_finds_the_same_child(
     dead = await die_holding(store, clock)
     first_id = await StepContext(dead).spawn(TaskSpec(kind="child"))
     await reap_after_lease(store, clock)
-    # one at a time (the child first): see test_parent_waits_for_its_children
-    await worker(store, harness, clock, concurrency=1).run_until_idle()
+    # parent and child run at once: the child may finish before or as the parent sleeps
+    await worker(store, harness, clock).run_until_idle()
     done = await store.get_task(task.id)
     assert done.status is S.SUCCEEDED
     assert done.result == first_id
@@ -441,12 +438,14 @@ async def test_spawn_replayed_after_a_crash_finds_the_same_child(
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize("stall", ["before-looking", "after-looking"])
 async def test_child_finishing_as_parent_goes_to_sleep_wakes_it(
-    db_url: str, store: Store, clock: SimulatedClock, person: Person
+    db_url: str, store: Store, clock: SimulatedClock, person: Person, stall: str
 ) -> None:
     """The parent's 'wait for children' and its child's completion are committed by two workers
-    at the same moment; whichever order the database settles them in, the parent ends up
-    runnable, not asleep forever."""
+    at the same moment. Another session stalls the parent's transaction either before it looks
+    at its children (holding the parent's row) or after (holding its activation's row) while
+    the child finishes; either way the parent ends up runnable, not asleep forever."""
     await store.create_task(TaskSpec(kind="parent"), person_id=person.id, now=clock.now())
 
     async def claim(name: str) -> Claim:
@@ -473,13 +472,16 @@ async def test_child_finishing_as_parent_goes_to_sleep_wakes_it(
             )
         )
 
-    # Another session holds the parent's row, so the parent's commit stalls after it has looked
-    # at its children; meanwhile the child finishes.
+    stall_on = (
+        ("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", parent.task.id)
+        if stall == "before-looking"
+        else ("SELECT 1 FROM activations WHERE id = %s FOR UPDATE", parent.activation.id)
+    )
     with (
         psycopg.connect(db_url) as blocker,
         psycopg.connect(db_url, autocommit=True) as watcher,
     ):
-        blocker.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (parent.task.id,))
+        blocker.execute(stall_on[0], (stall_on[1],))
         going_to_sleep = finish(parent, Wait(condition=WaitCondition(kind="children")))
         await lock_waiters(watcher, at_least=1)
         child_done = finish(child, Succeed(result=None))

@@ -103,12 +103,14 @@ def _lock_against_lost_wakeups(
 
 
 def _wake_parent_if_children_done(conn: Connection, parent_id: str, now_f: float) -> None:
-    waiting = conn.execute(
-        select(tasks.c.wait)
-        .where(tasks.c.id == parent_id, tasks.c.status == "waiting")
-        .with_for_update()  # see _lock_against_lost_wakeups
-    ).scalar()
-    if waiting is None or rows.load(waiting).get("kind") != "children":
+    # Lock the parent whatever its status (see _lock_against_lost_wakeups): filtering on
+    # 'waiting' would skip, without waiting, a parent that is just going to sleep.
+    parent = conn.execute(
+        select(tasks.c.status, tasks.c.wait).where(tasks.c.id == parent_id).with_for_update()
+    ).first()
+    if parent is None or parent.status != "waiting" or parent.wait is None:
+        return
+    if rows.load(parent.wait).get("kind") != "children":
         return
     if _children_done(conn, parent_id):
         _wake(conn, parent_id, {"reason": "children"}, now_f)
