@@ -78,6 +78,8 @@ class EffectQueries(TaskQueries):
         def op(conn: Connection) -> Effect:
             self._touch_fenced(conn, fence, lease_now)
             current = _get_effect(conn, effect_id)
+            if current.task_id != fence.task_id:  # a lease on one task moves only its effects
+                raise NotFound("effect", effect_id)
             check_effect_transition(current.status, status)
             values: dict[str, Any] = {"status": status.value, "updated_at": now_f}
             if status is EffectStatus.SENT:

@@ -445,11 +445,12 @@ class TaskQueries:
                     tasks.c.parent_id,
                     tasks.c.person_id,
                     tasks.c.control,
+                    tasks.c.wake,
                 ).where(self._fenced(fence, lease_now))
             ).first()
             if current is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
-            attempts, max_attempts, parent_id, person_id, control = current
+            attempts, max_attempts, parent_id, person_id, control, old_wake = current
             if final_step is not None:
                 step_params = {
                     "task_id": fence.task_id,
@@ -500,7 +501,8 @@ class TaskQueries:
                             "run_at": rows.ts(
                                 rows.dt(now_f) + timedelta(seconds=outcome.delay_seconds)
                             ),
-                            "wake": rows.dump({"reason": "retry"}),
+                            # keep what woke it (an event), so the retried step still sees it
+                            "wake": rows.dump((rows.load(old_wake) or {}) | {"reason": "retry"}),
                         }
                 case "wait":
                     cond = outcome.condition
