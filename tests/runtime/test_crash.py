@@ -85,7 +85,7 @@ def settled(tasks: list[Task]) -> bool:
 
 
 async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
-    db_url: str, tmp_path: Path, request: pytest.FixtureRequest
+    db_url: str, tmp_path: Path
 ) -> None:
     """Under SIGKILLs of workers before, during and right after effects, every task succeeds or
     waits on an in-doubt unkeyed effect; the service applied each journalled effect exactly once
@@ -266,12 +266,10 @@ async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
         assert (stats[key]["requests"], stats[key]["applied"]) == (1, 1), key
 
 
-async def test_crash_after_the_deciding_step_applies_the_decided_outcome(
-    db_url: str, request: pytest.FixtureRequest
-) -> None:
-    """A worker that dies after the step deciding the outcome (here: success) was committed but
-    before the outcome was applied: the next activation applies that outcome; it does not run the
-    task past its end (no extra step, no extra side effect)."""
+async def test_crash_after_the_deciding_step_applies_the_decided_outcome(db_url: str) -> None:
+    """A worker that dies after an activation ran the step deciding the outcome (here: success)
+    but before the outcome was applied: the next activation reaches the same outcome and does
+    not run the task past its end (no extra step, no extra side effect)."""
     store = await Store.open(db_url)
     try:
         with run_effect_service() as service:
@@ -312,7 +310,7 @@ async def test_crash_after_the_deciding_step_applies_the_decided_outcome(
 
 
 async def test_graceful_stop_during_the_deciding_step_applies_the_decided_outcome(
-    db_url: str, request: pytest.FixtureRequest
+    db_url: str,
 ) -> None:
     """A worker asked to stop (SIGTERM, a deploy) while a task's deciding step runs: the task
     is handed back, but the outcome that step decided is kept; the next worker does not run the

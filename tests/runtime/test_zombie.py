@@ -26,7 +26,7 @@ from steward.domain import TaskSpec, TaskStatus
 from steward.domain.journal import EffectStatus
 from steward.domain.outcome import Succeed
 from steward.errors import LeaseLost
-from steward.store import Fence, Store
+from steward.store import Fence, FinalStep, Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 
 pytestmark = pytest.mark.slow
@@ -218,6 +218,13 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
                 ),
                 "outcome": lambda: store.finish_activation(
                     fence, Succeed(result="late"), now=now, steps_taken=1
+                ),
+                "deciding step with its outcome": lambda: store.finish_activation(
+                    fence,
+                    Succeed(result="late"),
+                    now=now,
+                    steps_taken=1,
+                    final_step=FinalStep(seq=1, kind="step", output="succeed", state={}),
                 ),
             }
             refused = []
