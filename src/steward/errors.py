@@ -99,7 +99,3 @@ class EffectInDoubt(StewardRuntimeError):
 
 class EffectFailed(StewardRuntimeError):
     """A tool says for certain that its side effect did not happen (and will not on retry)."""
-
-
-class MigrationRequired(StewardRuntimeError):
-    """The database schema is older than this code; run `steward db upgrade`."""
