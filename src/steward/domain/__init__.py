@@ -1,5 +1,6 @@
 """Domain types: plain kw-only dataclasses and pure rules. No I/O, nothing of ours imported."""
 
+from steward.domain.approval import Approval, ApprovalStatus, Artifact, Notification, args_hash
 from steward.domain.event import Event
 from steward.domain.goal import Budget, Goal, GoalRecord, GoalStatus, check_goal_transition
 from steward.domain.journal import Activation, Effect, EffectStatus, Step
@@ -18,6 +19,9 @@ from steward.domain.trigger import Firing, FiringStatus, MissedPolicy, Trigger, 
 __all__ = [
     "TERMINAL_TASK_STATUSES",
     "Activation",
+    "Approval",
+    "ApprovalStatus",
+    "Artifact",
     "Budget",
     "Effect",
     "EffectStatus",
@@ -28,6 +32,7 @@ __all__ = [
     "GoalRecord",
     "GoalStatus",
     "MissedPolicy",
+    "Notification",
     "Person",
     "Step",
     "Task",
@@ -36,6 +41,7 @@ __all__ = [
     "Trigger",
     "TriggerKind",
     "WaitCondition",
+    "args_hash",
     "can_transition",
     "check_goal_transition",
     "check_task_transition",

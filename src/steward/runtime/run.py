@@ -53,6 +53,8 @@ class TaskRun:
         """Usage the harness accumulates (tokens, cost_usd, ...)."""
         self._effects_in_step = 0
         self._spawned_in_step = 0
+        self._goal_writes_in_step = 0
+        self._usage_dirty = False
         self.final_step: FinalStep | None = None
         """Set by :meth:`decide`; the worker commits it with the outcome."""
 
@@ -65,6 +67,12 @@ class TaskRun:
         """Why this activation started: ``{"reason": ..., "event": ...}``."""
         return self.claim.wake
 
+    def add_usage(self, **amounts: float) -> None:
+        """Add to this activation's usage; saved with the next checkpoint."""
+        for name, amount in amounts.items():
+            self.usage[name] = self.usage.get(name, 0) + amount
+        self._usage_dirty = True
+
     async def checkpoint(self, *, kind: str = "step", output: Any = None) -> None:
         """Commit the next step and :attr:`state` atomically. Raises StopRequested if the task
         was cancelled or paused meanwhile, LeaseLost if another worker owns it now."""
@@ -76,11 +84,14 @@ class TaskRun:
             state=self.state,
             now=self.clock.now(),
             lease_now=self.clock.lease_now(),
+            usage=self.usage if self._usage_dirty else None,
         )
         self.seq += 1
         self.steps += 1
+        self._usage_dirty = False
         self._effects_in_step = 0
         self._spawned_in_step = 0
+        self._goal_writes_in_step = 0
         if control is not None:
             raise StopRequested(control)
         if self.draining is not None and self.draining.is_set():
@@ -180,9 +191,12 @@ class TaskRun:
         state: dict[str, Any] | None = None,
         record: tuple[GoalRecordKind, dict[str, Any]] | None = None,
     ) -> None:
-        """Write results, evidence or notes back into the goal (fenced)."""
+        """Write results, evidence or notes back into the goal (fenced). A record is keyed by
+        this step, so replaying the step after a crash does not write it twice."""
         if self.task.goal_id is None:
             raise RuntimeError(f"task {self.task.id} has no goal to write to")
+        key = f"{self.task.id}.{self.seq + 1}.{self._goal_writes_in_step}"
+        self._goal_writes_in_step += 1
         await self.store.write_goal(
             self.task.goal_id,
             now=self.clock.now(),
@@ -190,6 +204,7 @@ class TaskRun:
             record=record,
             fence=self.fence,
             lease_now=self.clock.lease_now(),
+            key=key,
         )
 
     async def spawn(self, spec: TaskSpec) -> str:

@@ -15,13 +15,14 @@ from steward.errors import ConfigError
 from steward.store import migrate
 from steward.store.backend import Backend
 from steward.store.effects import EffectQueries
+from steward.store.inbox import InboxQueries
 from steward.store.schedule import ScheduleQueries
 from steward.store.tasks import Fence, FinalStep
 
 __all__ = ["Fence", "FinalStep", "Store"]
 
 
-class Store(ScheduleQueries, EffectQueries):
+class Store(ScheduleQueries, EffectQueries, InboxQueries):
     """All of Steward's durable state behind one async interface."""
 
     def __init__(self, backend: Backend) -> None:

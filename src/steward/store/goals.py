@@ -163,9 +163,11 @@ class GoalQueries(TaskQueries):
         record: tuple[GoalRecordKind, dict[str, Any]] | None = None,
         fence: Fence | None = None,
         lease_now: datetime | None = None,
+        key: str | None = None,
     ) -> Goal:
         """Merge ``state`` keys into the goal state and/or append a record. Under a ``fence``
-        when written by an activation, so a zombie cannot write into the goal."""
+        when written by an activation, so a zombie cannot write into the goal. A record with a
+        ``key`` is written once: a replayed step does not append it again."""
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> Goal:
@@ -180,15 +182,15 @@ class GoalQueries(TaskQueries):
                 )
             if record is not None:
                 kind, content = record
-                conn.execute(
-                    insert(goal_records).values(
-                        goal_id=goal_id,
-                        task_id=fence.task_id if fence else None,
-                        kind=kind,
-                        content=rows.dump(content),
-                        created_at=now_f,
-                    )
-                )
+                values = {
+                    "goal_id": goal_id,
+                    "task_id": fence.task_id if fence else None,
+                    "kind": kind,
+                    "content": rows.dump(content),
+                    "created_at": now_f,
+                    "key": key,
+                }
+                conn.execute(self.backend.insert_ignore(goal_records, values))
             return _get_goal(conn, goal_id)
 
         return await self.backend.write(op)

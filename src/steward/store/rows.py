@@ -10,6 +10,9 @@ from sqlalchemy import Row
 
 from steward.domain import (
     Activation,
+    Approval,
+    ApprovalStatus,
+    Artifact,
     Budget,
     Effect,
     EffectStatus,
@@ -20,6 +23,7 @@ from steward.domain import (
     GoalRecord,
     GoalStatus,
     MissedPolicy,
+    Notification,
     Person,
     Step,
     Task,
@@ -222,4 +226,56 @@ def event(row: Row[Any]) -> Event:
         payload=load(m["payload"]),
         received_at=dt(m["received_at"]),
         routed_at=dt_opt(m["routed_at"]),
+    )
+
+
+def approval(row: Row[Any]) -> Approval:
+    m = row._mapping
+    return Approval(
+        id=m["id"],
+        person_id=m["person_id"],
+        task_id=m["task_id"],
+        goal_id=m["goal_id"],
+        step_seq=m["step_seq"],
+        tool=m["tool"],
+        args=load(m["args"]),
+        args_hash=m["args_hash"],
+        reason=m["reason"],
+        status=ApprovalStatus(m["status"]),
+        decided_by=m["decided_by"],
+        note=m["note"],
+        created_at=dt(m["created_at"]),
+        expires_at=dt_opt(m["expires_at"]),
+        decided_at=dt_opt(m["decided_at"]),
+    )
+
+
+def notification(row: Row[Any]) -> Notification:
+    m = row._mapping
+    return Notification(
+        id=m["id"],
+        person_id=m["person_id"],
+        kind=m["kind"],
+        title=m["title"],
+        body=m["body"],
+        task_id=m["task_id"],
+        goal_id=m["goal_id"],
+        ref=m["ref"],
+        created_at=dt(m["created_at"]),
+        read_at=dt_opt(m["read_at"]),
+    )
+
+
+def artifact(row: Row[Any]) -> Artifact:
+    m = row._mapping
+    return Artifact(
+        id=m["id"],
+        person_id=m["person_id"],
+        task_id=m["task_id"],
+        name=m["name"],
+        path=m["path"],
+        size=m["size"],
+        sha256=m["sha256"],
+        media_type=m["media_type"],
+        created_at=dt(m["created_at"]),
     )

@@ -60,6 +60,8 @@ goal_records = Table(
     Column("kind", String(16), nullable=False),
     Column("content", Text, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("key", String(200)),
+    UniqueConstraint("key", name="uq_goal_records_key"),
     Index("ix_goal_records_goal", "goal_id", "id"),
 )
 
@@ -212,4 +214,57 @@ leases = Table(
     Column("holder", String(128), nullable=False),
     Column("epoch", Integer, nullable=False),
     Column("expires_at", Float, nullable=False),
+)
+
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("task_id", ID, ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False),
+    Column("goal_id", ID),
+    Column("step_seq", Integer, nullable=False),
+    Column("tool", String(128), nullable=False),
+    Column("args", Text, nullable=False),
+    Column("args_hash", String(64), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("decided_by", String(160)),
+    Column("note", Text),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float),
+    Column("decided_at", Float),
+    Index("ix_approvals_person_status", "person_id", "status"),
+    Index("ix_approvals_task", "task_id"),
+)
+
+notifications = Table(
+    "notifications",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("task_id", ID),
+    Column("goal_id", ID),
+    Column("ref", ID),
+    Column("created_at", Float, nullable=False),
+    Column("read_at", Float),
+    Index("ix_notifications_person", "person_id", "read_at", "created_at"),
+)
+
+artifacts = Table(
+    "artifacts",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("task_id", ID),
+    Column("name", Text, nullable=False),
+    Column("path", Text, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("media_type", String(128), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_artifacts_task", "task_id"),
 )

@@ -354,9 +354,12 @@ class TaskQueries:
         state: dict[str, Any],
         now: datetime,
         lease_now: datetime | None = None,
+        usage: dict[str, float] | None = None,
     ) -> str | None:
         """Commit step ``seq`` and the handler state after it, in one fenced transaction.
 
+        ``usage`` (the activation's running totals, when a model call changed them) is saved
+        with the step, so spend is accounted for even if the worker dies before the end.
         Returns a pending control request (``cancel``/``pause``) for the caller to honour.
         """
         params = {
@@ -383,6 +386,12 @@ class TaskQueries:
             if row is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
             step_insert.run(conn, params)
+            if usage is not None:
+                conn.execute(
+                    update(activations)
+                    .where(activations.c.id == fence.activation_id)
+                    .values(usage=rows.dump(usage))
+                )
             control: str | None = row[0]
             return control
 
@@ -642,6 +651,7 @@ class TaskQueries:
                         tasks.c.max_attempts,
                         tasks.c.control,
                         tasks.c.parent_id,
+                        tasks.c.wake,
                     )
                     .where(
                         tasks.c.status == TaskStatus.RUNNING.value,
@@ -650,7 +660,7 @@ class TaskQueries:
                     .limit(limit)
                 )
             ).all()
-            for task_id, epoch, attempts, max_attempts, control, parent_id in expired:
+            for task_id, epoch, attempts, max_attempts, control, parent_id, wake in expired:
                 values: dict[str, Any] = {
                     "attempts": attempts + 1,
                     "lease_owner": None,
@@ -668,7 +678,8 @@ class TaskQueries:
                     values |= {
                         "status": "pending",
                         "run_at": now_f,
-                        "wake": rows.dump({"reason": "recovered"}),
+                        # keep what woke it (an event, an answer): no step has consumed it yet
+                        "wake": rows.dump((rows.load(wake) or {}) | {"reason": "recovered"}),
                     }
                 _apply_pending_control(values, control)
                 if values["status"] in TERMINAL:

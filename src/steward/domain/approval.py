@@ -1,0 +1,109 @@
+"""Approvals, notifications and artifacts: what a task leaves for the person to see or decide."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"
+
+
+def args_hash(tool: str, args: dict[str, Any]) -> str:
+    """A stable hash of an action: an approval is valid only for exactly these arguments."""
+    canonical = json.dumps({"tool": tool, "args": args}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(kw_only=True, frozen=True)
+class Approval:
+    """A proposed action waiting for the person's yes or no, bound to its exact arguments."""
+
+    id: str
+    """Stable id, derived from the task and step that asked, so a replayed step finds it."""
+    person_id: str
+    """Who decides."""
+    task_id: str
+    """The task that waits for the decision."""
+    goal_id: str | None
+    """Its goal."""
+    step_seq: int
+    """The step that proposed the action."""
+    tool: str
+    """The tool to run."""
+    args: dict[str, Any]
+    """Its arguments, as they will run."""
+    args_hash: str
+    """:func:`args_hash` of tool and arguments; a decision never applies to other arguments."""
+    reason: str
+    """Why the sentinel asked, for the person."""
+    status: ApprovalStatus
+    """Where the decision stands."""
+    decided_by: str | None = None
+    """Who decided (a person or token name), never the agent."""
+    note: str | None = None
+    """The decider's comment, passed to the agent."""
+    created_at: datetime
+    """When it was asked."""
+    expires_at: datetime | None = None
+    """Undecided by then: expired, and the agent is told so."""
+    decided_at: datetime | None = None
+    """When it was decided or expired."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Notification:
+    """Something the person should see: a question, an approval, a budget stop, a report."""
+
+    id: str
+    """Stable id; derived from its cause where a replay could repeat it."""
+    person_id: str
+    """Recipient."""
+    kind: str
+    """``approval``, ``question``, ``budget``, ``handoff``, ``report``..."""
+    title: str
+    """One line."""
+    body: str
+    """Details."""
+    task_id: str | None = None
+    """The task concerned."""
+    goal_id: str | None = None
+    """The goal concerned."""
+    ref: str | None = None
+    """The approval (or other object) it is about."""
+    created_at: datetime
+    """When it was raised."""
+    read_at: datetime | None = None
+    """When the person marked it read."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Artifact:
+    """A file in the person's workspace that a task produced (a large tool output, a report)."""
+
+    id: str
+    """Stable id, derived from the task and step that wrote it."""
+    person_id: str
+    """Owner."""
+    task_id: str | None
+    """The task that wrote it."""
+    name: str
+    """Human label (the tool that produced it, ...)."""
+    path: str
+    """Path relative to the person's workspace."""
+    size: int
+    """Bytes."""
+    sha256: str
+    """Content hash."""
+    media_type: str
+    """MIME type."""
+    created_at: datetime
+    """When it was written."""

@@ -1,0 +1,248 @@
+"""Tools: typed Python functions (or MCP tools) the model may call, and what each touches.
+
+A tool declares its :class:`EffectClass` (the sentinel decides by it), whether it honours
+idempotency keys, an optional reconcile hook and the scopes it needs. Arguments arrive from the
+model as JSON text and are validated against a pydantic model built from the function's type
+hints before anything runs; a bad argument becomes an observation for the model, not a crash.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from steward.errors import UsageError
+from steward.models.base import ToolSpec
+from steward.runtime.run import Reconcile
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class EffectClass(StrEnum):
+    """What a tool touches, from harmless to consequential."""
+
+    READ = "read"
+    """Reads only; running it twice changes nothing."""
+    LOCAL = "local"
+    """Writes the person's own local state (workspace, notes, goal state)."""
+    EXTERNAL = "external"
+    """Acts on the world (sends, buys, posts, deletes): journalled as an effect."""
+    UNKNOWN = "unknown"
+    """Not declared (an MCP tool nobody classified): treated as external, and asked about."""
+
+    @property
+    def journalled(self) -> bool:
+        """Runs through the effect journal (at most once)."""
+        return self in (EffectClass.EXTERNAL, EffectClass.UNKNOWN)
+
+
+class ToolArgumentError(UsageError):
+    """The model's arguments do not fit the tool's schema."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class ToolContext:
+    """What a running tool may know about where it runs."""
+
+    person_id: str
+    """Whose tool call this is."""
+    task_id: str
+    """The task calling it."""
+    goal_id: str | None
+    """The task's goal, if any."""
+    idempotency_key: str | None
+    """For journalled tools: the key to pass to the service so a retry is not applied twice."""
+    workspace: Path
+    """The person's workspace directory (created on demand)."""
+    now: datetime
+    """The clock's time when the call started."""
+
+
+Invoke = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
+
+
+@dataclass(kw_only=True, frozen=True)
+class Tool:
+    """A callable tool with its declaration."""
+
+    name: str
+    """Name offered to the model."""
+    description: str
+    """What it does and when to use it."""
+    parameters: dict[str, Any]
+    """JSON schema of the arguments."""
+    invoke: Invoke
+    """Runs the tool on validated arguments."""
+    validate: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda args: args)
+    """Checks and normalises arguments; raises :class:`ToolArgumentError`."""
+    effect: EffectClass = EffectClass.READ
+    """What it touches."""
+    idempotent: bool = False
+    """For journalled tools: the service dedupes by :attr:`ToolContext.idempotency_key`, so a
+    retry after a crash is safe."""
+    reconcile: Reconcile | None = None
+    """For journalled tools without idempotency: asks the service whether a key was applied."""
+    scopes: tuple[str, ...] = ()
+    """Authority it needs (``email.send``, ``calendar.read``...); the security plane checks."""
+    timeout_seconds: float = 60.0
+    """A call running longer is abandoned and reported to the model as a timeout."""
+    source: str = "python"
+    """Where it comes from: ``python``, ``control`` or ``mcp:<server>``."""
+
+    def __post_init__(self) -> None:
+        if not TOOL_NAME.match(self.name):
+            raise UsageError(f"tool name {self.name!r} must match {TOOL_NAME.pattern}")
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+    def parse_arguments(self, raw: str) -> dict[str, Any]:
+        """Decode and validate the model's argument text."""
+        try:
+            args = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentError(f"arguments are not valid JSON: {exc.msg} at {exc.pos}") from exc
+        if not isinstance(args, dict):
+            raise ToolArgumentError("arguments must be a JSON object")
+        return self.validate(args)
+
+
+def tool(
+    fn: Callable[..., Awaitable[Any]] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: EffectClass = EffectClass.READ,
+    idempotent: bool = False,
+    reconcile: Reconcile | None = None,
+    scopes: Sequence[str] = (),
+    timeout_seconds: float = 60.0,
+) -> Any:
+    """Make a :class:`Tool` from an async function with type-hinted parameters.
+
+    Parameters become the JSON schema (use ``Annotated[T, Field(description=...)]`` to describe
+    them); a parameter annotated :class:`ToolContext` is injected rather than asked of the model.
+    Usable bare (``@tool``) or with options (``@tool(effect=EffectClass.EXTERNAL)``).
+    """
+
+    def build(func: Callable[..., Awaitable[Any]]) -> Tool:
+        if not inspect.iscoroutinefunction(func):
+            raise UsageError(f"tool {func.__name__} must be an async function")
+        hints = get_type_hints(func, include_extras=True)
+        fields: dict[str, Any] = {}
+        context_param: str | None = None
+        for param in inspect.signature(func).parameters.values():
+            hint = hints.get(param.name, Any)
+            if hint is ToolContext:
+                context_param = param.name
+                continue
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[param.name] = (hint, default)
+        model = create_model(  # type: ignore[call-overload]
+            f"{func.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        schema = _clean_schema(model.model_json_schema())
+
+        def validate(args: dict[str, Any]) -> dict[str, Any]:
+            try:
+                parsed: BaseModel = model.model_validate(args)
+            except ValidationError as exc:
+                raise ToolArgumentError(_explain(exc)) from exc
+            return {k: getattr(parsed, k) for k in fields}
+
+        async def invoke(args: dict[str, Any], ctx: ToolContext) -> Any:
+            kwargs = dict(args)
+            if context_param is not None:
+                kwargs[context_param] = ctx
+            return await func(**kwargs)
+
+        doc = inspect.getdoc(func) or ""
+        return Tool(
+            name=name or func.__name__,
+            description=description or doc.split("\n\n")[0].strip() or func.__name__,
+            parameters=schema,
+            invoke=invoke,
+            validate=validate,
+            effect=effect,
+            idempotent=idempotent,
+            reconcile=reconcile,
+            scopes=tuple(scopes),
+            timeout_seconds=timeout_seconds,
+        )
+
+    return build(fn) if fn is not None else build
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    schema = dict(schema)
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "invalid arguments: " + "; ".join(parts)
+
+
+class ToolRegistry:
+    """The tools a harness can offer, by name."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, item: Tool) -> Tool:
+        if item.name in self._tools:
+            raise UsageError(f"a tool named {item.name!r} is already registered")
+        self._tools[item.name] = item
+        return item
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Any:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def select(self, names: Iterable[str] | None) -> list[Tool]:
+        """The named tools (all when None); unknown names are an error."""
+        if names is None:
+            return list(self._tools.values())
+        chosen = []
+        for n in names:
+            if n not in self._tools:
+                raise UsageError(f"unknown tool {n!r}; known: {', '.join(self.names)}")
+            chosen.append(self._tools[n])
+        return chosen
+
+    def with_overrides(self, name: str, **changes: Any) -> Tool:
+        """Replace a registered tool's declaration (effect class, scopes...) from config."""
+        updated = replace(self._tools[name], **changes)
+        self._tools[name] = updated
+        return updated
