@@ -48,6 +48,8 @@ class Budget:
     """Most checkpointed steps all the goal's tasks may take together."""
     max_cost_usd: float | None = None
     """Most model/tool cost, summed from activation usage."""
+    max_tokens: int | None = None
+    """Most model tokens (prompt and completion), summed from activation usage."""
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -111,14 +111,23 @@ class Tool:
         try:
             args = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
-            raise ToolArgumentError(f"arguments are not valid JSON: {exc.msg} at {exc.pos}") from exc
+            raise ToolArgumentError(
+                f"arguments are not valid JSON: {exc.msg} at {exc.pos}"
+            ) from exc
         if not isinstance(args, dict):
             raise ToolArgumentError("arguments must be a JSON object")
         return self.validate(args)
 
 
+AsyncFn = Callable[..., Awaitable[Any]]
+
+
+@overload
+def tool(fn: AsyncFn, /) -> Tool: ...
+
+
+@overload
 def tool(
-    fn: Callable[..., Awaitable[Any]] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
@@ -127,7 +136,21 @@ def tool(
     reconcile: Reconcile | None = None,
     scopes: Sequence[str] = (),
     timeout_seconds: float = 60.0,
-) -> Any:
+) -> Callable[[AsyncFn], Tool]: ...
+
+
+def tool(
+    fn: AsyncFn | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: EffectClass = EffectClass.READ,
+    idempotent: bool = False,
+    reconcile: Reconcile | None = None,
+    scopes: Sequence[str] = (),
+    timeout_seconds: float = 60.0,
+) -> Tool | Callable[[AsyncFn], Tool]:
     """Make a :class:`Tool` from an async function with type-hinted parameters.
 
     Parameters become the JSON schema (use ``Annotated[T, Field(description=...)]`` to describe
@@ -135,7 +158,7 @@ def tool(
     Usable bare (``@tool``) or with options (``@tool(effect=EffectClass.EXTERNAL)``).
     """
 
-    def build(func: Callable[..., Awaitable[Any]]) -> Tool:
+    def build(func: AsyncFn) -> Tool:
         if not inspect.iscoroutinefunction(func):
             raise UsageError(f"tool {func.__name__} must be an async function")
         hints = get_type_hints(func, include_extras=True)
@@ -148,7 +171,7 @@ def tool(
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[param.name] = (hint, default)
-        model = create_model(  # type: ignore[call-overload]
+        model = create_model(
             f"{func.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
         )
         schema = _clean_schema(model.model_json_schema())

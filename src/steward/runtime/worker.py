@@ -203,7 +203,8 @@ class Worker:
         if (
             budget.max_activations is None
             and budget.max_steps is None
-            and (budget.max_cost_usd is None)
+            and budget.max_cost_usd is None
+            and budget.max_tokens is None
         ):
             return None
         used = await self.store.goal_usage(goal_id)
@@ -214,6 +215,8 @@ class Worker:
             return f"goal budget exhausted: {budget.max_steps} steps"
         if budget.max_cost_usd is not None and used["cost_usd"] >= budget.max_cost_usd:
             return f"goal budget exhausted: ${budget.max_cost_usd:.2f}"
+        if budget.max_tokens is not None and used["tokens"] >= budget.max_tokens:
+            return f"goal budget exhausted: {budget.max_tokens} tokens"
         return None
 
     async def _heartbeat(self, fence: Fence, work: asyncio.Future[Outcome]) -> None:

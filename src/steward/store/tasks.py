@@ -727,7 +727,7 @@ class TaskQueries:
         )
 
     async def goal_usage(self, goal_id: str) -> dict[str, float]:
-        """What a goal has spent: activations, steps and recorded cost."""
+        """What a goal has spent: activations, steps, and the model tokens and cost recorded."""
 
         def op(conn: Connection) -> dict[str, float]:
             n_act, n_steps = conn.execute(
@@ -735,14 +735,16 @@ class TaskQueries:
                     activations.c.goal_id == goal_id
                 )
             ).one()
-            cost = 0.0
+            cost = tokens = 0.0
             for (usage,) in conn.execute(
                 select(activations.c.usage).where(
                     activations.c.goal_id == goal_id, activations.c.usage != "{}"
                 )
             ):
-                cost += float(rows.load(usage).get("cost_usd", 0.0))
-            return {"activations": n_act, "steps": n_steps, "cost_usd": cost}
+                spent = rows.load(usage)
+                cost += float(spent.get("cost_usd", 0.0))
+                tokens += float(spent.get("tokens", 0.0))
+            return {"activations": n_act, "steps": n_steps, "cost_usd": cost, "tokens": tokens}
 
         return await self.backend.read(op)
 

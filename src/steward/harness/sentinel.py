@@ -1,0 +1,92 @@
+"""The authorization hook every proposed tool call passes before it runs.
+
+The harness asks a :class:`Sentinel` about each call and obeys the verdict: run it, tell the
+model it was denied, suspend the task on an approval, or hand the action back to the person.
+The security plane replaces :class:`DefaultSentinel` with rules, grants and hard limits; the
+default here is conservative: reads and local writes run, anything external asks first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from steward.harness.tools import EffectClass
+
+
+class Verdict(StrEnum):
+    ALLOW = "allow"
+    """Run it."""
+    DENY = "deny"
+    """Do not run it; the model is told why."""
+    ASK = "ask"
+    """Suspend the task until the person approves or denies these exact arguments."""
+    HANDOFF = "handoff"
+    """The person must do this themselves; the task waits for them to say it is done."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class ActionRequest:
+    """A tool call the model proposed, with everything a policy may decide on."""
+
+    person_id: str
+    """Whose authority the task runs under."""
+    task_id: str
+    """The proposing task."""
+    goal_id: str | None
+    """Its goal (whose authority bounds it)."""
+    tool: str
+    """Tool name."""
+    args: dict[str, Any]
+    """Validated arguments."""
+    effect: EffectClass
+    """What the tool touches."""
+    scopes: tuple[str, ...]
+    """Authority the tool needs."""
+    source: str
+    """Where the tool comes from (``python``, ``control``, ``mcp:<server>``)."""
+    wake_reason: str
+    """Why the activation started (a trigger or event never adds authority)."""
+    task_input: dict[str, Any] = field(default_factory=dict)
+    """The task's input (its instructions, mode), for policies that look at it."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Decision:
+    """A sentinel's answer."""
+
+    verdict: Verdict
+    """What to do."""
+    reason: str
+    """Why, in words for the model and the person."""
+    rule: str | None = None
+    """The rule or grant that decided, for the audit log."""
+
+
+class Sentinel(Protocol):
+    async def check(self, request: ActionRequest) -> Decision:
+        """Decide one proposed call. Must not raise for a well-formed request."""
+        ...
+
+
+class DefaultSentinel:
+    """Reads and local writes are allowed; external effects (and unclassified tools) ask."""
+
+    async def check(self, request: ActionRequest) -> Decision:
+        if request.effect in (EffectClass.READ, EffectClass.LOCAL):
+            return Decision(
+                verdict=Verdict.ALLOW, reason=f"{request.effect} tool", rule="default:local"
+            )
+        if request.effect is EffectClass.UNKNOWN:
+            reason = f"{request.tool} is not classified; it may act on the world"
+        else:
+            reason = f"{request.tool} acts on the world"
+        return Decision(verdict=Verdict.ASK, reason=reason, rule="default:external-asks")
+
+
+class AllowAll:
+    """Allows everything. For tests and trusted demos only — never a default."""
+
+    async def check(self, request: ActionRequest) -> Decision:
+        return Decision(verdict=Verdict.ALLOW, reason="allow-all sentinel", rule="allow-all")

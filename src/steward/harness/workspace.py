@@ -1,0 +1,69 @@
+"""The person's workspace: a directory per person where large tool outputs become artifacts.
+
+A large output enters the model's context only as a bounded excerpt with a reference; the whole
+of it stays on disk and in the artifact table, and the model can page through it with the
+``read_artifact`` tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from pathlib import Path
+
+from steward.domain import Artifact
+from steward.errors import UsageError
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _safe(part: str) -> str:
+    return _UNSAFE.sub("_", part)[:120] or "_"
+
+
+class Workspace:
+    """Per-person directories under one root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def person_dir(self, person_id: str) -> Path:
+        return self.root / _safe(person_id)
+
+    def artifact_path(self, person_id: str, task_id: str, step_seq: int, name: str) -> str:
+        """Workspace-relative path of an output; derived from the step, so a replayed step
+        overwrites its own file instead of leaving a second one."""
+        return f"artifacts/{_safe(task_id)}/{step_seq:06d}-{_safe(name)}.txt"
+
+    async def write_text(self, person_id: str, relative: str, text: str) -> tuple[int, str]:
+        """Write a file; returns its size and sha256."""
+        data = text.encode()
+        path = self._resolve(person_id, relative)
+
+        def write() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+
+        await asyncio.to_thread(write)
+        return len(data), hashlib.sha256(data).hexdigest()
+
+    async def read_text(self, artifact: Artifact, *, offset: int = 0, length: int = 4000) -> str:
+        """A slice of an artifact's text (by characters)."""
+        if offset < 0 or length <= 0:
+            raise UsageError("offset must be >= 0 and length > 0")
+        path = self._resolve(artifact.person_id, artifact.path)
+        try:
+            text = await asyncio.to_thread(path.read_text)
+        except FileNotFoundError as exc:
+            raise UsageError(f"artifact {artifact.id} file is missing from the workspace") from exc
+        return text[offset : offset + length]
+
+    def _resolve(self, person_id: str, relative: str) -> Path:
+        base = self.person_dir(person_id).resolve()
+        path = (base / relative).resolve()
+        if not path.is_relative_to(base):
+            raise UsageError(f"path {relative!r} leaves the workspace")
+        return path
