@@ -266,6 +266,10 @@ class ToolRegistry:
 
     def with_overrides(self, name: str, **changes: Any) -> Tool:
         """Replace a registered tool's declaration (effect class, scopes...) from config."""
+        if name not in self._tools:
+            raise UsageError(f"unknown tool {name!r}; known: {', '.join(self.names)}")
+        if "name" in changes:
+            raise UsageError("with_overrides cannot rename a tool")
         updated = replace(self._tools[name], **changes)
         self._tools[name] = updated
         return updated
