@@ -1,16 +1,45 @@
-"""Settings from the environment (``STEWARD_*``) and flags. Pydantic lives here, at the edge."""
+"""Settings from the environment (``STEWARD_*``), a TOML config file and flags. Pydantic lives
+here, at the edge.
+
+Precedence: flags, then environment variables, then the config file (``$STEWARD_CONFIG``, default
+``<data dir>/steward.toml``), then defaults. Keys in the file are the field names below
+(``model = "llama3.1"``, ``model_base_url = "http://localhost:11434/v1"``), plus tables
+``[prices."<model>"]`` and ``[[mcp_servers]]``.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 from platformdirs import user_data_dir
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 
 def default_data_dir() -> Path:
     return Path(user_data_dir("steward", appauthor=False))
+
+
+def config_file() -> Path:
+    explicit = os.environ.get("STEWARD_CONFIG")
+    if explicit:
+        return Path(explicit)
+    data_dir = os.environ.get("STEWARD_DATA_DIR")
+    return (Path(data_dir) if data_dir else default_data_dir()) / "steward.toml"
+
+
+class PriceSetting(BaseModel):
+    input_per_mtok: float = Field(ge=0)
+    """USD per million prompt tokens."""
+    output_per_mtok: float = Field(ge=0)
+    """USD per million completion tokens."""
 
 
 class Settings(BaseSettings):
@@ -23,7 +52,50 @@ class Settings(BaseSettings):
     person: str | None = None
     """Which person the CLI acts for (id); default: the only/first person."""
 
+    model: str | None = None
+    """Model name (``gpt-4o-mini``, ``llama3.1``...); unset: agent tasks fail with a message
+    saying how to configure one."""
+    model_provider: str = "openai"
+    """``openai`` (any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp),
+    ``anthropic``, or ``scripted`` (answers from :attr:`model_script`, for demos)."""
+    model_base_url: str | None = None
+    """Endpoint, e.g. ``http://localhost:11434/v1`` for Ollama; unset: the provider's own."""
+    model_api_key: SecretStr | None = None
+    """API key; unset: ``$OPENAI_API_KEY``/``$ANTHROPIC_API_KEY`` (none needed for localhost)."""
+    model_stream: bool = False
+    """Stream responses (the CLI streams anyway when it shows text as it arrives)."""
+    model_max_retries: int = Field(default=3, ge=0)
+    """Retries on rate limits, timeouts and server errors (with backoff)."""
+    model_timeout_seconds: float = Field(default=120.0, gt=0)
+    """Per request."""
+    model_script: Path | None = None
+    """For ``model_provider = "scripted"``: a JSON script of answers."""
+    prices: dict[str, PriceSetting] = Field(default_factory=dict)
+    """USD per million tokens by model name, for cost accounting and cost budgets."""
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    """MCP servers whose tools the agent may use (see ``McpServerConfig.from_dict``)."""
+    agent_max_steps: int = Field(default=40, ge=1)
+    """Default step budget of one agent activation."""
+    approval_ttl_hours: float = Field(default=168.0, gt=0)
+    """Undecided approvals expire after this."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file())
+        return init_settings, env_settings, toml
+
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'steward.db'}"
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.data_dir / "workspace"

@@ -12,6 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from steward.domain import (
+    Approval,
+    ApprovalStatus,
     Budget,
     Effect,
     EffectStatus,
@@ -19,7 +21,9 @@ from steward.domain import (
     Goal,
     GoalStatus,
     MissedPolicy,
+    Notification,
     Person,
+    Step,
     Task,
     TaskSpec,
     TaskStatus,
@@ -181,6 +185,9 @@ class Service:
         self._nudge()
         return task
 
+    async def get_task(self, task_id: str) -> Task:
+        return await self.store.get_task(task_id)
+
     async def task_detail(self, task_id: str) -> dict[str, Any]:
         """A task with its activations and effects."""
         return {
@@ -313,6 +320,77 @@ class Service:
         effect = await self.store.resolve_effect(effect_id, applied=applied, now=self.clock.now())
         self._nudge()
         return effect
+
+    # --- the agent: asking, answering, approving --------------------------------------------
+
+    async def ask_agent(
+        self,
+        *,
+        person_id: str,
+        instructions: str,
+        goal_id: str | None = None,
+        chat: bool = False,
+        tools: Sequence[str] | None = None,
+        budget: dict[str, Any] | None = None,
+    ) -> Task:
+        """Create an ``agent`` task: a one-off request, or a chat conversation (``chat``)."""
+        if not instructions.strip():
+            raise UsageError("tell the agent what to do: the instructions are empty")
+        task_input: dict[str, Any] = {"instructions": instructions.strip()}
+        if chat:
+            task_input["mode"] = "chat"
+        if tools is not None:
+            task_input["tools"] = list(tools)
+        if budget:
+            task_input["budget"] = budget
+        title = instructions.strip().splitlines()[0][:80]
+        return await self.create_task(
+            person_id=person_id,
+            spec=TaskSpec(kind="agent", input=task_input, title=title, max_attempts=5),
+            goal_id=goal_id,
+        )
+
+    async def answer_task(self, task_id: str, answer: str) -> None:
+        """Answer a task that waits for the person (a question, a chat reply, a budget stop)."""
+        if not answer.strip():
+            raise UsageError("the answer is empty")
+        await self.store.answer_input(task_id, answer, now=self.clock.now())
+        self._nudge()
+
+    async def steps(self, task_id: str, *, after: int = 0, limit: int = 1000) -> list[Step]:
+        await self.store.get_task(task_id)
+        return await self.store.list_steps(task_id, after=after, limit=limit)
+
+    async def list_approvals(
+        self, *, person_id: str, status: ApprovalStatus | None = ApprovalStatus.PENDING
+    ) -> list[Approval]:
+        return await self.store.list_approvals(person_id=person_id, status=status)
+
+    async def get_approval(self, approval_id: str) -> Approval:
+        return await self.store.get_approval(approval_id)
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        decided_by: str = "person",
+        note: str | None = None,
+    ) -> Approval:
+        """Approve or deny exactly the action that was asked about; the task resumes."""
+        approval = await self.store.decide_approval(
+            approval_id, approve=approve, decided_by=decided_by, now=self.clock.now(), note=note
+        )
+        self._nudge()
+        return approval
+
+    async def list_notifications(
+        self, *, person_id: str, unread: bool = False, limit: int = 200
+    ) -> list[Notification]:
+        return await self.store.list_notifications(person_id=person_id, unread=unread, limit=limit)
+
+    async def mark_read(self, notification_id: str) -> None:
+        await self.store.mark_read(notification_id, now=self.clock.now())
 
     def _nudge(self, *, scheduler: bool = False) -> None:
         if self.runtime is None:

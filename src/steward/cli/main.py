@@ -12,6 +12,8 @@ from pathlib import Path
 
 import typer
 
+from steward.app import build_harness
+from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
 from steward.config import Settings
@@ -34,14 +36,25 @@ app.add_typer(task_app, name="task")
 app.add_typer(trigger_app, name="trigger")
 app.add_typer(event_app, name="event")
 app.add_typer(effect_app, name="effect")
+app.add_typer(approval_app, name="approval")
+app.command()(ask)
+app.command()(chat)
+app.command()(answer)
+app.command()(inbox)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
 
 async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
+    settings = Settings()
     store = await Store.open(url)
     clock = Clock()
-    runtime = Runtime(store, builtin_harness(), clock, config)
+    try:
+        harness = await build_harness(settings)
+    except BaseException:
+        await store.close()
+        raise
+    runtime = Runtime(store, harness, clock, config)
     service = Service(store, clock, runtime)
     person = await service.ensure_person()
     loop = asyncio.get_running_loop()
@@ -56,6 +69,7 @@ async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
         say(f"[bold]Steward[/bold] running ({', '.join(roles)}), pid {os.getpid()}")
         say(f"  data:    {where}")
         say(f"  person:  {person.name} ({person.id})")
+        say(f"  model:   {harness.model.name} ({settings.model_provider})")
         say(f"  stop:    Ctrl-C, or kill {os.getpid()} (all state is kept in the database)")
     try:
         await runtime.run()

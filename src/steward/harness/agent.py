@@ -35,7 +35,14 @@ from steward.domain import (
     args_hash,
 )
 from steward.domain.outcome import Fail, Outcome, Succeed, Wait
-from steward.errors import EffectFailed, NotFound, Signal, StewardRuntimeError, UsageError
+from steward.errors import (
+    ConfigError,
+    EffectFailed,
+    NotFound,
+    Signal,
+    StewardRuntimeError,
+    UsageError,
+)
 from steward.harness.compaction import choose_cut, compact, steps_tokens
 from steward.harness.context import ContextBudget, ContextInputs, assemble, steps_to_messages
 from steward.harness.control import (
@@ -146,7 +153,11 @@ class AgentHarness:
             if self.fallback is None:
                 return Fail(reason=f"no harness for task kind {run.task.kind!r}")
             return await self.fallback.activate(run)
-        return await _Activation(self, run).go()
+        try:
+            return await _Activation(self, run).go()
+        except (ConfigError, ContextOverflow) as exc:
+            # a bad key, an unknown model, a prompt that cannot fit: retrying cannot help
+            return Fail(reason=str(exc))
 
 
 class _Activation:

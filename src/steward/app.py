@@ -1,0 +1,78 @@
+"""Composition root: builds the model, tools and harness a process runs from its settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from steward.config import Settings
+from steward.errors import ConfigError
+from steward.harness.agent import ActivationBudget, AgentConfig, AgentHarness
+from steward.harness.mcp import McpServerConfig, load_mcp_tools
+from steward.harness.workspace import Workspace
+from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, ToolSpec
+from steward.models.factory import build_model
+from steward.models.scripted import ScriptedModel, load_script
+from steward.runtime.builtin import builtin_harness
+
+NO_MODEL = (
+    "no model is configured: set STEWARD_MODEL (and STEWARD_MODEL_BASE_URL for a local server "
+    "such as Ollama, STEWARD_MODEL_API_KEY for a hosted one); see the README"
+)
+
+
+class UnconfiguredModel:
+    """Stands in when no model is configured, so everything else still runs; agent tasks
+    fail with a message saying how to configure one."""
+
+    name = "unconfigured"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        on_delta: OnDelta | None = None,
+    ) -> ModelResponse:
+        raise ConfigError(NO_MODEL)
+
+
+def model_from(settings: Settings) -> Model:
+    if settings.model_provider == "scripted":
+        if settings.model_script is None:
+            raise ConfigError("model_provider 'scripted' needs STEWARD_MODEL_SCRIPT (a JSON file)")
+        return ScriptedModel(load_script(settings.model_script), name=settings.model or "scripted")
+    if settings.model is None:
+        return UnconfiguredModel()
+    key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
+    return build_model(
+        provider=settings.model_provider,
+        name=settings.model,
+        base_url=settings.model_base_url,
+        api_key=key,
+        prices={
+            name: Price(input_per_mtok=p.input_per_mtok, output_per_mtok=p.output_per_mtok)
+            for name, p in settings.prices.items()
+        },
+        max_retries=settings.model_max_retries,
+        timeout_seconds=settings.model_timeout_seconds,
+        stream=settings.model_stream,
+    )
+
+
+async def build_harness(
+    settings: Settings, *, model: Model | None = None, on_delta: OnDelta | None = None
+) -> AgentHarness:
+    """The agent harness for ``agent`` tasks, with the built-in step functions for the rest."""
+    servers = [McpServerConfig.from_dict(entry) for entry in settings.mcp_servers]
+    return AgentHarness(
+        model=model or model_from(settings),
+        workspace=Workspace(settings.workspace_dir),
+        tools=await load_mcp_tools(servers),
+        config=AgentConfig(
+            budget=ActivationBudget(max_steps=settings.agent_max_steps),
+            approval_ttl=timedelta(hours=settings.approval_ttl_hours),
+        ),
+        fallback=builtin_harness(),
+        on_delta=on_delta,
+    )

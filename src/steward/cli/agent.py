@@ -1,0 +1,281 @@
+"""Talking to the agent from a terminal: ``steward ask``, ``steward chat``, approvals, the inbox
+and answers to a waiting task.
+
+``ask`` and ``chat`` run a runtime in this process and follow the task's journal in the store,
+so they show the same steps whichever process (this one, or a ``steward up`` elsewhere on the
+same database) runs the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import typer
+
+from steward.app import build_harness
+from steward.cli.common import DbOption, JsonOption, console, emit, run, service
+from steward.config import Settings
+from steward.domain import ApprovalStatus, Step, Task, TaskStatus
+from steward.runtime.clock import Clock
+from steward.runtime.runtime import Runtime, RuntimeConfig
+from steward.service import Service
+from steward.store import Store
+
+approval_app = typer.Typer(help="Approvals the agent is waiting for.", no_args_is_help=True)
+PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
+POLL_SECONDS = 0.2
+
+
+@asynccontextmanager
+async def _live(db: str | None) -> AsyncIterator[Service]:
+    """A service with a runtime running in this process, streaming model text to the terminal."""
+    settings = Settings()
+    store = await Store.open(db or settings.resolved_database_url())
+    clock = Clock()
+
+    async def show_delta(text: str) -> None:
+        console.print(text, end="", style="cyan", highlight=False)
+
+    try:
+        harness = await build_harness(settings, on_delta=show_delta)
+        runtime = Runtime(store, harness, clock, RuntimeConfig(poll_seconds=0.5))
+        svc = Service(store, clock, runtime)
+        running = asyncio.create_task(runtime.run())
+        try:
+            yield svc
+        finally:
+            runtime.stop()
+            await running
+    finally:
+        await store.close()
+
+
+def _short(text: str, width: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _show_step(step: Step) -> None:
+    out: dict[str, Any] = step.output if isinstance(step.output, dict) else {}
+    if step.kind == "model":
+        response = out.get("response", {})
+        if response.get("content"):
+            console.print()  # the text itself was streamed
+        for call in response.get("tool_calls", []):
+            console.print(f"  → {call['name']}({_short(call['arguments'], 200)})", style="yellow")
+    elif step.kind == "tool":
+        style = "red" if out.get("error") else "green"
+        console.print(f"  ← {out.get('name')}: {_short(out.get('observation', ''))}", style=style)
+    elif step.kind == "summary":
+        console.print(f"  (compacted steps up to #{out.get('through')})", style="dim")
+
+
+async def _follow(svc: Service, task_id: str, *, interactive: bool, after: int = 0) -> Task:
+    """Print the task's steps as they are committed; answer its questions and approvals at the
+    terminal when ``interactive``. Returns the task once it ends or waits on something the
+    terminal cannot give."""
+    seen = after
+    while True:
+        for step in await svc.steps(task_id, after=seen):
+            _show_step(step)
+            seen = step.seq
+        task = await svc.get_task(task_id)
+        if task.status.terminal:
+            return task
+        if task.status is TaskStatus.WAITING and task.wait is not None:
+            kind = task.wait.kind
+            if kind == "approval" and interactive and task.wait.ref:
+                await _decide_at_terminal(svc, task.wait.ref)
+            elif kind == "input" and interactive and not _chat_reply(task):
+                answer = await asyncio.to_thread(typer.prompt, f"? {task.wait.prompt or 'answer'}")
+                await svc.answer_task(task_id, answer)
+            else:
+                return task
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def _chat_reply(task: Task) -> bool:
+    return task.input.get("mode") == "chat" and (task.state.get("waiting") or {}).get("kind") == (
+        "reply"
+    )
+
+
+async def _decide_at_terminal(svc: Service, approval_id: str) -> None:
+    item = await svc.get_approval(approval_id)
+    if item.status is not ApprovalStatus.PENDING:
+        return
+    console.print(f"[bold]approval needed[/bold]: {item.reason}")
+    console.print(f"  {item.tool}({json.dumps(item.args, sort_keys=True)})")
+    approve = await asyncio.to_thread(typer.confirm, "approve this exact action?", default=False)
+    await svc.decide_approval(approval_id, approve=approve, decided_by="cli")
+
+
+def _final(task: Task) -> None:
+    if task.status is TaskStatus.SUCCEEDED:
+        result = task.result or {}
+        text = result.get("text") if isinstance(result, dict) else result
+        console.print(f"\n[bold green]done[/bold green]: {text}")
+    elif task.status.terminal:
+        console.print(f"\n[bold red]{task.status.value}[/bold red]: {task.error}")
+        raise typer.Exit(1)
+    else:
+        wait = task.wait
+        what = f"{wait.kind} {wait.ref or ''}".strip() if wait else task.status.value
+        console.print(f"\n[bold]task {task.id} is waiting ({what})[/bold]")
+        if wait is not None and wait.kind == "approval":
+            console.print(f"  approve: steward approval approve {wait.ref}")
+        elif wait is not None and wait.kind == "input":
+            console.print(f"  answer:  steward answer {task.id} '<your answer>'")
+
+
+def ask(
+    request: str = typer.Argument(..., help="What you want done."),
+    goal: str | None = typer.Option(None, help="Run under this goal (its authority, budget)."),
+    tool: list[str] | None = typer.Option(None, help="Only offer these tools (repeatable)."),
+    max_steps: int | None = typer.Option(None, help="Step budget of each activation."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+) -> None:
+    """Ask the agent to do something now, and follow its steps as they happen."""
+
+    async def main() -> None:
+        async with _live(db) as svc:
+            who = await svc.person(person)
+            task = await svc.ask_agent(
+                person_id=who.id,
+                instructions=request,
+                goal_id=goal,
+                tools=tool,
+                budget={"max_steps": max_steps} if max_steps else None,
+            )
+            console.print(f"[dim]task {task.id}[/dim]")
+            _final(await _follow(svc, task.id, interactive=sys.stdin.isatty()))
+
+    run(main)
+
+
+def chat(
+    task_id: str | None = typer.Option(None, "--task", help="Continue this conversation."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+) -> None:
+    """A conversation with the agent (empty line or Ctrl-D to leave; it can be continued)."""
+
+    async def main() -> None:
+        async with _live(db) as svc:
+            who = await svc.person(person)
+            current = task_id
+            seen = 0
+            if current is not None:
+                seen = (await svc.get_task(current)).step_seq
+            while True:
+                try:
+                    line = (await asyncio.to_thread(input, "you> ")).strip()
+                except EOFError:
+                    line = ""
+                if not line:
+                    if current:
+                        console.print(f"[dim]continue with: steward chat --task {current}[/dim]")
+                    return
+                if current is None:
+                    task = await svc.ask_agent(person_id=who.id, instructions=line, chat=True)
+                    current = task.id
+                else:
+                    await svc.answer_task(current, line)
+                task = await _follow(svc, current, interactive=True, after=seen)
+                seen = task.step_seq
+                if task.status.terminal:
+                    _final(task)
+                    return
+
+    run(main)
+
+
+def answer(
+    task_id: str,
+    text: str = typer.Argument(..., help="Your answer."),
+    db: str | None = DbOption,
+) -> None:
+    """Answer a task that waits for you (a question, a hand-off, a budget stop)."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            await svc.answer_task(task_id, text)
+            console.print(f"answered; task {task_id} resumes")
+
+    run(main)
+
+
+@approval_app.command("list")
+def approval_list(
+    all_: bool = typer.Option(False, "--all", help="Include decided ones."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Approvals waiting for you."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            items = await svc.list_approvals(
+                person_id=who.id, status=None if all_ else ApprovalStatus.PENDING
+            )
+            emit(
+                items,
+                ["id", "tool", "status", "reason", "task_id", "created_at", "expires_at"],
+                as_json=as_json,
+                title="approvals",
+            )
+
+    run(main)
+
+
+def _decide_command(name: str, approve: bool, doc: str) -> None:
+    @approval_app.command(name, help=doc)
+    def command(
+        approval_id: str,
+        note: str | None = typer.Option(None, help="A comment the agent will see."),
+        db: str | None = DbOption,
+    ) -> None:
+        async def main() -> None:
+            async with service(db) as svc:
+                decided = await svc.decide_approval(
+                    approval_id, approve=approve, decided_by="cli", note=note
+                )
+                console.print(
+                    f"{decided.id}: {decided.status.value}; task {decided.task_id} resumes"
+                )
+
+        run(main)
+
+
+_decide_command("approve", True, "Approve exactly the action that was asked about.")
+_decide_command("deny", False, "Deny it; the agent is told.")
+
+
+def inbox(
+    unread: bool = typer.Option(False, help="Only unread."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Notifications: questions, approvals, budget stops, hand-offs."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            items = await svc.list_notifications(person_id=who.id, unread=unread)
+            emit(
+                items,
+                ["created_at", "kind", "title", "task_id", "ref", "read_at"],
+                as_json=as_json,
+                title="inbox",
+            )
+
+    run(main)
