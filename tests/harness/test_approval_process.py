@@ -1,0 +1,123 @@
+"""An approval that waits days: the task asks, suspends, and after the person approves it days
+later (in simulated time) another worker *process* resumes it at the same step — through the
+real OpenAI-compatible adapter over a socket and an MCP tool configured as an external effect.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from steward.app import build_harness
+from steward.config import Settings
+from steward.domain import ApprovalStatus, TaskStatus
+from steward.models.scripted import ScriptedModel, call_tool
+from steward.runtime.clock import SimulatedClock
+from steward.runtime.worker import Worker
+from steward.service import Service
+from steward.store import Store
+from steward.testing.model_server import run_model_server
+
+pytestmark = pytest.mark.slow
+
+MCP_SERVER = {
+    "name": "test",
+    "command": sys.executable,
+    "args": ["-m", "steward.testing.mcp_server"],
+    "tools": {"echo": {"effect": "external", "scopes": ["demo.send"]}},
+}
+CONFIG_TOML = f"""
+[[mcp_servers]]
+name = "test"
+command = "{sys.executable}"
+args = ["-m", "steward.testing.mcp_server"]
+
+[mcp_servers.tools.echo]
+effect = "external"
+scopes = ["demo.send"]
+"""
+
+
+async def test_approval_days_later_resumes_in_another_process(
+    db_url: str, tmp_path: Path
+) -> None:
+    model = ScriptedModel(
+        [call_tool("test__echo", "call_send", text="hello Ada"), call_tool("finish", result="sent")]
+    )
+    store = await Store.open(db_url)
+    # Simulated days that end before the real "now", so a worker process on the real clock
+    # finds the task due; the approval (7 days) is still valid then.
+    clock = SimulatedClock(datetime.now(UTC) - timedelta(days=5))
+    svc = Service(store, clock)
+    worker_proc: subprocess.Popen[bytes] | None = None
+    try:
+        with run_model_server(model) as server:
+            settings = Settings(
+                data_dir=tmp_path,
+                model="scripted",
+                model_base_url=server.url,
+                model_api_key=server.api_key,
+                mcp_servers=[MCP_SERVER],
+            )
+            harness = await build_harness(settings)
+            person = await svc.ensure_person()
+            task = await svc.ask_agent(person_id=person.id, instructions="Send Ada a hello")
+            worker = Worker(store, harness, clock, poll_seconds=None, name="first")
+            await worker.run_until_idle()
+
+            waiting = await store.get_task(task.id)
+            assert waiting.status is TaskStatus.WAITING
+            assert waiting.wait is not None and waiting.wait.kind == "approval"
+            [approval] = await svc.list_approvals(person_id=person.id)
+            assert approval.tool == "test__echo" and approval.args == {"text": "hello Ada"}
+            assert approval.id == waiting.wait.ref
+            [note] = await svc.list_notifications(person_id=person.id)
+            assert (note.kind, note.ref) == ("approval", approval.id)
+            assert server.requests == 1
+            suspended_at = waiting.step_seq
+
+            clock.advance(timedelta(days=3))
+            decided = await svc.decide_approval(approval.id, approve=True, decided_by="test")
+            assert decided.status is ApprovalStatus.APPROVED
+
+            config = tmp_path / "steward.toml"
+            config.write_text(CONFIG_TOML)
+            env = os.environ | {
+                "STEWARD_CONFIG": str(config),
+                "STEWARD_DATA_DIR": str(tmp_path),
+                "STEWARD_MODEL": "scripted",
+                "STEWARD_MODEL_BASE_URL": server.url,
+                "STEWARD_MODEL_API_KEY": server.api_key,
+            }
+            cmd = [sys.executable, "-m", "steward.cli.main", "worker", "--db", db_url]
+            with (tmp_path / "worker.log").open("wb") as log:
+                worker_proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
+            deadline = time.monotonic() + 60
+            while (await store.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
+                assert worker_proc.poll() is None, (tmp_path / "worker.log").read_text()
+                assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+                time.sleep(0.2)
+
+            steps = await store.list_steps(task.id)
+            kinds = [(s.seq, s.kind) for s in steps]
+            assert kinds == [(1, "model"), (2, "suspend"), (3, "tool"), (4, "model"), (5, "tool")]
+            assert suspended_at == 2
+            observed = steps[2].output
+            assert observed["call_id"] == "call_send"
+            assert "hello Ada" in observed["observation"] and not observed["error"]
+            # the recorded answer was reused: one request before, one (finish) after
+            assert server.requests == 2
+            first, second = await store.list_activations(task_id=task.id)
+            assert first.worker == "first" and second.worker != "first"
+            assert second.reason == "approval"
+    finally:
+        if worker_proc is not None:
+            worker_proc.terminate()
+            worker_proc.wait(timeout=10)
+        await store.close()
