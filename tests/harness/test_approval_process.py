@@ -5,6 +5,7 @@ real OpenAI-compatible adapter over a socket and an MCP tool configured as an ex
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -44,9 +45,7 @@ scopes = ["demo.send"]
 """
 
 
-async def test_approval_days_later_resumes_in_another_process(
-    db_url: str, tmp_path: Path
-) -> None:
+async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_path: Path) -> None:
     model = ScriptedModel(
         [call_tool("test__echo", "call_send", text="hello Ada"), call_tool("finish", result="sent")]
     )
@@ -73,9 +72,11 @@ async def test_approval_days_later_resumes_in_another_process(
 
             waiting = await store.get_task(task.id)
             assert waiting.status is TaskStatus.WAITING
-            assert waiting.wait is not None and waiting.wait.kind == "approval"
+            assert waiting.wait is not None
+            assert waiting.wait.kind == "approval"
             [approval] = await svc.list_approvals(person_id=person.id)
-            assert approval.tool == "test__echo" and approval.args == {"text": "hello Ada"}
+            assert approval.tool == "test__echo"
+            assert approval.args == {"text": "hello Ada"}
             assert approval.id == waiting.wait.ref
             [note] = await svc.list_notifications(person_id=person.id)
             assert (note.kind, note.ref) == ("approval", approval.id)
@@ -97,12 +98,13 @@ async def test_approval_days_later_resumes_in_another_process(
             }
             cmd = [sys.executable, "-m", "steward.cli.main", "worker", "--db", db_url]
             with (tmp_path / "worker.log").open("wb") as log:
-                worker_proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
+                # started once and polled below; nothing blocks on it
+                worker_proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)  # noqa: ASYNC220
             deadline = time.monotonic() + 60
             while (await store.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
                 assert worker_proc.poll() is None, (tmp_path / "worker.log").read_text()
                 assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-                time.sleep(0.2)
+                await asyncio.sleep(0.2)
 
             steps = await store.list_steps(task.id)
             kinds = [(s.seq, s.kind) for s in steps]
@@ -110,11 +112,13 @@ async def test_approval_days_later_resumes_in_another_process(
             assert suspended_at == 2
             observed = steps[2].output
             assert observed["call_id"] == "call_send"
-            assert "hello Ada" in observed["observation"] and not observed["error"]
+            assert "hello Ada" in observed["observation"]
+            assert not observed["error"]
             # the recorded answer was reused: one request before, one (finish) after
             assert server.requests == 2
             first, second = await store.list_activations(task_id=task.id)
-            assert first.worker == "first" and second.worker != "first"
+            assert first.worker == "first"
+            assert second.worker != "first"
             assert second.reason == "approval"
     finally:
         if worker_proc is not None:
