@@ -102,10 +102,11 @@ def test_up_runs_work_and_stops_cleanly(db: str, tmp_path: Path) -> None:
         env=env,
     )
     try:
-        banner = [proc.stdout.readline() for _ in range(4)]  # type: ignore[union-attr]
+        banner = [proc.stdout.readline() for _ in range(5)]  # type: ignore[union-attr]
         text = "".join(banner)
         assert "data:" in text, text
         assert "stop:" in text, text
+        assert "model:   unconfigured" in text, text
         task = cli_json(db, "task", "create", "noop", "--input", '{"steps": 3}')
         deadline = time.monotonic() + 30
         status = ""
