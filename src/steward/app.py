@@ -8,7 +8,7 @@ from datetime import timedelta
 from steward.config import Settings
 from steward.errors import ConfigError
 from steward.harness.agent import ActivationBudget, AgentConfig, AgentHarness
-from steward.harness.mcp import McpServerConfig, load_mcp_tools
+from steward.harness.tools import Tool
 from steward.harness.workspace import Workspace
 from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, ToolSpec
 from steward.models.factory import build_model
@@ -64,11 +64,17 @@ async def build_harness(
     settings: Settings, *, model: Model | None = None, on_delta: OnDelta | None = None
 ) -> AgentHarness:
     """The agent harness for ``agent`` tasks, with the built-in step functions for the rest."""
-    servers = [McpServerConfig.from_dict(entry) for entry in settings.mcp_servers]
+    tools: list[Tool] = []
+    if settings.mcp_servers:
+        # the MCP SDK takes about a second to import: workers without MCP servers skip it
+        from steward.harness.mcp import McpServerConfig, load_mcp_tools
+
+        servers = [McpServerConfig.from_dict(entry) for entry in settings.mcp_servers]
+        tools = await load_mcp_tools(servers)
     return AgentHarness(
         model=model or model_from(settings),
         workspace=Workspace(settings.workspace_dir),
-        tools=await load_mcp_tools(servers),
+        tools=tools,
         config=AgentConfig(
             budget=ActivationBudget(max_steps=settings.agent_max_steps),
             approval_ttl=timedelta(hours=settings.approval_ttl_hours),

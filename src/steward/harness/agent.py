@@ -172,9 +172,9 @@ class _Activation:
         state.setdefault("progress", {})
         state.setdefault("summary", "")
         state.setdefault("summarized_through", 0)
-        if run.wake.get("reason"):
-            # the wake is cleared with the first checkpoint; keep it for the whole activation
-            state["wake"] = dict(run.wake)
+        # the wake is cleared with the first checkpoint; keep it for the whole activation (and
+        # never let an earlier activation's wake pass for this one's)
+        state["wake"] = dict(run.wake)
         self.goal: Goal | None = None
         self.goal_spent: dict[str, float] = {}
         self.budget = harness.config.budget

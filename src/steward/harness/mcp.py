@@ -29,7 +29,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation, RequestParamsMeta
 
-from steward.errors import ConfigError, StewardRuntimeError
+from steward.errors import ConfigError, EffectFailed, StewardRuntimeError
 from steward.harness.tools import EffectClass, Tool, ToolArgumentError, ToolContext
 
 log = structlog.get_logger(__name__)
@@ -60,6 +60,11 @@ _T = TypeVar("_T")
 
 class McpToolError(StewardRuntimeError):
     """An MCP tool answered with an error, or its server failed the request."""
+
+
+class McpToolRefused(McpToolError, EffectFailed):
+    """The server answered the call with an error: it definitely did not do it, so an external
+    tool's effect is recorded as failed and the model is told (no doubt, no retry)."""
 
 
 class McpUnavailable(McpToolError):
@@ -277,7 +282,7 @@ class McpToolSource:
         result = await self._run(f"call {tool!r}", call)
         text = render_result(result)
         if result.is_error:
-            raise McpToolError(text or f"MCP tool {tool!r} failed without a message")
+            raise McpToolRefused(text or f"MCP tool {tool!r} failed without a message")
         return text
 
     def _convert(self, listed: list[mcp_types.Tool]) -> list[Tool]:
@@ -371,7 +376,7 @@ class McpToolSource:
                     f"{where}: the connection closed during {what}; is {target!r} an MCP server?"
                 )
             if isinstance(leaf, MCPError):
-                return McpToolError(f"{where}: {what} failed: {leaf.message} (code {leaf.code})")
+                return McpToolRefused(f"{where}: {what} failed: {leaf.message} (code {leaf.code})")
         return McpToolError(f"{where}: {what} failed: {type(exc).__name__}: {exc}")
 
 

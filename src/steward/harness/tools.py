@@ -20,7 +20,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from steward.errors import UsageError
+from steward.errors import EffectFailed, UsageError
 from steward.models.base import ToolSpec
 from steward.runtime.run import Reconcile
 
@@ -47,6 +47,12 @@ class EffectClass(StrEnum):
 
 class ToolArgumentError(UsageError):
     """The model's arguments do not fit the tool's schema."""
+
+
+class ToolError(EffectFailed):
+    """Raise from a tool to say it certainly did not do it (bad recipient, not found...). The
+    model is told; an external effect is journalled as failed, not in doubt. Any other
+    exception from an external tool leaves its outcome unknown."""
 
 
 @dataclass(kw_only=True, frozen=True)
