@@ -111,6 +111,12 @@ class Service:
         self._nudge()
         return goal
 
+    async def set_goal_budget(self, goal_id: str, budget: Budget) -> Goal:
+        for name, value in budget.to_json().items():
+            if value < 0:
+                raise UsageError(f"budget {name} must not be negative")
+        return await self.store.set_goal_budget(goal_id, budget, now=self.clock.now())
+
     async def list_goals(
         self, *, person_id: str, status: GoalStatus | None = None, limit: int = 100
     ) -> list[Goal]:

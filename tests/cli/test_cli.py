@@ -123,3 +123,19 @@ def test_up_runs_work_and_stops_cleanly(db: str, tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert "stopped" in out
+
+
+def test_goal_budget_is_set_and_validated(db: str) -> None:
+    goal = cli_json(db, "goal", "create", "Spend carefully")
+    assert isinstance(goal, dict)
+    updated = cli_json(
+        db, "goal", "budget", goal["id"], "--max-cost-usd", "2.5", "--max-steps", "9"
+    )
+    budget = updated["budget"]  # type: ignore[index]
+    assert (budget["max_steps"], budget["max_cost_usd"], budget["max_tokens"]) == (9, 2.5, None)
+    code, out = cli(db, "goal", "budget", goal["id"], "--max-steps", "-1")
+    assert code == 1
+    assert "must not be negative" in out
+    code, out = cli(db, "goal", "budget", "gol_missing", "--max-steps", "1")
+    assert code == 1
+    assert "not found" in out

@@ -289,4 +289,12 @@ async def test_wait_event_without_a_goal_receives_its_event(rig: Rig) -> None:
     await rig.settle()
     done = await store.get_task(task.id)
     assert done.status is S.SUCCEEDED
-    assert done.result == {"event": {"id": event.id, "type": PR, "payload": {}}, "timed_out": False}
+    assert done.result == {
+        "event": {
+            "id": event.id,
+            "type": PR,
+            "payload": {},
+            "received_at": event.received_at.timestamp(),
+        },
+        "timed_out": False,
+    }

@@ -1432,7 +1432,12 @@ async def test_route_events_wakes_matching_waiters(store: Store, clock: Simulate
         assert c.activation.reason == "event"
         assert c.wake == {
             "reason": "event",
-            "event": {"id": ev.id, "type": "pr.updated", "payload": {"repo": "a", "n": 7}},
+            "event": {
+                "id": ev.id,
+                "type": "pr.updated",
+                "payload": {"repo": "a", "n": 7},
+                "received_at": ev.received_at.timestamp(),
+            },
         }
 
 

@@ -100,6 +100,31 @@ def goal_show(goal_id: str, db: str | None = DbOption, as_json: bool = JsonOptio
     run(main)
 
 
+@goal_app.command("budget")
+def goal_budget(
+    goal_id: str,
+    max_activations: int | None = typer.Option(None, help="Most activations."),
+    max_steps: int | None = typer.Option(None, help="Most steps."),
+    max_tokens: int | None = typer.Option(None, help="Most model tokens."),
+    max_cost_usd: float | None = typer.Option(None, help="Most model cost in USD."),
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Set a goal's spend caps (unset options remove that cap)."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            budget = Budget(
+                max_activations=max_activations,
+                max_steps=max_steps,
+                max_tokens=max_tokens,
+                max_cost_usd=max_cost_usd,
+            )
+            emit_one(await svc.set_goal_budget(goal_id, budget), as_json=as_json)
+
+    run(main)
+
+
 def _goal_status_command(name: str, status: GoalStatus, doc: str) -> None:
     def command(goal_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
         async def main() -> None:

@@ -78,6 +78,8 @@ class WaitCondition:
     since: datetime | None = None
     """For ``event``: also accept a matching event that arrived since this time (before the
     wait was registered), so a fast reply is not missed."""
+    seen: list[str] = field(default_factory=list)
+    """For ``event``: ids of events already delivered to the task; they never match again."""
 
     def matches_event(self, event_type: str, payload: dict[str, Any]) -> bool:
         if self.kind != "event" or self.event_type != event_type:
@@ -95,6 +97,8 @@ class WaitCondition:
                 data[name] = value
         if self.match:
             data["match"] = self.match
+        if self.seen:
+            data["seen"] = self.seen
         return data
 
     @classmethod
@@ -109,6 +113,7 @@ class WaitCondition:
             match=data.get("match", {}),
             ref=data.get("ref"),
             prompt=data.get("prompt"),
+            seen=list(data.get("seen", [])),
         )
 
 

@@ -19,7 +19,7 @@ import asyncio
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -445,6 +445,12 @@ class _Activation:
         if isinstance(directive, Suspend):
             condition = directive.condition
             waiting: dict[str, Any] = {"kind": directive.kind, "call_id": call.id}
+            mark = self.state.get("event_mark")
+            if directive.kind == "event" and mark and condition.since is not None:
+                since = datetime.fromtimestamp(mark["at"], UTC)
+                condition = replace(
+                    condition, since=min(since, condition.since), seen=list(mark["ids"])
+                )
             if directive.kind == "input":
                 ref = f"q.{self.task.id}.{self.run.seq + 1}"
                 condition = replace(condition, ref=ref)
@@ -624,6 +630,7 @@ class _Activation:
         if kind == "event":
             assert call is not None
             if "event" in wake:
+                self._mark_event(wake["event"])
                 event = json.dumps(wake["event"], sort_keys=True, default=str)
                 return await self._observe(call, f"event arrived: {event}")
             if timed_out:
@@ -647,6 +654,15 @@ class _Activation:
             return None
         await self._say(str(answer))  # a chat reply
         return None
+
+    def _mark_event(self, event: dict[str, Any]) -> None:
+        """Remember the last event delivered (its time, and the ids delivered at that time): the
+        next event wait looks from there, so an event that arrived while the task was busy is
+        not lost, and the delivered ones do not match again."""
+        mark = self.state.get("event_mark") or {}
+        at = event["received_at"]
+        ids = [i for i in mark.get("ids", []) if mark.get("at") == at]
+        self.state["event_mark"] = {"at": at, "ids": [*ids, event["id"]]}
 
     async def _resume_approval(
         self, call: ToolCall, waiting: dict[str, Any], condition: WaitCondition

@@ -118,12 +118,17 @@ class EffectQueries(TaskQueries):
                     updated_at=now_f,
                 )
             )
-            waiting = conn.execute(
-                select(tasks.c.id, tasks.c.wait).where(
-                    tasks.c.id == current.task_id, tasks.c.status == "waiting"
-                )
+            # lock the task as one going to sleep on this effect does (no lost wake-up)
+            task = conn.execute(
+                select(tasks.c.status, tasks.c.wait)
+                .where(tasks.c.id == current.task_id)
+                .with_for_update()
             ).first()
-            if waiting is not None and (rows.load(waiting[1]) or {}).get("ref") == effect_id:
+            if (
+                task is not None
+                and task.status == "waiting"
+                and (rows.load(task.wait) or {}).get("ref") == effect_id
+            ):
                 _wake(conn, current.task_id, {"reason": "effect", "effect_id": effect_id}, now_f)
             return _get_effect(conn, effect_id)
 

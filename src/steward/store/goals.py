@@ -127,6 +127,20 @@ class GoalQueries(TaskQueries):
 
         return await self.backend.write(op)
 
+    async def set_goal_budget(self, goal_id: str, budget: Budget, *, now: datetime) -> Goal:
+        """Replace a goal's spend caps (a task stopped by one continues once it is answered)."""
+
+        def op(conn: Connection) -> Goal:
+            _get_goal(conn, goal_id)
+            conn.execute(
+                update(goals)
+                .where(goals.c.id == goal_id)
+                .values(budget=rows.dump(budget.to_json()), updated_at=rows.ts(now))
+            )
+            return _get_goal(conn, goal_id)
+
+        return await self.backend.write(op)
+
     async def expire_goals(self, *, now: datetime) -> list[str]:
         """Expire live goals whose deadline has passed."""
         now_f = rows.ts(now)

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, func, select, update
 from steward.domain import Event, TaskStatus, WaitCondition
 from steward.domain.task import TERMINAL_TASK_STATUSES
 from steward.store import rows
-from steward.store.schema import events, persons, tasks
+from steward.store.schema import approvals, effects, events, persons, tasks
 
 TERMINAL = [s.value for s in TERMINAL_TASK_STATUSES]
 LIVE = [s.value for s in TaskStatus if s not in TERMINAL_TASK_STATUSES]
@@ -32,6 +32,16 @@ def _already_satisfied(
     a matching event arrived after ``cond.since`` (so an early reply is not lost)."""
     if cond.kind == "children" and _children_done(conn, task_id):
         return {"reason": "children"}
+    if cond.kind == "approval" and cond.ref is not None:
+        # decided (or expired) while the task was still running: nobody will wake it later
+        status = conn.execute(select(approvals.c.status).where(approvals.c.id == cond.ref)).scalar()
+        if status is not None and status != "pending":
+            return {"reason": "approval", "ref": cond.ref}
+    if cond.kind == "effect" and cond.ref is not None:
+        # resolved by the person while the task was still running
+        status = conn.execute(select(effects.c.status).where(effects.c.id == cond.ref)).scalar()
+        if status is not None and status != "in_doubt":
+            return {"reason": "effect", "effect_id": cond.ref}
     if cond.kind == "event" and cond.since is not None:
         arrived = conn.execute(
             select(events)
@@ -44,14 +54,19 @@ def _already_satisfied(
         )
         for row in arrived:
             event = rows.event(row)
-            if cond.matches_event(event.type, event.payload):
+            if event.id not in cond.seen and cond.matches_event(event.type, event.payload):
                 return {"reason": "event", "event": event_summary(event)}
     return None
 
 
 def event_summary(event: Event) -> dict[str, Any]:
     """What a woken task is told about the event that woke it."""
-    return {"id": event.id, "type": event.type, "payload": event.payload}
+    return {
+        "id": event.id,
+        "type": event.type,
+        "payload": event.payload,
+        "received_at": event.received_at.timestamp(),
+    }
 
 
 def _apply_pending_control(values: dict[str, Any], control: str | None) -> None:
@@ -94,7 +109,7 @@ def _lock_against_lost_wakeups(
     one writer anyway). Under READ COMMITTED, a task registering a wait and a concurrent waker
     could each miss the other's uncommitted work: a child finishing locks its parent's row, and
     event routing locks the person's row, so the sleeper takes the same lock first."""
-    if cond.kind == "children":
+    if cond.kind in ("children", "approval", "effect"):
         conn.execute(select(tasks.c.id).where(tasks.c.id == task_id).with_for_update())
     elif cond.kind == "event":
         conn.execute(
