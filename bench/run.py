@@ -12,7 +12,9 @@ dropped afterwards), prints a table and writes everything to ``bench/results/<ti
 Benchmarks: steps (checkpointed no-op steps/s), dbos (the same WxN on DBOS, and the ratio),
 latency (claim-to-start), timers (lateness of 10,000 timers), idle (CPU of an idle runtime with
 10,000 waiting goals), size (store size per 1,000 finished tasks, and pruning), simulate (a
-month of 100 daily goals on a simulated clock). See docs/benchmarks.md.
+month of 100 daily goals on a simulated clock), harness (the agent harness's overhead per
+model/tool iteration, context assembly on a 10,000-step task), langgraph (the same tool loop on
+LangGraph, and the ratio). See docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 
 import psycopg
 
+from bench_harness import LANGGRAPH_PYTHON, bench_harness, bench_langgraph
 from bench_idle import bench_idle
 from bench_latency import bench_latency
 from bench_simulate import bench_simulate
@@ -53,7 +56,17 @@ from bench_timers import bench_timers
 
 Bench = Callable[[str, bool], Awaitable[Outcome]]
 
-ORDER = ("steps", "dbos", "latency", "timers", "idle", "size", "simulate")
+ORDER = (
+    "steps",
+    "dbos",
+    "latency",
+    "timers",
+    "idle",
+    "size",
+    "simulate",
+    "harness",
+    "langgraph",
+)
 BENCHES: dict[str, Bench] = {
     "steps": bench_steps,
     "dbos": bench_dbos,
@@ -62,6 +75,8 @@ BENCHES: dict[str, Bench] = {
     "idle": bench_idle,
     "size": bench_size,
     "simulate": bench_simulate,
+    "harness": bench_harness,
+    "langgraph": bench_langgraph,
 }
 RESULTS = REPO / "bench" / "results"
 BENCH_TIMEOUT = 300.0
@@ -102,21 +117,8 @@ def machine() -> dict[str, Any]:
         text=True,
         check=False,
     ).stdout.strip()
-    dbos_version = None
-    if DBOS_PYTHON.exists():
-        dbos_version = (
-            subprocess.run(
-                [
-                    str(DBOS_PYTHON),
-                    "-c",
-                    "from importlib.metadata import version; print(version('dbos'))",
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            ).stdout.strip()
-            or None
-        )
+    dbos_version = _peer_version(DBOS_PYTHON, "dbos")
+    langgraph_version = _peer_version(LANGGRAPH_PYTHON, "langgraph")
     from importlib.metadata import version
 
     return {
@@ -132,9 +134,29 @@ def machine() -> dict[str, Any]:
         "postgresql_synchronous_commit": sync[0] if pg_version and sync else None,
         "postgresql_fsync": fsync[0] if pg_version and fsync else None,
         "dbos": dbos_version,
+        "langgraph": langgraph_version,
         "commit": commit + ("+dirty" if dirty else ""),
         "load_average_at_start": os.getloadavg(),
     }
+
+
+def _peer_version(python: Path, package: str) -> str | None:
+    """The version of ``package`` in a peer's virtualenv, None if it is not there."""
+    if not python.exists():
+        return None
+    return (
+        subprocess.run(
+            [
+                str(python),
+                "-c",
+                f"from importlib.metadata import version; print(version({package!r}))",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        or None
+    )
 
 
 def _fmt(value: float | None) -> str:
@@ -202,7 +224,7 @@ async def main_async(args: argparse.Namespace) -> int:
     print(
         f"machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory_gib']} GiB, "
         f"Python {info['python']}, SQLite {info['sqlite']}, PostgreSQL {info['postgresql']}, "
-        f"DBOS {info['dbos']}; commit {info['commit']}",
+        f"DBOS {info['dbos']}, LangGraph {info['langgraph']}; commit {info['commit']}",
         flush=True,
     )
     started = time.perf_counter()
@@ -210,8 +232,8 @@ async def main_async(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {}
     for name in selected:
         for backend in backends:
-            if name == "dbos" and backend != "sqlite":
-                continue  # the peer runs on its own SQLite system database
+            if name in ("dbos", "langgraph") and backend != "sqlite":
+                continue  # the peers run on their own SQLite databases
             print(f"[{time.perf_counter() - started:6.1f}s] {name} on {backend}...", flush=True)
             outcome, seconds = await run_one(name, backend, args.quick)
             metrics += outcome.metrics

@@ -16,6 +16,7 @@ from steward.harness.workspace import Workspace
 from steward.models import Price, ScriptedModel
 from steward.models.scripted import call_tool
 from steward.runtime.clock import SimulatedClock
+from steward.runtime.worker import Worker
 from steward.store import Store
 
 S = TaskStatus
@@ -155,6 +156,42 @@ async def test_goal_token_budget_stops_the_task_and_then_refuses_to_run_it(
     refused = await store.get_task(task_id)
     assert (refused.status, refused.error) == (S.FAILED, "goal budget exhausted: 8000 tokens")
     assert model.calls == calls
+
+
+async def test_time_budgets_count_simulated_time(
+    store: Store, clock: SimulatedClock, person: Person, workspace: Workspace
+) -> None:
+    """Each tool call takes ten simulated minutes: the activation's time budget stops the task
+    after three of them; the goal's time budget (summed over its activations) stops the next
+    task sooner, since the first one already spent its share."""
+
+    @tool
+    async def slow_poke() -> str:
+        """Check again, slowly."""
+        clock.advance(timedelta(minutes=10))
+        return "nothing changed"
+
+    model = ScriptedModel([call_tool("slow_poke")], loop_last=True)
+    harness = AgentHarness(model=model, workspace=workspace, tools=[slow_poke])
+    goal = await store.create_goal(
+        person_id=person.id, title="watch", now=clock.now(), budget=Budget(max_seconds=2400)
+    )
+    first = await create(store, clock, person, goal_id=goal.id, budget={"max_seconds": 1800})
+    # the tool moves simulated time past a normal lease: a lease long enough for the test
+    worker = Worker(store, harness, clock, lease_seconds=86_400, poll_seconds=None)
+    await worker.run_until_idle()
+    stopped = await store.get_task(first)
+    assert stopped.wait is not None
+    assert stopped.wait.prompt == "Budget reached: activation time budget reached (1800s)"
+    assert model.calls == 3
+    assert (await store.goal_usage(goal.id))["seconds"] == 1800
+
+    second = await create(store, clock, person, goal_id=goal.id)
+    await worker.run_until_idle()
+    stopped = await store.get_task(second)
+    assert stopped.wait is not None
+    assert stopped.wait.prompt == "Budget reached: goal time budget reached (2400s of work)"
+    assert model.calls == 4
 
 
 async def test_usage_is_summed_per_activation_and_per_goal(

@@ -691,7 +691,7 @@ async def test_finish_succeed_and_fail(store: Store, clock: SimulatedClock) -> N
     assert failed.finished_at == clock.now()
     assert (await store.list_activations(task_id=bad.id))[0].outcome == "fail"
     usage = await store.goal_usage(goal.id)
-    assert usage == {"activations": 2, "steps": 1, "cost_usd": 0.25, "tokens": 10}
+    assert usage == {"activations": 2, "steps": 1, "cost_usd": 0.25, "tokens": 10, "seconds": 6.0}
     with pytest.raises(LeaseLost):
         await finish(store, clock, c_ok, Fail(reason="again"))
     assert (await store.get_task(ok.id)).status is TaskStatus.SUCCEEDED

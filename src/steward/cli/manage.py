@@ -107,6 +107,7 @@ def goal_budget(
     max_steps: int | None = typer.Option(None, help="Most steps."),
     max_tokens: int | None = typer.Option(None, help="Most model tokens."),
     max_cost_usd: float | None = typer.Option(None, help="Most model cost in USD."),
+    max_seconds: float | None = typer.Option(None, help="Most seconds of work in all."),
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -119,6 +120,7 @@ def goal_budget(
                 max_steps=max_steps,
                 max_tokens=max_tokens,
                 max_cost_usd=max_cost_usd,
+                max_seconds=max_seconds,
             )
             emit_one(await svc.set_goal_budget(goal_id, budget), as_json=as_json)
 

@@ -50,6 +50,8 @@ class Budget:
     """Most model/tool cost, summed from activation usage."""
     max_tokens: int | None = None
     """Most model tokens (prompt and completion), summed from activation usage."""
+    max_seconds: float | None = None
+    """Most time its activations may run in all (clock time: simulated in simulations)."""
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

@@ -739,6 +739,9 @@ class _Activation:
         cost = spent.get("cost_usd", 0) + used.get("cost_usd", 0)
         if g.max_cost_usd is not None and cost >= g.max_cost_usd:
             return f"goal cost budget reached (${g.max_cost_usd:.2f})"
+        seconds = spent.get("seconds", 0) + elapsed
+        if g.max_seconds is not None and seconds >= g.max_seconds:
+            return f"goal time budget reached ({g.max_seconds:g}s of work)"
         return None
 
     async def _suspend_for_budget(self, reason: str) -> Outcome:

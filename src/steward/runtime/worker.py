@@ -205,6 +205,7 @@ class Worker:
             and budget.max_steps is None
             and budget.max_cost_usd is None
             and budget.max_tokens is None
+            and budget.max_seconds is None
         ):
             return None
         used = await self.store.goal_usage(goal_id)
@@ -217,6 +218,8 @@ class Worker:
             return f"goal budget exhausted: ${budget.max_cost_usd:.2f}"
         if budget.max_tokens is not None and used["tokens"] >= budget.max_tokens:
             return f"goal budget exhausted: {budget.max_tokens} tokens"
+        if budget.max_seconds is not None and used["seconds"] >= budget.max_seconds:
+            return f"goal budget exhausted: {budget.max_seconds:g}s of work"
         return None
 
     async def _heartbeat(self, fence: Fence, work: asyncio.Future[Outcome]) -> None:

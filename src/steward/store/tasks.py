@@ -727,13 +727,18 @@ class TaskQueries:
         )
 
     async def goal_usage(self, goal_id: str) -> dict[str, float]:
-        """What a goal has spent: activations, steps, and the model tokens and cost recorded."""
+        """What a goal has spent: activations, steps, the model tokens and cost recorded, and
+        the seconds its finished activations ran."""
 
         def op(conn: Connection) -> dict[str, float]:
-            n_act, n_steps = conn.execute(
-                select(func.count(), func.coalesce(func.sum(activations.c.steps), 0)).where(
-                    activations.c.goal_id == goal_id
-                )
+            n_act, n_steps, seconds = conn.execute(
+                select(
+                    func.count(),
+                    func.coalesce(func.sum(activations.c.steps), 0),
+                    func.coalesce(
+                        func.sum(activations.c.ended_at - activations.c.started_at), 0.0
+                    ),
+                ).where(activations.c.goal_id == goal_id)
             ).one()
             cost = tokens = 0.0
             for (usage,) in conn.execute(
@@ -744,7 +749,13 @@ class TaskQueries:
                 spent = rows.load(usage)
                 cost += float(spent.get("cost_usd", 0.0))
                 tokens += float(spent.get("tokens", 0.0))
-            return {"activations": n_act, "steps": n_steps, "cost_usd": cost, "tokens": tokens}
+            return {
+                "activations": n_act,
+                "steps": n_steps,
+                "cost_usd": cost,
+                "tokens": tokens,
+                "seconds": float(seconds),
+            }
 
         return await self.backend.read(op)
 
