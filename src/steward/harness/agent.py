@@ -30,6 +30,7 @@ from steward.domain import (
     Artifact,
     Goal,
     Notification,
+    Step,
     TaskSpec,
     WaitCondition,
     args_hash,
@@ -43,8 +44,15 @@ from steward.errors import (
     StewardRuntimeError,
     UsageError,
 )
-from steward.harness.compaction import choose_cut, compact, steps_tokens
-from steward.harness.context import ContextBudget, ContextInputs, assemble, steps_to_messages
+from steward.harness.compaction import choose_cut, compact
+from steward.harness.context import (
+    Context,
+    ContextBudget,
+    ContextInputs,
+    assemble,
+    message_tokens,
+    steps_to_messages,
+)
 from steward.harness.control import (
     Abort,
     Directive,
@@ -57,11 +65,17 @@ from steward.harness.control import (
     Suspend,
     control_tools,
 )
-from steward.harness.personal import MemoryProposal, NoPersonalContext, PersonalContext, RecallQuery
+from steward.harness.personal import (
+    MemoryProposal,
+    NoPersonalContext,
+    PersonalContext,
+    Recalled,
+    RecallQuery,
+)
 from steward.harness.sentinel import ActionRequest, DefaultSentinel, Sentinel, Verdict
 from steward.harness.tools import Tool, ToolArgumentError, ToolContext, ToolRegistry
 from steward.harness.workspace import Workspace
-from steward.models.base import Model, ModelResponse, OnDelta, ToolCall, Usage
+from steward.models.base import Message, Model, ModelResponse, OnDelta, ToolCall, Usage
 from steward.models.errors import ContextOverflow
 from steward.runtime.harness import Harness
 from steward.runtime.run import TaskRun
@@ -175,6 +189,10 @@ class _Activation:
         # the wake is cleared with the first checkpoint; keep it for the whole activation (and
         # never let an earlier activation's wake pass for this one's)
         state["wake"] = dict(run.wake)
+        self._window: list[Step] | None = None
+        """Steps after the summary, loaded once per activation and extended as we commit."""
+        self._rendered: dict[int, list[Message]] = {}
+        self._recalled: tuple[list[Recalled], list[Recalled]] | None = None
         self.goal: Goal | None = None
         self.goal_spent: dict[str, float] = {}
         self.budget = harness.config.budget
@@ -227,20 +245,45 @@ class _Activation:
                 log.warning("context overflow; compacting harder", task=self.task.id)
         self._account(response.usage, model_calls=1)
         self.state["pending"] = [c.to_json() for c in response.tool_calls]
-        await self.run.checkpoint(
+        await self._commit(
             kind="model",
             output={"response": response.to_json(), "context_tokens": context.tokens},
         )
         return response
 
-    async def _context(self, *, shrink: bool) -> Any:
+    async def _commit(self, *, kind: str, output: dict[str, Any]) -> None:
+        """Checkpoint a step, and keep the in-memory window of recent steps in step with the
+        journal (so the next prompt does not re-read what this activation just wrote)."""
+        await self.run.checkpoint(kind=kind, output=output)
+        if self._window is not None:
+            self._window.append(
+                Step(
+                    task_id=self.task.id,
+                    seq=self.run.seq,
+                    activation_id=self.run.claim.activation.id,
+                    kind=kind,
+                    output=output,
+                    created_at=self.run.clock.now(),
+                )
+            )
+
+    def _messages(self, step: Step) -> list[Message]:
+        cached = self._rendered.get(step.seq)
+        if cached is None:
+            cached = self._rendered[step.seq] = steps_to_messages([step])
+        return cached
+
+    async def _context(self, *, shrink: bool) -> Context:
         budget = self.h.config.context
         if shrink:
             budget = replace(budget, recent=budget.recent // 4)
-        steps = await self.store.list_steps(
-            self.task.id, after=int(self.state["summarized_through"]), limit=100_000
-        )
-        if steps_tokens(steps) > budget.recent:
+        if self._window is None:
+            self._window = await self.store.list_steps(
+                self.task.id, after=int(self.state["summarized_through"]), limit=100_000
+            )
+        steps = self._window
+        window_tokens = sum(message_tokens(m) for s in steps for m in self._messages(s))
+        if window_tokens > budget.recent:
             cut = choose_cut(steps, budget.recent)
             if cut is not None:
                 compaction = await compact(
@@ -253,28 +296,34 @@ class _Activation:
                 self._account(compaction.usage, model_calls=compaction.method == "model")
                 self.state["summary"] = compaction.summary
                 self.state["summarized_through"] = cut
-                await self.run.checkpoint(
+                self._window = steps = [s for s in steps if s.seq > cut]
+                await self._commit(
                     kind="summary",
                     output={"through": cut, "method": compaction.method},
                 )
-                steps = [s for s in steps if s.seq > cut]
         wake = dict(self.state.get("wake") or {})
-        query = RecallQuery(
-            person_id=self.task.person_id,
-            text=str(self.task.input.get("instructions", self.task.title)),
-            audience=str(self.task.input.get("audience", "private")),
-            goal_id=self.task.goal_id,
-        )
+        if self._recalled is None:
+            # what the activation is about does not change while it runs: recall once
+            query = RecallQuery(
+                person_id=self.task.person_id,
+                text=str(self.task.input.get("instructions", self.task.title)),
+                audience=str(self.task.input.get("audience", "private")),
+                goal_id=self.task.goal_id,
+            )
+            self._recalled = (
+                await self.h.personal.recall(query),
+                await self.h.personal.skills(query),
+            )
         inputs = ContextInputs(
             system_prompt=self.h.config.system_prompt,
             goal=self.goal,
             task=self.task,
             progress=dict(self.state["progress"]),
             wake=wake,
-            memories=await self.h.personal.recall(query),
-            skills=await self.h.personal.skills(query),
+            memories=self._recalled[0],
+            skills=self._recalled[1],
             summary=str(self.state["summary"]),
-            recent=steps_to_messages(steps),
+            recent=[m for s in steps for m in self._messages(s)],
             now=self.run.clock.now(),
         )
         return assemble(inputs, budget)
@@ -411,7 +460,7 @@ class _Activation:
         (typed so callers can ``return`` it as their own continue-the-loop answer)."""
         self.state["pending"] = self.state["pending"][1:]
         self.state.pop("waiting", None)
-        await self.run.checkpoint(
+        await self._commit(
             kind="tool",
             output={
                 "call_id": call.id,
@@ -425,7 +474,7 @@ class _Activation:
     async def _say(self, text: str) -> None:
         """A message from Steward itself in the conversation (a reminder, the person's answer)."""
         self.state.pop("waiting", None)
-        await self.run.checkpoint(kind="user", output={"content": text})
+        await self._commit(kind="user", output={"content": text})
 
     # --- directives from control tools --------------------------------------------------
 
@@ -650,7 +699,7 @@ class _Activation:
             return await self._observe(call, f"the person handled it themselves: {answer}")
         if kind == "budget":
             self.state.pop("waiting", None)
-            await self.run.checkpoint(kind="resumed", output={"answer": answer})
+            await self._commit(kind="resumed", output={"answer": answer})
             return None
         await self._say(str(answer))  # a chat reply
         return None

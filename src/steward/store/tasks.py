@@ -735,9 +735,7 @@ class TaskQueries:
                 select(
                     func.count(),
                     func.coalesce(func.sum(activations.c.steps), 0),
-                    func.coalesce(
-                        func.sum(activations.c.ended_at - activations.c.started_at), 0.0
-                    ),
+                    func.coalesce(func.sum(activations.c.ended_at - activations.c.started_at), 0.0),
                 ).where(activations.c.goal_id == goal_id)
             ).one()
             cost = tokens = 0.0
