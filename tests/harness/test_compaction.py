@@ -21,7 +21,8 @@ from steward.harness.compaction import (
     render_step,
     steps_tokens,
 )
-from steward.harness.context import ContextBudget, estimate_tokens, message_tokens
+from steward.harness.context import ContextBudget, estimate_tokens, message_tokens, tools_tokens
+from steward.harness.control import control_tools
 from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
@@ -314,7 +315,9 @@ async def test_context_overflow_compacts_harder_and_asks_again(
     """When the endpoint says the prompt exceeds the model's context (HTTP 400 over a real
     socket), the harness compacts to a quarter of the recent budget and asks once more, within
     the same activation."""
-    budget = ContextBudget(recent=2000)
+    # the tool schemas come out of the recent budget: leave 2,000 tokens for the steps
+    schemas = tools_tokens([t.spec for t in [*control_tools(), log_line]])
+    budget = ContextBudget(recent=2000 + schemas)
     config = AgentConfig(context=budget, budget=ActivationBudget(max_steps=500))
     servers: list[ModelServer] = []
     overflow_after = 8
@@ -355,5 +358,5 @@ async def test_context_overflow_compacts_harder_and_asks_again(
     assert kinds[:first_summary] == ["model", "tool", "tool"] * (overflow_after + 1)
     assert kinds[first_summary + 1] == "model"
     retried, _ = model.requests[overflow_after + 1]
-    assert sum(message_tokens(m) for m in retried[2:]) <= budget.recent // 4
+    assert sum(message_tokens(m) for m in retried[2:]) <= (budget.recent - schemas) // 4
     assert [a.outcome for a in await store.list_activations(task_id=task.id)] == ["succeed"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 
@@ -26,6 +27,7 @@ from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.service import Service
 from steward.store import Store
 
+T = TypeVar("T")
 approval_app = typer.Typer(help="Approvals the agent is waiting for.", no_args_is_help=True)
 PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
 POLL_SECONDS = 0.2
@@ -38,11 +40,10 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
     store = await Store.open(db or settings.resolved_database_url())
     clock = Clock()
 
-    async def show_delta(text: str) -> None:
-        console.print(text, end="", style="cyan", highlight=False)
-
     try:
-        harness = await build_harness(settings, on_delta=show_delta)
+        # no token streaming here: this runtime may run other tasks (and persons) too, and
+        # steps are shown from the journal whichever process runs them
+        harness = await build_harness(settings)
         runtime = Runtime(store, harness, clock, RuntimeConfig(poll_seconds=0.5))
         svc = Service(store, clock, runtime)
         running = asyncio.create_task(runtime.run())
@@ -55,6 +56,32 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
         await store.close()
 
 
+async def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """A blocking terminal read in a daemon thread: unlike ``asyncio.to_thread``, whose
+    executor is joined at exit, it cannot keep the process alive after Ctrl-C."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def read() -> None:
+        try:
+            value = fn(*args, **kwargs)
+        except BaseException as exc:  # EOF, Ctrl-C at the prompt: re-raised in the loop
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, value, None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return await future
+
+
 def _short(text: str, width: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -65,7 +92,7 @@ def _show_step(step: Step) -> None:
     if step.kind == "model":
         response = out.get("response", {})
         if response.get("content"):
-            console.print()  # the text itself was streamed
+            console.print(response["content"], style="cyan", highlight=False)
         for call in response.get("tool_calls", []):
             console.print(f"  → {call['name']}({_short(call['arguments'], 200)})", style="yellow")
     elif step.kind == "tool":
@@ -92,9 +119,9 @@ async def _follow(svc: Service, task_id: str, *, interactive: bool, after: int =
             if kind == "approval" and interactive and task.wait.ref:
                 await _decide_at_terminal(svc, task.wait.ref)
             elif kind == "input" and interactive and not _chat_reply(task):
-                answer = await asyncio.to_thread(typer.prompt, f"? {task.wait.prompt or 'answer'}")
+                answer = await _in_thread(typer.prompt, f"? {task.wait.prompt or 'answer'}")
                 await svc.answer_task(task_id, answer)
-            else:
+            elif kind != "children":  # its subtasks run here too: keep following
                 return task
         await asyncio.sleep(POLL_SECONDS)
 
@@ -111,7 +138,7 @@ async def _decide_at_terminal(svc: Service, approval_id: str) -> None:
         return
     console.print(f"[bold]approval needed[/bold]: {item.reason}")
     console.print(f"  {item.tool}({json.dumps(item.args, sort_keys=True)})")
-    approve = await asyncio.to_thread(typer.confirm, "approve this exact action?", default=False)
+    approve = await _in_thread(typer.confirm, "approve this exact action?", default=False)
     await svc.decide_approval(approval_id, approve=approve, decided_by="cli")
 
 
@@ -175,7 +202,7 @@ def chat(
                 seen = (await svc.get_task(current)).step_seq
             while True:
                 try:
-                    line = (await asyncio.to_thread(input, "you> ")).strip()
+                    line = (await _in_thread(input, "you> ")).strip()
                 except EOFError:
                     line = ""
                 if not line:

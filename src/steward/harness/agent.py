@@ -35,9 +35,9 @@ from steward.domain import (
     WaitCondition,
     args_hash,
 )
+from steward.domain.ids import effect_key
 from steward.domain.outcome import Fail, Outcome, Succeed, Wait
 from steward.errors import (
-    ConfigError,
     EffectFailed,
     NotFound,
     Signal,
@@ -52,6 +52,7 @@ from steward.harness.context import (
     assemble,
     message_tokens,
     steps_to_messages,
+    tools_tokens,
 )
 from steward.harness.control import (
     Abort,
@@ -75,7 +76,15 @@ from steward.harness.personal import (
 from steward.harness.sentinel import ActionRequest, DefaultSentinel, Sentinel, Verdict
 from steward.harness.tools import Tool, ToolArgumentError, ToolContext, ToolRegistry
 from steward.harness.workspace import Workspace
-from steward.models.base import Message, Model, ModelResponse, OnDelta, ToolCall, Usage
+from steward.models.base import (
+    Message,
+    Model,
+    ModelResponse,
+    OnDelta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from steward.models.errors import ContextOverflow
 from steward.runtime.harness import Harness
 from steward.runtime.run import TaskRun
@@ -129,6 +138,8 @@ class AgentConfig:
     """How much of a stored output the model sees."""
     approval_ttl: timedelta | None = timedelta(days=7)
     """Approvals undecided for this long expire (None: never)."""
+    max_subtask_depth: int = 3
+    """How deep subtasks may nest (a subtask's subtask is depth 2)."""
 
 
 class AgentHarness:
@@ -169,8 +180,9 @@ class AgentHarness:
             return await self.fallback.activate(run)
         try:
             return await _Activation(self, run).go()
-        except (ConfigError, ContextOverflow) as exc:
-            # a bad key, an unknown model, a prompt that cannot fit: retrying cannot help
+        except (UsageError, ContextOverflow) as exc:
+            # a bad key, an unknown model, a malformed task input, a prompt that cannot fit:
+            # retrying cannot help
             return Fail(reason=str(exc))
 
 
@@ -214,6 +226,12 @@ class _Activation:
             outcome = await self._resume(waiting)
             if outcome is not None:
                 return outcome
+        answered = self.state.get("answer")
+        if answered is not None:
+            # a words-only answer was recorded but its outcome was not: act on it, do not ask
+            outcome = await self._answered(ModelResponse.from_json(answered))
+            if outcome is not None:
+                return outcome
         while True:
             while self.state["pending"]:
                 outcome = await self._run_call(ToolCall.from_json(self.state["pending"][0]))
@@ -233,7 +251,7 @@ class _Activation:
         tools = self._offered_tools()
         specs = [t.spec for t in tools]
         for attempt in range(2):
-            context = await self._context(shrink=attempt > 0)
+            context = await self._context(specs, shrink=attempt > 0)
             try:
                 response = await self.h.model.complete(
                     context.messages, specs, on_delta=self.h.on_delta
@@ -245,6 +263,7 @@ class _Activation:
                 log.warning("context overflow; compacting harder", task=self.task.id)
         self._account(response.usage, model_calls=1)
         self.state["pending"] = [c.to_json() for c in response.tool_calls]
+        self.state["answer"] = None if response.tool_calls else response.to_json()
         await self._commit(
             kind="model",
             output={"response": response.to_json(), "context_tokens": context.tokens},
@@ -273,10 +292,11 @@ class _Activation:
             cached = self._rendered[step.seq] = steps_to_messages([step])
         return cached
 
-    async def _context(self, *, shrink: bool) -> Context:
+    async def _context(self, specs: list[ToolSpec], *, shrink: bool) -> Context:
         budget = self.h.config.context
-        if shrink:
-            budget = replace(budget, recent=budget.recent // 4)
+        # the tool schemas go with every call: they come out of the recent steps' share
+        recent = max(budget.recent - tools_tokens(specs), budget.recent // 4)
+        budget = replace(budget, recent=recent // 4 if shrink else recent)
         if self._window is None:
             self._window = await self.store.list_steps(
                 self.task.id, after=int(self.state["summarized_through"]), limit=100_000
@@ -337,6 +357,7 @@ class _Activation:
 
     async def _answered(self, response: ModelResponse) -> Outcome | None:
         """The model answered in words only: a reply in a chat, the result of a task."""
+        self.state["answer"] = None  # committed with whatever this leads to
         if self.task.input.get("mode") == "chat":
             condition = WaitCondition(kind="input", prompt=response.content)
             return self._suspend_on({"kind": "reply"}, condition)
@@ -359,6 +380,8 @@ class _Activation:
             args = found.parse_arguments(call.arguments)
         except ToolArgumentError as exc:
             return await self._observe(call, f"error: {exc}", True)
+        if await self._already_attempted(found):
+            return await self._execute(call, found, args)
         decision = await self.h.sentinel.check(self._request(found, args))
         if decision.verdict is Verdict.ALLOW:
             return await self._execute(call, found, args)
@@ -367,6 +390,16 @@ class _Activation:
         if decision.verdict is Verdict.ASK:
             return await self._ask_approval(call, found, args, decision.reason)
         return await self._hand_off(call, found, args, decision.reason)
+
+    async def _already_attempted(self, found: Tool) -> bool:
+        """This step's effect was authorised and sent before a crash: settle it through the
+        journal (retry under its key, reconcile, or ask the person) whatever a policy says now
+        — a new verdict must not make it run again under another key, nor hide that it may
+        have happened."""
+        if not found.effect.journalled:
+            return False
+        key = effect_key(self.task.id, self.run.seq + 1, 0)
+        return await self.store.get_effect_by_key(key) is not None
 
     def _request(self, found: Tool, args: dict[str, Any]) -> ActionRequest:
         return ActionRequest(
@@ -391,33 +424,34 @@ class _Activation:
             workspace=self.h.workspace.person_dir(self.task.person_id),
             now=self.run.clock.now(),
         )
-        try:
-            if found.effect.journalled:
+        if found.effect.journalled:
 
-                async def send(key: str) -> Any:
-                    keyed = replace(ctx, idempotency_key=key)
-                    return await asyncio.wait_for(found.invoke(args, keyed), found.timeout_seconds)
+            async def send(key: str) -> Any:
+                keyed = replace(ctx, idempotency_key=key)
+                return await asyncio.wait_for(found.invoke(args, keyed), found.timeout_seconds)
 
+            try:
+                # Anything but a definite failure propagates: the effect journal has already
+                # marked the outcome unknown, and the runtime retries or hands it to the person.
                 result = await self.run.effect(
-                    found.name,
-                    args,
-                    send,
-                    idempotent=found.idempotent,
-                    reconcile=found.reconcile,
+                    found.name, args, send, idempotent=found.idempotent, reconcile=found.reconcile
                 )
-            else:
+            except EffectFailed as exc:
+                return await self._observe(call, f"error: {exc}", True)
+        else:
+            try:
                 result = await asyncio.wait_for(found.invoke(args, ctx), found.timeout_seconds)
-        except TimeoutError:
-            return await self._observe(
-                call, f"error: {found.name} timed out after {found.timeout_seconds:g}s", True
-            )
-        except (EffectFailed, ToolArgumentError) as exc:
-            return await self._observe(call, f"error: {exc}", True)
-        except (Signal, StewardRuntimeError, asyncio.CancelledError):
-            raise
-        except Exception as exc:
-            log.info("tool failed", tool=found.name, error=str(exc))
-            return await self._observe(call, f"error: {found.name} failed: {exc}", True)
+            except TimeoutError:
+                return await self._observe(
+                    call, f"error: {found.name} timed out after {found.timeout_seconds:g}s", True
+                )
+            except (EffectFailed, ToolArgumentError) as exc:
+                return await self._observe(call, f"error: {exc}", True)
+            except (Signal, StewardRuntimeError, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                log.info("tool failed", tool=found.name, error=str(exc))
+                return await self._observe(call, f"error: {found.name} failed: {exc}", True)
         if found.source == "control":
             return await self._direct(call, result)
         return await self._observe(call, await self._render(found.name, result))
@@ -570,11 +604,19 @@ class _Activation:
         return Wait(condition=condition)
 
     async def _spawn(self, call: ToolCall, spawn: Spawn) -> Outcome | None:
-        tools = spawn.tools if spawn.tools is not None else self.task.input.get("tools")
+        if self.task.id.count(".") // 2 >= self.h.config.max_subtask_depth:
+            limit = self.h.config.max_subtask_depth
+            return await self._observe(call, f"error: subtasks nest at most {limit} deep", True)
+        parent_tools = self.task.input.get("tools")
+        tools = spawn.tools if spawn.tools is not None else parent_tools
         if tools is not None:
             unknown = [t for t in tools if t not in self.h.tools]
             if unknown:
                 return await self._observe(call, f"error: unknown tools {unknown}", True)
+            beyond = sorted(set(tools) - set(parent_tools)) if parent_tools is not None else []
+            if beyond:
+                # a subtask never gets more authority than its parent
+                return await self._observe(call, f"error: a subtask may not use {beyond}", True)
         child_input: dict[str, Any] = {
             "instructions": spawn.instructions,
             "acceptance": spawn.acceptance,
@@ -732,13 +774,20 @@ class _Activation:
         found = self.h.tools.get(call.name)
         if found is None:
             return await self._observe(call, f"error: tool {call.name!r} is gone", True)
-        args = found.parse_arguments(call.arguments)
+        try:
+            args = found.parse_arguments(call.arguments)
+        except ToolArgumentError as exc:
+            return await self._observe(call, f"error: {exc}", True)
         if args_hash(found.name, args) != approval.args_hash:
             return await self._observe(call, "not done: the approval was for other arguments", True)
-        # the approval answers "ask", not "deny": a rule or revocation since then still bites
+        if await self._already_attempted(found):
+            return await self._execute(call, found, args)
+        # the approval answers "ask", nothing else: a rule or revocation since then still bites
         decision = await self.h.sentinel.check(self._request(found, args))
         if decision.verdict is Verdict.DENY:
             return await self._observe(call, f"denied: {decision.reason}", True)
+        if decision.verdict is Verdict.HANDOFF:
+            return await self._hand_off(call, found, args, decision.reason)
         return await self._execute(call, found, args)
 
     async def _resume_children(

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 from pathlib import Path
+from urllib.parse import quote
 
 from steward.domain import Artifact
 from steward.errors import UsageError
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-
 
 def _safe(part: str) -> str:
-    return _UNSAFE.sub("_", part)[:120] or "_"
+    """One path component from an id: percent-encoded (dots too, so never ``.`` or ``..``),
+    hence distinct ids never share a directory."""
+    return quote(part, safe="-_") or "%00"
 
 
 class Workspace:

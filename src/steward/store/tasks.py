@@ -587,6 +587,20 @@ class TaskQueries:
                     values |= {"status": back or "pending", "paused_from": None}
                     if back != "waiting":
                         values |= {"run_at": now_f, "wake": rows.dump({"reason": "resumed"})}
+                    elif task.wait is not None:
+                        # what it waits for may have happened while it was paused (wakers
+                        # only wake waiting tasks): check as when it first went to sleep
+                        _lock_against_lost_wakeups(conn, task.wait, task_id, task.person_id)
+                        wake = _already_satisfied(conn, task.wait, task_id, task.person_id)
+                        if wake is not None:
+                            values |= {
+                                "status": "pending",
+                                "run_at": now_f,
+                                "wake": rows.dump(wake),
+                                "wait": None,
+                                "wait_until": None,
+                                "wait_event": None,
+                            }
                 elif status is TaskStatus.RUNNING:
                     values["control"] = None
                 else:
