@@ -116,11 +116,17 @@ class ActivationBudget:
     """Clock time (simulated in simulations) since the activation started."""
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ActivationBudget:
+    def from_json(cls, data: Any) -> ActivationBudget:
+        if not isinstance(data, dict):
+            raise UsageError(f"budget must be an object, not {type(data).__name__}")
         known = {"max_steps", "max_tokens", "max_cost_usd", "max_seconds"}
         unknown = set(data) - known
         if unknown:
             raise UsageError(f"unknown budget fields {sorted(unknown)}; known: {sorted(known)}")
+        for name, value in data.items():
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if value is not None and not (number and value >= 0):
+                raise UsageError(f"budget field {name} must be a number >= 0 or null: {value!r}")
         return cls(**data)
 
 
@@ -209,7 +215,7 @@ class _Activation:
         self.goal_spent: dict[str, float] = {}
         self.budget = harness.config.budget
         if "budget" in self.task.input:
-            self.budget = ActivationBudget.from_json(dict(self.task.input["budget"]))
+            self.budget = ActivationBudget.from_json(self.task.input["budget"])
 
     @property
     def state(self) -> dict[str, Any]:
