@@ -71,8 +71,10 @@ async def build_harness(
 
         servers = [McpServerConfig.from_dict(entry) for entry in settings.mcp_servers]
         tools = await load_mcp_tools(servers)
+    model = model or model_from(settings)
     return AgentHarness(
-        model=model or model_from(settings),
+        model=model,
+        summarizer=model if settings.model_summaries else None,
         workspace=Workspace(settings.workspace_dir),
         tools=tools,
         config=AgentConfig(

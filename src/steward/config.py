@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     """USD per million tokens by model name, for cost accounting and cost budgets."""
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
     """MCP servers whose tools the agent may use (see ``McpServerConfig.from_dict``)."""
+    model_summaries: bool = True
+    """Compaction summaries are written by the model (deterministic when False, or when the
+    model call fails)."""
     agent_max_steps: int = Field(default=40, ge=1)
     """Default step budget of one agent activation."""
     approval_ttl_hours: float = Field(default=168.0, gt=0)
