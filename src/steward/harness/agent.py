@@ -86,6 +86,7 @@ from steward.models.base import (
     Usage,
 )
 from steward.models.errors import ContextOverflow
+from steward.runtime.failpoints import failpoint
 from steward.runtime.harness import Harness
 from steward.runtime.run import TaskRun
 
@@ -274,6 +275,7 @@ class _Activation:
             kind="model",
             output={"response": response.to_json(), "context_tokens": context.tokens},
         )
+        failpoint("agent.after_model_step")
         return response
 
     async def _commit(self, *, kind: str, output: dict[str, Any]) -> None:

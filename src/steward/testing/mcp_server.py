@@ -12,7 +12,8 @@ Tools:
 * ``fail(message)`` — always answers an error result carrying ``message``;
 * ``slow(seconds)`` — sleeps, then says how long it slept (timeout tests);
 * ``env(name)`` — an environment variable and the working directory of the server process;
-* ``request_info()`` — the ``Authorization`` header (HTTP) and the ``_meta`` of the call.
+* ``request_info()`` — the ``Authorization`` header (HTTP) and the ``_meta`` of the call;
+* ``record(text)`` — appends a line to the file named by ``$STEWARD_MCP_RECORD``.
 
 :func:`serve_http` runs the HTTP flavour in a background thread of the calling process.
 """
@@ -70,6 +71,16 @@ def build_server() -> MCPServer:
     def env(name: Annotated[str, Field(description="Variable name")]) -> dict[str, str | None]:
         """An environment variable of the server process, and its working directory."""
         return {"value": os.environ.get(name), "cwd": os.getcwd()}
+
+    @server.tool()
+    def record(text: Annotated[str, Field(description="A line to append")]) -> str:
+        """Append a line to the file named by $STEWARD_MCP_RECORD (tests count the calls)."""
+        path = os.environ.get("STEWARD_MCP_RECORD")
+        if not path:
+            raise ToolError("STEWARD_MCP_RECORD is not set")
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(text + "\n")
+        return f"recorded {text!r}"
 
     @server.tool()
     def request_info(ctx: Context) -> dict[str, object]:
