@@ -106,6 +106,7 @@ def test_tools_are_listed_with_the_server_prefix(tools: dict[str, Tool]) -> None
         "test__echo",
         "test__env",
         "test__fail",
+        "test__record",
         "test__request_info",
         "test__slow",
     ]
