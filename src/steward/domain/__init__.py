@@ -1,6 +1,15 @@
 """Domain types: plain kw-only dataclasses and pure rules. No I/O, nothing of ours imported."""
 
 from steward.domain.approval import Approval, ApprovalStatus, Artifact, Notification, args_hash
+from steward.domain.authority import (
+    ApiToken,
+    AuditEntry,
+    Connection,
+    Grant,
+    Lifetime,
+    Rule,
+    RuleMode,
+)
 from steward.domain.event import Event
 from steward.domain.goal import Budget, Goal, GoalRecord, GoalStatus, check_goal_transition
 from steward.domain.journal import Activation, Effect, EffectStatus, Step
@@ -19,10 +28,13 @@ from steward.domain.trigger import Firing, FiringStatus, MissedPolicy, Trigger, 
 __all__ = [
     "TERMINAL_TASK_STATUSES",
     "Activation",
+    "ApiToken",
     "Approval",
     "ApprovalStatus",
     "Artifact",
+    "AuditEntry",
     "Budget",
+    "Connection",
     "Effect",
     "EffectStatus",
     "Event",
@@ -31,9 +43,13 @@ __all__ = [
     "Goal",
     "GoalRecord",
     "GoalStatus",
+    "Grant",
+    "Lifetime",
     "MissedPolicy",
     "Notification",
     "Person",
+    "Rule",
+    "RuleMode",
     "Step",
     "Task",
     "TaskSpec",

@@ -268,3 +268,92 @@ artifacts = Table(
     Column("created_at", Float, nullable=False),
     Index("ix_artifacts_task", "task_id"),
 )
+
+# --- authorization state (issue 4) ---------------------------------------------------------
+
+connections = Table(
+    "connections",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("scopes", Text, nullable=False),
+    Column("hosts", Text, nullable=False),
+    Column("active", Boolean, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_connections_person", "person_id"),
+)
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("scopes", Text, nullable=False),
+    Column("lifetime", String(16), nullable=False),
+    Column("constraints", Text, nullable=False),
+    Column("task_id", ID),
+    Column("session_id", ID),
+    Column("expires_at", Float),
+    Column("used_at", Float),
+    Column("issued_by", String(160), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float),
+    Index("ix_grants_person_live", "person_id", "revoked_at"),
+)
+
+rules = Table(
+    "rules",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("pattern", String(200), nullable=False),
+    Column("mode", String(32), nullable=False),
+    Column("priority", Integer, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_rules_person", "person_id"),
+)
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("scopes", Text, nullable=False),
+    Column("token_hash", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float),
+    Column("last_used_at", Float),
+    UniqueConstraint("token_hash", name="uq_api_tokens_hash"),
+)
+
+secrets = Table(
+    "secrets",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("hosts", Text, nullable=False),
+    Column("ciphertext", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("rotated_at", Float),
+    UniqueConstraint("person_id", "name", name="uq_secrets_person_name"),
+)
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("person_id", ID),
+    Column("at", Float, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("data", Text, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+    Index("ix_audit_person", "person_id", "seq"),
+)

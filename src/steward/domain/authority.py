@@ -1,0 +1,153 @@
+"""Authorization state: connected accounts and their scopes, grants with lifetimes, action rules,
+API tokens, vault secrets and the audit log. Never inferred by the model; only the person (or
+their explicit decisions) changes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Lifetime(StrEnum):
+    ONCE = "once"
+    """One action, then spent."""
+    TASK = "task"
+    """Any matching action of one task."""
+    SESSION = "session"
+    """Any matching action in one conversation/session."""
+    UNTIL = "until"
+    """Until a time."""
+    STANDING = "standing"
+    """Until revoked."""
+
+
+class RuleMode(StrEnum):
+    DO = "do"
+    """Run it (within the connection's scopes)."""
+    DO_IF_PREAPPROVED = "do_if_preapproved"
+    """Run it if a live grant covers it; otherwise ask."""
+    ASK = "ask"
+    """Ask the person first, every time."""
+    HANDOFF = "handoff"
+    """The person does it themselves."""
+    DENY = "deny"
+    """Never."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Connection:
+    """A connected account or service, and the most it allows."""
+
+    id: str
+    """Stable id, ``con_…``."""
+    person_id: str
+    """Owner."""
+    kind: str
+    """``email``, ``calendar``, ``http``, ``mcp``..."""
+    name: str
+    """Human label (``work mail``)."""
+    scopes: tuple[str, ...]
+    """What it can do at all (``email.read``, ``email.send``); reading is not sending."""
+    hosts: tuple[str, ...] = ()
+    """Hosts its credentials may be sent to."""
+    active: bool = True
+    """False once disconnected: nothing through it is allowed any more."""
+    created_at: datetime
+    """When it was connected."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Grant:
+    """Authority the person gave: scopes, constraints and a lifetime."""
+
+    id: str
+    """Stable id, ``grt_…``."""
+    person_id: str
+    """Whose authority."""
+    scopes: tuple[str, ...]
+    """What it allows (never more than a connection allows)."""
+    lifetime: Lifetime
+    """How long it lives."""
+    constraints: dict[str, Any] = field(default_factory=dict)
+    """``recipients``/``domains``/``hosts`` allowlists, ``path_prefix``, ``max_amount`` per
+    action, ``period_amount`` over ``period_seconds``, ``tool`` (only this tool)."""
+    task_id: str | None = None
+    """For ``once``/``task``: the task it is for (None: any task, once)."""
+    session_id: str | None = None
+    """For ``session``: the conversation."""
+    expires_at: datetime | None = None
+    """For ``until``."""
+    used_at: datetime | None = None
+    """For ``once``: when it was spent."""
+    issued_by: str
+    """Who issued it (the person, a token name)."""
+    reason: str = ""
+    """Why, for the audit log."""
+    created_at: datetime
+    """When it was issued."""
+    revoked_at: datetime | None = None
+    """When it was revoked; takes effect at the very next action."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Rule:
+    """Per action pattern, what to do."""
+
+    id: str
+    """Stable id, ``rul_…``."""
+    person_id: str
+    """Whose rule."""
+    pattern: str
+    """A tool name or scope, with ``*`` wildcards (``email.send``, ``mcp__github__*``)."""
+    mode: RuleMode
+    """What to do when it matches."""
+    priority: int = 0
+    """Higher wins; at equal priority the stricter mode wins."""
+    reason: str = ""
+    """Why, shown when it decides."""
+    created_at: datetime
+    """When it was made."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class ApiToken:
+    """A bearer token an API client authenticates with (only its hash is stored)."""
+
+    id: str
+    """Stable id, ``tok_…``."""
+    person_id: str
+    """Whose data it opens."""
+    name: str
+    """Label (``phone``, ``dashboard``)."""
+    scopes: tuple[str, ...]
+    """``read`` (dashboard) or ``control`` (full)."""
+    created_at: datetime
+    """When it was issued."""
+    revoked_at: datetime | None = None
+    """When it was revoked."""
+    last_used_at: datetime | None = None
+    """Last authenticated use."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class AuditEntry:
+    """One entry of the append-only, hash-chained audit log."""
+
+    seq: int
+    """Position in the chain (global, gap-free)."""
+    person_id: str | None
+    """Whose log (None: system)."""
+    at: datetime
+    """When."""
+    kind: str
+    """``decision``, ``credential_use``, ``effect``, ``approval``, ``grant``, ``revocation``..."""
+    actor: str
+    """Who did it: ``agent:<task>``, ``person``, ``token:<name>``, ``system``."""
+    data: dict[str, Any]
+    """What happened (never a secret value)."""
+    prev_hash: str
+    """Hash of the previous entry."""
+    hash: str
+    """SHA-256 over this entry's fields and :attr:`prev_hash`."""
