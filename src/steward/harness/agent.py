@@ -44,6 +44,7 @@ from steward.errors import (
     StewardRuntimeError,
     UsageError,
 )
+from steward.harness import provenance
 from steward.harness.compaction import choose_cut, compact
 from steward.harness.context import (
     Context,
@@ -228,6 +229,11 @@ class _Activation:
         if self.task.goal_id is not None:
             self.goal = await self.store.get_goal(self.task.goal_id)
             self.goal_spent = await self.store.goal_usage(self.task.goal_id)
+        event = self.task.input.get("event")
+        if isinstance(event, dict) and self.run.seq == 0:
+            # the event a trigger started this task for is someone else's text
+            text = json.dumps(event, sort_keys=True, default=str)
+            provenance.remember(self.state, text, source=f"event:{event.get('type')}", step=0)
         waiting = self.state.get("waiting")
         if waiting is not None:
             outcome = await self._resume(waiting)
@@ -390,7 +396,12 @@ class _Activation:
             return await self._observe(call, f"error: {exc}", True)
         if await self._already_attempted(found):
             return await self._execute(call, found, args)
-        decision = await self.h.sentinel.check(self._request(found, args))
+        request = self._request(found, args)
+        decision = await self.h.sentinel.check(request)
+        if decision.verdict is Verdict.ALLOW and request.untrusted_args:
+            # whatever the policy says, values from others' text do not steer an action
+            reason = "; ".join(f"{k}: {v}" for k, v in sorted(request.untrusted_args.items()))
+            return await self._ask_approval(call, found, args, f"untrusted input: {reason}")
         if decision.verdict is Verdict.ALLOW:
             return await self._execute(call, found, args)
         if decision.verdict is Verdict.DENY:
@@ -410,6 +421,15 @@ class _Activation:
         return await self.store.get_effect_by_key(key) is not None
 
     def _request(self, found: Tool, args: dict[str, Any]) -> ActionRequest:
+        untrusted: dict[str, str] = {}
+        if found.effect.journalled:
+            flagged = provenance.untrusted_arguments(
+                args, self.state.get("taint", []), self._trusted_text()
+            )
+            untrusted = {
+                path: f"{t.value!r} only in untrusted content from {t.source} (step {t.step})"
+                for path, t in flagged.items()
+            }
         return ActionRequest(
             person_id=self.task.person_id,
             task_id=self.task.id,
@@ -421,7 +441,18 @@ class _Activation:
             source=found.source,
             wake_reason=str((self.state.get("wake") or {}).get("reason", "")),
             task_input=self.task.input,
+            untrusted_args=untrusted,
         )
+
+    def _trusted_text(self) -> str:
+        """What the person (not a third party, not the model) said: the task, the goal, their
+        answers."""
+        stated = {k: v for k, v in self.task.input.items() if k != "event"}
+        parts = [json.dumps(stated, default=str), *self.state.get("trusted", [])]
+        if self.goal is not None:
+            goal = self.goal
+            parts += [goal.title, goal.instructions, *goal.constraints, *goal.sources]
+        return "\n".join(parts)
 
     async def _execute(self, call: ToolCall, found: Tool, args: dict[str, Any]) -> Outcome | None:
         ctx = ToolContext(
@@ -462,7 +493,11 @@ class _Activation:
                 return await self._observe(call, f"error: {found.name} failed: {exc}", True)
         if found.source == "control":
             return await self._direct(call, result)
-        return await self._observe(call, await self._render(found.name, result))
+        observation = await self._render(found.name, result)
+        if found.untrusted_output:
+            full = result if isinstance(result, str) else json.dumps(result, default=str)
+            provenance.remember(self.state, full, source=found.name, step=self.run.seq + 1)
+        return await self._observe(call, observation)
 
     async def _render(self, name: str, result: Any) -> str:
         """The observation the model sees; a large output becomes an artifact and an excerpt."""
@@ -731,12 +766,16 @@ class _Activation:
             if "event" in wake:
                 self._mark_event(wake["event"])
                 event = json.dumps(wake["event"], sort_keys=True, default=str)
+                source = f"event:{wake['event'].get('type')}"
+                provenance.remember(self.state, event, source=source, step=self.run.seq + 1)
                 return await self._observe(call, f"event arrived: {event}")
             if timed_out:
                 return await self._observe(call, "no matching event arrived before the timeout")
             return Wait(condition=condition)
         # the person's input: a question's answer, a chat reply, a hand-off or budget stop
         answer = wake.get("answer")
+        if answer is not None:
+            provenance.trust(self.state, str(answer))
         if answer is None:
             if timed_out and call is not None:
                 return await self._observe(call, "the person did not answer in time", True)

@@ -82,12 +82,15 @@ class McpToolPolicy:
     idempotent: bool = False
     """The server dedupes calls by the idempotency key Steward sends (see
     :data:`IDEMPOTENCY_META_KEY`), so retrying after a crash is safe."""
+    untrusted: bool = True
+    """Its results may carry other people's text (mail, pages, files); set false only for a
+    tool whose output the person controls."""
 
     @classmethod
     def from_dict(cls, data: Any, *, where: str) -> McpToolPolicy:
         """Parse a config table; ``where`` names it in error messages."""
         table = _table(data, where)
-        _no_unknown_keys(table, {"effect", "scopes", "idempotent"}, where)
+        _no_unknown_keys(table, {"effect", "scopes", "idempotent", "untrusted"}, where)
         effect = table.get("effect", EffectClass.UNKNOWN.value)
         known = [e.value for e in EffectClass]
         if effect not in known:
@@ -95,10 +98,14 @@ class McpToolPolicy:
         idempotent = table.get("idempotent", False)
         if not isinstance(idempotent, bool):
             raise ConfigError(f"{where}: idempotent must be true or false, got {idempotent!r}")
+        untrusted = table.get("untrusted", True)
+        if not isinstance(untrusted, bool):
+            raise ConfigError(f"{where}: untrusted must be true or false, got {untrusted!r}")
         return cls(
             effect=EffectClass(effect),
             scopes=tuple(_strings(table.get("scopes", []), f"{where}.scopes")),
             idempotent=idempotent,
+            untrusted=untrusted,
         )
 
 
@@ -306,6 +313,7 @@ class McpToolSource:
                 validate=_validator(spec.input_schema),
                 effect=policy.effect,
                 idempotent=policy.idempotent,
+                untrusted_output=policy.untrusted,
                 scopes=policy.scopes,
                 timeout_seconds=self.config.timeout_seconds + _SHUTDOWN_GRACE_SECONDS,
                 source=self.source,

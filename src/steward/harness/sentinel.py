@@ -50,6 +50,10 @@ class ActionRequest:
     """Why the activation started (a trigger or event never adds authority)."""
     task_input: dict[str, Any] = field(default_factory=dict)
     """The task's input (its instructions, mode), for policies that look at it."""
+    untrusted_args: dict[str, str] = field(default_factory=dict)
+    """Arguments whose values come only from untrusted content, with where they came from.
+    Whatever the sentinel answers, the harness asks the person before such an external action
+    runs."""
 
 
 @dataclass(kw_only=True, frozen=True)

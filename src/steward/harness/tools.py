@@ -103,6 +103,9 @@ class Tool:
     """A call running longer is abandoned and reported to the model as a timeout."""
     source: str = "python"
     """Where it comes from: ``python``, ``control`` or ``mcp:<server>``."""
+    untrusted_output: bool = False
+    """Its results carry text from others (mail bodies, web pages, shared files): values in
+    them cannot steer an external action without the person's approval."""
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.match(self.name):
@@ -142,6 +145,7 @@ def tool(
     reconcile: Reconcile | None = None,
     scopes: Sequence[str] = (),
     timeout_seconds: float = 60.0,
+    untrusted_output: bool = False,
 ) -> Callable[[AsyncFn], Tool]: ...
 
 
@@ -156,6 +160,7 @@ def tool(
     reconcile: Reconcile | None = None,
     scopes: Sequence[str] = (),
     timeout_seconds: float = 60.0,
+    untrusted_output: bool = False,
 ) -> Tool | Callable[[AsyncFn], Tool]:
     """Make a :class:`Tool` from an async function with type-hinted parameters.
 
@@ -207,6 +212,7 @@ def tool(
             reconcile=reconcile,
             scopes=tuple(scopes),
             timeout_seconds=timeout_seconds,
+            untrusted_output=untrusted_output,
         )
 
     return build(fn) if fn is not None else build
