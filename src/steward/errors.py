@@ -72,6 +72,18 @@ class ConfigError(UsageError):
     """Bad configuration (database URL, trigger spec, time zone, ...)."""
 
 
+class Unauthorized(UsageError):
+    """No valid credential: unknown, malformed or revoked token (never says which)."""
+
+    status_code = 401
+
+
+class Forbidden(UsageError):
+    """A valid credential without the scope the request needs."""
+
+    status_code = 403
+
+
 # --- runtime errors ------------------------------------------------------------------------
 
 

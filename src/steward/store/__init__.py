@@ -13,16 +13,18 @@ from sqlalchemy.engine import make_url
 
 from steward.errors import ConfigError
 from steward.store import migrate
+from steward.store.audit import AuditQueries
 from steward.store.backend import Backend
 from steward.store.effects import EffectQueries
 from steward.store.inbox import InboxQueries
 from steward.store.schedule import ScheduleQueries
 from steward.store.tasks import Fence, FinalStep
+from steward.store.tokens import TokenQueries
 
 __all__ = ["Fence", "FinalStep", "Store"]
 
 
-class Store(ScheduleQueries, EffectQueries, InboxQueries):
+class Store(ScheduleQueries, EffectQueries, InboxQueries, AuditQueries, TokenQueries):
     """All of Steward's durable state behind one async interface."""
 
     def __init__(self, backend: Backend) -> None:
