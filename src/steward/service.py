@@ -12,8 +12,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from steward.domain import (
+    ApiToken,
     Approval,
     ApprovalStatus,
+    AuditEntry,
     Budget,
     Effect,
     EffectStatus,
@@ -34,6 +36,7 @@ from steward.domain.ids import new_id
 from steward.errors import ConfigError, UsageError
 from steward.runtime.clock import Clock
 from steward.runtime.schedule import first_fire, validate_spec
+from steward.sentinel.audit import AuditVerdict
 from steward.store import Store
 
 
@@ -397,6 +400,32 @@ class Service:
 
     async def mark_read(self, notification_id: str) -> None:
         await self.store.mark_read(notification_id, now=self.clock.now())
+
+    # --- security: audit log and API tokens ---------------------------------------------
+
+    async def audit_log(
+        self, *, person_id: str, after_seq: int = 0, limit: int = 500
+    ) -> list[AuditEntry]:
+        """The person's own audit entries, oldest first."""
+        return await self.store.list_audit(person_id=person_id, after_seq=after_seq, limit=limit)
+
+    async def verify_audit(self) -> AuditVerdict:
+        """Check the whole hash chain; the verdict names the first entry that fails."""
+        return await self.store.verify_audit()
+
+    async def create_token(
+        self, *, person_id: str, name: str, scopes: Sequence[str]
+    ) -> tuple[ApiToken, str]:
+        """Issue an API token; the plaintext is returned once and never stored."""
+        return await self.store.create_token(
+            person_id=person_id, name=name, scopes=scopes, now=self.clock.now()
+        )
+
+    async def list_tokens(self, *, person_id: str) -> list[ApiToken]:
+        return await self.store.list_tokens(person_id)
+
+    async def revoke_token(self, token_id: str, *, person_id: str) -> ApiToken:
+        return await self.store.revoke_token(token_id, person_id=person_id, now=self.clock.now())
 
     def _nudge(self, *, scheduler: bool = False) -> None:
         if self.runtime is None:

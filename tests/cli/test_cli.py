@@ -139,3 +139,25 @@ def test_goal_budget_is_set_and_validated(db: str) -> None:
     code, out = cli(db, "goal", "budget", "gol_missing", "--max-steps", "1")
     assert code == 1
     assert "not found" in out
+
+
+def test_tokens_and_audit_from_the_cli(db: str) -> None:
+    """A token is shown once and stored hashed; creating and revoking it is audited; the chain
+    verifies."""
+    code, out = cli(db, "token", "create", "phone", "--scope", "read")
+    assert code == 0, out
+    token_id, plaintext = out.split(":", 1)[0].split()[0], out.split(": ", 1)[1].split()[0]
+    assert plaintext.startswith("stw_")
+    listed = cli_json(db, "token", "list")
+    assert [t["id"] for t in listed] == [token_id]  # type: ignore[union-attr]
+    assert plaintext not in json.dumps(listed)
+    code, out = cli(db, "token", "revoke", token_id)
+    assert code == 0, out
+    kinds = [e["kind"] for e in cli_json(db, "audit", "list")]  # type: ignore[union-attr]
+    assert kinds == ["token", "revocation"]
+    code, out = cli(db, "audit", "verify")
+    assert code == 0, out
+    assert "audit chain intact: 2 entries" in out
+    code, out = cli(db, "token", "revoke", "tok_missing")
+    assert code == 1
+    assert "not found" in out

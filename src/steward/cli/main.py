@@ -16,6 +16,7 @@ from steward.app import build_harness
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
+from steward.cli.security import audit_app, token_app
 from steward.config import Settings
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.trigger import MissedPolicy
@@ -37,6 +38,8 @@ app.add_typer(trigger_app, name="trigger")
 app.add_typer(event_app, name="event")
 app.add_typer(effect_app, name="effect")
 app.add_typer(approval_app, name="approval")
+app.add_typer(audit_app, name="audit")
+app.add_typer(token_app, name="token")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
