@@ -12,6 +12,7 @@ from steward.domain.ids import new_id
 from steward.domain.journal import check_effect_transition
 from steward.errors import InvalidTransition, NotFound
 from steward.store import rows
+from steward.store.audit import append_in
 from steward.store.backend import Backend
 from steward.store.schema import effects, tasks
 from steward.store.tasks import Fence, TaskQueries
@@ -89,6 +90,8 @@ class EffectQueries(TaskQueries):
             if error is not None:
                 values["error"] = error
             conn.execute(update(effects).where(effects.c.id == effect_id).values(values))
+            if status is not EffectStatus.PLANNED:
+                _audit_effect(conn, self.backend, current, status, f"agent:{fence.task_id}", now)
             return _get_effect(conn, effect_id)
 
         return await self.backend.write(op, durable=status is EffectStatus.SENT)
@@ -130,6 +133,7 @@ class EffectQueries(TaskQueries):
                 and (rows.load(task.wait) or {}).get("ref") == effect_id
             ):
                 _wake(conn, current.task_id, {"reason": "effect", "effect_id": effect_id}, now_f)
+            _audit_effect(conn, self.backend, current, new, "person", now)
             return _get_effect(conn, effect_id)
 
         return await self.backend.write(op)
@@ -166,3 +170,25 @@ def _get_effect(conn: Connection, effect_id: str) -> Effect:
     if row is None:
         raise NotFound("effect", effect_id)
     return rows.effect(row)
+
+
+def _audit_effect(
+    conn: Connection,
+    backend: Backend,
+    effect: Effect,
+    status: EffectStatus,
+    actor: str,
+    now: datetime,
+) -> None:
+    """Record an effect's step in the audit log (its tool and key, never its arguments: they
+    may carry what the person would not want copied around)."""
+    person_id = conn.execute(select(tasks.c.person_id).where(tasks.c.id == effect.task_id)).scalar()
+    append_in(
+        conn,
+        backend,
+        person_id=person_id,
+        kind="effect",
+        actor=actor,
+        data={"effect": effect.id, "tool": effect.tool, "key": effect.key, "status": status.value},
+        now=now,
+    )

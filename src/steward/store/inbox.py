@@ -12,6 +12,7 @@ from sqlalchemy import Connection, select, update
 from steward.domain import Approval, ApprovalStatus, Artifact, Notification, TaskStatus
 from steward.errors import InvalidTransition, NotFound
 from steward.store import rows
+from steward.store.audit import append_in
 from steward.store.backend import Backend
 from steward.store.schema import approvals, artifacts, notifications, tasks
 from steward.store.tasks import Fence, TaskQueries
@@ -49,6 +50,21 @@ class InboxQueries(TaskQueries):
             }
             conn.execute(approvals.insert().values(values))
             _insert_notification(self.backend, conn, notification)
+            append_in(
+                conn,
+                self.backend,
+                person_id=approval.person_id,
+                kind="approval",
+                actor=f"agent:{approval.task_id}",
+                data={
+                    "approval": approval.id,
+                    "tool": approval.tool,
+                    "args_hash": approval.args_hash,
+                    "reason": approval.reason,
+                    "status": "pending",
+                },
+                now=approval.created_at,
+            )
             return _get_approval(conn, approval.id)
 
         return await self.backend.write(op)
@@ -99,6 +115,15 @@ class InboxQueries(TaskQueries):
                 .values(status=status.value, decided_by=decided_by, note=note, decided_at=now_f)
             )
             _wake_waiter(conn, current.task_id, "approval", approval_id, now_f)
+            append_in(
+                conn,
+                self.backend,
+                person_id=current.person_id,
+                kind="approval",
+                actor=decided_by,
+                data={"approval": approval_id, "status": status.value, "note": note},
+                now=now,
+            )
             return _get_approval(conn, approval_id)
 
         return await self.backend.write(op)
