@@ -20,11 +20,14 @@ from steward.store.inbox import InboxQueries
 from steward.store.schedule import ScheduleQueries
 from steward.store.tasks import Fence, FinalStep
 from steward.store.tokens import TokenQueries
+from steward.store.vault import SecretQueries
 
 __all__ = ["Fence", "FinalStep", "Store"]
 
 
-class Store(ScheduleQueries, EffectQueries, InboxQueries, AuditQueries, TokenQueries):
+class Store(
+    ScheduleQueries, EffectQueries, InboxQueries, AuditQueries, TokenQueries, SecretQueries
+):
     """All of Steward's durable state behind one async interface."""
 
     def __init__(self, backend: Backend) -> None:

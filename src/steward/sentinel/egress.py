@@ -1,0 +1,614 @@
+"""The egress broker: authenticated HTTP calls in which a secret exists only on the wire.
+
+Tools hand the broker a request whose URL, header values or body contain placeholders
+``{{secret:<name>}}``. The broker
+
+1. refuses — before decrypting anything, and sending nothing — unless the URL's host is one of
+   the hosts each referenced secret is bound to (exact host match, no wildcards), and the
+   scheme is ``https`` (plain ``http`` only to ``localhost``, ``127.0.0.1`` or ``::1``);
+2. decrypts the secrets and substitutes them into the request at the network boundary
+   (URL-encoded in the URL, as is in headers and bodies); redirects are not followed, so a
+   secret never travels to a host it was not checked against;
+3. scans the response's status line, headers and text and replaces every occurrence of a
+   substituted value — also base64, URL-encoded and JSON-escaped — by its placeholder, so a
+   secret never reaches a step, a memory, the model's context or a log;
+4. records a ``credential_use`` audit entry per secret: which handle, which host, the method
+   and status — never the value.
+
+While a request is in flight, log records of the HTTP libraries (``httpx``, ``httpcore`` and
+their ``2`` successors) are redacted the same way, since they print URLs and, at debug level,
+response headers.
+
+The broker does not decide whether an action is allowed: the harness runs a tool only after
+the sentinel allowed the action, and the tool then calls the broker. The broker re-checks the
+one thing that must hold whatever the sentinel decided — a secret goes only to its hosts. What
+host binding cannot prevent: a bound host that stores what it receives (an API that can write
+public content) can be made to publish data, the secret included, if the sentinel allows such
+a write; that is the sentinel's decision to make.
+
+**OAuth 2.0.** A secret whose value is an :class:`OAuthTokens` JSON object stands for its
+access token. The broker refreshes it (Authlib, refresh-token grant) when it has expired — or
+is about to — and when the service answers 401, re-encrypts and stores the new token set, and
+retries once. :func:`oauth_authorization_url` and :func:`exchange_code` implement the
+authorization-code flow with PKCE (S256) that produces such a token set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+from urllib.parse import quote, urlsplit
+
+import httpx
+import httpx2
+from authlib.common.errors import AuthlibBaseError
+from authlib.common.security import generate_token
+from authlib.integrations.httpx_client import AsyncOAuth2Client
+from authlib.oauth2.client import OAuth2Client
+
+from steward.errors import StewardRuntimeError, UsageError
+from steward.sentinel.vault import Redactor, SecretInfo, Vault, placeholders_in, substitute
+
+AuditFn = Callable[..., Awaitable[object]]
+"""Called as ``audit(person_id=, kind=, actor=, data=, now=)``: ``store.append_audit`` fits."""
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+"""Hosts a secret may be sent to over plain ``http``."""
+
+HTTP_LOGGERS = tuple(
+    f"{lib}.{part}" if part else lib
+    for lib, parts in (("httpx", [""]), ("httpx2", [""]), ("httpcore", None), ("httpcore2", None))
+    for part in parts or ("connection", "http11", "http2", "proxy", "socks")
+)
+"""Loggers whose records are redacted while a request with secrets is in flight."""
+
+
+class EgressRefused(UsageError):
+    """The request would send a secret where it may not go; nothing was sent."""
+
+    status_code = 403
+
+
+class EgressFailed(StewardRuntimeError):
+    """The request could not be completed (network error, OAuth refresh failed). The message
+    is redacted."""
+
+
+class SecretStore(Protocol):
+    """The part of the store the broker needs (``steward.store.vault.SecretQueries``)."""
+
+    async def secret_ciphertext(self, person_id: str, name: str) -> tuple[SecretInfo, str]: ...
+
+    async def put_secret(
+        self, *, person_id: str, name: str, ciphertext: str, hosts: Iterable[str], now: datetime
+    ) -> SecretInfo: ...
+
+
+@dataclass(kw_only=True, frozen=True)
+class EgressResponse:
+    """A response as a tool may see it: every secret value replaced by its placeholder."""
+
+    status: int
+    """HTTP status code."""
+    reason: str
+    """Reason phrase."""
+    headers: dict[str, str]
+    """Response headers (repeated ones joined with ``, ``)."""
+    text: str
+    """Decoded body."""
+    url: str
+    """The URL as requested, with placeholders."""
+    secrets: tuple[str, ...]
+    """Names of the secrets the request used."""
+
+    def json(self) -> Any:
+        """The body parsed as JSON."""
+        return json.loads(self.text)
+
+
+@dataclass(kw_only=True, frozen=True)
+class OAuthTokens:
+    """An OAuth 2.0 token set, stored as one vault secret (JSON)."""
+
+    access_token: str
+    """What ``{{secret:<name>}}`` stands for in a request."""
+    token_endpoint: str
+    """Where it is refreshed (https, or http on a local host)."""
+    client_id: str
+    """The OAuth client's id."""
+    client_secret: str | None = None
+    """The client's secret (None: a public client)."""
+    refresh_token: str | None = None
+    """Grants new access tokens (None: cannot be refreshed)."""
+    expires_at: float | None = None
+    """Epoch seconds at which the access token expires (None: unknown)."""
+    token_type: str = "Bearer"
+    """As the server said."""
+    scope: str | None = None
+    """Scopes granted, space-separated, as the server said."""
+
+    def to_secret(self) -> str:
+        """The plaintext to encrypt and store."""
+        return json.dumps({k: v for k, v in self.__dict__.items() if v is not None})
+
+    @classmethod
+    def from_secret(cls, plaintext: str) -> OAuthTokens | None:
+        """The token set a secret's plaintext holds, or None if it is a plain secret."""
+        if not plaintext.startswith("{"):
+            return None
+        try:
+            data = json.loads(plaintext)
+        except ValueError:
+            return None
+        required = ("access_token", "token_endpoint", "client_id")
+        if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in required):
+            return None
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    @classmethod
+    def from_response(
+        cls,
+        token: Mapping[str, Any],
+        *,
+        token_endpoint: str,
+        client_id: str,
+        client_secret: str | None,
+        now: datetime,
+        previous: OAuthTokens | None = None,
+    ) -> OAuthTokens:
+        """The token set a token endpoint answered; ``expires_in`` is counted from ``now``."""
+        if "expires_in" in token:
+            expires_at: float | None = now.timestamp() + float(token["expires_in"])
+        elif token.get("expires_at") is not None:
+            expires_at = float(token["expires_at"])
+        else:
+            expires_at = None
+        return cls(
+            access_token=str(token["access_token"]),
+            token_endpoint=token_endpoint,
+            client_id=client_id,
+            client_secret=client_secret,
+            refresh_token=token.get("refresh_token")
+            or (previous.refresh_token if previous else None),
+            expires_at=expires_at,
+            token_type=str(token.get("token_type") or "Bearer"),
+            scope=token.get("scope") or (previous.scope if previous else None),
+        )
+
+    def expired(self, now: datetime, *, leeway_seconds: float) -> bool:
+        """Whether it expires within ``leeway_seconds`` of ``now``."""
+        return self.expires_at is not None and self.expires_at - leeway_seconds <= now.timestamp()
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every secret value in it, for redaction."""
+        found = (self.access_token, self.refresh_token, self.client_secret)
+        return tuple(v for v in found if v)
+
+
+@dataclass(kw_only=True)
+class _Secret:
+    info: SecretInfo
+    value: str
+    oauth: OAuthTokens | None
+    old: list[str]
+    """Values it had earlier in this request (before a refresh): still redacted."""
+
+    def values(self) -> list[str]:
+        """Everything to redact as this secret's placeholder."""
+        return [self.value, *self.old, *(self.oauth.secret_values() if self.oauth else ())]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class EgressBroker:
+    """Sends HTTP requests on behalf of tools, substituting secrets only for their hosts."""
+
+    def __init__(
+        self,
+        store: SecretStore,
+        vault: Vault,
+        *,
+        audit: AuditFn | None = None,
+        client_factory: Callable[..., httpx.AsyncClient] = httpx.AsyncClient,
+        now: Callable[[], datetime] = _utcnow,
+        timeout_seconds: float = 30.0,
+        oauth_leeway_seconds: float = 60.0,
+    ) -> None:
+        self._store = store
+        self._vault = vault
+        self._audit = audit
+        self._client_factory = client_factory
+        self._now = now
+        self._timeout = timeout_seconds
+        self._leeway = oauth_leeway_seconds
+        self._refresh_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        _install_log_filter()
+
+    async def request(
+        self,
+        *,
+        person_id: str,
+        method: str,
+        url: str,
+        actor: str,
+        headers: Mapping[str, str] | None = None,
+        content: str | bytes | None = None,
+        json: Any = None,
+        form: Mapping[str, str] | None = None,
+    ) -> EgressResponse:
+        """Send one request for ``person_id``'s task; at most one of ``content``, ``json`` and
+        ``form`` is the body. Raises :class:`EgressRefused` (nothing sent) when a secret would
+        go to a host it is not bound to, :class:`EgressFailed` when the request fails."""
+        if sum(body is not None for body in (content, json, form)) > 1:
+            raise UsageError("give at most one of content, json and form")
+        method = method.upper()
+        headers = dict(headers or {})
+        names = _referenced(url, headers, content, json, form)
+        host, scheme = _target(url)
+        infos: dict[str, tuple[SecretInfo, str]] = {}
+        for name in sorted(names):
+            info, ciphertext = await self._store.secret_ciphertext(person_id, name)
+            await self._check_binding(person_id, actor, method, info, host, scheme)
+            infos[name] = (info, ciphertext)
+        # decrypt only once every secret passed its binding check
+        secrets = {name: self._open(info, ct) for name, (info, ct) in infos.items()}
+        for name, secret in secrets.items():
+            if secret.oauth is not None and secret.oauth.expired(
+                self._now(), leeway_seconds=self._leeway
+            ):
+                await self._refresh(person_id, name, secret, actor)
+
+        redactor = _redactor(secrets)
+        token = _ACTIVE.set(redactor)
+        status: int | None = None
+        try:
+            response = await self._send(method, url, headers, content, json, form, secrets, host)
+            status = response.status_code
+            refreshable = [s for s in secrets.values() if s.oauth and s.oauth.refresh_token]
+            if response.status_code == 401 and refreshable:
+                for secret in refreshable:
+                    await self._refresh(person_id, secret.info.name, secret, actor)
+                redactor = _redactor(secrets)
+                _ACTIVE.set(redactor)
+                response = await self._send(
+                    method, url, headers, content, json, form, secrets, host
+                )
+                status = response.status_code
+            return EgressResponse(
+                status=response.status_code,
+                reason=redactor.redact(response.reason_phrase),
+                headers={
+                    redactor.redact(k): redactor.redact(v) for k, v in response.headers.items()
+                },
+                text=redactor.redact(response.text),
+                url=redactor.redact(url),
+                secrets=tuple(sorted(names)),
+            )
+        except httpx.HTTPError as exc:
+            detail = redactor.redact(f"{type(exc).__name__}: {exc}")
+            raise EgressFailed(f"{method} to {host} failed: {detail}") from None
+        finally:
+            _ACTIVE.reset(token)
+            for name in sorted(names):
+                await self._record(
+                    person_id,
+                    actor,
+                    "credential_use",
+                    {"secret": name, "host": host, "method": method, "status": status},
+                )
+
+    # --- steps ------------------------------------------------------------------------------
+
+    async def _check_binding(
+        self, person_id: str, actor: str, method: str, info: SecretInfo, host: str, scheme: str
+    ) -> None:
+        problem = None
+        if host not in info.hosts:
+            problem = (
+                f"secret {info.name!r} may only be sent to {', '.join(info.hosts)}, not to {host}"
+            )
+        elif scheme != "https" and host not in LOCAL_HOSTS:
+            problem = f"secret {info.name!r} is only sent over https (got {scheme}://{host})"
+        if problem is None:
+            return
+        await self._record(
+            person_id,
+            actor,
+            "credential_refused",
+            {"secret": info.name, "host": host, "method": method, "allowed_hosts": info.hosts},
+        )
+        raise EgressRefused(f"refused: {problem}; nothing was sent")
+
+    def _open(self, info: SecretInfo, ciphertext: str) -> _Secret:
+        plaintext = self._vault.decrypt(ciphertext)
+        oauth = OAuthTokens.from_secret(plaintext)
+        value = oauth.access_token if oauth is not None else plaintext
+        return _Secret(info=info, value=value, oauth=oauth, old=[])
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        content: str | bytes | None,
+        body_json: Any,
+        form: Mapping[str, str] | None,
+        secrets: Mapping[str, _Secret],
+        host: str,
+    ) -> httpx.Response:
+        values = {name: s.value for name, s in secrets.items()}
+        url_values = {name: quote(v, safe="") for name, v in values.items()}
+        final_url = substitute(url, url_values)
+        if _target(final_url)[0] != host:
+            # cannot happen with URL-encoded values; checked because it is the whole point
+            raise EgressRefused(f"refused: substituting secrets changed the host of {url!r}")
+        kwargs: dict[str, Any] = {
+            "headers": {k: substitute(v, values) for k, v in headers.items()},
+        }
+        if isinstance(content, bytes):
+            text = content.decode("utf-8", "surrogateescape")
+            kwargs["content"] = substitute(text, values).encode("utf-8", "surrogateescape")
+        elif content is not None:
+            kwargs["content"] = substitute(content, values)
+        elif body_json is not None:
+            kwargs["json"] = _walk(body_json, lambda s: substitute(s, values))
+        elif form is not None:
+            kwargs["data"] = {k: substitute(v, values) for k, v in form.items()}
+        async with self._client_factory(follow_redirects=False, timeout=self._timeout) as client:
+            return await client.request(method, final_url, **kwargs)
+
+    async def _refresh(self, person_id: str, name: str, secret: _Secret, actor: str) -> None:
+        """Refresh an OAuth secret in place (one refresh at a time per secret: another request
+        may have refreshed it while this one waited, and a refresh token may be single-use)."""
+        lock = self._refresh_locks.setdefault((person_id, name), asyncio.Lock())
+        async with lock:
+            info, ciphertext = await self._store.secret_ciphertext(person_id, name)
+            current = OAuthTokens.from_secret(self._vault.decrypt(ciphertext))
+            if current is None or current.refresh_token is None:
+                raise EgressFailed(f"OAuth secret {name!r} has no refresh token; reconnect it")
+            refreshed_meanwhile = (
+                secret.oauth is not None
+                and current.access_token != secret.oauth.access_token
+                and not current.expired(self._now(), leeway_seconds=self._leeway)
+            )
+            if not refreshed_meanwhile:
+                current = await self._refresh_at_endpoint(person_id, name, current, actor)
+                await self._store.put_secret(
+                    person_id=person_id,
+                    name=name,
+                    ciphertext=self._vault.encrypt(current.to_secret()),
+                    hosts=info.hosts,
+                    now=self._now(),
+                )
+        secret.old.append(secret.value)
+        secret.value = current.access_token
+        secret.oauth = current
+
+    async def _refresh_at_endpoint(
+        self, person_id: str, name: str, tokens: OAuthTokens, actor: str
+    ) -> OAuthTokens:
+        endpoint_host, scheme = _target(tokens.token_endpoint)
+        if scheme != "https" and endpoint_host not in LOCAL_HOSTS:
+            raise EgressRefused(f"OAuth token endpoint of {name!r} must use https")
+        redactor = Redactor((name, value) for value in tokens.secret_values())
+        data = {"secret": name, "host": endpoint_host, "ok": False}
+        try:
+            async with AsyncOAuth2Client(
+                client_id=tokens.client_id,
+                client_secret=tokens.client_secret,
+                token=json.loads(tokens.to_secret()),
+                timeout=self._timeout,
+                follow_redirects=False,
+            ) as client:
+                fresh = await client.refresh_token(
+                    tokens.token_endpoint, refresh_token=tokens.refresh_token
+                )
+            data["ok"] = True
+        except (AuthlibBaseError, httpx2.HTTPError, ValueError, KeyError) as exc:
+            detail = redactor.redact(f"{type(exc).__name__}: {exc}")
+            raise EgressFailed(f"refreshing OAuth secret {name!r} failed: {detail}") from None
+        finally:
+            await self._record(person_id, actor, "credential_refresh", data)
+        return OAuthTokens.from_response(
+            fresh,
+            token_endpoint=tokens.token_endpoint,
+            client_id=tokens.client_id,
+            client_secret=tokens.client_secret,
+            now=self._now(),
+            previous=tokens,
+        )
+
+    async def _record(self, person_id: str, actor: str, kind: str, data: dict[str, Any]) -> None:
+        if self._audit is not None:
+            await self._audit(
+                person_id=person_id, kind=kind, actor=actor, data=data, now=self._now()
+            )
+
+
+# --- OAuth authorization code flow with PKCE ----------------------------------------------------
+
+
+@dataclass(kw_only=True, frozen=True)
+class AuthorizationRequest:
+    """Where to send the person to authorize, and what to keep until they come back."""
+
+    url: str
+    """The authorization URL (with the S256 code challenge)."""
+    state: str
+    """Compare with the ``state`` the redirect brings back (CSRF protection)."""
+    code_verifier: str
+    """Keep server-side; :func:`exchange_code` needs it."""
+
+
+def oauth_authorization_url(
+    *,
+    authorization_endpoint: str,
+    client_id: str,
+    redirect_uri: str,
+    scope: str,
+    state: str | None = None,
+    **extra: str,
+) -> AuthorizationRequest:
+    """Start the authorization-code flow with PKCE (S256). ``extra`` are further parameters
+    (``access_type="offline"``, ``prompt="consent"``...)."""
+    _require_secure(authorization_endpoint, "authorization endpoint")
+    verifier = str(generate_token(64))
+    client = OAuth2Client(
+        None,
+        client_id=client_id,
+        redirect_uri=redirect_uri,
+        scope=scope,
+        code_challenge_method="S256",
+    )
+    url, state = client.create_authorization_url(
+        authorization_endpoint, state=state, code_verifier=verifier, **extra
+    )
+    return AuthorizationRequest(url=str(url), state=str(state), code_verifier=verifier)
+
+
+async def exchange_code(
+    *,
+    token_endpoint: str,
+    client_id: str,
+    client_secret: str | None,
+    redirect_uri: str,
+    code: str,
+    code_verifier: str,
+    now: datetime,
+    timeout_seconds: float = 30.0,
+) -> OAuthTokens:
+    """Exchange an authorization code (and its PKCE verifier) for a token set; encrypt
+    ``.to_secret()`` and store it with ``put_secret`` to use it through the broker."""
+    _require_secure(token_endpoint, "token endpoint")
+    try:
+        async with AsyncOAuth2Client(
+            client_id=client_id,
+            client_secret=client_secret,
+            redirect_uri=redirect_uri,
+            timeout=timeout_seconds,
+            follow_redirects=False,
+        ) as client:
+            token = await client.fetch_token(
+                token_endpoint,
+                grant_type="authorization_code",
+                code=code,
+                code_verifier=code_verifier,
+            )
+    except (AuthlibBaseError, httpx2.HTTPError, ValueError) as exc:
+        redactor = Redactor(("oauth", v) for v in (code, code_verifier, client_secret or ""))
+        detail = redactor.redact(f"{type(exc).__name__}: {exc}")
+        raise EgressFailed(f"exchanging the authorization code failed: {detail}") from None
+    return OAuthTokens.from_response(
+        token,
+        token_endpoint=token_endpoint,
+        client_id=client_id,
+        client_secret=client_secret,
+        now=now,
+    )
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _referenced(
+    url: str,
+    headers: Mapping[str, str],
+    content: str | bytes | None,
+    body_json: Any,
+    form: Mapping[str, str] | None,
+) -> set[str]:
+    texts = [url, *headers.values(), *(form or {}).values()]
+    if isinstance(content, bytes):
+        texts.append(content.decode("utf-8", "surrogateescape"))
+    elif content is not None:
+        texts.append(content)
+    texts += _strings(body_json)
+    return {name for text in texts for name in placeholders_in(text)}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string value in ``value`` (JSON-like)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _walk(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like) with ``fn`` applied to every string value."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, Mapping):
+        return {k: _walk(v, fn) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_walk(v, fn) for v in value]
+    return value
+
+
+def _target(url: str) -> tuple[str, str]:
+    """(host, scheme) of ``url``; a placeholder may not stand for (part of) the host."""
+    host_and_port = urlsplit(url).netloc.rpartition("@")[2]
+    if "{" in host_and_port or "}" in host_and_port:
+        raise EgressRefused(f"refused: {url!r} must name its host literally, not by placeholder")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise UsageError(f"not a valid URL: {url!r} ({exc})") from None
+    host = parsed.host.lower().rstrip(".")
+    if not host or parsed.scheme not in ("http", "https"):
+        raise EgressRefused(f"refused: {url!r} needs an http or https scheme and a host")
+    return host, parsed.scheme
+
+
+def _require_secure(url: str, what: str) -> None:
+    host, scheme = _target(url)
+    if scheme != "https" and host not in LOCAL_HOSTS:
+        raise UsageError(f"the OAuth {what} must use https: {url!r}")
+
+
+def _redactor(secrets: Mapping[str, _Secret]) -> Redactor:
+    """Redacts every value each secret had in this request — for a token set, all its parts —
+    as that secret's placeholder."""
+    return Redactor((name, v) for name, secret in secrets.items() for v in secret.values())
+
+
+# --- log redaction ------------------------------------------------------------------------------
+
+_ACTIVE: ContextVar[Redactor | None] = ContextVar("steward_egress_redactor", default=None)
+
+
+class _RedactingFilter(logging.Filter):
+    """Redacts the records HTTP libraries log while a request with secrets is in flight in the
+    same task (they log from the task that sends, so the context variable is visible)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redactor = _ACTIVE.get()
+        if redactor is not None:
+            message = record.getMessage()
+            clean = redactor.redact(message)
+            if clean != message:
+                record.msg, record.args = clean, None
+        return True
+
+
+_FILTER = _RedactingFilter()
+
+
+def _install_log_filter() -> None:
+    for name in HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
