@@ -14,7 +14,8 @@ latency (claim-to-start), timers (lateness of 10,000 timers), idle (CPU of an id
 10,000 waiting goals), size (store size per 1,000 finished tasks, and pruning), simulate (a
 month of 100 daily goals on a simulated clock), harness (the agent harness's overhead per
 model/tool iteration, context assembly on a 10,000-step task), langgraph (the same tool loop on
-LangGraph, and the ratio). See docs/benchmarks.md.
+LangGraph, and the ratio), sentinel (policy decision time with 1,000 grants and 200 rules).
+See docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import psycopg
 from bench_harness import LANGGRAPH_PYTHON, bench_harness, bench_langgraph
 from bench_idle import bench_idle
 from bench_latency import bench_latency
+from bench_sentinel import bench_sentinel
 from bench_simulate import bench_simulate
 from bench_size import bench_size
 from bench_steps import DBOS_PYTHON, bench_dbos, bench_steps
@@ -66,6 +68,7 @@ ORDER = (
     "simulate",
     "harness",
     "langgraph",
+    "sentinel",
 )
 BENCHES: dict[str, Bench] = {
     "steps": bench_steps,
@@ -77,6 +80,7 @@ BENCHES: dict[str, Bench] = {
     "simulate": bench_simulate,
     "harness": bench_harness,
     "langgraph": bench_langgraph,
+    "sentinel": bench_sentinel,
 }
 RESULTS = REPO / "bench" / "results"
 BENCH_TIMEOUT = 300.0

@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 from steward.errors import ConfigError
 from steward.store import migrate
 from steward.store.audit import AuditQueries
+from steward.store.authority import AuthorityQueries
 from steward.store.backend import Backend
 from steward.store.effects import EffectQueries
 from steward.store.inbox import InboxQueries
@@ -26,7 +27,13 @@ __all__ = ["Fence", "FinalStep", "Store"]
 
 
 class Store(
-    ScheduleQueries, EffectQueries, InboxQueries, AuditQueries, TokenQueries, SecretQueries
+    ScheduleQueries,
+    EffectQueries,
+    InboxQueries,
+    AuditQueries,
+    TokenQueries,
+    SecretQueries,
+    AuthorityQueries,
 ):
     """All of Steward's durable state behind one async interface."""
 

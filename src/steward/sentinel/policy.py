@@ -1,0 +1,539 @@
+"""The policy engine: a deterministic verdict for every action the model proposes.
+
+:func:`evaluate` is pure: a request, the person's :class:`~steward.store.authority.PolicySnapshot`
+and the time in, a :class:`PolicyDecision` out. :class:`PolicySentinel` is the harness's
+:class:`~steward.harness.sentinel.Sentinel`: it reads a fresh snapshot for every decision (so a
+revocation or a disconnection bites at the very next action, inside a running task too),
+evaluates, and spends a ``once`` grant atomically when that grant is what allowed the action.
+
+Precedence — the first step that decides, decides:
+
+1. **Hard limits** — nothing lifts them, not a ``do`` rule nor a standing grant: a tool whose
+   scopes (or, for tools nobody gave scopes, whose name) fall in ``account.password``,
+   ``account.2fa``, ``account.delete`` or ``credentials.share``, and a ``payment`` scope with an
+   ``amount`` argument above the ceiling (or one that is not a plain finite number) →
+   **handoff**: the person does it themselves.
+2. **Read-only modes** — a task whose input has ``mode: research`` (proactive research) may only
+   read and keep private notes: a tool that is not READ/LOCAL, needs a scope that writes
+   (``….send``, ``….write``, ``….delete``, ``….post``...) or drives a browser → **deny**,
+   whatever grants or rules exist.
+3. **Connection bound** — every scope the tool needs must be offered, exactly, by an active
+   connection of the person (``email.read`` is not ``email.send``) → else **deny**. Tools with
+   no scopes skip this step.
+4. **Rules** whose pattern (``*`` matches anything) matches the tool name or one of its scopes:
+   the highest priority wins, ties go to the stricter mode (deny > handoff > ask >
+   do_if_preapproved > do), then to the smaller rule id. ``do`` allows; ``do_if_preapproved``
+   allows if a live grant covers the action, else asks; the others are their verdicts.
+5. **Default** — READ/LOCAL tools run; EXTERNAL/UNKNOWN ones run if a live grant covers them,
+   else ask.
+
+A grant *covers* an action when it is live for it (not revoked; ``once``: unspent and for no
+task or this task; ``task``: this task; ``session``: this session; ``until``: before its
+expiry; ``standing``), gives every scope the tool needs (a tool without scopes only through a
+``tool`` constraint naming it), and its constraints hold on the arguments: ``tool`` (exact
+name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value, lower-
+cased), ``domains`` (each recipient's and URL's domain, or a subdomain of one), ``hosts`` (the
+host of ``url``/``endpoint``), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
+segments) and ``max_amount`` (``amount`` at most it). A constraint whose argument is missing or
+cannot be read fails: a constraint never passes by default. Per-period amount ceilings are not
+enforced (the store refuses grants that ask for them). When several grants cover, a
+non-``once`` grant is preferred, so a one-time grant is not spent needlessly.
+
+What triggered the activation (``wake_reason``) is never consulted: a timer or an event cannot
+add authority; the goal's person's rules and grants bound every activation alike.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Protocol
+from urllib.parse import SplitResult, unquote, urlsplit
+
+from steward.domain.authority import Grant, Lifetime, Rule, RuleMode
+from steward.harness.sentinel import ActionRequest, Decision, Verdict
+from steward.harness.tools import EffectClass
+from steward.runtime.clock import Clock
+from steward.store.authority import ActionFilter, PolicySnapshot
+
+HARD_PAYMENT_CEILING = 500.0
+"""Payments above this amount (in the payment's own currency) are always handed back."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class HardLimit:
+    """A category of action only the person may take."""
+
+    name: str
+    """Category, shown in the audit log as ``hard-limit:<name>``."""
+    scopes: tuple[str, ...]
+    """Scopes in the category (the scope itself or anything under ``<scope>.``)."""
+    tool_words: tuple[str, ...]
+    """Words in a tool's name that put it in the category even without scopes (an MCP tool
+    nobody classified), matched on the lower-cased name."""
+
+
+HARD_LIMITS: tuple[HardLimit, ...] = (
+    HardLimit(name="account.password", scopes=("account.password",), tool_words=("password",)),
+    HardLimit(
+        name="account.2fa",
+        scopes=("account.2fa", "account.mfa"),
+        tool_words=("2fa", "mfa", "two_factor", "totp"),
+    ),
+    HardLimit(
+        name="account.delete",
+        scopes=("account.delete",),
+        tool_words=("delete_account", "close_account", "deactivate_account"),
+    ),
+    HardLimit(
+        name="credentials.share",
+        scopes=("credentials.share",),
+        tool_words=("share_credential", "share_secret", "export_secret"),
+    ),
+)
+WRITE_VERBS = frozenset(
+    {"send", "write", "delete", "post", "create", "update", "modify", "publish", "share"}
+)
+"""Last parts of a scope that change something outside (refused in read-only modes)."""
+RECIPIENT_ARGS = ("to", "cc", "bcc", "recipient", "recipients")
+URL_ARGS = ("url", "endpoint")
+_STRICTNESS = {
+    RuleMode.DO: 0,
+    RuleMode.DO_IF_PREAPPROVED: 1,
+    RuleMode.ASK: 2,
+    RuleMode.HANDOFF: 3,
+    RuleMode.DENY: 4,
+}
+_LIFETIME_PREFERENCE = {
+    Lifetime.STANDING: 0,
+    Lifetime.UNTIL: 1,
+    Lifetime.SESSION: 2,
+    Lifetime.TASK: 3,
+    Lifetime.ONCE: 4,
+}
+_HOST = re.compile(r"^[a-z0-9.-]+$")
+_MODE_VERDICT = {
+    RuleMode.DENY: Verdict.DENY,
+    RuleMode.HANDOFF: Verdict.HANDOFF,
+    RuleMode.ASK: Verdict.ASK,
+}
+
+
+@dataclass(kw_only=True, frozen=True)
+class PolicyDecision:
+    """The policy's answer for one action, with what decided it."""
+
+    verdict: Verdict
+    """What to do."""
+    reason: str
+    """Why, in words for the model and the person."""
+    basis: str
+    """What decided, for the audit log: ``hard-limit:<name>``, ``mode:research``,
+    ``connection``, ``rule:<id>``, ``grant:<id>`` or ``default:<what>``."""
+    rule_id: str | None = None
+    """The rule that matched, if one did."""
+    grant_id: str | None = None
+    """The grant that allowed the action, if one did."""
+    spend: str | None = None
+    """A ``once`` grant to mark used before the action runs."""
+
+    def decision(self) -> Decision:
+        return Decision(verdict=self.verdict, reason=self.reason, rule=self.basis)
+
+
+def evaluate(
+    request: ActionRequest,
+    snapshot: PolicySnapshot,
+    *,
+    now: datetime,
+    session_id: str | None,
+    payment_ceiling: float = HARD_PAYMENT_CEILING,
+) -> PolicyDecision:
+    """Decide ``request`` on ``snapshot`` (see the module docstring for the order)."""
+    if snapshot.person_id != request.person_id:
+        return PolicyDecision(
+            verdict=Verdict.DENY,
+            reason="the policy read belongs to another person",
+            basis="snapshot-mismatch",
+        )
+    limited = _hard_limit(request, payment_ceiling)
+    if limited is not None:
+        return limited
+    if request.task_input.get("mode") == "research":
+        why = _writes(request)
+        if why is not None:
+            return PolicyDecision(
+                verdict=Verdict.DENY,
+                reason=f"{request.tool} {why}; proactive research is read-only",
+                basis="mode:research",
+            )
+    offered = {
+        scope
+        for c in snapshot.connections
+        if c.active and c.person_id == request.person_id
+        for scope in c.scopes
+    }
+    missing = [scope for scope in request.scopes if scope not in offered]
+    if missing:
+        return PolicyDecision(
+            verdict=Verdict.DENY,
+            reason=f"no connection allows {', '.join(missing)}",
+            basis="connection",
+        )
+    rule = winning_rule(request, snapshot.rules)
+    if rule is not None:
+        return _by_rule(rule, request, snapshot, now=now, session_id=session_id)
+    if request.effect in (EffectClass.READ, EffectClass.LOCAL):
+        return PolicyDecision(
+            verdict=Verdict.ALLOW, reason=f"{request.effect} tool", basis="default:local"
+        )
+    grant = covering_grant(request, snapshot.grants, now=now, session_id=session_id)
+    if grant is not None:
+        return _allowed_by(grant, f"{request.tool} is covered by grant {grant.id}")
+    return PolicyDecision(
+        verdict=Verdict.ASK,
+        reason=f"{request.tool} acts on the world and no grant covers it",
+        basis="default:external-asks",
+    )
+
+
+def _by_rule(
+    rule: Rule,
+    request: ActionRequest,
+    snapshot: PolicySnapshot,
+    *,
+    now: datetime,
+    session_id: str | None,
+) -> PolicyDecision:
+    said = f"rule {rule.pattern!r} ({rule.mode.value})" + (
+        f": {rule.reason}" if rule.reason else ""
+    )
+    basis = f"rule:{rule.id}"
+    if rule.mode is RuleMode.DO:
+        return PolicyDecision(verdict=Verdict.ALLOW, reason=said, basis=basis, rule_id=rule.id)
+    if rule.mode is RuleMode.DO_IF_PREAPPROVED:
+        grant = covering_grant(request, snapshot.grants, now=now, session_id=session_id)
+        if grant is not None:
+            decided = _allowed_by(grant, f"{said}; pre-approved by grant {grant.id}")
+            return PolicyDecision(
+                verdict=decided.verdict,
+                reason=decided.reason,
+                basis=decided.basis,
+                rule_id=rule.id,
+                grant_id=decided.grant_id,
+                spend=decided.spend,
+            )
+        return PolicyDecision(
+            verdict=Verdict.ASK, reason=f"{said}; no grant covers it", basis=basis, rule_id=rule.id
+        )
+    return PolicyDecision(
+        verdict=_MODE_VERDICT[rule.mode], reason=said, basis=basis, rule_id=rule.id
+    )
+
+
+def _allowed_by(grant: Grant, reason: str) -> PolicyDecision:
+    return PolicyDecision(
+        verdict=Verdict.ALLOW,
+        reason=reason,
+        basis=f"grant:{grant.id}",
+        grant_id=grant.id,
+        spend=grant.id if grant.lifetime is Lifetime.ONCE else None,
+    )
+
+
+# --- the steps ------------------------------------------------------------------------------
+
+
+def _in_category(scope: str, roots: Sequence[str]) -> bool:
+    return any(scope == root or scope.startswith(root + ".") for root in roots)
+
+
+def _hard_limit(request: ActionRequest, ceiling: float) -> PolicyDecision | None:
+    name = request.tool.lower()
+    for limit in HARD_LIMITS:
+        by_scope = any(_in_category(s, limit.scopes) for s in request.scopes)
+        if by_scope or any(word in name for word in limit.tool_words):
+            return PolicyDecision(
+                verdict=Verdict.HANDOFF,
+                reason=f"{request.tool} is a {limit.name} action: only the person may do that",
+                basis=f"hard-limit:{limit.name}",
+            )
+    pays = any(_in_category(s, ("payment",)) for s in request.scopes)
+    if pays and "amount" in request.args:
+        amount = number(request.args["amount"])
+        if amount is None or amount > ceiling:
+            shown = request.args["amount"] if amount is None else f"{amount:g}"
+            return PolicyDecision(
+                verdict=Verdict.HANDOFF,
+                reason=f"a payment of {shown} is above the ceiling of {ceiling:g} (or not a "
+                "plain amount): only the person may make it",
+                basis="hard-limit:payment-ceiling",
+            )
+    return None
+
+
+def _writes(request: ActionRequest) -> str | None:
+    """How the action would change the world, or None if it only reads."""
+    if request.effect not in (EffectClass.READ, EffectClass.LOCAL):
+        return f"is a {request.effect} action"
+    for scope in request.scopes:
+        if _in_category(scope, ("browser",)):
+            return "drives a browser"
+        if scope.rsplit(".", 1)[-1] in WRITE_VERBS:
+            return f"needs {scope}"
+    if "browser" in request.tool.lower():
+        return "drives a browser"
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
+
+
+def rule_matches(rule: Rule, request: ActionRequest) -> bool:
+    """The rule's pattern matches the tool name or one of its scopes, whole."""
+    compiled = _pattern(rule.pattern)
+    return any(compiled.fullmatch(name) for name in (request.tool, *request.scopes))
+
+
+def winning_rule(request: ActionRequest, rules: Sequence[Rule]) -> Rule | None:
+    """Highest priority, then the stricter mode, then the smaller id."""
+    matched = [r for r in rules if r.person_id == request.person_id and rule_matches(r, request)]
+    if not matched:
+        return None
+    return min(matched, key=lambda r: (-r.priority, -_STRICTNESS[r.mode], r.id))
+
+
+# --- grants ---------------------------------------------------------------------------------
+
+
+def covering_grant(
+    request: ActionRequest, grants: Sequence[Grant], *, now: datetime, session_id: str | None
+) -> Grant | None:
+    """The grant that allows ``request``, preferring ones that are not spent by using them."""
+    found = [g for g in grants if covers(g, request, now=now, session_id=session_id)]
+    if not found:
+        return None
+    return min(found, key=lambda g: (_LIFETIME_PREFERENCE[g.lifetime], g.id))
+
+
+def live_for(
+    grant: Grant, request: ActionRequest, *, now: datetime, session_id: str | None
+) -> bool:
+    """The grant's lifetime includes this action."""
+    if grant.revoked_at is not None or grant.person_id != request.person_id:
+        return False
+    match grant.lifetime:
+        case Lifetime.ONCE:
+            return grant.used_at is None and grant.task_id in (None, request.task_id)
+        case Lifetime.TASK:
+            return grant.task_id == request.task_id
+        case Lifetime.SESSION:
+            return session_id is not None and grant.session_id == session_id
+        case Lifetime.UNTIL:
+            return grant.expires_at is not None and now < grant.expires_at
+        case Lifetime.STANDING:
+            return True
+
+
+def covers(grant: Grant, request: ActionRequest, *, now: datetime, session_id: str | None) -> bool:
+    """The grant is live for the action, gives its scopes and its constraints hold."""
+    if not live_for(grant, request, now=now, session_id=session_id):
+        return False
+    constraints = grant.constraints
+    if request.scopes:
+        if not set(request.scopes) <= set(grant.scopes):
+            return False
+    elif constraints.get("tool") != request.tool:
+        return False
+    return constraints_hold(constraints, request.tool, request.args)
+
+
+def constraints_hold(constraints: dict[str, Any], tool: str, args: dict[str, Any]) -> bool:
+    """Every constraint holds on the arguments; one that cannot be checked does not hold."""
+    for key, allowed in constraints.items():
+        if key == "tool":
+            ok = allowed == tool
+        elif key == "recipients":
+            found = recipients_of(args)
+            ok = bool(found) and all(r in allowed for r in found or ())
+        elif key == "hosts":
+            hosts = [u.hostname for u in urls_of(args) or ()]
+            ok = bool(hosts) and all(h in allowed for h in hosts)
+        elif key == "domains":
+            ok = _domains_hold(allowed, args)
+        elif key == "path_prefix":
+            urls = urls_of(args)
+            ok = bool(urls) and all(_under(u.path, allowed) for u in urls or ())
+        elif key == "max_amount":
+            amount = number(args.get("amount"))
+            ok = amount is not None and amount <= allowed
+        else:
+            ok = False  # a constraint this evaluator does not know is never satisfied
+        if not ok:
+            return False
+    return True
+
+
+def _domains_hold(allowed: Sequence[str], args: dict[str, Any]) -> bool:
+    domains = domains_of(args)
+    return bool(domains) and all(
+        any(d == a or d.endswith("." + a) for a in allowed) for d in domains or ()
+    )
+
+
+def domains_of(args: dict[str, Any]) -> list[str] | None:
+    """Domains of the action's recipients and URLs; None if one cannot be read."""
+    recipients, urls = recipients_of(args), urls_of(args)
+    if recipients is None or urls is None or any("@" not in r for r in recipients):
+        return None
+    domains = [r.rpartition("@")[2] for r in recipients] + [u.hostname or "" for u in urls]
+    return domains if all(_HOST.match(d) for d in domains) else None
+
+
+def _under(path: str, prefix: str) -> bool:
+    """``path`` is ``prefix`` or below it, judged after one round of percent-decoding, and
+    has no ``.``/``..`` segment or leftover escape that a server might resolve differently."""
+    decoded = unquote(path)
+    if "%" in decoded or "\\" in decoded:
+        return False
+    if any(part in (".", "..") for part in decoded.split("/")):
+        return False
+    base = prefix.rstrip("/")
+    return decoded == base or decoded.startswith(base + "/")
+
+
+def _values(args: dict[str, Any], keys: Sequence[str]) -> list[str] | None:
+    """Every string under ``keys`` (a string or a list of them); None if any is something
+    else."""
+    out: list[str] = []
+    for key in keys:
+        if key not in args or args[key] is None:
+            continue
+        value = args[key]
+        items = value if isinstance(value, list | tuple) else [value]
+        if not all(isinstance(item, str) for item in items):
+            return None
+        out.extend(items)
+    return out
+
+
+def recipients_of(args: dict[str, Any]) -> list[str] | None:
+    """The action's recipients, stripped and lower-cased; None if one is not a string."""
+    found = _values(args, RECIPIENT_ARGS)
+    return None if found is None else [r.strip().lower() for r in found]
+
+
+def urls_of(args: dict[str, Any]) -> list[SplitResult] | None:
+    """The action's URLs, parsed; None if one is not a string or has no plain host name."""
+    found = _values(args, URL_ARGS)
+    if found is None:
+        return None
+    parsed = []
+    for text in found:
+        try:
+            url = urlsplit(text.strip())
+        except ValueError:
+            return None
+        host = url.hostname
+        if not host or not _HOST.match(host) or "\\" in url.netloc:
+            return None
+        parsed.append(url)
+    return parsed
+
+
+def number(value: Any) -> float | None:
+    """A finite amount, or None (booleans, text that is not a plain number, NaN, infinity)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float | Decimal):
+        amount = float(value)
+    elif isinstance(value, str):
+        try:
+            amount = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return amount if math.isfinite(amount) else None
+
+
+# --- the sentinel ---------------------------------------------------------------------------
+
+
+def session_of(request: ActionRequest) -> str | None:
+    """The conversation an action runs in: the task input's ``session_id``, else a chat task
+    is its own session (one chat conversation is one task)."""
+    given = request.task_input.get("session_id")
+    if isinstance(given, str) and given:
+        return given
+    return request.task_id if request.task_input.get("mode") == "chat" else None
+
+
+def action_filter(request: ActionRequest, session_id: str | None) -> ActionFilter:
+    """What the store may narrow a snapshot to for this request (never dropping a grant or
+    rule that could decide it)."""
+    urls = urls_of(request.args) or []
+    return ActionFilter(
+        tool=request.tool,
+        scopes=tuple(request.scopes),
+        task_id=request.task_id,
+        session_id=session_id,
+        recipients=tuple(recipients_of(request.args) or ()),
+        hosts=tuple(u.hostname for u in urls if u.hostname),
+        domains=tuple(domains_of(request.args) or ()),
+    )
+
+
+class PolicyStore(Protocol):
+    """What the sentinel needs of the store."""
+
+    async def policy_snapshot(
+        self, person_id: str, *, now: datetime, action: ActionFilter | None = None
+    ) -> PolicySnapshot: ...
+
+    async def spend_grant(self, grant_id: str, *, now: datetime) -> bool: ...
+
+
+class PolicySentinel:
+    """The harness's sentinel, deciding by the person's rules, grants and connections."""
+
+    def __init__(
+        self, store: PolicyStore, clock: Clock, *, payment_ceiling: float = HARD_PAYMENT_CEILING
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.payment_ceiling = payment_ceiling
+
+    async def decide(self, request: ActionRequest) -> PolicyDecision:
+        """The full decision (with the rule and grant ids), after spending a ``once`` grant
+        that allowed it; if another action spent it first, the answer is ask."""
+        now = self.clock.now()
+        session_id = session_of(request)
+        snapshot = await self.store.policy_snapshot(
+            request.person_id, now=now, action=action_filter(request, session_id)
+        )
+        decided = evaluate(
+            request,
+            snapshot,
+            now=now,
+            session_id=session_id,
+            payment_ceiling=self.payment_ceiling,
+        )
+        if decided.spend is not None and not await self.store.spend_grant(decided.spend, now=now):
+            return PolicyDecision(
+                verdict=Verdict.ASK,
+                reason=f"one-time grant {decided.spend} was just used by another action",
+                basis=f"grant:{decided.spend}",
+                rule_id=decided.rule_id,
+            )
+        return decided
+
+    async def check(self, request: ActionRequest) -> Decision:
+        return (await self.decide(request)).decision()
