@@ -14,6 +14,9 @@ from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, T
 from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
+from steward.runtime.clock import Clock
+from steward.sentinel.policy import PolicySentinel
+from steward.store import Store
 
 NO_MODEL = (
     "no model is configured: set STEWARD_MODEL (and STEWARD_MODEL_BASE_URL for a local server "
@@ -61,9 +64,15 @@ def model_from(settings: Settings) -> Model:
 
 
 async def build_harness(
-    settings: Settings, *, model: Model | None = None, on_delta: OnDelta | None = None
+    settings: Settings,
+    store: Store,
+    clock: Clock,
+    *,
+    model: Model | None = None,
+    on_delta: OnDelta | None = None,
 ) -> AgentHarness:
-    """The agent harness for ``agent`` tasks, with the built-in step functions for the rest."""
+    """The agent harness for ``agent`` tasks, with the built-in step functions for the rest;
+    every proposed action passes the person's policy (:class:`PolicySentinel`)."""
     tools: list[Tool] = []
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
@@ -77,6 +86,7 @@ async def build_harness(
         summarizer=model if settings.model_summaries else None,
         workspace=Workspace(settings.workspace_dir),
         tools=tools,
+        sentinel=PolicySentinel(store, clock),
         config=AgentConfig(
             budget=ActivationBudget(max_steps=settings.agent_max_steps),
             approval_ttl=timedelta(hours=settings.approval_ttl_hours),

@@ -17,7 +17,8 @@ import pytest
 
 from steward.app import build_harness
 from steward.config import Settings
-from steward.domain import ApprovalStatus, TaskStatus
+from steward.domain import ApprovalStatus, Connection, TaskStatus
+from steward.domain.ids import new_id
 from steward.models.scripted import ScriptedModel, call_tool
 from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
@@ -64,8 +65,19 @@ async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_p
                 model_api_key=server.api_key,
                 mcp_servers=[MCP_SERVER],
             )
-            harness = await build_harness(settings)
+            harness = await build_harness(settings, store, clock)
             person = await svc.ensure_person()
+            # the MCP server is a connection that may send (reading is not sending)
+            await store.add_connection(
+                Connection(
+                    id=new_id("con"),
+                    person_id=person.id,
+                    kind="mcp",
+                    name="test",
+                    scopes=("demo.send",),
+                    created_at=clock.now(),
+                )
+            )
             task = await svc.ask_agent(person_id=person.id, instructions="Send Ada a hello")
             worker = Worker(store, harness, clock, poll_seconds=None, name="first")
             await worker.run_until_idle()
@@ -120,6 +132,15 @@ async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_p
             assert first.worker == "first"
             assert second.worker != "first"
             assert second.reason == "approval"
+            # every decision is in the audit log with what decided it, and the chain holds
+            decisions = [
+                (e.data["tool"], e.data["verdict"])
+                for e in await store.list_audit(person_id=person.id)
+                if e.kind == "decision"
+            ]
+            assert decisions[0] == ("test__echo", "ask")
+            assert ("finish", "allow") in decisions
+            assert (await store.verify_audit()).ok
     finally:
         if worker_proc is not None:
             worker_proc.terminate()

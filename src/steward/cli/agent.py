@@ -43,7 +43,7 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
     try:
         # no token streaming here: this runtime may run other tasks (and persons) too, and
         # steps are shown from the journal whichever process runs them
-        harness = await build_harness(settings)
+        harness = await build_harness(settings, store, clock)
         runtime = Runtime(store, harness, clock, RuntimeConfig(poll_seconds=0.5))
         svc = Service(store, clock, runtime)
         running = asyncio.create_task(runtime.run())

@@ -53,7 +53,7 @@ async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
     store = await Store.open(url)
     clock = Clock()
     try:
-        harness = await build_harness(settings)
+        harness = await build_harness(settings, store, clock)
     except BaseException:
         await store.close()
         raise

@@ -500,6 +500,10 @@ class PolicyStore(Protocol):
 
     async def spend_grant(self, grant_id: str, *, now: datetime) -> bool: ...
 
+    async def append_audit(
+        self, *, person_id: str | None, kind: str, actor: str, data: dict[str, Any], now: datetime
+    ) -> Any: ...
+
 
 class PolicySentinel:
     """The harness's sentinel, deciding by the person's rules, grants and connections."""
@@ -536,4 +540,20 @@ class PolicySentinel:
         return decided
 
     async def check(self, request: ActionRequest) -> Decision:
-        return (await self.decide(request)).decision()
+        """Decide, and record the decision (and what decided it) in the audit log."""
+        decided = await self.decide(request)
+        await self.store.append_audit(
+            person_id=request.person_id,
+            kind="decision",
+            actor=f"agent:{request.task_id}",
+            data={
+                "tool": request.tool,
+                "verdict": decided.verdict.value,
+                "basis": decided.basis,
+                "reason": decided.reason,
+                "wake": request.wake_reason,
+                "untrusted_args": request.untrusted_args,
+            },
+            now=self.clock.now(),
+        )
+        return decided.decision()
