@@ -256,7 +256,7 @@ async def test_every_query_is_scoped_to_one_person(w: World) -> None:
     with pytest.raises(NotFound):
         await w.store.get_grant(g.id, person_id=w.other.id)
     with pytest.raises(NotFound):
-        await w.store.delete_rule(r.id, person_id=w.other.id)
+        await w.store.delete_rule(r.id, person_id=w.other.id, now=w.clock.now())
     with pytest.raises(NotFound):
         await w.store.disconnect(w.mail.id, person_id=w.other.id, now=now)
     assert await w.store.list_grants(w.other.id) == []
@@ -281,7 +281,7 @@ async def test_rules_decide_through_the_store(w: World) -> None:
     assert await w.check(args={"to": "eve@evil.io"}) == (Verdict.ASK, f"rule:{ask.id}")
     deny = await w.store.add_rule(_rule(w, "send_*", RuleMode.DENY))
     assert await w.check() == (Verdict.DENY, f"rule:{deny.id}")
-    await w.store.delete_rule(deny.id, person_id=w.me.id)
+    await w.store.delete_rule(deny.id, person_id=w.me.id, now=w.clock.now())
     assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")
     with pytest.raises(UsageError, match="bad pattern"):
         await w.store.add_rule(_rule(w, "send_%", RuleMode.DO))
@@ -367,3 +367,36 @@ def _rule(w: World, pattern: str, mode: RuleMode, priority: int = 0) -> Rule:
         priority=priority,
         created_at=w.clock.now(),
     )
+
+
+async def test_every_change_of_authority_is_audited(w: World) -> None:
+    """Connecting, granting, revoking, rules and disconnecting each leave an audit entry
+    committed with the change; a second revocation changes nothing and logs nothing."""
+    grant = await w.store.add_grant(w.grant("email.send", constraints={"recipients": ["a@x.io"]}))
+    await w.store.revoke_grant(grant.id, person_id=w.me.id, now=w.clock.now())
+    await w.store.revoke_grant(grant.id, person_id=w.me.id, now=w.clock.now())
+    rule = await w.store.add_rule(
+        Rule(
+            id=new_id("rul"),
+            person_id=w.me.id,
+            pattern="email.send",
+            mode=RuleMode.ASK,
+            created_at=w.clock.now(),
+        )
+    )
+    await w.store.delete_rule(rule.id, person_id=w.me.id, now=w.clock.now())
+    await w.store.disconnect(w.mail.id, person_id=w.me.id, now=w.clock.now())
+    entries = await w.store.list_audit(person_id=w.me.id)
+    assert [e.kind for e in entries] == [
+        "connection",
+        "grant",
+        "revocation",
+        "rule",
+        "rule",
+        "revocation",
+    ]
+    assert entries[1].data["grant"] == grant.id
+    assert entries[1].data["constraints"] == {"recipients": ["a@x.io"]}
+    assert entries[2].data == {"grant": grant.id}
+    assert entries[5].data["connection"] == w.mail.id
+    assert (await w.store.verify_audit()).ok

@@ -55,6 +55,7 @@ from sqlalchemy import Connection as SqlConnection
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.errors import NotFound, UsageError
 from steward.store import rows
+from steward.store.audit import append_in
 from steward.store.schema import connections, grants, persons, rules, tasks
 from steward.store.tasks import TaskQueries
 
@@ -142,7 +143,20 @@ class AuthorityQueries(TaskQueries):
         def op(conn: SqlConnection) -> Connection:
             _require_person(conn, connection.person_id)
             conn.execute(connections.insert().values(values))
-            return _get_connection(conn, connection.id, connection.person_id)
+            added = _get_connection(conn, connection.id, connection.person_id)
+            _audit(
+                self,
+                conn,
+                added.person_id,
+                "connection",
+                "person",
+                now=connection.created_at,
+                connection=added.id,
+                name=added.name,
+                scopes=list(added.scopes),
+                active=True,
+            )
+            return added
 
         return await self.backend.write(op)
 
@@ -179,6 +193,16 @@ class AuthorityQueries(TaskQueries):
                 conn.execute(
                     update(grants).where(grants.c.id.in_(revoked)).values(revoked_at=now_f)
                 )
+            _audit(
+                self,
+                conn,
+                person_id,
+                "revocation",
+                "person",
+                now=now,
+                connection=connection_id,
+                grants=revoked,
+            )
             return Disconnected(
                 connection=_get_connection(conn, connection_id, person_id),
                 revoked=tuple(_get_grant(conn, grant_id, person_id) for grant_id in revoked),
@@ -230,7 +254,22 @@ class AuthorityQueries(TaskQueries):
                 if owner != grant.person_id:
                     raise NotFound("task", grant.task_id)
             conn.execute(grants.insert().values(values))
-            return _get_grant(conn, grant.id, grant.person_id)
+            added = _get_grant(conn, grant.id, grant.person_id)
+            _audit(
+                self,
+                conn,
+                added.person_id,
+                "grant",
+                added.issued_by,
+                now=added.created_at,
+                grant=added.id,
+                scopes=list(added.scopes),
+                lifetime=added.lifetime.value,
+                constraints=added.constraints,
+                task=added.task_id,
+                reason=added.reason,
+            )
+            return added
 
         return await self.backend.write(op)
 
@@ -246,16 +285,21 @@ class AuthorityQueries(TaskQueries):
         query = query.order_by(grants.c.created_at, grants.c.id)
         return await self.backend.read(lambda conn: [_grant(r) for r in conn.execute(query)])
 
-    async def revoke_grant(self, grant_id: str, *, person_id: str, now: datetime) -> Grant:
+    async def revoke_grant(
+        self, grant_id: str, *, person_id: str, now: datetime, actor: str = "person"
+    ) -> Grant:
         """Revoke a grant (idempotent: a revoked grant keeps its first revocation time)."""
 
         def op(conn: SqlConnection) -> Grant:
             _get_grant(conn, grant_id, person_id)
-            conn.execute(
+            changed = conn.execute(
                 update(grants)
                 .where(grants.c.id == grant_id, grants.c.revoked_at.is_(None))
                 .values(revoked_at=rows.ts(now))
-            )
+                .returning(grants.c.id)
+            ).first()
+            if changed is not None:
+                _audit(self, conn, person_id, "revocation", actor, now=now, grant=grant_id)
             return _get_grant(conn, grant_id, person_id)
 
         return await self.backend.write(op)
@@ -296,7 +340,20 @@ class AuthorityQueries(TaskQueries):
         def op(conn: SqlConnection) -> Rule:
             _require_person(conn, rule.person_id)
             conn.execute(rules.insert().values(values))
-            return _get_rule(conn, rule.id, rule.person_id)
+            added = _get_rule(conn, rule.id, rule.person_id)
+            _audit(
+                self,
+                conn,
+                added.person_id,
+                "rule",
+                "person",
+                now=added.created_at,
+                rule=added.id,
+                pattern=added.pattern,
+                mode=added.mode.value,
+                priority=added.priority,
+            )
+            return added
 
         return await self.backend.write(op)
 
@@ -309,10 +366,21 @@ class AuthorityQueries(TaskQueries):
         )
         return await self.backend.read(lambda conn: [_rule(r) for r in conn.execute(query)])
 
-    async def delete_rule(self, rule_id: str, *, person_id: str) -> None:
+    async def delete_rule(self, rule_id: str, *, person_id: str, now: datetime) -> None:
         def op(conn: SqlConnection) -> None:
-            _get_rule(conn, rule_id, person_id)
+            rule = _get_rule(conn, rule_id, person_id)
             conn.execute(rules.delete().where(rules.c.id == rule_id))
+            _audit(
+                self,
+                conn,
+                person_id,
+                "rule",
+                "person",
+                now=now,
+                rule=rule_id,
+                pattern=rule.pattern,
+                deleted=True,
+            )
 
         await self.backend.write(op)
 
@@ -729,3 +797,19 @@ def _rule(row: Row[Any] | Mapping[str, Any]) -> Rule:
 
 _DECODE = [_decoder(source) for source in _SOURCES]
 """By source tag: decode a snapshot row and add it to its list."""
+
+
+def _audit(
+    queries: AuthorityQueries,
+    conn: SqlConnection,
+    person_id: str,
+    kind: str,
+    actor: str,
+    *,
+    now: datetime,
+    **data: Any,
+) -> None:
+    """Every change of authority is in the audit log, committed with the change."""
+    append_in(
+        conn, queries.backend, person_id=person_id, kind=kind, actor=actor, data=data, now=now
+    )
