@@ -17,14 +17,19 @@ from steward.domain import (
     ApprovalStatus,
     AuditEntry,
     Budget,
+    Connection,
     Effect,
     EffectStatus,
     Event,
     Goal,
     GoalStatus,
+    Grant,
+    Lifetime,
     MissedPolicy,
     Notification,
     Person,
+    Rule,
+    RuleMode,
     Step,
     Task,
     TaskSpec,
@@ -33,11 +38,16 @@ from steward.domain import (
     TriggerKind,
 )
 from steward.domain.ids import new_id
-from steward.errors import ConfigError, UsageError
+from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.clock import Clock
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.audit import AuditVerdict
+from steward.sentinel.policy import recipients_of, urls_of
 from steward.store import Store
+from steward.store.authority import Disconnected
+
+APPROVAL_SCOPES = ("once", "task", "hours", "always")
+"""What approving an action may also allow: see :meth:`Service.decide_approval`."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -385,13 +395,67 @@ class Service:
         approve: bool,
         decided_by: str = "person",
         note: str | None = None,
+        scope: str = "once",
+        hours: float | None = None,
     ) -> Approval:
-        """Approve or deny exactly the action that was asked about; the task resumes."""
-        approval = await self.store.decide_approval(
-            approval_id, approve=approve, decided_by=decided_by, now=self.clock.now(), note=note
-        )
+        """Approve or deny exactly the action that was asked about; the task resumes.
+
+        Approving can also give lasting authority for the same tool (a grant, audited):
+        ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for
+        ``hours``), ``always`` (standing, bound to this action's recipients/hosts)."""
+        if scope not in APPROVAL_SCOPES:
+            raise UsageError(f"unknown approval scope {scope!r}; use one of {APPROVAL_SCOPES}")
+        grant = None
+        if approve and scope != "once":
+            approval = await self.store.get_approval(approval_id)
+            # created first: it is checked against the connections before anything is decided
+            grant = await self.store.add_grant(
+                self._grant_for(approval, scope, hours=hours, issued_by=decided_by)
+            )
+        try:
+            decided = await self.store.decide_approval(
+                approval_id, approve=approve, decided_by=decided_by, now=self.clock.now(), note=note
+            )
+        except StewardError:
+            if grant is not None:
+                await self.store.revoke_grant(
+                    grant.id, person_id=grant.person_id, now=self.clock.now()
+                )
+            raise
         self._nudge()
-        return approval
+        return decided
+
+    def _grant_for(
+        self, approval: Approval, scope: str, *, hours: float | None, issued_by: str
+    ) -> Grant:
+        now = self.clock.now()
+        constraints: dict[str, Any] = {"tool": approval.tool}
+        lifetime = {"task": Lifetime.TASK, "hours": Lifetime.UNTIL, "always": Lifetime.STANDING}
+        expires_at = None
+        if scope == "hours":
+            if hours is None or hours <= 0:
+                raise UsageError("approving for some hours needs hours > 0")
+            expires_at = now + timedelta(hours=hours)
+        if scope == "always":
+            # "always for this recipient/host": bound to what this action touches
+            recipients = recipients_of(approval.args)
+            if recipients:
+                constraints["recipients"] = recipients
+            urls = urls_of(approval.args)
+            if urls:
+                constraints["hosts"] = sorted({u.hostname or "" for u in urls} - {""})
+        return Grant(
+            id=new_id("grt"),
+            person_id=approval.person_id,
+            scopes=approval.scopes,
+            lifetime=lifetime[scope],
+            constraints=constraints,
+            task_id=approval.task_id if scope == "task" else None,
+            expires_at=expires_at,
+            issued_by=issued_by,
+            reason=f"approved {approval.id} ({scope})",
+            created_at=now,
+        )
 
     async def list_notifications(
         self, *, person_id: str, unread: bool = False, limit: int = 200
@@ -426,6 +490,71 @@ class Service:
 
     async def revoke_token(self, token_id: str, *, person_id: str) -> ApiToken:
         return await self.store.revoke_token(token_id, person_id=person_id, now=self.clock.now())
+
+    # --- security: connections, grants, rules ------------------------------------------
+
+    async def add_connection(
+        self,
+        *,
+        person_id: str,
+        kind: str,
+        name: str,
+        scopes: Sequence[str],
+        hosts: Sequence[str] = (),
+    ) -> Connection:
+        if not scopes:
+            raise UsageError("a connection exposes at least one scope (e.g. email.read)")
+        return await self.store.add_connection(
+            Connection(
+                id=new_id("con"),
+                person_id=person_id,
+                kind=kind,
+                name=name,
+                scopes=tuple(scopes),
+                hosts=tuple(hosts),
+                created_at=self.clock.now(),
+            )
+        )
+
+    async def list_connections(self, *, person_id: str) -> list[Connection]:
+        return await self.store.list_connections(person_id)
+
+    async def disconnect(self, connection_id: str, *, person_id: str) -> Disconnected:
+        """Deactivate a connection; grants it no longer covers are revoked at once."""
+        return await self.store.disconnect(connection_id, person_id=person_id, now=self.clock.now())
+
+    async def list_grants(self, *, person_id: str, live: bool = True) -> list[Grant]:
+        return await self.store.list_grants(person_id, live_at=self.clock.now() if live else None)
+
+    async def revoke_grant(self, grant_id: str, *, person_id: str) -> Grant:
+        """Takes effect at the very next action, inside running tasks too."""
+        return await self.store.revoke_grant(grant_id, person_id=person_id, now=self.clock.now())
+
+    async def add_rule(
+        self, *, person_id: str, pattern: str, mode: str, priority: int = 0, reason: str = ""
+    ) -> Rule:
+        try:
+            parsed = RuleMode(mode)
+        except ValueError as exc:
+            modes = ", ".join(m.value for m in RuleMode)
+            raise UsageError(f"unknown rule mode {mode!r}; use one of {modes}") from exc
+        return await self.store.add_rule(
+            Rule(
+                id=new_id("rul"),
+                person_id=person_id,
+                pattern=pattern,
+                mode=parsed,
+                priority=priority,
+                reason=reason,
+                created_at=self.clock.now(),
+            )
+        )
+
+    async def list_rules(self, *, person_id: str) -> list[Rule]:
+        return await self.store.list_rules(person_id)
+
+    async def delete_rule(self, rule_id: str, *, person_id: str) -> None:
+        await self.store.delete_rule(rule_id, person_id=person_id, now=self.clock.now())
 
     def _nudge(self, *, scheduler: bool = False) -> None:
         if self.runtime is None:

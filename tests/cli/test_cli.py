@@ -161,3 +161,24 @@ def test_tokens_and_audit_from_the_cli(db: str) -> None:
     code, out = cli(db, "token", "revoke", "tok_missing")
     assert code == 1
     assert "not found" in out
+
+
+def test_connections_rules_and_grants_from_the_cli(db: str) -> None:
+    added = cli_json(db, "connection", "add", "mail", "--kind", "email", "--scope", "email.read")
+    assert added["scopes"] == ["email.read"]  # type: ignore[index]
+    rule = cli_json(db, "rule", "add", "email.*", "ask", "--priority", "5")
+    assert rule["mode"] == "ask"  # type: ignore[index]
+    code, out = cli(db, "rule", "add", "email.*", "sometimes")
+    assert code == 1
+    assert "unknown rule mode" in out
+    assert [r["pattern"] for r in cli_json(db, "rule", "list")] == ["email.*"]  # type: ignore[union-attr]
+    code, out = cli(db, "rule", "delete", rule["id"])  # type: ignore[index]
+    assert code == 0, out
+    assert cli_json(db, "grant", "list") == []
+    code, out = cli(db, "connection", "disconnect", added["id"])  # type: ignore[index]
+    assert code == 0, out
+    assert "disconnected" in out
+    [listed] = cli_json(db, "connection", "list")  # type: ignore[misc]
+    assert listed["active"] is False
+    kinds = [e["kind"] for e in cli_json(db, "audit", "list")]  # type: ignore[union-attr]
+    assert kinds == ["connection", "rule", "rule", "revocation"]

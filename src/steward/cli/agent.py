@@ -268,12 +268,24 @@ def _decide_command(name: str, approve: bool, doc: str) -> None:
     def command(
         approval_id: str,
         note: str | None = typer.Option(None, help="A comment the agent will see."),
+        for_: str = typer.Option(
+            "once",
+            "--for",
+            help="Approving also allows: once, task (rest of this task), hours, always "
+            "(this tool for these recipients/hosts).",
+        ),
+        hours: float | None = typer.Option(None, help="With --for hours: how many."),
         db: str | None = DbOption,
     ) -> None:
         async def main() -> None:
             async with service(db) as svc:
                 decided = await svc.decide_approval(
-                    approval_id, approve=approve, decided_by="cli", note=note
+                    approval_id,
+                    approve=approve,
+                    decided_by="cli",
+                    note=note,
+                    scope=for_ if approve else "once",
+                    hours=hours,
                 )
                 console.print(
                     f"{decided.id}: {decided.status.value}; task {decided.task_id} resumes"

@@ -16,7 +16,7 @@ from steward.app import build_harness
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
-from steward.cli.security import audit_app, token_app
+from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
 from steward.config import Settings
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.trigger import MissedPolicy
@@ -40,6 +40,9 @@ app.add_typer(effect_app, name="effect")
 app.add_typer(approval_app, name="approval")
 app.add_typer(audit_app, name="audit")
 app.add_typer(token_app, name="token")
+app.add_typer(connection_app, name="connection")
+app.add_typer(grant_app, name="grant")
+app.add_typer(rule_app, name="rule")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)

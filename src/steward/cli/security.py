@@ -107,3 +107,154 @@ def token_revoke(
         console.print(f"{token.id} revoked")
 
     run(main)
+
+
+connection_app = typer.Typer(
+    help="Connected accounts and the scopes they expose.", no_args_is_help=True
+)
+grant_app = typer.Typer(help="Authority you gave, with lifetimes.", no_args_is_help=True)
+rule_app = typer.Typer(
+    help="Per-action rules: do, do_if_preapproved, ask, handoff, deny.", no_args_is_help=True
+)
+
+
+@connection_app.command("add")
+def connection_add(
+    name: str,
+    kind: str = typer.Option(..., help="email, calendar, http, mcp..."),
+    scope: list[str] = typer.Option(..., help="A scope it exposes, e.g. email.read (repeatable)."),
+    host: list[str] = typer.Option([], help="A host its credentials may go to (repeatable)."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Connect an account: the most the agent can ever do through it."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            added = await svc.add_connection(
+                person_id=who.id, kind=kind, name=name, scopes=scope, hosts=host
+            )
+            emit_one(added, as_json=as_json)
+
+    run(main)
+
+
+@connection_app.command("list")
+def connection_list(
+    person: str | None = PersonOption, db: str | None = DbOption, as_json: bool = JsonOption
+) -> None:
+    """Your connections."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            items = await svc.list_connections(person_id=who.id)
+            emit(items, ["id", "kind", "name", "scopes", "hosts", "active"], as_json=as_json)
+
+    run(main)
+
+
+@connection_app.command("disconnect")
+def connection_disconnect(
+    connection_id: str, person: str | None = PersonOption, db: str | None = DbOption
+) -> None:
+    """Disconnect: the next action through it is refused; grants it covered are revoked."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            done = await svc.disconnect(connection_id, person_id=who.id)
+        revoked = ", ".join(g.id for g in done.revoked) or "none"
+        console.print(f"{done.connection.id} disconnected; grants revoked: {revoked}")
+
+    run(main)
+
+
+@grant_app.command("list")
+def grant_list(
+    all_: bool = typer.Option(False, "--all", help="Include revoked, spent and expired ones."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Your grants (live ones unless --all)."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            items = await svc.list_grants(person_id=who.id, live=not all_)
+            emit(
+                items,
+                ["id", "scopes", "lifetime", "constraints", "expires_at", "revoked_at", "reason"],
+                as_json=as_json,
+            )
+
+    run(main)
+
+
+@grant_app.command("revoke")
+def grant_revoke(
+    grant_id: str, person: str | None = PersonOption, db: str | None = DbOption
+) -> None:
+    """Revoke a grant: it stops at the very next action, inside running tasks too."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            grant = await svc.revoke_grant(grant_id, person_id=who.id)
+        console.print(f"{grant.id} revoked")
+
+    run(main)
+
+
+@rule_app.command("add")
+def rule_add(
+    pattern: str,
+    mode: str,
+    priority: int = typer.Option(0, help="Higher wins; ties go to the stricter mode."),
+    reason: str = typer.Option("", help="Shown when it decides."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Add a rule for a tool or scope pattern (`*` wildcard)."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            rule = await svc.add_rule(
+                person_id=who.id, pattern=pattern, mode=mode, priority=priority, reason=reason
+            )
+            emit_one(rule, as_json=as_json)
+
+    run(main)
+
+
+@rule_app.command("list")
+def rule_list(
+    person: str | None = PersonOption, db: str | None = DbOption, as_json: bool = JsonOption
+) -> None:
+    """Your rules, highest priority first."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            items = await svc.list_rules(person_id=who.id)
+            emit(items, ["id", "pattern", "mode", "priority", "reason"], as_json=as_json)
+
+    run(main)
+
+
+@rule_app.command("delete")
+def rule_delete(rule_id: str, person: str | None = PersonOption, db: str | None = DbOption) -> None:
+    """Delete a rule."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            await svc.delete_rule(rule_id, person_id=who.id)
+        console.print(f"{rule_id} deleted")
+
+    run(main)

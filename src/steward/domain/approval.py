@@ -45,6 +45,8 @@ class Approval:
     """:func:`args_hash` of tool and arguments; a decision never applies to other arguments."""
     reason: str
     """Why the sentinel asked, for the person."""
+    scopes: tuple[str, ...] = ()
+    """Authority the tool needs: what a grant made from this decision must give."""
     status: ApprovalStatus
     """Where the decision stands."""
     decided_by: str | None = None

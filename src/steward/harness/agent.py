@@ -710,6 +710,7 @@ class _Activation:
                 args=args,
                 args_hash=args_hash(found.name, args),
                 reason=reason,
+                scopes=found.scopes,
                 status=ApprovalStatus.PENDING,
                 created_at=now,
                 expires_at=now + ttl if ttl is not None else None,

@@ -43,6 +43,7 @@ class InboxQueries(TaskQueries):
             values = asdict(approval)
             values |= {
                 "args": rows.dump(approval.args),
+                "scopes": rows.dump(list(approval.scopes)),
                 "status": approval.status.value,
                 "created_at": rows.ts(approval.created_at),
                 "expires_at": rows.ts_opt(approval.expires_at),

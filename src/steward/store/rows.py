@@ -241,6 +241,7 @@ def approval(row: Row[Any]) -> Approval:
         args=load(m["args"]),
         args_hash=m["args_hash"],
         reason=m["reason"],
+        scopes=tuple(load(m["scopes"])),
         status=ApprovalStatus(m["status"]),
         decided_by=m["decided_by"],
         note=m["note"],
