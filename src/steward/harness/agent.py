@@ -234,6 +234,10 @@ class _Activation:
             # the event a trigger started this task for is someone else's text
             text = json.dumps(event, sort_keys=True, default=str)
             provenance.remember(self.state, text, source=f"event:{event.get('type')}", step=0)
+        inherited = self.task.input.get("provenance")
+        if isinstance(inherited, dict) and self.run.seq == 0:
+            # a subtask still cannot be steered by what its parent read in others' text
+            self.state["taint"] = list(inherited.get("taint", []))
         waiting = self.state.get("waiting")
         if waiting is not None:
             outcome = await self._resume(waiting)
@@ -447,8 +451,13 @@ class _Activation:
     def _trusted_text(self) -> str:
         """What the person (not a third party, not the model) said: the task, the goal, their
         answers."""
-        stated = {k: v for k, v in self.task.input.items() if k != "event"}
-        parts = [json.dumps(stated, default=str), *self.state.get("trusted", [])]
+        inherited = self.task.input.get("provenance")
+        if isinstance(inherited, dict):
+            # a subtask's instructions are the model's words: trust what the parent trusted
+            parts = [str(inherited.get("trusted", "")), *self.state.get("trusted", [])]
+        else:
+            stated = {k: v for k, v in self.task.input.items() if k != "event"}
+            parts = [json.dumps(stated, default=str), *self.state.get("trusted", [])]
         if self.goal is not None:
             goal = self.goal
             parts += [goal.title, goal.instructions, *goal.constraints, *goal.sources]
@@ -668,6 +677,12 @@ class _Activation:
             child_input["tools"] = list(tools)
         if "audience" in self.task.input:
             child_input["audience"] = self.task.input["audience"]
+        if self.task.input.get("mode") == "research":
+            child_input["mode"] = "research"  # a subtask of read-only research is read-only
+        child_input["provenance"] = {
+            "taint": list(self.state.get("taint", [])),
+            "trusted": self._trusted_text(),
+        }
         child = await self.run.spawn(
             TaskSpec(
                 kind=AGENT_KIND, title=spawn.title or spawn.instructions[:60], input=child_input

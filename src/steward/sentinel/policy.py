@@ -280,7 +280,11 @@ def _hard_limit(request: ActionRequest, ceiling: float) -> PolicyDecision | None
 def _writes(request: ActionRequest) -> str | None:
     """How the action would change the world, or None if it only reads."""
     if request.effect not in (EffectClass.READ, EffectClass.LOCAL):
-        return f"is a {request.effect} action"
+        return (
+            f"is an {request.effect} action"
+            if request.effect.value[0] in "aeiou"
+            else f"is a {request.effect} action"
+        )
     for scope in request.scopes:
         if _in_category(scope, ("browser",)):
             return "drives a browser"
