@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import typer
 
 from steward.app import build_harness
-from steward.cli.common import DbOption, JsonOption, console, emit, run, service
+from steward.cli.common import DbOption, JsonOption, PersonOption, console, emit, run, service
 from steward.config import Settings
 from steward.domain import ApprovalStatus, Step, Task, TaskStatus
 from steward.runtime.clock import Clock
@@ -29,7 +29,6 @@ from steward.store import Store
 
 T = TypeVar("T")
 approval_app = typer.Typer(help="Approvals the agent is waiting for.", no_args_is_help=True)
-PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
 POLL_SECONDS = 0.2
 
 

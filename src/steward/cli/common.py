@@ -31,6 +31,7 @@ DbOption = typer.Option(
     None, "--db", help="Database URL (default: $STEWARD_DATABASE_URL or SQLite in the data dir)."
 )
 JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
+PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
 
 
 def configure_logging(level: str = "info") -> None:

@@ -9,6 +9,7 @@ import typer
 from steward.cli.common import (
     DbOption,
     JsonOption,
+    PersonOption,
     console,
     emit,
     emit_one,
@@ -26,7 +27,6 @@ trigger_app = typer.Typer(help="Triggers: what wakes work up.", no_args_is_help=
 event_app = typer.Typer(help="The event inbox.", no_args_is_help=True)
 effect_app = typer.Typer(help="The effect journal.", no_args_is_help=True)
 
-PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
 GOAL_COLUMNS = ["id", "title", "status", "deadline", "report_policy"]
 TASK_COLUMNS = ["id", "kind", "status", "attempts", "step_seq", "goal_id", "run_at"]
 

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import typer
 
-from steward.cli.common import DbOption, JsonOption, console, emit, emit_one, run, service
+from steward.cli.common import (
+    DbOption,
+    JsonOption,
+    PersonOption,
+    console,
+    emit,
+    emit_one,
+    run,
+    service,
+)
 
 audit_app = typer.Typer(help="The append-only, hash-chained audit log.", no_args_is_help=True)
 token_app = typer.Typer(help="API tokens (stored hashed).", no_args_is_help=True)
-PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
 
 
 @audit_app.command("list")
