@@ -42,7 +42,8 @@ from typing import Any
 
 from bench_support import REPO, Outcome, fresh_database, summary
 from steward.domain import TaskSpec, TaskStatus
-from steward.harness.agent import ActivationBudget, AgentConfig, AgentHarness, _Activation
+from steward.harness.agent import AgentConfig, AgentHarness, _Activation
+from steward.harness.budget import ActivationBudget
 from steward.harness.context import ContextBudget
 from steward.harness.sentinel import AllowAll
 from steward.harness.tools import tool

@@ -7,7 +7,8 @@ from datetime import timedelta
 
 from steward.config import Settings
 from steward.errors import ConfigError
-from steward.harness.agent import ActivationBudget, AgentConfig, AgentHarness
+from steward.harness.agent import AgentConfig, AgentHarness
+from steward.harness.budget import ActivationBudget
 from steward.harness.tools import Tool
 from steward.harness.workspace import Workspace
 from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, ToolSpec

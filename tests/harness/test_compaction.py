@@ -13,7 +13,8 @@ import pytest
 
 from harness.conftest import agent_worker
 from steward.domain import Person, Step, TaskSpec, TaskStatus
-from steward.harness.agent import ActivationBudget, AgentConfig, AgentHarness
+from steward.harness.agent import AgentConfig, AgentHarness
+from steward.harness.budget import ActivationBudget
 from steward.harness.compaction import (
     choose_cut,
     compact,

@@ -1,0 +1,76 @@
+"""Budgets of an agent activation, and the goal's: when one is reached, the task stops
+spending and asks the person instead of burning on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from steward.domain import Budget
+from steward.errors import UsageError
+
+
+@dataclass(kw_only=True, frozen=True)
+class ActivationBudget:
+    """Caps on one activation; a task input's ``budget`` overrides them."""
+
+    max_steps: int | None = 40
+    """Steps committed in this activation."""
+    max_tokens: int | None = None
+    """Model tokens in this activation."""
+    max_cost_usd: float | None = None
+    """Model cost in this activation."""
+    max_seconds: float | None = None
+    """Clock time (simulated in simulations) since the activation started."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> ActivationBudget:
+        if not isinstance(data, dict):
+            raise UsageError(f"budget must be an object, not {type(data).__name__}")
+        known = {"max_steps", "max_tokens", "max_cost_usd", "max_seconds"}
+        unknown = set(data) - known
+        if unknown:
+            raise UsageError(f"unknown budget fields {sorted(unknown)}; known: {sorted(known)}")
+        for name, value in data.items():
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if value is not None and not (number and value >= 0):
+                raise UsageError(f"budget field {name} must be a number >= 0 or null: {value!r}")
+        return cls(**data)
+
+
+def exhausted(
+    budget: ActivationBudget,
+    goal_budget: Budget | None,
+    *,
+    steps: int,
+    usage: dict[str, float],
+    elapsed: float,
+    goal_spent: dict[str, float],
+) -> str | None:
+    """Why the activation must stop spending, or None. ``steps``, ``usage`` and ``elapsed``
+    (seconds) are this activation's; ``goal_spent`` is what the goal's earlier activations
+    spent."""
+    b = budget
+    if b.max_steps is not None and steps >= b.max_steps:
+        return f"activation step budget reached ({b.max_steps} steps)"
+    if b.max_tokens is not None and usage.get("tokens", 0) >= b.max_tokens:
+        return f"activation token budget reached ({b.max_tokens} tokens)"
+    if b.max_cost_usd is not None and usage.get("cost_usd", 0) >= b.max_cost_usd:
+        return f"activation cost budget reached (${b.max_cost_usd:.2f})"
+    if b.max_seconds is not None and elapsed >= b.max_seconds:
+        return f"activation time budget reached ({b.max_seconds:g}s)"
+    if goal_budget is None:
+        return None
+    g = goal_budget
+    if g.max_steps is not None and goal_spent.get("steps", 0) + steps >= g.max_steps:
+        return f"goal step budget reached ({g.max_steps} steps)"
+    tokens = goal_spent.get("tokens", 0) + usage.get("tokens", 0)
+    if g.max_tokens is not None and tokens >= g.max_tokens:
+        return f"goal token budget reached ({g.max_tokens} tokens)"
+    cost = goal_spent.get("cost_usd", 0) + usage.get("cost_usd", 0)
+    if g.max_cost_usd is not None and cost >= g.max_cost_usd:
+        return f"goal cost budget reached (${g.max_cost_usd:.2f})"
+    seconds = goal_spent.get("seconds", 0) + elapsed
+    if g.max_seconds is not None and seconds >= g.max_seconds:
+        return f"goal time budget reached ({g.max_seconds:g}s of work)"
+    return None
