@@ -6,97 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from steward.domain import Person, TaskSpec
-from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
+from sentinel.conftest import World, request
+from steward.domain import TaskSpec
+from steward.domain.authority import Connection, Lifetime, Rule, RuleMode
 from steward.domain.ids import new_id
 from steward.errors import NotFound, UsageError
-from steward.harness.sentinel import ActionRequest, Verdict
+from steward.harness.sentinel import Verdict
 from steward.harness.tools import EffectClass
 from steward.runtime.clock import SimulatedClock
-from steward.sentinel.policy import PolicySentinel, action_filter, evaluate, session_of
-from steward.store import Store
-
-
-@dataclass
-class World:
-    store: Store
-    clock: SimulatedClock
-    sentinel: PolicySentinel
-    me: Person
-    other: Person
-    task: str
-    other_task: str
-    mail: Connection
-
-    def grant(self, *scopes: str, lifetime: Lifetime = Lifetime.STANDING, **fields: Any) -> Grant:
-        return Grant(
-            id=new_id("grt"),
-            person_id=self.me.id,
-            scopes=scopes,
-            lifetime=lifetime,
-            issued_by="person",
-            reason="test",
-            created_at=self.clock.now(),
-            **fields,
-        )
-
-    async def check(self, **kw: Any) -> tuple[Verdict, str | None]:
-        decided = await self.sentinel.check(request(self, **kw))
-        return decided.verdict, decided.rule
-
-
-def request(
-    w: World,
-    *,
-    tool: str = "send_email",
-    scopes: tuple[str, ...] = ("email.send",),
-    effect: EffectClass = EffectClass.EXTERNAL,
-    args: dict[str, Any] | None = None,
-    task_id: str | None = None,
-    task_input: dict[str, Any] | None = None,
-    person_id: str | None = None,
-) -> ActionRequest:
-    return ActionRequest(
-        person_id=person_id or w.me.id,
-        task_id=task_id or w.task,
-        goal_id=None,
-        tool=tool,
-        args={"to": "ann@example.com"} if args is None else args,
-        effect=effect,
-        scopes=scopes,
-        source="python",
-        wake_reason="start",
-        task_input=task_input or {},
-    )
-
-
-@pytest.fixture
-async def w(store: Store, clock: SimulatedClock) -> World:
-    me = await store.create_person(name="me", now=clock.now())
-    other = await store.create_person(name="other", now=clock.now())
-    spec = TaskSpec(kind="agent", title="t", input={})
-    task = await store.create_task(spec, person_id=me.id, now=clock.now())
-    other_task = await store.create_task(spec, person_id=me.id, now=clock.now())
-    mail = await store.add_connection(
-        Connection(
-            id=new_id("con"),
-            person_id=me.id,
-            kind="email",
-            name="work mail",
-            scopes=("email.read", "email.send"),
-            hosts=("SMTP.example.com",),
-            created_at=clock.now(),
-        )
-    )
-    return World(
-        store, clock, PolicySentinel(store, clock), me, other, task.id, other_task.id, mail
-    )
+from steward.sentinel.index import PolicyCache
+from steward.sentinel.policy import action_keys, evaluate, session_of
 
 
 async def test_once_allows_exactly_one_action_then_asks(w: World) -> None:
@@ -112,7 +37,7 @@ async def test_a_once_grant_is_spent_by_exactly_one_of_two_racing_actions(w: Wor
     g = await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
     verdicts = await asyncio.gather(*(w.check() for _ in range(6)))
     assert sorted(v for v, _ in verdicts) == sorted([Verdict.ALLOW] + [Verdict.ASK] * 5)
-    assert await w.store.spend_grant(g.id, now=w.clock.now()) is False
+    assert await w.store.spend_grant(g.id, now=w.clock.now()) is None
 
 
 async def test_once_for_a_task_is_only_for_that_task(w: World) -> None:
@@ -178,7 +103,7 @@ async def test_standing_grant_lasts_until_revoked_and_revocation_bites_next(w: W
 async def test_a_revoked_once_grant_cannot_be_spent(w: World) -> None:
     g = await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
     await w.store.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
-    assert await w.store.spend_grant(g.id, now=w.clock.now()) is False
+    assert await w.store.spend_grant(g.id, now=w.clock.now()) is None
     assert (await w.check())[0] is Verdict.ASK
 
 
@@ -287,9 +212,9 @@ async def test_rules_decide_through_the_store(w: World) -> None:
         await w.store.add_rule(_rule(w, "send_%", RuleMode.DO))
 
 
-async def test_the_sql_prefilter_never_drops_what_could_decide(w: World) -> None:
+async def test_the_policy_index_never_drops_what_could_decide(w: World) -> None:
     """Decisions on the narrowed snapshot equal those on the whole one, over a grid of
-    requests against grants and rules whose text is full of LIKE's special characters."""
+    requests against grants and rules whose text is full of wildcard characters."""
     await w.store.add_connection(
         Connection(
             id=new_id("con"),
@@ -338,7 +263,8 @@ async def test_the_sql_prefilter_never_drops_what_could_decide(w: World) -> None
         {},
     ]
     contexts = [{}, {"session_id": "ses_1"}, {"mode": "chat"}]
-    full = await w.store.policy_snapshot(w.me.id, now=w.clock.now())
+    policy = await PolicyCache(w.store).current(w.me.id, now=w.clock.now())
+    full = policy.whole(w.clock.now())
     assert len(full.grants) == len(grants)
     seen: set[Verdict] = set()
     narrowest = len(full.grants) + len(full.rules)
@@ -348,7 +274,7 @@ async def test_the_sql_prefilter_never_drops_what_could_decide(w: World) -> None
         req = request(w, tool=tool, scopes=scopes, args=args, task_input=ctx, task_id=task)
         session = session_of(req)
         now = w.clock.now()
-        narrow = await w.store.policy_snapshot(w.me.id, now=now, action=action_filter(req, session))
+        narrow = policy.snapshot_for(action_keys(req, session), (tool, *scopes), now)
         assert len(narrow.grants) <= len(full.grants)
         narrowest = min(narrowest, len(narrow.grants) + len(narrow.rules))
         expected = evaluate(req, full, now=now, session_id=session)

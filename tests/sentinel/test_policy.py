@@ -12,6 +12,7 @@ import pytest
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.harness.sentinel import ActionRequest, Verdict
 from steward.harness.tools import EffectClass
+from steward.sentinel.index import PolicySnapshot
 from steward.sentinel.policy import (
     HARD_PAYMENT_CEILING,
     PolicyDecision,
@@ -19,7 +20,6 @@ from steward.sentinel.policy import (
     number,
     session_of,
 )
-from steward.store.authority import PolicySnapshot
 
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 ME = "per_me"

@@ -11,10 +11,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from conftest import START, fresh_postgres_url
 from steward.domain import Person, TaskSpec, TaskStatus
 from steward.domain.outcome import Claim, Succeed
 from steward.errors import LeaseLost, StewardError
@@ -260,3 +262,26 @@ async def test_sqlite_write_fails_rather_than_hangs_when_writer_cannot_connect(
             write.result()
     finally:
         await store.close()
+
+
+@pytest.mark.postgres
+async def test_a_read_survives_the_database_dropping_its_pooled_connections() -> None:
+    """Reads skip the pool's pre-ping; when the server has closed a pooled connection (a
+    restart, an idle timeout), the read runs again on a fresh one instead of failing."""
+    for url in fresh_postgres_url():
+        store = await Store.open(url)
+        try:
+            person = await store.create_person(name="p", now=SimulatedClock(START).now())
+            assert [p.id for p in await store.list_persons()] == [person.id]
+            name = url.rpartition("/")[2]
+            with psycopg.connect(url, autocommit=True) as admin:
+                killed = admin.execute(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (name,),
+                ).fetchone()
+            assert killed is not None
+            assert killed[0] >= 1
+            assert [p.id for p in await store.list_persons()] == [person.id]
+        finally:
+            await store.close()

@@ -1,10 +1,12 @@
 """The policy engine: a deterministic verdict for every action the model proposes.
 
-:func:`evaluate` is pure: a request, the person's :class:`~steward.store.authority.PolicySnapshot`
+:func:`evaluate` is pure: a request, the person's :class:`~steward.sentinel.index.PolicySnapshot`
 and the time in, a :class:`PolicyDecision` out. :class:`PolicySentinel` is the harness's
-:class:`~steward.harness.sentinel.Sentinel`: it reads a fresh snapshot for every decision (so a
-revocation or a disconnection bites at the very next action, inside a running task too),
-evaluates, and spends a ``once`` grant atomically when that grant is what allowed the action.
+:class:`~steward.harness.sentinel.Sentinel`: before every decision it brings the person's
+policy up to date from the store (so a revocation or a disconnection bites at the very next
+action, inside a running task too; see :mod:`steward.sentinel.index`), evaluates the grants and
+rules that could decide the action, and spends a ``once`` grant atomically when that grant is
+what allowed the action.
 
 Precedence — the first step that decides, decides:
 
@@ -59,7 +61,7 @@ from steward.domain.authority import Grant, Lifetime, Rule, RuleMode
 from steward.harness.sentinel import ActionRequest, Decision, Verdict
 from steward.harness.tools import EffectClass
 from steward.runtime.clock import Clock
-from steward.store.authority import ActionFilter, PolicySnapshot
+from steward.sentinel.index import ActionKeys, PolicyCache, PolicySnapshot
 
 HARD_PAYMENT_CEILING = 500.0
 """Payments above this amount (in the payment's own currency) are always handed back."""
@@ -321,10 +323,10 @@ def covering_grant(
     request: ActionRequest, grants: Sequence[Grant], *, now: datetime, session_id: str | None
 ) -> Grant | None:
     """The grant that allows ``request``, preferring ones that are not spent by using them."""
-    found = [g for g in grants if covers(g, request, now=now, session_id=session_id)]
-    if not found:
-        return None
-    return min(found, key=lambda g: (_LIFETIME_PREFERENCE[g.lifetime], g.id))
+    for grant in sorted(grants, key=lambda g: (_LIFETIME_PREFERENCE[g.lifetime], g.id)):
+        if covers(grant, request, now=now, session_id=session_id):
+            return grant
+    return None
 
 
 def live_for(
@@ -480,29 +482,33 @@ def session_of(request: ActionRequest) -> str | None:
     return request.task_id if request.task_input.get("mode") == "chat" else None
 
 
-def action_filter(request: ActionRequest, session_id: str | None) -> ActionFilter:
-    """What the store may narrow a snapshot to for this request (never dropping a grant or
-    rule that could decide it)."""
-    urls = urls_of(request.args) or []
-    return ActionFilter(
-        tool=request.tool,
-        scopes=tuple(request.scopes),
-        task_id=request.task_id,
-        session_id=session_id,
-        recipients=tuple(recipients_of(request.args) or ()),
-        hosts=tuple(u.hostname for u in urls if u.hostname),
-        domains=tuple(domains_of(request.args) or ()),
+def action_keys(request: ActionRequest, session_id: str | None) -> ActionKeys:
+    """How the policy indexes find the grants and rules that could decide ``request``."""
+    recipients = recipients_of(request.args) or []
+    hosts = [u.hostname for u in urls_of(request.args) or [] if u.hostname]
+    domains = domains_of(request.args) or []
+    parents: tuple[str, ...] = ()
+    if domains:
+        parts = domains[0].split(".")
+        parents = tuple(".".join(parts[i:]) for i in range(len(parts)))
+    binds = [f"task:{request.task_id}"]
+    if session_id is not None:
+        binds.append(f"session:{session_id}")
+    return ActionKeys(
+        scope=request.scopes[0] if request.scopes else f"pin:{request.tool}",
+        binds=tuple(binds),
+        recipient=recipients[0] if recipients else None,
+        host=hosts[0] if hosts else None,
+        domains=parents,
     )
 
 
 class PolicyStore(Protocol):
     """What the sentinel needs of the store."""
 
-    async def policy_snapshot(
-        self, person_id: str, *, now: datetime, action: ActionFilter | None = None
-    ) -> PolicySnapshot: ...
+    async def policy_read(self, person_id: str, *, known: int | None, now: datetime) -> Any: ...
 
-    async def spend_grant(self, grant_id: str, *, now: datetime) -> bool: ...
+    async def spend_grant(self, grant_id: str, *, now: datetime) -> int | None: ...
 
     async def append_audit(
         self, *, person_id: str | None, kind: str, actor: str, data: dict[str, Any], now: datetime
@@ -518,14 +524,16 @@ class PolicySentinel:
         self.store = store
         self.clock = clock
         self.payment_ceiling = payment_ceiling
+        self.policies = PolicyCache(store)
 
     async def decide(self, request: ActionRequest) -> PolicyDecision:
         """The full decision (with the rule and grant ids), after spending a ``once`` grant
         that allowed it; if another action spent it first, the answer is ask."""
         now = self.clock.now()
         session_id = session_of(request)
-        snapshot = await self.store.policy_snapshot(
-            request.person_id, now=now, action=action_filter(request, session_id)
+        policy = await self.policies.current(request.person_id, now=now)
+        snapshot = policy.snapshot_for(
+            action_keys(request, session_id), (request.tool, *request.scopes), now
         )
         decided = evaluate(
             request,
@@ -534,13 +542,17 @@ class PolicySentinel:
             session_id=session_id,
             payment_ceiling=self.payment_ceiling,
         )
-        if decided.spend is not None and not await self.store.spend_grant(decided.spend, now=now):
+        if decided.spend is None:
+            return decided
+        version = await self.store.spend_grant(decided.spend, now=now)
+        if version is None:
             return PolicyDecision(
                 verdict=Verdict.ASK,
                 reason=f"one-time grant {decided.spend} was just used by another action",
                 basis=f"grant:{decided.spend}",
                 rule_id=decided.rule_id,
             )
+        policy.spent(decided.spend, version)
         return decided
 
     async def check(self, request: ActionRequest) -> Decision:

@@ -7,47 +7,30 @@ Every query names the person it acts for; an id of another person's object is
 active connections allow: :meth:`AuthorityQueries.add_grant` refuses it, and disconnecting an
 account revokes the grants it alone backed.
 
-The sentinel reads a fresh :class:`PolicySnapshot` for every decision, so a revocation bites at
-the very next action. Decoding a thousand grants costs far more than a millisecond in Python, so
-:meth:`AuthorityQueries.policy_snapshot` takes an :class:`ActionFilter` and lets SQL drop the
-rows that *cannot* decide that action (grants without its scopes, of another task or session,
-or naming other recipients, hosts or domains; rules whose pattern matches neither the tool nor
-its scopes), in statements of a fixed shape compiled once. The filters only ever drop rows the
-evaluator would ignore: they search the canonical JSON this module writes (lower-cased
-allowlists, validated keys and patterns), and each tests a condition the exact evaluation in
-Python requires anyway.
+Every write of a person's connections, grants or rules bumps the person's policy version in
+its own transaction and stamps the rows it writes with it. The sentinel holds each person's
+policy in memory and checks it with :meth:`AuthorityQueries.policy_read` before every
+decision: one primary-key read when nothing changed, the changed rows when something did — so
+a revocation bites at the very next action, inside a running task too, without re-reading a
+thousand grants each time.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    CompoundSelect,
-    Float,
-    Integer,
     Row,
     String,
-    Table,
-    Text,
-    and_,
     bindparam,
-    cast,
-    func,
-    literal,
-    literal_column,
-    not_,
-    null,
     or_,
     select,
-    union_all,
     update,
 )
 from sqlalchemy import Connection as SqlConnection
@@ -56,7 +39,8 @@ from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.errors import NotFound, UsageError
 from steward.store import rows
 from steward.store.audit import append_in
-from steward.store.schema import connections, grants, persons, rules, tasks
+from steward.store.backend import Backend
+from steward.store.schema import connections, grants, persons, policy_versions, rules, tasks
 from steward.store.tasks import TaskQueries
 
 SCOPE = re.compile(r"^[A-Za-z0-9_.:/-]{1,200}$")
@@ -72,43 +56,23 @@ _LIST_CONSTRAINTS = ("recipients", "domains", "hosts")
 
 
 @dataclass(kw_only=True, frozen=True)
-class ActionFilter:
-    """What one proposed action is, so a snapshot can leave out what cannot decide it."""
-
-    tool: str
-    """Tool name."""
-    scopes: tuple[str, ...]
-    """Scopes the tool needs."""
-    task_id: str
-    """The proposing task (``once``/``task`` grants of other tasks cannot cover it)."""
-    session_id: str | None
-    """The conversation it runs in (``session`` grants of others cannot cover it)."""
-    recipients: tuple[str, ...]
-    """Its recipients, lower-cased; grants with a recipient allowlist must name them all."""
-    hosts: tuple[str, ...]
-    """Hosts of its URLs, lower-cased; grants with a host allowlist must name them all."""
-    domains: tuple[str, ...]
-    """Domains of its recipients and URLs; grants with a domain allowlist must name each one
-    or a parent of it."""
-
-
-@dataclass(kw_only=True, frozen=True)
-class PolicySnapshot:
-    """The authorization state of one person at one instant, read in one transaction."""
+class PolicyRead:
+    """One person's authorization state, or what changed in it, at a policy version."""
 
     person_id: str
     """Whose state."""
-    taken_at: datetime
-    """The time grants were judged live at."""
-    connections: tuple[Connection, ...]
-    """Active connections."""
-    grants: tuple[Grant, ...]
-    """Live grants (not revoked, not spent, not expired): all of them, or with a filter at
-    least every one that could cover the filtered action."""
-    rules: tuple[Rule, ...]
-    """Rules: all of them, or with a filter at least every one that could match the action."""
-    filtered_for: str | None = None
-    """The tool the snapshot was narrowed to, or None for the complete state."""
+    version: int
+    """The person's policy version the read is complete up to (0 before any write)."""
+    complete: bool
+    """True: the whole live state, replacing anything held. False: only the rows written
+    since the version asked about (none when nothing changed), revoked, spent and
+    inactive ones included."""
+    connections: tuple[Connection, ...] = ()
+    """Connections (complete: the active ones)."""
+    grants: tuple[Grant, ...] = ()
+    """Grants (complete: those not revoked, spent or expired)."""
+    rules: tuple[Rule, ...] = ()
+    """Rules."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -142,7 +106,8 @@ class AuthorityQueries(TaskQueries):
 
         def op(conn: SqlConnection) -> Connection:
             _require_person(conn, connection.person_id)
-            conn.execute(connections.insert().values(values))
+            version = _bump(conn, self.backend, connection.person_id)
+            conn.execute(connections.insert().values({**values, "version": version}))
             added = _get_connection(conn, connection.id, connection.person_id)
             _audit(
                 self,
@@ -178,8 +143,11 @@ class AuthorityQueries(TaskQueries):
 
         def op(conn: SqlConnection) -> Disconnected:
             _get_connection(conn, connection_id, person_id)
+            version = _bump(conn, self.backend, person_id)
             conn.execute(
-                update(connections).where(connections.c.id == connection_id).values(active=False)
+                update(connections)
+                .where(connections.c.id == connection_id)
+                .values(active=False, version=version)
             )
             offered = _offered_scopes(conn, person_id)
             revoked = []
@@ -191,7 +159,9 @@ class AuthorityQueries(TaskQueries):
                     revoked.append(grant.id)
             if revoked:
                 conn.execute(
-                    update(grants).where(grants.c.id.in_(revoked)).values(revoked_at=now_f)
+                    update(grants)
+                    .where(grants.c.id.in_(revoked))
+                    .values(revoked_at=now_f, version=version)
                 )
             _audit(
                 self,
@@ -253,7 +223,8 @@ class AuthorityQueries(TaskQueries):
                 ).scalar()
                 if owner != grant.person_id:
                     raise NotFound("task", grant.task_id)
-            conn.execute(grants.insert().values(values))
+            version = _bump(conn, self.backend, grant.person_id)
+            conn.execute(grants.insert().values({**values, "version": version}))
             added = _get_grant(conn, grant.id, grant.person_id)
             _audit(
                 self,
@@ -292,10 +263,11 @@ class AuthorityQueries(TaskQueries):
 
         def op(conn: SqlConnection) -> Grant:
             _get_grant(conn, grant_id, person_id)
+            version = _bump(conn, self.backend, person_id)
             changed = conn.execute(
                 update(grants)
                 .where(grants.c.id == grant_id, grants.c.revoked_at.is_(None))
-                .values(revoked_at=rows.ts(now))
+                .values(revoked_at=rows.ts(now), version=version)
                 .returning(grants.c.id)
             ).first()
             if changed is not None:
@@ -304,9 +276,10 @@ class AuthorityQueries(TaskQueries):
 
         return await self.backend.write(op)
 
-    async def spend_grant(self, grant_id: str, *, now: datetime) -> bool:
-        """Mark a ``once`` grant used, atomically: False if it was already spent or revoked (two
-        actions racing for one grant: exactly one wins)."""
+    async def spend_grant(self, grant_id: str, *, now: datetime) -> int | None:
+        """Mark a ``once`` grant used, atomically, and return the policy version that wrote it;
+        None if it was already spent or revoked (two actions racing for one grant: exactly one
+        wins)."""
         statement = (
             update(grants)
             .where(
@@ -316,9 +289,18 @@ class AuthorityQueries(TaskQueries):
                 grants.c.revoked_at.is_(None),
             )
             .values(used_at=rows.ts(now))
-            .returning(grants.c.id)
+            .returning(grants.c.person_id)
         )
-        return await self.backend.write(lambda conn: conn.execute(statement).first() is not None)
+
+        def op(conn: SqlConnection) -> int | None:
+            person_id = conn.execute(statement).scalar()
+            if person_id is None:
+                return None
+            version = _bump(conn, self.backend, person_id)
+            conn.execute(update(grants).where(grants.c.id == grant_id).values(version=version))
+            return version
+
+        return await self.backend.write(op)
 
     # --- rules --------------------------------------------------------------------------
 
@@ -339,7 +321,8 @@ class AuthorityQueries(TaskQueries):
 
         def op(conn: SqlConnection) -> Rule:
             _require_person(conn, rule.person_id)
-            conn.execute(rules.insert().values(values))
+            version = _bump(conn, self.backend, rule.person_id)
+            conn.execute(rules.insert().values({**values, "version": version}))
             added = _get_rule(conn, rule.id, rule.person_id)
             _audit(
                 self,
@@ -369,6 +352,7 @@ class AuthorityQueries(TaskQueries):
     async def delete_rule(self, rule_id: str, *, person_id: str, now: datetime) -> None:
         def op(conn: SqlConnection) -> None:
             rule = _get_rule(conn, rule_id, person_id)
+            _bump(conn, self.backend, person_id, reset=True)  # a deleted row cannot be fetched
             conn.execute(rules.delete().where(rules.c.id == rule_id))
             _audit(
                 self,
@@ -386,47 +370,67 @@ class AuthorityQueries(TaskQueries):
 
     # --- the sentinel's read ------------------------------------------------------------
 
-    async def policy_snapshot(
-        self, person_id: str, *, now: datetime, action: ActionFilter | None = None
-    ) -> PolicySnapshot:
-        """Active connections, live grants and rules of one person, read by one statement (so
-        one consistent snapshot on either database). With ``action``, grants and rules that
-        cannot decide that action are left out in SQL."""
-        # The sentinel's hot path: a statement of a fixed shape, compiled once per process and
-        # run on the driver's cursor (building and compiling it per call costs ~2 ms), in
-        # autocommit so PostgreSQL needs one round trip and no COMMIT.
+    async def policy_read(self, person_id: str, *, known: int | None, now: datetime) -> PolicyRead:
+        """What changed in the person's authority since version ``known``.
+
+        The sentinel's hot path: when nothing changed, one primary-key read (a statement
+        compiled once, on the driver's cursor, in autocommit so PostgreSQL needs one round
+        trip). Otherwise the rows written since ``known``, dead ones included so a holder can
+        drop them; or, with ``known`` None or after a rule was deleted, every active
+        connection, unrevoked, unspent and unexpired grant and rule.
+
+        Writers serialize on the person's version row and bump it in their transaction, so
+        versions commit in order: everything at or below the version read first is visible to
+        the statements after it, which may also see later rows (harmless: the next read
+        fetches them again)."""
         backend = self.backend
-        sql = _Sql(backend.name)
-        scoped = action is not None and bool(action.scopes)
-        narrow_rules = action is not None and len(action.scopes) <= _RULE_SCOPE_SLOTS
-        shape = "whole" if action is None else f"{scoped}-{narrow_rules}"
-        statement = backend.prepared(
-            f"policy-snapshot-{shape}",
-            lambda: _snapshot_statement(sql, action is not None, scoped, narrow_rules),
+        head = backend.prepared(
+            "policy-version",
+            lambda: select(policy_versions.c.version, policy_versions.c.reset_version).where(
+                policy_versions.c.person_id == bindparam("person_id", type_=String)
+            ),
         )
-        params: dict[str, Any] = {"person_id": person_id, "now": rows.ts(now)}
-        if action is not None:
-            params |= _narrowing(action)
         autocommit = backend.name == "postgresql"
 
-        def op(conn: SqlConnection) -> PolicySnapshot:
+        def op(conn: SqlConnection) -> PolicyRead:
             if autocommit:
                 conn.execution_options(isolation_level="AUTOCOMMIT")
-            cursor = statement.run(conn, params)
+            cursor = head.run(conn, {"person_id": person_id})
             try:
-                found = cursor.fetchall()
+                found = cursor.fetchone()
             finally:
                 cursor.close()
-            parts: tuple[list[Any], ...] = ([], [], [])
-            for row in found:
-                _DECODE[row[0]](row, parts)
-            return PolicySnapshot(
+            version, reset = (0, 0) if found is None else (int(found[0]), int(found[1]))
+            if known is not None and version == known:
+                return PolicyRead(person_id=person_id, version=version, complete=False)
+            complete = known is None or reset > known
+            picks: tuple[list[ColumnElement[bool]], ...]
+            if complete:
+                picks = ([connections.c.active.is_(True)], _live(rows.ts(now)), [])
+            else:
+                picks = tuple([table.c.version > known] for table in (connections, grants, rules))
+            return PolicyRead(
                 person_id=person_id,
-                taken_at=now,
-                connections=tuple(parts[0]),
-                grants=tuple(parts[1]),
-                rules=tuple(parts[2]),
-                filtered_for=None if action is None else action.tool,
+                version=version,
+                complete=complete,
+                connections=tuple(
+                    _connection(r)
+                    for r in conn.execute(
+                        select(connections).where(connections.c.person_id == person_id, *picks[0])
+                    )
+                ),
+                grants=tuple(
+                    _grant(r)
+                    for r in conn.execute(
+                        select(grants).where(grants.c.person_id == person_id, *picks[1])
+                    )
+                ),
+                rules=tuple(
+                    _rule(r)
+                    for r in conn.execute(
+                        select(rules).where(rules.c.person_id == person_id, *picks[2])
+                    )
+                ),
             )
 
         return await backend.read(op)
@@ -508,199 +512,6 @@ def _live(now_f: float) -> list[ColumnElement[bool]]:
     ]
 
 
-_RULE_SCOPE_SLOTS = 3
-"""Scopes a tool may need for rules to be narrowed in SQL; tools needing more read all rules."""
-_DOMAIN_SLOTS = 4
-"""Parents of a domain the grant prefilter tries; deeper domains skip that narrowing."""
-_CONNECTION_KEYS = tuple(connections.c.keys())
-_GRANT_KEYS = tuple(grants.c.keys())
-_RULE_KEYS = tuple(rules.c.keys())
-
-
-def _quoted(value: str | None) -> str | None:
-    """``value`` as it appears in the JSON this module writes (quoted, so ``"a@x.io"`` is not
-    found inside ``"ba@x.io"``); None stays None (finding NULL is never true)."""
-    return None if value is None else json.dumps(value)
-
-
-def _narrowing(action: ActionFilter) -> dict[str, str | None]:
-    """Parameters of the fixed-shape statements. Each grant condition is necessary for the
-    grant to cover the action, so testing only the first value of a kind drops nothing that
-    could decide it; the empty needle (found in any text) switches a condition off."""
-    domain = action.domains[0] if action.domains else None
-    parents = _parents(domain) if domain is not None else []
-    domain_needles: list[str | None] = [_quoted(d) for d in parents]
-    if len(parents) > _DOMAIN_SLOTS:
-        domain_needles = [""]
-    domain_needles += [None] * (_DOMAIN_SLOTS - len(domain_needles))
-    scope_names: list[str | None] = [*action.scopes[:_RULE_SCOPE_SLOTS]]
-    scope_names += [None] * (_RULE_SCOPE_SLOTS - len(scope_names))
-    return {
-        "task_id": action.task_id,
-        "session_id": action.session_id,
-        "scope": _quoted(action.scopes[0]) if action.scopes else None,
-        "pin": f'"tool":{json.dumps(action.tool)}',
-        "recipient": _quoted(action.recipients[0] if action.recipients else None),
-        "host": _quoted(action.hosts[0] if action.hosts else None),
-        **{f"domain{i}": needle for i, needle in enumerate(domain_needles)},
-        "tool": action.tool,
-        **{f"scope{i}": name for i, name in enumerate(scope_names)},
-    }
-
-
-def _parents(domain: str) -> list[str]:
-    """``a.b.c`` → ``a.b.c``, ``b.c``, ``c``: the allowlist entries that admit it."""
-    parts = domain.split(".")
-    return [".".join(parts[i:]) for i in range(len(parts))]
-
-
-class _Sql:
-    """The two dialects' spellings of substring search and glob matching (``instr`` and
-    ``GLOB`` are several times faster on SQLite than ``LIKE '%…%'``)."""
-
-    def __init__(self, dialect: str) -> None:
-        self.sqlite = dialect == "sqlite"
-
-    def has(self, text: ColumnElement[str], needle: ColumnElement[str]) -> ColumnElement[bool]:
-        """``needle`` occurs in ``text`` (NULL if either is NULL)."""
-        found = func.instr(text, needle) if self.sqlite else func.strpos(text, needle)
-        return found > 0
-
-    def has_param(self, column: ColumnElement[str], name: str) -> ColumnElement[bool]:
-        return self.has(column, bindparam(name, type_=String))
-
-    def lacks_key(self, key: str) -> ColumnElement[bool]:
-        return not_(self.has(grants.c.constraints, literal(f'"{key}":')))
-
-    def matches(self, name: str) -> ColumnElement[bool]:
-        """The bound name matches a rule's pattern, ``*`` matching anything. SQLite's ``GLOB``
-        is exact (patterns hold no ``?`` or ``[``); PostgreSQL's ``LIKE`` on the pattern with
-        ``*`` → ``%`` can only match more (``_`` is a wildcard there), never less: patterns
-        hold no ``%`` and no backslash."""
-        value = bindparam(name, type_=String)
-        if self.sqlite:
-            return value.op("GLOB", is_comparison=True)(rules.c.pattern)
-        return value.like(func.replace(rules.c.pattern, "*", "%"))
-
-
-def _candidate_grants(sql: _Sql, scoped: bool) -> list[ColumnElement[bool]]:
-    """Conditions met by every live grant that could cover the action: bound to it
-    (task/session), holding its first scope (or, for a tool without scopes, pinned to it), and
-    whose recipient, host and domain allowlists, if any, admit its first recipient, host and
-    domain."""
-    task, session = bindparam("task_id", type_=String), bindparam("session_id", type_=String)
-    lifetime, constraints = grants.c.lifetime, grants.c.constraints
-    pinned = sql.has_param(constraints, "pin")
-    covers = [sql.has_param(grants.c.scopes, "scope"), or_(sql.lacks_key("tool"), pinned)]
-    domains = [sql.has_param(constraints, f"domain{i}") for i in range(_DOMAIN_SLOTS)]
-    # the most selective tests first: SQLite evaluates them in this order, row by row
-    return [
-        *(covers if scoped else [pinned]),
-        or_(sql.lacks_key("recipients"), sql.has_param(constraints, "recipient")),
-        or_(sql.lacks_key("hosts"), sql.has_param(constraints, "host")),
-        or_(sql.lacks_key("domains"), *domains),
-        or_(
-            lifetime == Lifetime.STANDING.value,
-            lifetime == Lifetime.UNTIL.value,
-            and_(
-                lifetime == Lifetime.ONCE.value,
-                or_(grants.c.task_id.is_(None), grants.c.task_id == task),
-            ),
-            and_(lifetime == Lifetime.TASK.value, grants.c.task_id == task),
-            and_(lifetime == Lifetime.SESSION.value, grants.c.session_id == session),
-        ),
-    ]
-
-
-# One row shape for the three tables, so one statement reads them all: a source tag, then text,
-# float and integer slots that each table fills with its own columns.
-_SOURCES = ("connections", "grants", "rules")
-_TEXT_SLOTS, _FLOAT_SLOTS = 9, 4
-_LAYOUT: dict[str, tuple[Table, tuple[str, ...], tuple[str, ...], str | None]] = {
-    # source: (table, text columns, float columns, integer column)
-    "connections": (
-        connections,
-        ("id", "person_id", "scopes", "kind", "hosts", "name"),
-        ("created_at",),
-        "active",
-    ),
-    "grants": (
-        grants,
-        (
-            "id",
-            "person_id",
-            "scopes",
-            "lifetime",
-            "constraints",
-            "task_id",
-            "session_id",
-            "issued_by",
-            "reason",
-        ),
-        ("created_at", "expires_at", "used_at", "revoked_at"),
-        None,
-    ),
-    "rules": (rules, ("id", "person_id", "pattern", "mode", "reason"), ("created_at",), "priority"),
-}
-
-
-def _slots(source: str) -> list[ColumnElement[Any]]:
-    table, texts, floats, integer = _LAYOUT[source]
-    columns: list[ColumnElement[Any]] = [literal_column(str(_SOURCES.index(source)), Integer)]
-    columns += [cast(table.c[t], Text) for t in texts]
-    columns += [cast(null(), Text)] * (_TEXT_SLOTS - len(texts))
-    columns += [table.c[f] for f in floats]
-    columns += [cast(null(), Float)] * (_FLOAT_SLOTS - len(floats))
-    columns.append(cast(null() if integer is None else table.c[integer], Integer))
-    return columns
-
-
-def _snapshot_statement(
-    sql: _Sql, narrowed: bool, scoped: bool, narrow_rules: bool
-) -> CompoundSelect[Any]:
-    person = bindparam("person_id", type_=String)
-    live_grants = [
-        grants.c.person_id == person,
-        grants.c.revoked_at.is_(None),
-        *(_candidate_grants(sql, scoped) if narrowed else []),
-        grants.c.used_at.is_(None),
-        or_(grants.c.expires_at.is_(None), grants.c.expires_at > bindparam("now", type_=Float)),
-    ]
-    rule_query = select(*_slots("rules")).where(rules.c.person_id == person)
-    if narrowed and narrow_rules:
-        names = ["tool", *(f"scope{i}" for i in range(_RULE_SCOPE_SLOTS))]
-        rule_query = rule_query.where(or_(*(sql.matches(n) for n in names)))
-    return union_all(
-        select(*_slots("connections")).where(
-            connections.c.person_id == person, connections.c.active.is_(True)
-        ),
-        select(*_slots("grants")).where(*live_grants),
-        rule_query,
-    )
-
-
-Decode = Callable[[Sequence[Any], tuple[list[Any], ...]], None]
-
-
-def _decoder(source: str) -> Decode:
-    _, texts, floats, integer = _LAYOUT[source]
-    positions = [(t, 1 + i) for i, t in enumerate(texts)]
-    positions += [(f, 1 + _TEXT_SLOTS + i) for i, f in enumerate(floats)]
-    if integer is not None:
-        positions.append((integer, 1 + _TEXT_SLOTS + _FLOAT_SLOTS))
-    convert: Callable[[Mapping[str, Any]], Any] = {
-        "connections": _connection,
-        "grants": _grant,
-        "rules": _rule,
-    }[source]
-    index = _SOURCES.index(source)
-
-    def decode(row: Sequence[Any], parts: tuple[list[Any], ...]) -> None:
-        parts[index].append(convert({column: row[at] for column, at in positions}))
-
-    return decode
-
-
 def _offered_scopes(conn: SqlConnection, person_id: str) -> set[str]:
     offered: set[str] = set()
     for (scopes,) in conn.execute(
@@ -710,6 +521,27 @@ def _offered_scopes(conn: SqlConnection, person_id: str) -> set[str]:
     ):
         offered.update(rows.load(scopes))
     return offered
+
+
+def _bump(conn: SqlConnection, backend: Backend, person_id: str, *, reset: bool = False) -> int:
+    """The person's next policy version, taken in the writer's transaction. The version row's
+    lock serializes the person's writers until commit, so versions commit in order."""
+    conn.execute(
+        backend.insert_ignore(
+            policy_versions, {"person_id": person_id, "version": 0, "reset_version": 0}
+        )
+    )
+    after = policy_versions.c.version + 1
+    changes: dict[Any, Any] = {policy_versions.c.version: after}
+    if reset:
+        changes[policy_versions.c.reset_version] = after
+    version: int = conn.execute(
+        update(policy_versions)
+        .where(policy_versions.c.person_id == person_id)
+        .values(changes)
+        .returning(policy_versions.c.version)
+    ).scalar_one()
+    return version
 
 
 def _require_person(conn: SqlConnection, person_id: str) -> None:
@@ -793,10 +625,6 @@ def _rule(row: Row[Any] | Mapping[str, Any]) -> Rule:
         reason=m["reason"],
         created_at=rows.dt(m["created_at"]),
     )
-
-
-_DECODE = [_decoder(source) for source in _SOURCES]
-"""By source tag: decode a snapshot row and add it to its list."""
 
 
 def _audit(

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from sqlalchemy import ClauseElement, ColumnElement, Connection, Engine, Insert, Select, Table
+from sqlalchemy.exc import DBAPIError
 
 T = TypeVar("T")
 Op = Callable[[Connection], T]
@@ -81,6 +82,14 @@ class Backend(abc.ABC):
         return await loop.run_in_executor(self._readers, self._read_sync, op)
 
     def _read_sync(self, op: Op[T]) -> T:
+        try:
+            with self.engine.connect() as conn:
+                return op(conn)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+        # the pooled connection had died (the database restarted): the pool has been
+        # invalidated, and a read is safe to run again on a fresh connection
         with self.engine.connect() as conn:
             return op(conn)
 

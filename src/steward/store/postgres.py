@@ -31,10 +31,14 @@ class PostgresBackend(Backend):
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
         self.url = parsed.render_as_string(hide_password=True)
-        self.engine = create_engine(
+        # Reads check a pooled connection optimistically: a read that finds it dead is simply
+        # run again (Backend.read), which saves the pre-ping round trip on the sentinel's hot
+        # path. Writes ping first: a write that fails while committing cannot be blindly rerun.
+        self.engine = create_engine(parsed, pool_size=pool_size * 2, max_overflow=4)
+        self._write_engine = create_engine(
             parsed, pool_size=pool_size * 2, max_overflow=4, pool_pre_ping=True
         )
-        self.migration_engine = self.engine
+        self.migration_engine = self._write_engine
         self._writers = ThreadPoolExecutor(pool_size, thread_name_prefix="steward-write")
 
     async def write(self, op: Op[T], *, durable: bool = False) -> T:
@@ -45,7 +49,7 @@ class PostgresBackend(Backend):
     def _write_sync(self, op: Op[T]) -> T:
         for attempt in range(8):
             try:
-                with self.engine.begin() as conn:
+                with self._write_engine.begin() as conn:
                     return op(conn)
             except DBAPIError as exc:
                 code = getattr(exc.orig, "sqlstate", None)
@@ -70,4 +74,5 @@ class PostgresBackend(Backend):
 
     async def close(self) -> None:
         self._writers.shutdown(wait=True)
+        self._write_engine.dispose()
         await super().close()

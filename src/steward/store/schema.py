@@ -283,7 +283,9 @@ connections = Table(
     Column("hosts", Text, nullable=False),
     Column("active", Boolean, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("version", Integer, nullable=False, server_default="0"),
     Index("ix_connections_person", "person_id"),
+    Index("ix_connections_person_version", "person_id", "version"),
 )
 
 grants = Table(
@@ -302,7 +304,9 @@ grants = Table(
     Column("reason", Text, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float),
+    Column("version", Integer, nullable=False, server_default="0"),
     Index("ix_grants_person_live", "person_id", "revoked_at"),
+    Index("ix_grants_person_version", "person_id", "version"),
 )
 
 rules = Table(
@@ -315,7 +319,20 @@ rules = Table(
     Column("priority", Integer, nullable=False),
     Column("reason", Text, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("version", Integer, nullable=False, server_default="0"),
     Index("ix_rules_person", "person_id"),
+    Index("ix_rules_person_version", "person_id", "version"),
+)
+
+policy_versions = Table(
+    "policy_versions",
+    metadata,
+    Column("person_id", ID, ForeignKey("persons.id"), primary_key=True),
+    # bumped by every write of the person's connections, grants and rules, in its transaction;
+    # each written row carries the version that wrote it, so a reader can fetch what changed
+    Column("version", Integer, nullable=False),
+    # the last version that deleted a row (a change a reader cannot fetch: reload everything)
+    Column("reset_version", Integer, nullable=False),
 )
 
 api_tokens = Table(

@@ -1,0 +1,94 @@
+"""Shared by the sentinel tests: a person with a mail connection, two tasks and a
+store-backed sentinel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from steward.domain import Person, TaskSpec
+from steward.domain.authority import Connection, Grant, Lifetime
+from steward.domain.ids import new_id
+from steward.harness.sentinel import ActionRequest, Verdict
+from steward.harness.tools import EffectClass
+from steward.runtime.clock import SimulatedClock
+from steward.sentinel.policy import PolicySentinel
+from steward.store import Store
+
+
+@dataclass
+class World:
+    store: Store
+    clock: SimulatedClock
+    sentinel: PolicySentinel
+    me: Person
+    other: Person
+    task: str
+    other_task: str
+    mail: Connection
+
+    def grant(self, *scopes: str, lifetime: Lifetime = Lifetime.STANDING, **fields: Any) -> Grant:
+        return Grant(
+            id=new_id("grt"),
+            person_id=self.me.id,
+            scopes=scopes,
+            lifetime=lifetime,
+            issued_by="person",
+            reason="test",
+            created_at=self.clock.now(),
+            **fields,
+        )
+
+    async def check(self, **kw: Any) -> tuple[Verdict, str | None]:
+        decided = await self.sentinel.check(request(self, **kw))
+        return decided.verdict, decided.rule
+
+
+def request(
+    w: World,
+    *,
+    tool: str = "send_email",
+    scopes: tuple[str, ...] = ("email.send",),
+    effect: EffectClass = EffectClass.EXTERNAL,
+    args: dict[str, Any] | None = None,
+    task_id: str | None = None,
+    task_input: dict[str, Any] | None = None,
+    person_id: str | None = None,
+) -> ActionRequest:
+    return ActionRequest(
+        person_id=person_id or w.me.id,
+        task_id=task_id or w.task,
+        goal_id=None,
+        tool=tool,
+        args={"to": "ann@example.com"} if args is None else args,
+        effect=effect,
+        scopes=scopes,
+        source="python",
+        wake_reason="start",
+        task_input=task_input or {},
+    )
+
+
+@pytest.fixture
+async def w(store: Store, clock: SimulatedClock) -> World:
+    me = await store.create_person(name="me", now=clock.now())
+    other = await store.create_person(name="other", now=clock.now())
+    spec = TaskSpec(kind="agent", title="t", input={})
+    task = await store.create_task(spec, person_id=me.id, now=clock.now())
+    other_task = await store.create_task(spec, person_id=me.id, now=clock.now())
+    mail = await store.add_connection(
+        Connection(
+            id=new_id("con"),
+            person_id=me.id,
+            kind="email",
+            name="work mail",
+            scopes=("email.read", "email.send"),
+            hosts=("SMTP.example.com",),
+            created_at=clock.now(),
+        )
+    )
+    return World(
+        store, clock, PolicySentinel(store, clock), me, other, task.id, other_task.id, mail
+    )
