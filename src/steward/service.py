@@ -526,6 +526,34 @@ class Service:
     async def list_grants(self, *, person_id: str, live: bool = True) -> list[Grant]:
         return await self.store.list_grants(person_id, live_at=self.clock.now() if live else None)
 
+    async def add_grant(
+        self,
+        *,
+        person_id: str,
+        scopes: Sequence[str],
+        constraints: dict[str, Any] | None = None,
+        hours: float | None = None,
+        reason: str = "",
+        issued_by: str = "person",
+    ) -> Grant:
+        """A grant the person gives directly: standing, or for ``hours`` from now."""
+        if hours is not None and hours <= 0:
+            raise UsageError("a grant for some hours needs hours > 0")
+        now = self.clock.now()
+        return await self.store.add_grant(
+            Grant(
+                id=new_id("grt"),
+                person_id=person_id,
+                scopes=tuple(scopes),
+                lifetime=Lifetime.STANDING if hours is None else Lifetime.UNTIL,
+                constraints=constraints or {},
+                expires_at=None if hours is None else now + timedelta(hours=hours),
+                issued_by=issued_by,
+                reason=reason,
+                created_at=now,
+            )
+        )
+
     async def revoke_grant(self, grant_id: str, *, person_id: str) -> Grant:
         """Takes effect at the very next action, inside running tasks too."""
         return await self.store.revoke_grant(grant_id, person_id=person_id, now=self.clock.now())

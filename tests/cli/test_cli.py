@@ -182,3 +182,40 @@ def test_connections_rules_and_grants_from_the_cli(db: str) -> None:
     assert listed["active"] is False
     kinds = [e["kind"] for e in cli_json(db, "audit", "list")]  # type: ignore[union-attr]
     assert kinds == ["connection", "rule", "rule", "revocation"]
+
+
+def test_a_grant_with_an_allowance_per_period_from_the_cli(db: str) -> None:
+    cli_json(db, "connection", "add", "bank", "--kind", "bank", "--scope", "payment.send")
+    grant = cli_json(
+        db,
+        "grant",
+        "add",
+        "--scope",
+        "payment.send",
+        "--per-period",
+        "100",
+        "--period",
+        "1w",
+        "--to",
+        "Shop@Example.com",
+        "--reason",
+        "groceries",
+    )
+    assert grant["lifetime"] == "standing"  # type: ignore[index]
+    assert grant["constraints"] == {  # type: ignore[index]
+        "period_amount": 100.0,
+        "period_seconds": 604_800.0,
+        "recipients": ["shop@example.com"],
+    }
+    code, out = cli(db, "grant", "add", "--scope", "payment.send", "--per-period", "5")
+    assert code != 0
+    assert "go together" in out
+    code, out = cli(
+        db, "grant", "add", "--scope", "payment.send", "--per-period", "5", "--period", "soon"
+    )
+    assert code != 0
+    assert "12h" in out
+    code, out = cli(db, "grant", "add", "--scope", "email.send")
+    assert code == 1
+    assert "no active connection allows email.send" in out
+    assert [g["id"] for g in cli_json(db, "grant", "list")] == [grant["id"]]  # type: ignore[index, union-attr]

@@ -142,7 +142,9 @@ INVALID_GRANTS: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any], str]
     (("email.send", "payment.send"), {}, {}, "no active connection allows payment.send"),
     (("email.*",), {}, {}, "bad scope"),
     ((), {}, {}, "name the scopes"),
-    (("email.send",), {"period_amount": 10}, {}, "per-period"),
+    (("email.send",), {"period_amount": 10}, {}, "go together"),
+    (("email.send",), {"period_amount": -1, "period_seconds": 60}, {}, "period_amount"),
+    (("email.send",), {"period_amount": 10, "period_seconds": 0}, {}, "period_seconds"),
     (("email.send",), {"cc_only": True}, {}, "unknown constraints"),
     (("email.send",), {"recipients": "ann@example.com"}, {}, "non-empty list"),
     (("email.send",), {"max_amount": float("nan")}, {}, "max_amount"),
@@ -158,6 +160,65 @@ async def test_grants_are_validated(w: World) -> None:
         with pytest.raises(UsageError, match=message):
             await w.store.add_grant(w.grant(*scopes, constraints=constraints, **fields))
     assert await w.store.list_grants(w.me.id) == []
+
+
+async def test_a_per_period_ceiling_counts_what_the_grant_allowed_in_a_trailing_window(
+    w: World,
+) -> None:
+    await w.store.add_connection(
+        Connection(
+            id=new_id("con"),
+            person_id=w.me.id,
+            kind="bank",
+            name="bank",
+            scopes=("payment.send",),
+            created_at=w.clock.now(),
+        )
+    )
+    day = 86_400
+    g = await w.store.add_grant(
+        w.grant("payment.send", constraints={"period_amount": 100, "period_seconds": day})
+    )
+
+    async def pay(amount: Any) -> tuple[Verdict, str | None]:
+        return await w.check(tool="pay", scopes=("payment.send",), args={"amount": amount})
+
+    assert await pay(40) == (Verdict.ALLOW, f"grant:{g.id}")
+    w.clock.advance(timedelta(hours=10))
+    assert await pay("40") == (Verdict.ALLOW, f"grant:{g.id}")
+    assert await pay(30) == (Verdict.ASK, f"grant:{g.id}")  # 110 in the last 24 hours
+    assert await pay(20) == (Verdict.ALLOW, f"grant:{g.id}")  # exactly 100
+    assert await pay(101) == (Verdict.ASK, "default:external-asks")  # never fits a period
+    assert await pay("lots") == (Verdict.HANDOFF, "hard-limit:payment-ceiling")
+    w.clock.advance(timedelta(hours=14, seconds=1))  # the first 40 left the window
+    assert await pay(40) == (Verdict.ALLOW, f"grant:{g.id}")
+    assert await pay(1) == (Verdict.ASK, f"grant:{g.id}")
+    decisions = [
+        e.data
+        for e in await w.store.list_audit(person_id=w.me.id)
+        if e.kind == "decision" and e.data["verdict"] == "allow"
+    ]
+    assert [d.get("charged") for d in decisions] == [40, 40, 20, 40]
+
+
+async def test_racing_actions_cannot_both_use_the_last_of_an_allowance(w: World) -> None:
+    await w.store.add_connection(
+        Connection(
+            id=new_id("con"),
+            person_id=w.me.id,
+            kind="bank",
+            name="bank",
+            scopes=("payment.send",),
+            created_at=w.clock.now(),
+        )
+    )
+    await w.store.add_grant(
+        w.grant("payment.send", constraints={"period_amount": 100, "period_seconds": 3600})
+    )
+    verdicts = await asyncio.gather(
+        *(w.check(tool="pay", scopes=("payment.send",), args={"amount": 30}) for _ in range(6))
+    )
+    assert sorted(v for v, _ in verdicts) == sorted([Verdict.ALLOW] * 3 + [Verdict.ASK] * 3)
 
 
 async def test_a_grant_for_another_persons_task_or_nobody_is_refused(w: World) -> None:

@@ -180,6 +180,69 @@ def connection_disconnect(
     run(main)
 
 
+_PERIOD_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+
+
+def _period_seconds(text: str) -> float:
+    """``90s``, ``30m``, ``12h``, ``1d``, ``2w`` in seconds."""
+    number, unit = text[:-1], text[-1:].lower()
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if unit not in _PERIOD_UNITS or value <= 0:
+        raise typer.BadParameter(f"a period like 12h, 1d or 2w, got {text!r}")
+    return value * _PERIOD_UNITS[unit]
+
+
+@grant_app.command("add")
+def grant_add(
+    scope: list[str] = typer.Option(..., "--scope", help="A scope it gives (repeatable)."),
+    to: list[str] = typer.Option([], "--to", help="Only these recipients (repeatable)."),
+    domain: list[str] = typer.Option([], "--domain", help="Only these domains (repeatable)."),
+    host: list[str] = typer.Option([], "--host", help="Only these hosts (repeatable)."),
+    path: str | None = typer.Option(None, help="Only URLs under this path."),
+    tool: str | None = typer.Option(None, help="Only this tool."),
+    max_amount: float | None = typer.Option(None, help="Most `amount` per action."),
+    per_period: float | None = typer.Option(
+        None, help="Most `amount` in total per --period (e.g. 100 per 1d)."
+    ),
+    period: str | None = typer.Option(None, help="The window of --per-period: 12h, 1d, 1w."),
+    hours: float | None = typer.Option(None, help="Expires after this many hours."),
+    reason: str = typer.Option("", help="Why, for the audit log."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Give your agent standing (or --hours) authority, within constraints."""
+    if (per_period is None) != (period is None):
+        raise typer.BadParameter("--per-period and --period go together")
+    constraints: dict[str, object] = {}
+    for key, values in (("recipients", to), ("domains", domain), ("hosts", host)):
+        if values:
+            constraints[key] = list(values)
+    for key, value in (("path_prefix", path), ("tool", tool), ("max_amount", max_amount)):
+        if value is not None:
+            constraints[key] = value
+    if per_period is not None and period is not None:
+        constraints["period_amount"] = per_period
+        constraints["period_seconds"] = _period_seconds(period)
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            grant = await svc.add_grant(
+                person_id=who.id,
+                scopes=scope,
+                constraints=constraints,
+                hours=hours,
+                reason=reason,
+            )
+            emit_one(grant, as_json=as_json)
+
+    run(main)
+
+
 @grant_app.command("list")
 def grant_list(
     all_: bool = typer.Option(False, "--all", help="Include revoked, spent and expired ones."),

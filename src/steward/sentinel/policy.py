@@ -36,10 +36,12 @@ expiry; ``standing``), gives every scope the tool needs (a tool without scopes o
 name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value, lower-
 cased), ``domains`` (each recipient's and URL's domain, or a subdomain of one), ``hosts`` (the
 host of ``url``/``endpoint``), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
-segments) and ``max_amount`` (``amount`` at most it). A constraint whose argument is missing or
-cannot be read fails: a constraint never passes by default. Per-period amount ceilings are not
-enforced (the store refuses grants that ask for them). When several grants cover, a
-non-``once`` grant is preferred, so a one-time grant is not spent needlessly.
+segments), ``max_amount`` (``amount`` at most it) and ``period_amount`` over
+``period_seconds`` (the amounts of the actions it allowed in the trailing period, this one
+included, at most it: counted atomically by the store when the grant allows an action, so two
+racing actions cannot both use the last of an allowance). A constraint whose argument is
+missing or cannot be read fails: a constraint never passes by default. When several grants
+cover, a non-``once`` grant is preferred, so a one-time grant is not spent needlessly.
 
 What triggered the activation (``wake_reason``) is never consulted: a timer or an event cannot
 add authority; the goal's person's rules and grants bound every activation alike.
@@ -50,7 +52,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
@@ -143,6 +145,9 @@ class PolicyDecision:
     """The grant that allowed the action, if one did."""
     spend: str | None = None
     """A ``once`` grant to mark used before the action runs."""
+    charge: float | None = None
+    """An amount to count against the allowing grant's per-period ceiling before the action
+    runs (when it would go over, the answer becomes ask)."""
 
     def decision(self) -> Decision:
         return Decision(verdict=self.verdict, reason=self.reason, rule=self.basis)
@@ -196,7 +201,7 @@ def evaluate(
         )
     grant = covering_grant(request, snapshot.grants, now=now, session_id=session_id)
     if grant is not None:
-        return _allowed_by(grant, f"{request.tool} is covered by grant {grant.id}")
+        return _allowed_by(grant, request, f"{request.tool} is covered by grant {grant.id}")
     return PolicyDecision(
         verdict=Verdict.ASK,
         reason=f"{request.tool} acts on the world and no grant covers it",
@@ -221,15 +226,8 @@ def _by_rule(
     if rule.mode is RuleMode.DO_IF_PREAPPROVED:
         grant = covering_grant(request, snapshot.grants, now=now, session_id=session_id)
         if grant is not None:
-            decided = _allowed_by(grant, f"{said}; pre-approved by grant {grant.id}")
-            return PolicyDecision(
-                verdict=decided.verdict,
-                reason=decided.reason,
-                basis=decided.basis,
-                rule_id=rule.id,
-                grant_id=decided.grant_id,
-                spend=decided.spend,
-            )
+            decided = _allowed_by(grant, request, f"{said}; pre-approved by grant {grant.id}")
+            return replace(decided, rule_id=rule.id)
         return PolicyDecision(
             verdict=Verdict.ASK, reason=f"{said}; no grant covers it", basis=basis, rule_id=rule.id
         )
@@ -238,13 +236,15 @@ def _by_rule(
     )
 
 
-def _allowed_by(grant: Grant, reason: str) -> PolicyDecision:
+def _allowed_by(grant: Grant, request: ActionRequest, reason: str) -> PolicyDecision:
+    metered = "period_amount" in grant.constraints
     return PolicyDecision(
         verdict=Verdict.ALLOW,
         reason=reason,
         basis=f"grant:{grant.id}",
         grant_id=grant.id,
         spend=grant.id if grant.lifetime is Lifetime.ONCE else None,
+        charge=number(request.args.get("amount")) if metered else None,
     )
 
 
@@ -377,9 +377,11 @@ def constraints_hold(constraints: dict[str, Any], tool: str, args: dict[str, Any
         elif key == "path_prefix":
             urls = urls_of(args)
             ok = bool(urls) and all(_under(u.path, allowed) for u in urls or ())
-        elif key == "max_amount":
+        elif key in ("max_amount", "period_amount"):
             amount = number(args.get("amount"))
             ok = amount is not None and amount <= allowed
+        elif key == "period_seconds":
+            ok = "period_amount" in constraints  # the window of that ceiling
         else:
             ok = False  # a constraint this evaluator does not know is never satisfied
         if not ok:
@@ -510,6 +512,16 @@ class PolicyStore(Protocol):
 
     async def spend_grant(self, grant_id: str, *, now: datetime) -> int | None: ...
 
+    async def charge_grant(
+        self,
+        grant_id: str,
+        *,
+        person_id: str,
+        amount: float,
+        task_id: str | None,
+        now: datetime,
+    ) -> float | None: ...
+
     async def append_audit(
         self, *, person_id: str | None, kind: str, actor: str, data: dict[str, Any], now: datetime
     ) -> Any: ...
@@ -542,17 +554,32 @@ class PolicySentinel:
             session_id=session_id,
             payment_ceiling=self.payment_ceiling,
         )
-        if decided.spend is None:
-            return decided
-        version = await self.store.spend_grant(decided.spend, now=now)
-        if version is None:
-            return PolicyDecision(
-                verdict=Verdict.ASK,
-                reason=f"one-time grant {decided.spend} was just used by another action",
-                basis=f"grant:{decided.spend}",
-                rule_id=decided.rule_id,
+        if decided.spend is not None:
+            version = await self.store.spend_grant(decided.spend, now=now)
+            if version is None:
+                return PolicyDecision(
+                    verdict=Verdict.ASK,
+                    reason=f"one-time grant {decided.spend} was just used by another action",
+                    basis=f"grant:{decided.spend}",
+                    rule_id=decided.rule_id,
+                )
+            policy.spent(decided.spend, version)
+        if decided.charge is not None and decided.grant_id is not None:
+            total = await self.store.charge_grant(
+                decided.grant_id,
+                person_id=request.person_id,
+                amount=decided.charge,
+                task_id=request.task_id,
+                now=now,
             )
-        policy.spent(decided.spend, version)
+            if total is None:
+                return PolicyDecision(
+                    verdict=Verdict.ASK,
+                    reason=f"grant {decided.grant_id}'s allowance for this period would be "
+                    f"exceeded by {decided.charge:g}",
+                    basis=f"grant:{decided.grant_id}",
+                    rule_id=decided.rule_id,
+                )
         return decided
 
     async def check(self, request: ActionRequest) -> Decision:
@@ -569,6 +596,7 @@ class PolicySentinel:
                 "reason": decided.reason,
                 "wake": request.wake_reason,
                 "untrusted_args": request.untrusted_args,
+                **({"charged": decided.charge} if decided.charge is not None else {}),
             },
             now=self.clock.now(),
         )

@@ -29,6 +29,7 @@ from sqlalchemy import (
     Row,
     String,
     bindparam,
+    func,
     or_,
     select,
     update,
@@ -40,7 +41,15 @@ from steward.errors import NotFound, UsageError
 from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend
-from steward.store.schema import connections, grants, persons, policy_versions, rules, tasks
+from steward.store.schema import (
+    connections,
+    grant_uses,
+    grants,
+    persons,
+    policy_versions,
+    rules,
+    tasks,
+)
 from steward.store.tasks import TaskQueries
 
 SCOPE = re.compile(r"^[A-Za-z0-9_.:/-]{1,200}$")
@@ -50,7 +59,18 @@ RULE_PATTERN = re.compile(r"^[A-Za-z0-9_.:/*-]{1,200}$")
 backslash, so the SQL prefilter (SQLite ``GLOB``; PostgreSQL ``LIKE`` with ``*`` → ``%``) can
 only match more, never less, than the exact test."""
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-CONSTRAINT_KEYS = frozenset({"tool", "recipients", "domains", "hosts", "path_prefix", "max_amount"})
+CONSTRAINT_KEYS = frozenset(
+    {
+        "tool",
+        "recipients",
+        "domains",
+        "hosts",
+        "path_prefix",
+        "max_amount",
+        "period_amount",
+        "period_seconds",
+    }
+)
 """Constraints the evaluator enforces. Anything else is refused rather than silently ignored."""
 _LIST_CONSTRAINTS = ("recipients", "domains", "hosts")
 
@@ -302,6 +322,53 @@ class AuthorityQueries(TaskQueries):
 
         return await self.backend.write(op)
 
+    async def charge_grant(
+        self,
+        grant_id: str,
+        *,
+        person_id: str,
+        amount: float,
+        task_id: str | None,
+        now: datetime,
+    ) -> float | None:
+        """Count ``amount`` against the grant's per-period ceiling, atomically: the total used
+        in the period ending now, this amount included, or None when it would go over the
+        ceiling (nothing is counted then) or the grant is no longer live. The person's
+        policy-version row is locked first, so two actions racing for the same allowance are
+        counted one after the other."""
+        now_f = rows.ts(now)
+
+        def op(conn: SqlConnection) -> float | None:
+            _ensure_version_row(conn, self.backend, person_id)
+            conn.execute(
+                self.backend.lock_for_update(
+                    select(policy_versions.c.person_id).where(
+                        policy_versions.c.person_id == person_id
+                    )
+                )
+            )
+            grant = _get_grant(conn, grant_id, person_id)
+            ceiling = grant.constraints.get("period_amount")
+            window = grant.constraints.get("period_seconds")
+            if grant.revoked_at is not None or ceiling is None or window is None:
+                return None
+            used = conn.execute(
+                select(func.coalesce(func.sum(grant_uses.c.amount), 0.0)).where(
+                    grant_uses.c.grant_id == grant_id, grant_uses.c.at > now_f - float(window)
+                )
+            ).scalar_one()
+            total = float(used) + amount
+            if total > ceiling:
+                return None
+            conn.execute(
+                grant_uses.insert().values(
+                    grant_id=grant_id, task_id=task_id, amount=amount, at=now_f
+                )
+            )
+            return total
+
+        return await self.backend.write(op)
+
     # --- rules --------------------------------------------------------------------------
 
     async def add_rule(self, rule: Rule) -> Rule:
@@ -440,13 +507,9 @@ class AuthorityQueries(TaskQueries):
 
 
 def normalize_constraints(constraints: dict[str, Any]) -> dict[str, Any]:
-    """Constraints in the canonical form the sentinel and the SQL prefilter rely on, or
+    """Constraints in the canonical form the sentinel relies on, or
     :class:`UsageError` naming what is wrong."""
     unknown = set(constraints) - CONSTRAINT_KEYS
-    if unknown & {"period_amount", "period_seconds"}:
-        raise UsageError(
-            "grant: per-period amount ceilings are not enforced yet; use max_amount (per action)"
-        )
     if unknown:
         raise UsageError(
             f"grant: unknown constraints {sorted(unknown)}; use {sorted(CONSTRAINT_KEYS)}"
@@ -482,6 +545,19 @@ def normalize_constraints(constraints: dict[str, Any]) -> dict[str, Any]:
         ):
             raise UsageError(f"grant: max_amount must be a number >= 0, got {amount!r}")
         out["max_amount"] = amount
+    if ("period_amount" in constraints) != ("period_seconds" in constraints):
+        raise UsageError("grant: period_amount and period_seconds go together")
+    for key, least in (("period_amount", 0.0), ("period_seconds", 1.0)):
+        if key in constraints:
+            value = constraints[key]
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < least
+            ):
+                raise UsageError(f"grant: {key} must be a number >= {least:g}, got {value!r}")
+            out[key] = value
     return out
 
 
@@ -526,11 +602,7 @@ def _offered_scopes(conn: SqlConnection, person_id: str) -> set[str]:
 def _bump(conn: SqlConnection, backend: Backend, person_id: str, *, reset: bool = False) -> int:
     """The person's next policy version, taken in the writer's transaction. The version row's
     lock serializes the person's writers until commit, so versions commit in order."""
-    conn.execute(
-        backend.insert_ignore(
-            policy_versions, {"person_id": person_id, "version": 0, "reset_version": 0}
-        )
-    )
+    _ensure_version_row(conn, backend, person_id)
     after = policy_versions.c.version + 1
     changes: dict[Any, Any] = {policy_versions.c.version: after}
     if reset:
@@ -542,6 +614,14 @@ def _bump(conn: SqlConnection, backend: Backend, person_id: str, *, reset: bool 
         .returning(policy_versions.c.version)
     ).scalar_one()
     return version
+
+
+def _ensure_version_row(conn: SqlConnection, backend: Backend, person_id: str) -> None:
+    conn.execute(
+        backend.insert_ignore(
+            policy_versions, {"person_id": person_id, "version": 0, "reset_version": 0}
+        )
+    )
 
 
 def _require_person(conn: SqlConnection, person_id: str) -> None:

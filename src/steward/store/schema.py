@@ -324,6 +324,17 @@ rules = Table(
     Index("ix_rules_person_version", "person_id", "version"),
 )
 
+grant_uses = Table(
+    "grant_uses",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("grant_id", ID, ForeignKey("grants.id"), nullable=False),
+    Column("task_id", ID),
+    Column("amount", Float, nullable=False),
+    Column("at", Float, nullable=False),
+    Index("ix_grant_uses_grant_at", "grant_id", "at"),
+)
+
 policy_versions = Table(
     "policy_versions",
     metadata,

@@ -1,8 +1,8 @@
-"""policy versions
+"""policy versions and grant uses
 
 Revision ID: 0004
 Revises: 0003
-Create Date: 2026-12-02 19:49:26.658580
+Create Date: 2026-12-02 19:58:49.742083
 """
 
 import sqlalchemy as sa
@@ -27,6 +27,22 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("person_id"),
     )
+    op.create_table(
+        "grant_uses",
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("grant_id", sa.String(length=160), nullable=False),
+        sa.Column("task_id", sa.String(length=160), nullable=True),
+        sa.Column("amount", sa.Float(), nullable=False),
+        sa.Column("at", sa.Float(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["grant_id"],
+            ["grants.id"],
+        ),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("grant_uses", schema=None) as batch_op:
+        batch_op.create_index("ix_grant_uses_grant_at", ["grant_id", "at"], unique=False)
+
     with op.batch_alter_table("connections", schema=None) as batch_op:
         batch_op.add_column(sa.Column("version", sa.Integer(), server_default="0", nullable=False))
         batch_op.create_index(
@@ -58,5 +74,9 @@ def downgrade() -> None:
         batch_op.drop_index("ix_connections_person_version")
         batch_op.drop_column("version")
 
+    with op.batch_alter_table("grant_uses", schema=None) as batch_op:
+        batch_op.drop_index("ix_grant_uses_grant_at")
+
+    op.drop_table("grant_uses")
     op.drop_table("policy_versions")
     # ### end Alembic commands ###
