@@ -2,6 +2,15 @@
 
 It validates input (a bad request raises a :class:`~steward.errors.UsageError` and changes
 nothing), stamps times from the clock, and nudges an in-process runtime when it adds work.
+
+**Tenancy.** A :class:`Service` acts for a :class:`Principal` or, with none, for the machine's
+owner at a local console (who holds the database anyway). :meth:`Service.authenticate` turns an
+API token into a service bound to the token's person and scopes: every method then acts for
+that person only — an id of anyone else's goal, task, trigger, approval, notification, effect,
+grant, rule, connection or token is :class:`~steward.errors.NotFound`, exactly like an id that
+does not exist — and needs the token's ``read`` or ``control`` scope
+(:class:`~steward.errors.Forbidden` otherwise). A few maintenance operations over everyone's
+data (pruning history, verifying the whole audit chain) are for the owner only.
 """
 
 from __future__ import annotations
@@ -38,11 +47,12 @@ from steward.domain import (
     TriggerKind,
 )
 from steward.domain.ids import new_id
-from steward.errors import ConfigError, StewardError, UsageError
+from steward.errors import ConfigError, Forbidden, NotFound, StewardError, UsageError
 from steward.runtime.clock import Clock
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.audit import AuditVerdict
 from steward.sentinel.policy import recipients_of, urls_of
+from steward.sentinel.tokens import CONTROL, READ, require_scope
 from steward.store import Store
 from steward.store.authority import Disconnected
 
@@ -64,23 +74,109 @@ class TimelineEntry:
     """The details."""
 
 
+@dataclass(kw_only=True, frozen=True)
+class Principal:
+    """Who a bound service acts for: a person, through an API token."""
+
+    person_id: str
+    """The token's person: the only one whose data the service touches."""
+    token: ApiToken
+    """The token, with its scopes (``read``, ``control``)."""
+
+    @property
+    def actor(self) -> str:
+        """How decisions made through it are recorded (never the token's secret)."""
+        return f"token:{self.token.id}"
+
+
 class Service:
-    def __init__(self, store: Store, clock: Clock | None = None, runtime: Any = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock | None = None,
+        runtime: Any = None,
+        *,
+        principal: Principal | None = None,
+    ) -> None:
         self.store = store
         self.clock = clock or Clock()
         self.runtime = runtime
         """An in-process :class:`~steward.runtime.runtime.Runtime` to nudge, if any."""
+        self.principal = principal
+        """Who it acts for; None: the machine's owner, for anyone."""
+
+    # --- who is asking ------------------------------------------------------------------
+
+    async def authenticate(self, token: str) -> Service:
+        """A service bound to the person and scopes of ``token`` (stored hashed; a missing,
+        unknown or revoked token is :class:`~steward.errors.Unauthorized`)."""
+        found = await self.store.authenticate(token, now=self.clock.now())
+        return Service(
+            self.store,
+            self.clock,
+            self.runtime,
+            principal=Principal(person_id=found.person_id, token=found),
+        )
+
+    def _may(self, scope: str) -> None:
+        if self.principal is not None:
+            require_scope(self.principal.token, scope)
+
+    def _for(self, person_id: str | None, scope: str) -> str:
+        """The person to act for: a bound service's own (naming anyone else is not found)."""
+        self._may(scope)
+        if self.principal is None:
+            if not person_id:
+                raise UsageError("say which person to act for")
+            return person_id
+        if person_id and person_id != self.principal.person_id:
+            raise NotFound("person", person_id)
+        return self.principal.person_id
+
+    def _owned(self, kind: str, object_id: str, person_id: str) -> None:
+        if self.principal is not None and person_id != self.principal.person_id:
+            raise NotFound(kind, object_id)
+
+    def _owner_only(self, what: str) -> None:
+        if self.principal is not None:
+            raise Forbidden(f"{what} is for the machine's owner, not an API token")
+
+    async def _goal(self, goal_id: str, scope: str) -> Goal:
+        self._may(scope)
+        goal = await self.store.get_goal(goal_id)
+        self._owned("goal", goal_id, goal.person_id)
+        return goal
+
+    async def _task(self, task_id: str, scope: str) -> Task:
+        self._may(scope)
+        task = await self.store.get_task(task_id)
+        self._owned("task", task_id, task.person_id)
+        return task
+
+    async def _approval(self, approval_id: str, scope: str) -> Approval:
+        self._may(scope)
+        approval = await self.store.get_approval(approval_id)
+        self._owned("approval", approval_id, approval.person_id)
+        return approval
+
+    def _decider(self, given: str) -> str:
+        return given if self.principal is None else self.principal.actor
 
     # --- persons ------------------------------------------------------------------------
 
     async def ensure_person(self, name: str = "me") -> Person:
-        """The person to act for: the first one, created on first use."""
+        """The person to act for: the first one, created on first use (a bound service's own
+        person)."""
+        if self.principal is not None:
+            return await self.person(None)
         persons = await self.store.list_persons()
         if persons:
             return persons[0]
         return await self.store.create_person(name=name, now=self.clock.now())
 
     async def person(self, person_id: str | None) -> Person:
+        if self.principal is not None:
+            return await self.store.get_person(self._for(person_id, READ))
         if person_id:
             return await self.store.get_person(person_id)
         return await self.ensure_person()
@@ -100,6 +196,7 @@ class Service:
         sources: Sequence[str] = (),
         budget: Budget | None = None,
     ) -> Goal:
+        person_id = self._for(person_id, CONTROL)
         if not title.strip():
             raise UsageError("a goal needs a title")
         if report_policy not in ("all", "actionable", "none"):
@@ -120,11 +217,13 @@ class Service:
         )
 
     async def set_goal_status(self, goal_id: str, status: GoalStatus) -> Goal:
+        await self._goal(goal_id, CONTROL)
         goal = await self.store.set_goal_status(goal_id, status, now=self.clock.now())
         self._nudge()
         return goal
 
     async def set_goal_budget(self, goal_id: str, budget: Budget) -> Goal:
+        await self._goal(goal_id, CONTROL)
         for name, value in budget.to_json().items():
             if value < 0:
                 raise UsageError(f"budget {name} must not be negative")
@@ -134,17 +233,17 @@ class Service:
         self, *, person_id: str, status: GoalStatus | None = None, limit: int = 100
     ) -> list[Goal]:
         return await self.store.list_goals(
-            person_id=person_id, status=[status] if status else None, limit=limit
+            person_id=self._for(person_id, READ), status=[status] if status else None, limit=limit
         )
 
     async def goal_detail(self, goal_id: str) -> dict[str, Any]:
         """A goal with what it has spent so far."""
-        goal = await self.store.get_goal(goal_id)
+        goal = await self._goal(goal_id, READ)
         return {"goal": goal, "usage": await self.store.goal_usage(goal_id)}
 
     async def timeline(self, goal_id: str, *, limit: int = 500) -> list[TimelineEntry]:
         """Everything that happened under a goal, oldest first."""
-        await self.store.get_goal(goal_id)
+        await self._goal(goal_id, READ)
         entries: list[TimelineEntry] = []
         for act in await self.store.list_activations(goal_id=goal_id, limit=limit):
             entries.append(
@@ -196,6 +295,7 @@ class Service:
         goal_id: str | None = None,
         run_at: datetime | None = None,
     ) -> Task:
+        person_id = self._for(person_id, CONTROL)
         if spec.max_attempts < 1:
             raise UsageError("max_attempts must be at least 1")
         task = await self.store.create_task(
@@ -205,20 +305,24 @@ class Service:
         return task
 
     async def get_task(self, task_id: str) -> Task:
-        return await self.store.get_task(task_id)
+        return await self._task(task_id, READ)
 
     async def task_detail(self, task_id: str) -> dict[str, Any]:
         """A task with its activations and effects."""
         return {
-            "task": await self.store.get_task(task_id),
+            "task": await self._task(task_id, READ),
             "activations": await self.store.list_activations(task_id=task_id),
             "effects": await self.store.list_effects(task_id=task_id),
         }
 
     async def count_tasks(self) -> dict[str, int]:
-        return await self.store.count_tasks()
+        """Tasks by status: everyone's, or a bound service's person's."""
+        self._may(READ)
+        mine = None if self.principal is None else self.principal.person_id
+        return await self.store.count_tasks(person_id=mine)
 
     async def control_task(self, task_id: str, action: str) -> Task:
+        await self._task(task_id, CONTROL)
         if action not in ("cancel", "pause", "resume"):
             raise UsageError(f"unknown action {action!r}: use cancel, pause or resume")
         task = await self.store.request_control(task_id, action, now=self.clock.now())
@@ -226,6 +330,9 @@ class Service:
         return task
 
     async def list_tasks(self, **filters: Any) -> list[Task]:
+        self._may(READ)
+        if self.principal is not None:
+            filters["person_id"] = self._for(filters.get("person_id"), READ)
         status = filters.pop("status", None)
         if isinstance(status, str):
             try:
@@ -253,7 +360,7 @@ class Service:
         missed_cap: int = 10,
         grace_seconds: float = 60.0,
     ) -> Trigger:
-        person = await self.store.get_person(person_id)
+        person = await self.store.get_person(self._for(person_id, CONTROL))
         zone = timezone or person.timezone
         validate_spec(kind, spec, zone)
         if missed_cap < 0:
@@ -280,10 +387,12 @@ class Service:
         return created
 
     async def list_triggers(self, *, person_id: str, goal_id: str | None = None) -> list[Trigger]:
-        return await self.store.list_triggers(person_id=person_id, goal_id=goal_id)
+        return await self.store.list_triggers(person_id=self._for(person_id, READ), goal_id=goal_id)
 
     async def set_trigger_enabled(self, trigger_id: str, enabled: bool) -> Trigger:
+        self._may(CONTROL)
         trigger = await self.store.get_trigger(trigger_id)
+        self._owned("trigger", trigger_id, trigger.person_id)
         next_fire = (
             first_fire(trigger.kind, trigger.spec, trigger.timezone, self.clock.now())
             if enabled
@@ -306,6 +415,7 @@ class Service:
         source: str = "cli",
         dedupe_key: str | None = None,
     ) -> tuple[Event, bool]:
+        person_id = self._for(person_id, CONTROL)
         if not type:
             raise UsageError("an event needs a type")
         event, created = await self.store.add_event(
@@ -321,21 +431,34 @@ class Service:
         return event, created
 
     async def list_events(self, *, person_id: str, limit: int = 200) -> list[Event]:
-        return await self.store.list_events(person_id=person_id, limit=limit)
+        return await self.store.list_events(person_id=self._for(person_id, READ), limit=limit)
 
     async def list_effects(self, *, task_id: str | None = None) -> list[Effect]:
-        return await self.store.list_effects(task_id=task_id)
+        self._may(READ)
+        if task_id is not None:
+            await self._task(task_id, READ)
+        mine = None if self.principal is None else self.principal.person_id
+        return await self.store.list_effects(task_id=task_id, person_id=mine)
 
     async def prune(self, *, older_than: timedelta) -> dict[str, int]:
         """Delete history of work that finished longer than ``older_than`` ago."""
+        self._owner_only("pruning everyone's history")
         if older_than.total_seconds() < 0:
             raise UsageError("the age to prune must not be negative")
         return await self.store.prune_history(before=self.clock.now() - older_than)
 
     async def in_doubt_effects(self, person_id: str | None = None) -> list[Effect]:
+        """Effects nobody knows happened: everyone's, one person's, or a bound service's."""
+        self._may(READ)
+        if self.principal is not None:
+            person_id = self._for(person_id, READ)
         return await self.store.list_effects(status=EffectStatus.IN_DOUBT, person_id=person_id)
 
     async def resolve_effect(self, effect_id: str, *, applied: bool) -> Effect:
+        self._may(CONTROL)
+        effect = await self.store.get_effect(effect_id)
+        task = await self.store.get_task(effect.task_id)
+        self._owned("effect", effect_id, task.person_id)
         effect = await self.store.resolve_effect(effect_id, applied=applied, now=self.clock.now())
         self._nudge()
         return effect
@@ -353,6 +476,7 @@ class Service:
         budget: dict[str, Any] | None = None,
     ) -> Task:
         """Create an ``agent`` task: a one-off request, or a chat conversation (``chat``)."""
+        person_id = self._for(person_id, CONTROL)
         if not instructions.strip():
             raise UsageError("tell the agent what to do: the instructions are empty")
         task_input: dict[str, Any] = {"instructions": instructions.strip()}
@@ -371,22 +495,23 @@ class Service:
 
     async def answer_task(self, task_id: str, answer: str) -> None:
         """Answer a task that waits for the person (a question, a chat reply, a budget stop)."""
+        await self._task(task_id, CONTROL)
         if not answer.strip():
             raise UsageError("the answer is empty")
         await self.store.answer_input(task_id, answer, now=self.clock.now())
         self._nudge()
 
     async def steps(self, task_id: str, *, after: int = 0, limit: int = 1000) -> list[Step]:
-        await self.store.get_task(task_id)
+        await self._task(task_id, READ)
         return await self.store.list_steps(task_id, after=after, limit=limit)
 
     async def list_approvals(
         self, *, person_id: str, status: ApprovalStatus | None = ApprovalStatus.PENDING
     ) -> list[Approval]:
-        return await self.store.list_approvals(person_id=person_id, status=status)
+        return await self.store.list_approvals(person_id=self._for(person_id, READ), status=status)
 
     async def get_approval(self, approval_id: str) -> Approval:
-        return await self.store.get_approval(approval_id)
+        return await self._approval(approval_id, READ)
 
     async def decide_approval(
         self,
@@ -403,11 +528,12 @@ class Service:
         Approving can also give lasting authority for the same tool (a grant, audited):
         ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for
         ``hours``), ``always`` (standing, bound to this action's recipients/hosts)."""
+        approval = await self._approval(approval_id, CONTROL)
+        decided_by = self._decider(decided_by)
         if scope not in APPROVAL_SCOPES:
             raise UsageError(f"unknown approval scope {scope!r}; use one of {APPROVAL_SCOPES}")
         grant = None
         if approve and scope != "once":
-            approval = await self.store.get_approval(approval_id)
             # created first: it is checked against the connections before anything is decided
             grant = await self.store.add_grant(
                 self._grant_for(approval, scope, hours=hours, issued_by=decided_by)
@@ -460,10 +586,15 @@ class Service:
     async def list_notifications(
         self, *, person_id: str, unread: bool = False, limit: int = 200
     ) -> list[Notification]:
-        return await self.store.list_notifications(person_id=person_id, unread=unread, limit=limit)
+        return await self.store.list_notifications(
+            person_id=self._for(person_id, READ), unread=unread, limit=limit
+        )
 
     async def mark_read(self, notification_id: str) -> None:
-        await self.store.mark_read(notification_id, now=self.clock.now())
+        """Mark read (a read token may: it is the dashboard's own bookkeeping)."""
+        self._may(READ)
+        mine = None if self.principal is None else self.principal.person_id
+        await self.store.mark_read(notification_id, now=self.clock.now(), person_id=mine)
 
     # --- security: audit log and API tokens ---------------------------------------------
 
@@ -471,10 +602,14 @@ class Service:
         self, *, person_id: str, after_seq: int = 0, limit: int = 500
     ) -> list[AuditEntry]:
         """The person's own audit entries, oldest first."""
-        return await self.store.list_audit(person_id=person_id, after_seq=after_seq, limit=limit)
+        return await self.store.list_audit(
+            person_id=self._for(person_id, READ), after_seq=after_seq, limit=limit
+        )
 
     async def verify_audit(self) -> AuditVerdict:
-        """Check the whole hash chain; the verdict names the first entry that fails."""
+        """Check the whole hash chain; the verdict names the first entry that fails. The chain
+        links everyone's entries, so this is the machine owner's."""
+        self._owner_only("verifying the whole audit chain")
         return await self.store.verify_audit()
 
     async def create_token(
@@ -482,14 +617,16 @@ class Service:
     ) -> tuple[ApiToken, str]:
         """Issue an API token; the plaintext is returned once and never stored."""
         return await self.store.create_token(
-            person_id=person_id, name=name, scopes=scopes, now=self.clock.now()
+            person_id=self._for(person_id, CONTROL), name=name, scopes=scopes, now=self.clock.now()
         )
 
     async def list_tokens(self, *, person_id: str) -> list[ApiToken]:
-        return await self.store.list_tokens(person_id)
+        return await self.store.list_tokens(self._for(person_id, READ))
 
     async def revoke_token(self, token_id: str, *, person_id: str) -> ApiToken:
-        return await self.store.revoke_token(token_id, person_id=person_id, now=self.clock.now())
+        return await self.store.revoke_token(
+            token_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
+        )
 
     # --- security: connections, grants, rules ------------------------------------------
 
@@ -502,6 +639,7 @@ class Service:
         scopes: Sequence[str],
         hosts: Sequence[str] = (),
     ) -> Connection:
+        person_id = self._for(person_id, CONTROL)
         if not scopes:
             raise UsageError("a connection exposes at least one scope (e.g. email.read)")
         return await self.store.add_connection(
@@ -517,14 +655,18 @@ class Service:
         )
 
     async def list_connections(self, *, person_id: str) -> list[Connection]:
-        return await self.store.list_connections(person_id)
+        return await self.store.list_connections(self._for(person_id, READ))
 
     async def disconnect(self, connection_id: str, *, person_id: str) -> Disconnected:
         """Deactivate a connection; grants it no longer covers are revoked at once."""
-        return await self.store.disconnect(connection_id, person_id=person_id, now=self.clock.now())
+        return await self.store.disconnect(
+            connection_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
+        )
 
     async def list_grants(self, *, person_id: str, live: bool = True) -> list[Grant]:
-        return await self.store.list_grants(person_id, live_at=self.clock.now() if live else None)
+        return await self.store.list_grants(
+            self._for(person_id, READ), live_at=self.clock.now() if live else None
+        )
 
     async def add_grant(
         self,
@@ -537,6 +679,8 @@ class Service:
         issued_by: str = "person",
     ) -> Grant:
         """A grant the person gives directly: standing, or for ``hours`` from now."""
+        person_id = self._for(person_id, CONTROL)
+        issued_by = self._decider(issued_by)
         if hours is not None and hours <= 0:
             raise UsageError("a grant for some hours needs hours > 0")
         now = self.clock.now()
@@ -556,11 +700,14 @@ class Service:
 
     async def revoke_grant(self, grant_id: str, *, person_id: str) -> Grant:
         """Takes effect at the very next action, inside running tasks too."""
-        return await self.store.revoke_grant(grant_id, person_id=person_id, now=self.clock.now())
+        return await self.store.revoke_grant(
+            grant_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
+        )
 
     async def add_rule(
         self, *, person_id: str, pattern: str, mode: str, priority: int = 0, reason: str = ""
     ) -> Rule:
+        person_id = self._for(person_id, CONTROL)
         try:
             parsed = RuleMode(mode)
         except ValueError as exc:
@@ -579,10 +726,12 @@ class Service:
         )
 
     async def list_rules(self, *, person_id: str) -> list[Rule]:
-        return await self.store.list_rules(person_id)
+        return await self.store.list_rules(self._for(person_id, READ))
 
     async def delete_rule(self, rule_id: str, *, person_id: str) -> None:
-        await self.store.delete_rule(rule_id, person_id=person_id, now=self.clock.now())
+        await self.store.delete_rule(
+            rule_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
+        )
 
     def _nudge(self, *, scheduler: bool = False) -> None:
         if self.runtime is None:

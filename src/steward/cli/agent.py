@@ -19,7 +19,16 @@ from typing import Any, TypeVar
 import typer
 
 from steward.app import build_harness
-from steward.cli.common import DbOption, JsonOption, PersonOption, console, emit, run, service
+from steward.cli.common import (
+    DbOption,
+    JsonOption,
+    PersonOption,
+    as_caller,
+    console,
+    emit,
+    run,
+    service,
+)
 from steward.config import Settings
 from steward.domain import ApprovalStatus, Step, Task, TaskStatus
 from steward.runtime.clock import Clock
@@ -44,7 +53,7 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
         # steps are shown from the journal whichever process runs them
         harness = await build_harness(settings, store, clock)
         runtime = Runtime(store, harness, clock, RuntimeConfig(poll_seconds=0.5))
-        svc = Service(store, clock, runtime)
+        svc = await as_caller(Service(store, clock, runtime))
         running = asyncio.create_task(runtime.run())
         try:
             yield svc

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -32,6 +33,8 @@ DbOption = typer.Option(
 )
 JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
 PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
+TOKEN_ENV = "STEWARD_TOKEN"
+"""An API token: when set, commands act for its person only, within its scopes."""
 
 
 def configure_logging(level: str = "info") -> None:
@@ -63,13 +66,20 @@ def run(coro: Callable[[], Awaitable[T]]) -> T:
         raise typer.Exit(1) from None
 
 
+async def as_caller(svc: Service) -> Service:
+    """``svc`` bound to ``$STEWARD_TOKEN`` when it is set (then every command acts for that
+    token's person only, within its scopes); otherwise the machine owner's, for anyone."""
+    token = os.environ.get(TOKEN_ENV)
+    return await svc.authenticate(token) if token else svc
+
+
 @asynccontextmanager
 async def service(db: str | None) -> AsyncIterator[Service]:
     settings = Settings()
     url = db or settings.resolved_database_url()
     store = await Store.open(url)
     try:
-        yield Service(store)
+        yield await as_caller(Service(store))
     finally:
         await store.close()
 

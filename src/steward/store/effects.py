@@ -138,6 +138,15 @@ class EffectQueries(TaskQueries):
 
         return await self.backend.write(op)
 
+    async def get_effect(self, effect_id: str) -> Effect:
+        def op(conn: Connection) -> Effect:
+            row = conn.execute(select(effects).where(effects.c.id == effect_id)).first()
+            if row is None:
+                raise NotFound("effect", effect_id)
+            return rows.effect(row)
+
+        return await self.backend.read(op)
+
     async def get_effect_by_key(self, key: str) -> Effect | None:
         def op(conn: Connection) -> Effect | None:
             row = conn.execute(select(effects).where(effects.c.key == key)).first()

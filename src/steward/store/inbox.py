@@ -197,20 +197,26 @@ class InboxQueries(TaskQueries):
             lambda conn: [rows.notification(r) for r in conn.execute(query)]
         )
 
-    async def mark_read(self, notification_id: str, *, now: datetime) -> None:
+    async def mark_read(
+        self, notification_id: str, *, now: datetime, person_id: str | None = None
+    ) -> None:
+        """Mark a notification read (idempotent); with ``person_id``, only that person's."""
+        mine = [notifications.c.id == notification_id]
+        if person_id is not None:
+            mine.append(notifications.c.person_id == person_id)
+
         def op(conn: Connection) -> None:
             res = conn.execute(
                 update(notifications)
-                .where(notifications.c.id == notification_id, notifications.c.read_at.is_(None))
+                .where(*mine, notifications.c.read_at.is_(None))
                 .values(read_at=rows.ts(now))
                 .returning(notifications.c.id)
             )
-            if res.first() is None:
-                exists = conn.execute(
-                    select(notifications.c.id).where(notifications.c.id == notification_id)
-                ).first()
-                if exists is None:
-                    raise NotFound("notification", notification_id)
+            missing = res.first() is None and (
+                conn.execute(select(notifications.c.id).where(*mine)).first() is None
+            )
+            if missing:
+                raise NotFound("notification", notification_id)
 
         await self.backend.write(op)
 

@@ -209,8 +209,11 @@ class TaskQueries:
             query = query.where(tasks.c.status.in_([s.value for s in status]))
         return await self.backend.read(lambda conn: [rows.task(r) for r in conn.execute(query)])
 
-    async def count_tasks(self) -> dict[str, int]:
+    async def count_tasks(self, *, person_id: str | None = None) -> dict[str, int]:
+        """Tasks by status: everyone's, or one person's."""
         query = select(tasks.c.status, func.count()).group_by(tasks.c.status)
+        if person_id is not None:
+            query = query.where(tasks.c.person_id == person_id)
         return await self.backend.read(
             lambda conn: {status: n for status, n in conn.execute(query).all()}
         )

@@ -1,0 +1,184 @@
+"""Two tenants with one of everything, for the tenant-isolation tests of the service facade and
+the CLI: a goal, a task (claimed, as a worker would), a trigger, an event, an effect in doubt,
+an approval with its notification, a connection, a grant, a rule and two API tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from steward.cli.common import to_jsonable
+from steward.domain import (
+    ApiToken,
+    Approval,
+    ApprovalStatus,
+    Connection,
+    Effect,
+    EffectStatus,
+    Event,
+    Goal,
+    Grant,
+    Notification,
+    Person,
+    Rule,
+    Task,
+    TaskSpec,
+    Trigger,
+    TriggerKind,
+)
+from steward.domain.approval import args_hash
+from steward.domain.ids import new_id
+from steward.runtime.clock import Clock
+from steward.service import Service
+from steward.store import Fence, Store
+
+
+@dataclass
+class Tenant:
+    person: Person
+    goal: Goal
+    task: Task
+    trigger: Trigger
+    event: Event
+    effect: Effect
+    approval: Approval
+    notification: str
+    connection: Connection
+    grant: Grant
+    rule: Rule
+    token: ApiToken
+    control: str
+    """Plain text of a ``control`` token."""
+    read: str
+    """Plain text of a ``read`` token."""
+
+
+async def make_tenant(store: Store, clock: Clock, name: str) -> Tenant:
+    admin = Service(store, clock)
+    now = clock.now()
+    person = await store.create_person(name=name, now=now)
+    pid = person.id
+    goal = await admin.create_goal(person_id=pid, title=f"{name}'s goal")
+    task = await admin.create_task(person_id=pid, spec=TaskSpec(kind="noop"), goal_id=goal.id)
+    trigger = await admin.add_trigger(
+        person_id=pid,
+        kind=TriggerKind.CRON,
+        spec="0 9 * * *",
+        task=TaskSpec(kind="noop"),
+        goal_id=goal.id,
+        name=f"{name}'s morning",
+    )
+    event, _ = await admin.send_event(person_id=pid, type="ping", payload={"who": name})
+    connection = await admin.add_connection(
+        person_id=pid, kind="email", name=f"{name}'s mail", scopes=["email.send"]
+    )
+    grant = await admin.add_grant(person_id=pid, scopes=["email.send"], reason=name)
+    rule = await admin.add_rule(person_id=pid, pattern="email.*", mode="ask")
+    token, control = await admin.create_token(person_id=pid, name="phone", scopes=["control"])
+    _, read = await admin.create_token(person_id=pid, name="dashboard", scopes=["read"])
+    # what a worker running the task writes: an effect (left in doubt) and an approval
+    [claim] = await store.claim_tasks(worker=f"w-{name}", limit=1, lease_seconds=3600, now=now)
+    assert claim.task.id == task.id
+    fence = Fence.of(claim)
+    planned = await store.plan_effect(
+        fence,
+        key=f"{task.id}.1.0",
+        step_seq=1,
+        tool="send_email",
+        args={"to": f"{name}@example.com"},
+        idempotent=False,
+        now=now,
+    )
+    for status in (EffectStatus.SENT, EffectStatus.IN_DOUBT):
+        effect = await store.set_effect_status(fence, planned.id, status, now=now)
+    args = {"to": f"friend-of-{name}@example.com"}
+    approval_id = new_id("apr")
+    notification = new_id("ntf")
+    approval = await store.request_approval(
+        fence,
+        Approval(
+            id=approval_id,
+            person_id=pid,
+            task_id=task.id,
+            goal_id=goal.id,
+            step_seq=2,
+            tool="send_email",
+            args=args,
+            args_hash=args_hash("send_email", args),
+            reason="external action",
+            scopes=("email.send",),
+            status=ApprovalStatus.PENDING,
+            created_at=now,
+        ),
+        Notification(
+            id=notification,
+            person_id=pid,
+            kind="approval",
+            title="may I send?",
+            body="",
+            task_id=task.id,
+            ref=approval_id,
+            created_at=now,
+        ),
+    )
+    return Tenant(
+        person=person,
+        goal=goal,
+        task=task,
+        trigger=trigger,
+        event=event,
+        effect=effect,
+        approval=approval,
+        notification=notification,
+        connection=connection,
+        grant=grant,
+        rule=rule,
+        token=token,
+        control=control,
+        read=read,
+    )
+
+
+async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
+    """Everything of the tenant's, as plain data, through the owner's facade."""
+    admin = Service(store, clock)
+    pid = t.person.id
+    audit = await admin.audit_log(person_id=pid, limit=10_000)
+    return to_jsonable(
+        {
+            "person": await admin.person(pid),
+            "goals": [await admin.goal_detail(g.id) for g in await admin.list_goals(person_id=pid)],
+            "tasks": await admin.list_tasks(person_id=pid),
+            "triggers": await admin.list_triggers(person_id=pid),
+            "events": await admin.list_events(person_id=pid),
+            "effects": await admin.list_effects(task_id=t.task.id),
+            "approvals": await admin.list_approvals(person_id=pid, status=None),
+            "notifications": await admin.list_notifications(person_id=pid),
+            "connections": await admin.list_connections(person_id=pid),
+            "grants": await admin.list_grants(person_id=pid, live=False),
+            "rules": await admin.list_rules(person_id=pid),
+            "tokens": [
+                {**to_jsonable(x), "last_used_at": None}
+                for x in await admin.list_tokens(person_id=pid)
+            ],
+            "audit": [e.hash for e in audit],
+        }
+    )
+
+
+def ids_of(t: Tenant) -> set[str]:
+    """Ids that must never show up in another tenant's answers."""
+    return {
+        t.person.id,
+        t.goal.id,
+        t.task.id,
+        t.trigger.id,
+        t.event.id,
+        t.effect.id,
+        t.approval.id,
+        t.notification,
+        t.connection.id,
+        t.grant.id,
+        t.rule.id,
+        t.token.id,
+    }

@@ -1,0 +1,214 @@
+"""Tenant isolation through the service facade, the one door of every interface.
+
+Person A holds an API token. For every public method of :class:`~steward.service.Service`,
+called through A's token on B's objects (or naming B), the answer is "not found" — exactly as
+for an id that does not exist — and nothing of B's changes; the same call on A's own objects
+passes the check, so a method that refused everyone would fail here. A ``read`` token may only
+read. A new public method fails :func:`test_every_public_method_is_covered` until it has a
+case here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from steward.cli.common import to_jsonable
+from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
+from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
+from steward.runtime.clock import SimulatedClock
+from steward.service import Service
+from steward.store import Store
+from tenancy_support import Tenant, ids_of, make_tenant, state_of
+
+Call = Callable[[Service, Tenant], Awaitable[Any]]
+READ, CONTROL, OWNER, OWN = "read", "control", "owner", "own"
+"""OWN: names no person or object; answers for the token's person only."""
+
+
+def _pid(t: Tenant) -> str:
+    return t.person.id
+
+
+CASES: dict[str, tuple[str, Call]] = {
+    "ensure_person": (OWN, lambda s, t: s.ensure_person()),
+    "person": (READ, lambda s, t: s.person(_pid(t))),
+    "create_goal": (CONTROL, lambda s, t: s.create_goal(person_id=_pid(t), title="x")),
+    "set_goal_status": (CONTROL, lambda s, t: s.set_goal_status(t.goal.id, GoalStatus.PAUSED)),
+    "set_goal_budget": (CONTROL, lambda s, t: s.set_goal_budget(t.goal.id, Budget(max_steps=5))),
+    "list_goals": (READ, lambda s, t: s.list_goals(person_id=_pid(t))),
+    "goal_detail": (READ, lambda s, t: s.goal_detail(t.goal.id)),
+    "timeline": (READ, lambda s, t: s.timeline(t.goal.id)),
+    "create_task": (
+        CONTROL,
+        lambda s, t: s.create_task(person_id=_pid(t), spec=TaskSpec(kind="noop")),
+    ),
+    "get_task": (READ, lambda s, t: s.get_task(t.task.id)),
+    "task_detail": (READ, lambda s, t: s.task_detail(t.task.id)),
+    "count_tasks": (OWN, lambda s, t: s.count_tasks()),
+    "control_task": (CONTROL, lambda s, t: s.control_task(t.task.id, "pause")),
+    "list_tasks": (READ, lambda s, t: s.list_tasks(person_id=_pid(t))),
+    "add_trigger": (
+        CONTROL,
+        lambda s, t: s.add_trigger(
+            person_id=_pid(t), kind=TriggerKind.CRON, spec="0 8 * * *", task=TaskSpec(kind="noop")
+        ),
+    ),
+    "list_triggers": (READ, lambda s, t: s.list_triggers(person_id=_pid(t))),
+    "set_trigger_enabled": (CONTROL, lambda s, t: s.set_trigger_enabled(t.trigger.id, False)),
+    "send_event": (CONTROL, lambda s, t: s.send_event(person_id=_pid(t), type="ping")),
+    "list_events": (READ, lambda s, t: s.list_events(person_id=_pid(t))),
+    "list_effects": (READ, lambda s, t: s.list_effects(task_id=t.task.id)),
+    "prune": (OWNER, lambda s, t: s.prune(older_than=timedelta(days=1))),
+    "in_doubt_effects": (READ, lambda s, t: s.in_doubt_effects(_pid(t))),
+    "resolve_effect": (CONTROL, lambda s, t: s.resolve_effect(t.effect.id, applied=True)),
+    "ask_agent": (CONTROL, lambda s, t: s.ask_agent(person_id=_pid(t), instructions="hi")),
+    "answer_task": (CONTROL, lambda s, t: s.answer_task(t.task.id, "yes")),
+    "steps": (READ, lambda s, t: s.steps(t.task.id)),
+    "list_approvals": (READ, lambda s, t: s.list_approvals(person_id=_pid(t))),
+    "get_approval": (READ, lambda s, t: s.get_approval(t.approval.id)),
+    "decide_approval": (
+        CONTROL,
+        lambda s, t: s.decide_approval(t.approval.id, approve=True, scope="always"),
+    ),
+    "list_notifications": (READ, lambda s, t: s.list_notifications(person_id=_pid(t))),
+    "mark_read": (READ, lambda s, t: s.mark_read(t.notification)),
+    "audit_log": (READ, lambda s, t: s.audit_log(person_id=_pid(t))),
+    "verify_audit": (OWNER, lambda s, t: s.verify_audit()),
+    "create_token": (
+        CONTROL,
+        lambda s, t: s.create_token(person_id=_pid(t), name="x", scopes=["control"]),
+    ),
+    "list_tokens": (READ, lambda s, t: s.list_tokens(person_id=_pid(t))),
+    "revoke_token": (CONTROL, lambda s, t: s.revoke_token(t.token.id, person_id=_pid(t))),
+    "add_connection": (
+        CONTROL,
+        lambda s, t: s.add_connection(person_id=_pid(t), kind="x", name="x", scopes=["x.read"]),
+    ),
+    "list_connections": (READ, lambda s, t: s.list_connections(person_id=_pid(t))),
+    "disconnect": (CONTROL, lambda s, t: s.disconnect(t.connection.id, person_id=_pid(t))),
+    "list_grants": (READ, lambda s, t: s.list_grants(person_id=_pid(t))),
+    "add_grant": (CONTROL, lambda s, t: s.add_grant(person_id=_pid(t), scopes=["email.send"])),
+    "revoke_grant": (CONTROL, lambda s, t: s.revoke_grant(t.grant.id, person_id=_pid(t))),
+    "add_rule": (
+        CONTROL,
+        lambda s, t: s.add_rule(person_id=_pid(t), pattern="x.*", mode="deny"),
+    ),
+    "list_rules": (READ, lambda s, t: s.list_rules(person_id=_pid(t))),
+    "delete_rule": (CONTROL, lambda s, t: s.delete_rule(t.rule.id, person_id=_pid(t))),
+}
+NOT_A_CASE = {"authenticate": "how a token becomes a bound service; tested below"}
+
+
+def test_every_public_method_is_covered() -> None:
+    public = {
+        name
+        for name, member in inspect.getmembers(Service, inspect.iscoroutinefunction)
+        if not name.startswith("_")
+    }
+    assert public - set(NOT_A_CASE) == set(CASES), "add a tenancy case for each new method"
+
+
+@pytest.fixture
+async def tenants(
+    store: Store, clock: SimulatedClock
+) -> tuple[Tenant, Tenant, Service, Service, Service]:
+    a = await make_tenant(store, clock, "ann")
+    b = await make_tenant(store, clock, "bob")
+    owner = Service(store, clock)
+    return a, b, owner, await owner.authenticate(a.control), await owner.authenticate(a.read)
+
+
+@pytest.mark.parametrize("method", sorted(CASES))
+async def test_a_token_cannot_reach_another_persons_data(
+    method: str,
+    store: Store,
+    clock: SimulatedClock,
+    tenants: tuple[Tenant, Tenant, Service, Service, Service],
+) -> None:
+    a, b, _, as_a, as_a_reading = tenants
+    scope, call = CASES[method]
+    before = await state_of(store, clock, b)
+    if scope == OWNER:
+        with pytest.raises(Forbidden, match="owner"):
+            await call(as_a, b)
+        with pytest.raises(Forbidden, match="owner"):
+            await call(as_a, a)
+        assert await state_of(store, clock, b) == before
+        return
+
+    # on B's objects, or naming B: not found, and nothing of B's changed
+    if scope != OWN:
+        with pytest.raises(NotFound) as refused:
+            await call(as_a, b)
+        assert any(i in str(refused.value) for i in ids_of(b)), refused.value
+        assert await state_of(store, clock, b) == before
+
+    # with a read token, a method that changes things is forbidden before anything else
+    if scope == CONTROL:
+        with pytest.raises(Forbidden, match="control"):
+            await call(as_a_reading, a)
+
+    # the same call on A's own objects passes the check (it may still be refused on its
+    # merits, e.g. answering a task that asked nothing)
+    try:
+        answer = await call(as_a if scope == CONTROL else as_a_reading, a)
+    except (NotFound, Forbidden):
+        raise
+    except StewardError:
+        answer = None
+    leaked = ids_of(b) & set(_strings(to_jsonable(answer)))
+    assert not leaked, f"{method} answered with {leaked}"
+    assert await state_of(store, clock, b) == before
+
+
+async def test_listings_without_a_person_are_the_tokens_own(
+    tenants: tuple[Tenant, Tenant, Service, Service, Service],
+) -> None:
+    a, b, owner, as_a, _ = tenants
+    assert (await as_a.ensure_person()).id == a.person.id
+    assert (await as_a.person(None)).id == a.person.id
+    assert {t.person_id for t in await as_a.list_tasks()} == {a.person.id}
+    assert [e.id for e in await as_a.list_effects()] == [a.effect.id]
+    assert [e.id for e in await as_a.in_doubt_effects()] == [a.effect.id]
+    assert await as_a.count_tasks() == {"running": 1}
+    assert await owner.count_tasks() == {"running": 2}
+    blob = json.dumps(to_jsonable(await as_a.list_effects()))
+    assert b.effect.id not in blob
+
+
+async def test_decisions_through_a_token_are_recorded_as_the_token(
+    tenants: tuple[Tenant, Tenant, Service, Service, Service],
+) -> None:
+    a, _, _, as_a, _ = tenants
+    decided = await as_a.decide_approval(a.approval.id, approve=False, decided_by="someone else")
+    assert decided.decided_by == f"token:{a.token.id}"
+    grant = await as_a.add_grant(person_id=a.person.id, scopes=["email.send"], issued_by="me")
+    assert grant.issued_by == f"token:{a.token.id}"
+
+
+async def test_bad_and_revoked_tokens_are_refused(
+    tenants: tuple[Tenant, Tenant, Service, Service, Service],
+) -> None:
+    a, _, owner, _, _ = tenants
+    for bad in ("", "stw_nope", a.control + "x"):
+        with pytest.raises(Unauthorized):
+            await owner.authenticate(bad)
+    await owner.revoke_token(a.token.id, person_id=a.person.id)
+    with pytest.raises(Unauthorized):
+        await owner.authenticate(a.control)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
