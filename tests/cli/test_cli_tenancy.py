@@ -1,0 +1,214 @@
+"""Tenant isolation over every CLI command: with person A's token in ``$STEWARD_TOKEN``, each
+command aimed at person B's objects (or naming B) fails with one "not found" line and changes
+nothing of B's; aimed at A's own, it passes the check; listings show none of B's ids. A new
+command fails :func:`test_every_command_is_covered` until it has a case here."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from steward.cli.main import app
+from steward.models.scripted import ScriptedModel, say
+from steward.runtime.clock import Clock
+from steward.store import Store
+from steward.testing.model_server import run_model_server
+from tenancy_support import Tenant, ids_of, make_tenant, state_of
+
+Argv = Callable[[Tenant], list[str]]
+
+TARGETED: dict[str, Argv] = {
+    "ask": lambda t: ["ask", "hello", "--person", t.person.id],
+    "chat": lambda t: ["chat", "--task", t.task.id],
+    "answer": lambda t: ["answer", t.task.id, "yes"],
+    "inbox": lambda t: ["inbox", "--person", t.person.id],
+    "goal create": lambda t: ["goal", "create", "x", "--person", t.person.id],
+    "goal list": lambda t: ["goal", "list", "--person", t.person.id],
+    "goal show": lambda t: ["goal", "show", t.goal.id],
+    "goal budget": lambda t: ["goal", "budget", t.goal.id, "--max-steps", "3"],
+    "goal pause": lambda t: ["goal", "pause", t.goal.id],
+    "goal resume": lambda t: ["goal", "resume", t.goal.id],
+    "goal cancel": lambda t: ["goal", "cancel", t.goal.id],
+    "goal complete": lambda t: ["goal", "complete", t.goal.id],
+    "goal timeline": lambda t: ["goal", "timeline", t.goal.id],
+    "task create": lambda t: ["task", "create", "noop", "--person", t.person.id],
+    "task list": lambda t: ["task", "list", "--person", t.person.id],
+    "task show": lambda t: ["task", "show", t.task.id],
+    "task cancel": lambda t: ["task", "cancel", t.task.id],
+    "task pause": lambda t: ["task", "pause", t.task.id],
+    "task resume": lambda t: ["task", "resume", t.task.id],
+    "trigger add": lambda t: ["trigger", "add", "cron", "0 9 * * *", "--person", t.person.id],
+    "trigger list": lambda t: ["trigger", "list", "--person", t.person.id],
+    "trigger enable": lambda t: ["trigger", "enable", t.trigger.id],
+    "trigger disable": lambda t: ["trigger", "disable", t.trigger.id],
+    "event send": lambda t: ["event", "send", "ping", "--person", t.person.id],
+    "event list": lambda t: ["event", "list", "--person", t.person.id],
+    "effect list": lambda t: ["effect", "list", "--task", t.task.id],
+    "effect resolve": lambda t: ["effect", "resolve", t.effect.id, "--applied"],
+    "approval list": lambda t: ["approval", "list", "--person", t.person.id],
+    "approval approve": lambda t: ["approval", "approve", t.approval.id, "--for", "always"],
+    "approval deny": lambda t: ["approval", "deny", t.approval.id],
+    "audit list": lambda t: ["audit", "list", "--person", t.person.id],
+    "token create": lambda t: [
+        "token",
+        "create",
+        "x",
+        "--scope",
+        "control",
+        "--person",
+        t.person.id,
+    ],
+    "token list": lambda t: ["token", "list", "--person", t.person.id],
+    "token revoke": lambda t: ["token", "revoke", t.token.id, "--person", t.person.id],
+    "connection add": lambda t: [
+        *("connection", "add", "x", "--kind", "x", "--scope", "x.read"),
+        *("--person", t.person.id),
+    ],
+    "connection list": lambda t: ["connection", "list", "--person", t.person.id],
+    "connection disconnect": lambda t: [
+        *("connection", "disconnect", t.connection.id, "--person", t.person.id)
+    ],
+    "grant add": lambda t: ["grant", "add", "--scope", "email.send", "--person", t.person.id],
+    "grant list": lambda t: ["grant", "list", "--person", t.person.id],
+    "grant revoke": lambda t: ["grant", "revoke", t.grant.id, "--person", t.person.id],
+    "rule add": lambda t: ["rule", "add", "x.*", "deny", "--person", t.person.id],
+    "rule list": lambda t: ["rule", "list", "--person", t.person.id],
+    "rule delete": lambda t: ["rule", "delete", t.rule.id, "--person", t.person.id],
+}
+OWNER_ONLY = {"prune": ["prune"], "audit verify": ["audit", "verify"]}
+"""Maintenance over everyone's data: refused to any token."""
+NOT_DATA = {
+    "up": "runs the runtime process",
+    "worker": "runs a worker process",
+    "scheduler": "runs the scheduler process",
+    "simulate": "replays a simulation in a throwaway database",
+    "db upgrade": "migrates the schema",
+}
+"""Commands that read or change no person's data through the facade."""
+LISTINGS = [
+    ["inbox"],
+    ["goal", "list", "--json"],
+    ["task", "list", "--json"],
+    ["trigger", "list", "--json"],
+    ["event", "list", "--json"],
+    ["effect", "list", "--json"],
+    ["effect", "list", "--in-doubt", "--json"],
+    ["approval", "list", "--all", "--json"],
+    ["audit", "list", "--json"],
+    ["token", "list", "--json"],
+    ["connection", "list", "--json"],
+    ["grant", "list", "--all", "--json"],
+    ["rule", "list", "--json"],
+]
+
+
+def _commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[str]:
+    subcommands = getattr(command, "commands", None)  # a group (Typer's own Group class)
+    if subcommands is not None:
+        for name, sub in subcommands.items():
+            yield from _commands(sub, (*path, name))
+    else:
+        yield " ".join(path)
+
+
+def test_every_command_is_covered() -> None:
+    every = set(_commands(typer.main.get_command(app)))
+    assert every == set(TARGETED) | set(OWNER_ONLY) | set(NOT_DATA)
+
+
+class World:
+    def __init__(self, tmp_path: Path) -> None:
+        self.db = f"sqlite:///{tmp_path / 'cli.db'}"
+        self.a, self.b = asyncio.run(self._make())
+
+    async def _make(self) -> tuple[Tenant, Tenant]:
+        store = await Store.open(self.db)
+        try:
+            clock = Clock()
+            return await make_tenant(store, clock, "ann"), await make_tenant(store, clock, "bob")
+        finally:
+            await store.close()
+
+    def state_of_b(self) -> Any:
+        async def read() -> Any:
+            store = await Store.open(self.db)
+            try:
+                return await state_of(store, Clock(), self.b)
+            finally:
+                await store.close()
+
+        return asyncio.run(read())
+
+    def run(self, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+        result = CliRunner().invoke(
+            app, [*argv, "--db", self.db], env={"COLUMNS": "300", **env}, input=""
+        )
+        return result.exit_code, result.output
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[World, dict[str, str]]]:
+    model = ScriptedModel(lambda _messages, _tools: say("done"))
+    with run_model_server(model) as server:
+        w = World(tmp_path)
+        env = {
+            "STEWARD_TOKEN": w.a.control,
+            "STEWARD_MODEL": "scripted",
+            "STEWARD_MODEL_BASE_URL": server.url,
+            "STEWARD_MODEL_API_KEY": server.api_key,
+            "STEWARD_DATA_DIR": str(tmp_path),
+        }
+        yield w, env
+
+
+@pytest.mark.parametrize("command", sorted(TARGETED))
+def test_a_token_cannot_reach_another_persons_data_from_the_cli(
+    command: str, world: tuple[World, dict[str, str]]
+) -> None:
+    w, env = world
+    before = w.state_of_b()
+    code, out = w.run(TARGETED[command](w.b), env)
+    assert code == 1, out
+    assert "not found" in out, out
+    assert w.state_of_b() == before
+    # the same command on A's own passes the ownership check
+    code, out = w.run(TARGETED[command](w.a), env)
+    assert "not found" not in out, out
+    assert not ids_of(w.b) & set(out.replace('"', " ").split()), out
+    assert w.state_of_b() == before
+
+
+def test_owner_only_commands_refuse_a_token(world: tuple[World, dict[str, str]]) -> None:
+    w, env = world
+    for argv in OWNER_ONLY.values():
+        code, out = w.run(argv, env)
+        assert code == 1, out
+        assert "owner" in out, out
+    code, out = w.run(["audit", "verify"], {})  # the owner, at the console
+    assert code == 0, out
+
+
+def test_listings_show_only_the_tokens_person(world: tuple[World, dict[str, str]]) -> None:
+    w, env = world
+    for argv in LISTINGS:
+        code, out = w.run(argv, env)
+        assert code == 0, (argv, out)
+        assert not ids_of(w.b) & set(out.replace('"', " ").split()), (argv, out)
+    code, out = w.run(["goal", "list", "--json"], env)
+    assert w.a.goal.id in out
+    code, out = w.run(["goal", "list", "--json"], {})  # the owner sees the first person's
+    assert code == 0, out
+
+
+def test_a_bad_token_is_one_clear_line(world: tuple[World, dict[str, str]]) -> None:
+    w, env = world
+    code, out = w.run(["goal", "list"], env | {"STEWARD_TOKEN": "stw_wrong"})
+    assert code == 1
+    assert out.strip().startswith("error:"), out
+    assert len(out.strip().splitlines()) == 1, out
