@@ -5,6 +5,7 @@ an approval with its notification, a connection, a grant, a rule and two API tok
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from steward.cli.common import to_jsonable
@@ -53,8 +54,8 @@ class Tenant:
     """Plain text of a ``read`` token."""
 
 
-async def make_tenant(store: Store, clock: Clock, name: str) -> Tenant:
-    admin = Service(store, clock)
+async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> Tenant:
+    admin = Service(store, clock, data_dir=data_dir)
     now = clock.now()
     person = await store.create_person(name=name, now=now)
     pid = person.id
@@ -75,6 +76,7 @@ async def make_tenant(store: Store, clock: Clock, name: str) -> Tenant:
     )
     grant = await admin.add_grant(person_id=pid, scopes=["email.send"], reason=name)
     rule = await admin.add_rule(person_id=pid, pattern="email.*", mode="ask")
+    await admin.put_secret(person_id=pid, name="mail", value=f"pw-{name}", hosts=["mail.x.io"])
     token, control = await admin.create_token(person_id=pid, name="phone", scopes=["control"])
     _, read = await admin.create_token(person_id=pid, name="dashboard", scopes=["read"])
     # what a worker running the task writes: an effect (left in doubt) and an approval
@@ -145,6 +147,7 @@ async def make_tenant(store: Store, clock: Clock, name: str) -> Tenant:
 async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
     """Everything of the tenant's, as plain data, through the owner's facade."""
     admin = Service(store, clock)
+    secrets = await store.list_secrets(t.person.id)
     pid = t.person.id
     audit = await admin.audit_log(person_id=pid, limit=10_000)
     return to_jsonable(
@@ -160,6 +163,7 @@ async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
             "connections": await admin.list_connections(person_id=pid),
             "grants": await admin.list_grants(person_id=pid, live=False),
             "rules": await admin.list_rules(person_id=pid),
+            "secrets": [(x, await store.secret_ciphertext(pid, x.name)) for x in secrets],
             "tokens": [
                 {**to_jsonable(x), "last_used_at": None}
                 for x in await admin.list_tokens(person_id=pid)

@@ -14,6 +14,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,6 +102,13 @@ CASES: dict[str, tuple[str, Call]] = {
     ),
     "list_rules": (READ, lambda s, t: s.list_rules(person_id=_pid(t))),
     "delete_rule": (CONTROL, lambda s, t: s.delete_rule(t.rule.id, person_id=_pid(t))),
+    "put_secret": (
+        CONTROL,
+        lambda s, t: s.put_secret(person_id=_pid(t), name="mail", value="x", hosts=["evil.io"]),
+    ),
+    "list_secrets": (READ, lambda s, t: s.list_secrets(person_id=_pid(t))),
+    "delete_secret": (CONTROL, lambda s, t: s.delete_secret("mail", person_id=_pid(t))),
+    "rotate_vault_key": (OWNER, lambda s, t: s.rotate_vault_key()),
 }
 NOT_A_CASE = {"authenticate": "how a token becomes a bound service; tested below"}
 
@@ -116,11 +124,11 @@ def test_every_public_method_is_covered() -> None:
 
 @pytest.fixture
 async def tenants(
-    store: Store, clock: SimulatedClock
+    store: Store, clock: SimulatedClock, tmp_path: Path
 ) -> tuple[Tenant, Tenant, Service, Service, Service]:
-    a = await make_tenant(store, clock, "ann")
-    b = await make_tenant(store, clock, "bob")
-    owner = Service(store, clock)
+    a = await make_tenant(store, clock, "ann", tmp_path)
+    b = await make_tenant(store, clock, "bob", tmp_path)
+    owner = Service(store, clock, data_dir=tmp_path)
     return a, b, owner, await owner.authenticate(a.control), await owner.authenticate(a.read)
 
 

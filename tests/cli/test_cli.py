@@ -219,3 +219,57 @@ def test_a_grant_with_an_allowance_per_period_from_the_cli(db: str) -> None:
     assert code == 1
     assert "no active connection allows email.send" in out
     assert [g["id"] for g in cli_json(db, "grant", "list")] == [grant["id"]]  # type: ignore[index, union-attr]
+
+
+def test_secrets_are_read_from_stdin_listed_without_values_and_survive_rotation(
+    db: str, tmp_path: Path
+) -> None:
+    env = {"STEWARD_DATA_DIR": str(tmp_path), "STEWARD_VAULT_KEY": ""}
+
+    def run(*args: str, stdin: str = "") -> tuple[int, str]:
+        result = runner.invoke(app, [*args, "--db", db], env=env, input=stdin)
+        return result.exit_code, result.output
+
+    code, out = run("secret", "set", "github", "--host", "api.github.com", stdin="ghp_s3cret\n")
+    assert code == 0, out
+    assert "ghp_s3cret" not in out
+    code, out = run("secret", "set", "bad", "--host", "https://x.io/path", stdin="v")
+    assert code == 1
+    assert "bare host name" in out
+    code, out = run("secret", "set", "empty", "--host", "x.io", stdin="")
+    assert code == 1
+    assert "empty" in out
+    code, out = run("secret", "list", "--json")
+    assert code == 0, out
+    assert [s["name"] for s in json.loads(out)] == ["github"]
+    assert "ghp_s3cret" not in out
+    key_before = (tmp_path / "vault.key").read_text()
+    code, out = run("vault", "rotate")
+    assert code == 0, out
+    assert "1 secret(s) re-encrypted" in out
+    key_after = (tmp_path / "vault.key").read_text()
+    assert key_after != key_before
+    assert len(key_after.split()) == 1  # the old key is retired
+
+    async def value() -> str:
+        from steward.sentinel.vault import Vault, VaultKeys
+        from steward.store import Store
+
+        store = await Store.open(db)
+        try:
+            person = (await store.list_persons())[0]
+            _, ciphertext = await store.secret_ciphertext(person.id, "github")
+            return Vault(VaultKeys.load(tmp_path, environ={})).decrypt(ciphertext)
+        finally:
+            await store.close()
+
+    import asyncio
+
+    assert asyncio.run(value()) == "ghp_s3cret"
+    code, out = run("secret", "delete", "github")
+    assert code == 0, out
+    code, out = run("secret", "delete", "github")
+    assert code == 1
+    assert "not found" in out
+    kinds = [e["kind"] for e in json.loads(run("audit", "list", "--json")[1])]
+    assert kinds.count("secret") == 2

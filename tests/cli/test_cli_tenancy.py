@@ -80,8 +80,15 @@ TARGETED: dict[str, Argv] = {
     "rule add": lambda t: ["rule", "add", "x.*", "deny", "--person", t.person.id],
     "rule list": lambda t: ["rule", "list", "--person", t.person.id],
     "rule delete": lambda t: ["rule", "delete", t.rule.id, "--person", t.person.id],
+    "secret set": lambda t: ["secret", "set", "mail", "--host", "evil.io", "--person", t.person.id],
+    "secret list": lambda t: ["secret", "list", "--person", t.person.id],
+    "secret delete": lambda t: ["secret", "delete", "mail", "--person", t.person.id],
 }
-OWNER_ONLY = {"prune": ["prune"], "audit verify": ["audit", "verify"]}
+OWNER_ONLY = {
+    "prune": ["prune"],
+    "audit verify": ["audit", "verify"],
+    "vault rotate": ["vault", "rotate"],
+}
 """Maintenance over everyone's data: refused to any token."""
 NOT_DATA = {
     "up": "runs the runtime process",
@@ -105,6 +112,7 @@ LISTINGS = [
     ["connection", "list", "--json"],
     ["grant", "list", "--all", "--json"],
     ["rule", "list", "--json"],
+    ["secret", "list", "--json"],
 ]
 
 
@@ -125,13 +133,17 @@ def test_every_command_is_covered() -> None:
 class World:
     def __init__(self, tmp_path: Path) -> None:
         self.db = f"sqlite:///{tmp_path / 'cli.db'}"
+        self.data_dir = tmp_path
         self.a, self.b = asyncio.run(self._make())
 
     async def _make(self) -> tuple[Tenant, Tenant]:
         store = await Store.open(self.db)
         try:
             clock = Clock()
-            return await make_tenant(store, clock, "ann"), await make_tenant(store, clock, "bob")
+            return (
+                await make_tenant(store, clock, "ann", self.data_dir),
+                await make_tenant(store, clock, "bob", self.data_dir),
+            )
         finally:
             await store.close()
 

@@ -424,6 +424,13 @@ class TaskLifecycle(RuleBasedStateMachine):
         elif kind == "wait_until":
             expected = S.WAITING
             m.wait_until = self.now + timedelta(seconds=delay)
+        elif kind == "wait_effect" and any(
+            e.id == ref and e.status is not E.IN_DOUBT for e in self.effect_model.values()
+        ):
+            # settled (or never in doubt) before the task sleeps: nothing would wake it later,
+            # so the wait is satisfied as it is registered
+            expected = S.PENDING
+            m.run_at = self.now
         elif kind in ("wait_event", "wait_effect"):
             expected = S.WAITING
             m.wait_ref = ref if kind == "wait_effect" else None

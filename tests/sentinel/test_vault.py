@@ -271,7 +271,7 @@ async def test_secret_store_keeps_ciphertext_and_bindings_per_person(
     with pytest.raises(NotFound):
         await secret_store.secret_ciphertext(b.id, "github")
     with pytest.raises(NotFound):
-        await secret_store.delete_secret(b.id, "github")
+        await secret_store.delete_secret(b.id, "github", now=clock.now())
     other = await secret_store.put_secret(
         person_id=b.id, name="github", ciphertext="ct-b", hosts=["api.github.com"], now=clock.now()
     )
@@ -286,7 +286,7 @@ async def test_secret_store_keeps_ciphertext_and_bindings_per_person(
             person_id=a.id, name="x", ciphertext="ct", hosts=["*.h"], now=clock.now()
         )
 
-    await secret_store.delete_secret(a.id, "github")
+    await secret_store.delete_secret(a.id, "github", now=clock.now())
     assert await secret_store.list_secrets(a.id) == []
     assert (await secret_store.secret_ciphertext(b.id, "github"))[1] == "ct-b"
 

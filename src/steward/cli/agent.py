@@ -53,7 +53,7 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
         # steps are shown from the journal whichever process runs them
         harness = await build_harness(settings, store, clock)
         runtime = Runtime(store, harness, clock, RuntimeConfig(poll_seconds=0.5))
-        svc = await as_caller(Service(store, clock, runtime))
+        svc = await as_caller(Service(store, clock, runtime, data_dir=settings.data_dir))
         running = asyncio.create_task(runtime.run())
         try:
             yield svc

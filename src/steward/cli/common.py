@@ -79,7 +79,7 @@ async def service(db: str | None) -> AsyncIterator[Service]:
     url = db or settings.resolved_database_url()
     store = await Store.open(url)
     try:
-        yield await as_caller(Service(store))
+        yield await as_caller(Service(store, data_dir=settings.data_dir))
     finally:
         await store.close()
 

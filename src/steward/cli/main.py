@@ -17,6 +17,7 @@ from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
+from steward.cli.vault import secret_app, vault_app
 from steward.config import Settings
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.trigger import MissedPolicy
@@ -43,6 +44,8 @@ app.add_typer(token_app, name="token")
 app.add_typer(connection_app, name="connection")
 app.add_typer(grant_app, name="grant")
 app.add_typer(rule_app, name="rule")
+app.add_typer(secret_app, name="secret")
+app.add_typer(vault_app, name="vault")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
@@ -61,7 +64,7 @@ async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
         await store.close()
         raise
     runtime = Runtime(store, harness, clock, config)
-    service = Service(store, clock, runtime)
+    service = Service(store, clock, runtime, data_dir=settings.data_dir)
     person = await service.ensure_person()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -86,7 +86,14 @@ class SecretStore(Protocol):
     async def secret_ciphertext(self, person_id: str, name: str) -> tuple[SecretInfo, str]: ...
 
     async def put_secret(
-        self, *, person_id: str, name: str, ciphertext: str, hosts: Iterable[str], now: datetime
+        self,
+        *,
+        person_id: str,
+        name: str,
+        ciphertext: str,
+        hosts: Iterable[str],
+        now: datetime,
+        actor: str = "person",
     ) -> SecretInfo: ...
 
 
@@ -388,6 +395,7 @@ class EgressBroker:
                     ciphertext=self._vault.encrypt(current.to_secret()),
                     hosts=info.hosts,
                     now=self._now(),
+                    actor=actor,
                 )
         secret.old.append(secret.value)
         secret.value = current.access_token

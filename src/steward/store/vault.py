@@ -15,8 +15,9 @@ from steward.domain.ids import new_id
 from steward.errors import NotFound, UsageError
 from steward.sentinel.vault import SecretInfo, check_secret_name
 from steward.store import rows
+from steward.store.audit import append_in
 from steward.store.backend import Backend
-from steward.store.schema import secrets
+from steward.store.schema import persons, secrets
 from steward.store.tasks import TaskQueries
 
 _LABEL = r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?"
@@ -34,8 +35,10 @@ class SecretQueries(TaskQueries):
         ciphertext: str,
         hosts: Iterable[str],
         now: datetime,
+        actor: str = "person",
     ) -> SecretInfo:
-        """Store secret ``name`` of a person, or replace its value and hosts (keeping its id)."""
+        """Store secret ``name`` of a person, or replace its value and hosts (keeping its id);
+        the audit log records the name and hosts, never the value."""
         check_secret_name(name)
         bound = normalize_hosts(hosts)
         now_f = rows.ts(now)
@@ -50,14 +53,27 @@ class SecretQueries(TaskQueries):
         }
 
         def op(conn: Connection) -> SecretInfo:
+            if conn.execute(select(persons.c.id).where(persons.c.id == person_id)).first() is None:
+                raise NotFound("person", person_id)
             insert = self.backend.insert_ignore(secrets, values).returning(secrets.c.id)
-            if conn.execute(insert).first() is None:
+            created = conn.execute(insert).first() is not None
+            if not created:
                 conn.execute(
                     update(secrets)
                     .where(secrets.c.person_id == person_id, secrets.c.name == name)
                     .values(hosts=values["hosts"], ciphertext=ciphertext, rotated_at=now_f)
                 )
-            return _secret(_get_row(conn, person_id, name))
+            stored = _secret(_get_row(conn, person_id, name))
+            append_in(
+                conn,
+                self.backend,
+                person_id=person_id,
+                kind="secret",
+                actor=actor,
+                data={"secret": name, "hosts": list(bound), "stored": not created},
+                now=now,
+            )
+            return stored
 
         return await self.backend.write(op)
 
@@ -74,7 +90,9 @@ class SecretQueries(TaskQueries):
         query = select(secrets).where(secrets.c.person_id == person_id).order_by(secrets.c.name)
         return await self.backend.read(lambda conn: [_secret(r) for r in conn.execute(query)])
 
-    async def delete_secret(self, person_id: str, name: str) -> None:
+    async def delete_secret(
+        self, person_id: str, name: str, *, now: datetime, actor: str = "person"
+    ) -> None:
         """Delete a person's secret; :class:`NotFound` if they have none so named."""
 
         def op(conn: Connection) -> None:
@@ -85,6 +103,15 @@ class SecretQueries(TaskQueries):
             )
             if res.first() is None:
                 raise NotFound("secret", name)
+            append_in(
+                conn,
+                self.backend,
+                person_id=person_id,
+                kind="secret",
+                actor=actor,
+                data={"secret": name, "deleted": True},
+                now=now,
+            )
 
         await self.backend.write(op)
 

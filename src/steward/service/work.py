@@ -1,17 +1,5 @@
-"""The service facade: the one door every interface (CLI, API, dashboard, MCP) goes through.
-
-It validates input (a bad request raises a :class:`~steward.errors.UsageError` and changes
-nothing), stamps times from the clock, and nudges an in-process runtime when it adds work.
-
-**Tenancy.** A :class:`Service` acts for a :class:`Principal` or, with none, for the machine's
-owner at a local console (who holds the database anyway). :meth:`Service.authenticate` turns an
-API token into a service bound to the token's person and scopes: every method then acts for
-that person only — an id of anyone else's goal, task, trigger, approval, notification, effect,
-grant, rule, connection or token is :class:`~steward.errors.NotFound`, exactly like an id that
-does not exist — and needs the token's ``read`` or ``control`` scope
-(:class:`~steward.errors.Forbidden` otherwise). A few maintenance operations over everyone's
-data (pruning history, verifying the whole audit chain) are for the owner only.
-"""
+"""The facade's work part: goals, tasks, triggers, events, effects, the agent, approvals and
+notifications."""
 
 from __future__ import annotations
 
@@ -21,12 +9,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from steward.domain import (
-    ApiToken,
     Approval,
     ApprovalStatus,
-    AuditEntry,
     Budget,
-    Connection,
     Effect,
     EffectStatus,
     Event,
@@ -36,9 +21,6 @@ from steward.domain import (
     Lifetime,
     MissedPolicy,
     Notification,
-    Person,
-    Rule,
-    RuleMode,
     Step,
     Task,
     TaskSpec,
@@ -47,14 +29,11 @@ from steward.domain import (
     TriggerKind,
 )
 from steward.domain.ids import new_id
-from steward.errors import ConfigError, Forbidden, NotFound, StewardError, UsageError
-from steward.runtime.clock import Clock
+from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
-from steward.sentinel.audit import AuditVerdict
 from steward.sentinel.policy import recipients_of, urls_of
-from steward.sentinel.tokens import CONTROL, READ, require_scope
-from steward.store import Store
-from steward.store.authority import Disconnected
+from steward.sentinel.tokens import CONTROL, READ
+from steward.service.base import ServiceBase
 
 APPROVAL_SCOPES = ("once", "task", "hours", "always")
 """What approving an action may also allow: see :meth:`Service.decide_approval`."""
@@ -74,113 +53,7 @@ class TimelineEntry:
     """The details."""
 
 
-@dataclass(kw_only=True, frozen=True)
-class Principal:
-    """Who a bound service acts for: a person, through an API token."""
-
-    person_id: str
-    """The token's person: the only one whose data the service touches."""
-    token: ApiToken
-    """The token, with its scopes (``read``, ``control``)."""
-
-    @property
-    def actor(self) -> str:
-        """How decisions made through it are recorded (never the token's secret)."""
-        return f"token:{self.token.id}"
-
-
-class Service:
-    def __init__(
-        self,
-        store: Store,
-        clock: Clock | None = None,
-        runtime: Any = None,
-        *,
-        principal: Principal | None = None,
-    ) -> None:
-        self.store = store
-        self.clock = clock or Clock()
-        self.runtime = runtime
-        """An in-process :class:`~steward.runtime.runtime.Runtime` to nudge, if any."""
-        self.principal = principal
-        """Who it acts for; None: the machine's owner, for anyone."""
-
-    # --- who is asking ------------------------------------------------------------------
-
-    async def authenticate(self, token: str) -> Service:
-        """A service bound to the person and scopes of ``token`` (stored hashed; a missing,
-        unknown or revoked token is :class:`~steward.errors.Unauthorized`)."""
-        found = await self.store.authenticate(token, now=self.clock.now())
-        return Service(
-            self.store,
-            self.clock,
-            self.runtime,
-            principal=Principal(person_id=found.person_id, token=found),
-        )
-
-    def _may(self, scope: str) -> None:
-        if self.principal is not None:
-            require_scope(self.principal.token, scope)
-
-    def _for(self, person_id: str | None, scope: str) -> str:
-        """The person to act for: a bound service's own (naming anyone else is not found)."""
-        self._may(scope)
-        if self.principal is None:
-            if not person_id:
-                raise UsageError("say which person to act for")
-            return person_id
-        if person_id and person_id != self.principal.person_id:
-            raise NotFound("person", person_id)
-        return self.principal.person_id
-
-    def _owned(self, kind: str, object_id: str, person_id: str) -> None:
-        if self.principal is not None and person_id != self.principal.person_id:
-            raise NotFound(kind, object_id)
-
-    def _owner_only(self, what: str) -> None:
-        if self.principal is not None:
-            raise Forbidden(f"{what} is for the machine's owner, not an API token")
-
-    async def _goal(self, goal_id: str, scope: str) -> Goal:
-        self._may(scope)
-        goal = await self.store.get_goal(goal_id)
-        self._owned("goal", goal_id, goal.person_id)
-        return goal
-
-    async def _task(self, task_id: str, scope: str) -> Task:
-        self._may(scope)
-        task = await self.store.get_task(task_id)
-        self._owned("task", task_id, task.person_id)
-        return task
-
-    async def _approval(self, approval_id: str, scope: str) -> Approval:
-        self._may(scope)
-        approval = await self.store.get_approval(approval_id)
-        self._owned("approval", approval_id, approval.person_id)
-        return approval
-
-    def _decider(self, given: str) -> str:
-        return given if self.principal is None else self.principal.actor
-
-    # --- persons ------------------------------------------------------------------------
-
-    async def ensure_person(self, name: str = "me") -> Person:
-        """The person to act for: the first one, created on first use (a bound service's own
-        person)."""
-        if self.principal is not None:
-            return await self.person(None)
-        persons = await self.store.list_persons()
-        if persons:
-            return persons[0]
-        return await self.store.create_person(name=name, now=self.clock.now())
-
-    async def person(self, person_id: str | None) -> Person:
-        if self.principal is not None:
-            return await self.store.get_person(self._for(person_id, READ))
-        if person_id:
-            return await self.store.get_person(person_id)
-        return await self.ensure_person()
-
+class WorkService(ServiceBase):
     # --- goals --------------------------------------------------------------------------
 
     async def create_goal(
@@ -595,150 +468,6 @@ class Service:
         self._may(READ)
         mine = None if self.principal is None else self.principal.person_id
         await self.store.mark_read(notification_id, now=self.clock.now(), person_id=mine)
-
-    # --- security: audit log and API tokens ---------------------------------------------
-
-    async def audit_log(
-        self, *, person_id: str, after_seq: int = 0, limit: int = 500
-    ) -> list[AuditEntry]:
-        """The person's own audit entries, oldest first."""
-        return await self.store.list_audit(
-            person_id=self._for(person_id, READ), after_seq=after_seq, limit=limit
-        )
-
-    async def verify_audit(self) -> AuditVerdict:
-        """Check the whole hash chain; the verdict names the first entry that fails. The chain
-        links everyone's entries, so this is the machine owner's."""
-        self._owner_only("verifying the whole audit chain")
-        return await self.store.verify_audit()
-
-    async def create_token(
-        self, *, person_id: str, name: str, scopes: Sequence[str]
-    ) -> tuple[ApiToken, str]:
-        """Issue an API token; the plaintext is returned once and never stored."""
-        return await self.store.create_token(
-            person_id=self._for(person_id, CONTROL), name=name, scopes=scopes, now=self.clock.now()
-        )
-
-    async def list_tokens(self, *, person_id: str) -> list[ApiToken]:
-        return await self.store.list_tokens(self._for(person_id, READ))
-
-    async def revoke_token(self, token_id: str, *, person_id: str) -> ApiToken:
-        return await self.store.revoke_token(
-            token_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
-        )
-
-    # --- security: connections, grants, rules ------------------------------------------
-
-    async def add_connection(
-        self,
-        *,
-        person_id: str,
-        kind: str,
-        name: str,
-        scopes: Sequence[str],
-        hosts: Sequence[str] = (),
-    ) -> Connection:
-        person_id = self._for(person_id, CONTROL)
-        if not scopes:
-            raise UsageError("a connection exposes at least one scope (e.g. email.read)")
-        return await self.store.add_connection(
-            Connection(
-                id=new_id("con"),
-                person_id=person_id,
-                kind=kind,
-                name=name,
-                scopes=tuple(scopes),
-                hosts=tuple(hosts),
-                created_at=self.clock.now(),
-            )
-        )
-
-    async def list_connections(self, *, person_id: str) -> list[Connection]:
-        return await self.store.list_connections(self._for(person_id, READ))
-
-    async def disconnect(self, connection_id: str, *, person_id: str) -> Disconnected:
-        """Deactivate a connection; grants it no longer covers are revoked at once."""
-        return await self.store.disconnect(
-            connection_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
-        )
-
-    async def list_grants(self, *, person_id: str, live: bool = True) -> list[Grant]:
-        return await self.store.list_grants(
-            self._for(person_id, READ), live_at=self.clock.now() if live else None
-        )
-
-    async def add_grant(
-        self,
-        *,
-        person_id: str,
-        scopes: Sequence[str],
-        constraints: dict[str, Any] | None = None,
-        hours: float | None = None,
-        reason: str = "",
-        issued_by: str = "person",
-    ) -> Grant:
-        """A grant the person gives directly: standing, or for ``hours`` from now."""
-        person_id = self._for(person_id, CONTROL)
-        issued_by = self._decider(issued_by)
-        if hours is not None and hours <= 0:
-            raise UsageError("a grant for some hours needs hours > 0")
-        now = self.clock.now()
-        return await self.store.add_grant(
-            Grant(
-                id=new_id("grt"),
-                person_id=person_id,
-                scopes=tuple(scopes),
-                lifetime=Lifetime.STANDING if hours is None else Lifetime.UNTIL,
-                constraints=constraints or {},
-                expires_at=None if hours is None else now + timedelta(hours=hours),
-                issued_by=issued_by,
-                reason=reason,
-                created_at=now,
-            )
-        )
-
-    async def revoke_grant(self, grant_id: str, *, person_id: str) -> Grant:
-        """Takes effect at the very next action, inside running tasks too."""
-        return await self.store.revoke_grant(
-            grant_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
-        )
-
-    async def add_rule(
-        self, *, person_id: str, pattern: str, mode: str, priority: int = 0, reason: str = ""
-    ) -> Rule:
-        person_id = self._for(person_id, CONTROL)
-        try:
-            parsed = RuleMode(mode)
-        except ValueError as exc:
-            modes = ", ".join(m.value for m in RuleMode)
-            raise UsageError(f"unknown rule mode {mode!r}; use one of {modes}") from exc
-        return await self.store.add_rule(
-            Rule(
-                id=new_id("rul"),
-                person_id=person_id,
-                pattern=pattern,
-                mode=parsed,
-                priority=priority,
-                reason=reason,
-                created_at=self.clock.now(),
-            )
-        )
-
-    async def list_rules(self, *, person_id: str) -> list[Rule]:
-        return await self.store.list_rules(self._for(person_id, READ))
-
-    async def delete_rule(self, rule_id: str, *, person_id: str) -> None:
-        await self.store.delete_rule(
-            rule_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
-        )
-
-    def _nudge(self, *, scheduler: bool = False) -> None:
-        if self.runtime is None:
-            return
-        self.runtime.notify_work()
-        if scheduler:
-            self.runtime.notify_scheduler()
 
 
 def parse_time(value: str) -> datetime:

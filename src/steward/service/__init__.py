@@ -1,0 +1,29 @@
+"""The service facade: the one door every interface (CLI, API, dashboard, MCP) goes through.
+
+It validates input (a bad request raises a :class:`~steward.errors.UsageError` and changes
+nothing), stamps times from the clock, and nudges an in-process runtime when it adds work.
+
+Its parts: :mod:`~steward.service.base` (who is asking: a service bound to an API token acts
+for that token's person only, within its scopes), :mod:`~steward.service.work` (goals, tasks,
+triggers, events, effects, the agent, approvals) and :mod:`~steward.service.security` (audit,
+tokens, connections, grants, rules, the vault).
+"""
+
+from __future__ import annotations
+
+from steward.service.base import Principal, ServiceBase
+from steward.service.security import SecurityService
+from steward.service.work import APPROVAL_SCOPES, TimelineEntry, WorkService, parse_time
+
+__all__ = [
+    "APPROVAL_SCOPES",
+    "Principal",
+    "Service",
+    "ServiceBase",
+    "TimelineEntry",
+    "parse_time",
+]
+
+
+class Service(WorkService, SecurityService):
+    """Everything an interface may do, for the owner or for one token's person."""

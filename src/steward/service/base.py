@@ -1,0 +1,151 @@
+"""The facade's foundation: who is asking, and the checks every method makes.
+
+A service acts for a :class:`Principal` or, with none, for the machine's owner at a local
+console (who holds the database anyway). :meth:`ServiceBase.authenticate` turns an API token
+into a service bound to the token's person and scopes: every method then acts for that person
+only — an id of anyone else's goal, task, trigger, approval, notification, effect, grant, rule,
+connection, secret or token is :class:`~steward.errors.NotFound`, exactly like an id that does
+not exist — and needs the token's ``read`` or ``control`` scope
+(:class:`~steward.errors.Forbidden` otherwise). A few maintenance operations over everyone's
+data (pruning history, verifying the whole audit chain, rotating the vault key) are the
+owner's only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+from steward.domain import (
+    ApiToken,
+    Approval,
+    Goal,
+    Person,
+    Task,
+)
+from steward.errors import Forbidden, NotFound, UsageError
+from steward.runtime.clock import Clock
+from steward.sentinel.tokens import READ, require_scope
+from steward.store import Store
+
+
+@dataclass(kw_only=True, frozen=True)
+class Principal:
+    """Who a bound service acts for: a person, through an API token."""
+
+    person_id: str
+    """The token's person: the only one whose data the service touches."""
+    token: ApiToken
+    """The token, with its scopes (``read``, ``control``)."""
+
+    @property
+    def actor(self) -> str:
+        """How decisions made through it are recorded (never the token's secret)."""
+        return f"token:{self.token.id}"
+
+
+class ServiceBase:
+    """State and checks shared by the facade's parts."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock | None = None,
+        runtime: Any = None,
+        *,
+        principal: Principal | None = None,
+        data_dir: Path | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock or Clock()
+        self.runtime = runtime
+        """An in-process :class:`~steward.runtime.runtime.Runtime` to nudge, if any."""
+        self.principal = principal
+        """Who it acts for; None: the machine's owner, for anyone."""
+        self.data_dir = data_dir
+        """Where the vault's key file lives (None: no vault)."""
+
+    # --- who is asking ------------------------------------------------------------------
+
+    async def authenticate(self, token: str) -> Self:
+        """A service bound to the person and scopes of ``token`` (stored hashed; a missing,
+        unknown or revoked token is :class:`~steward.errors.Unauthorized`)."""
+        found = await self.store.authenticate(token, now=self.clock.now())
+        return type(self)(
+            self.store,
+            self.clock,
+            self.runtime,
+            principal=Principal(person_id=found.person_id, token=found),
+            data_dir=self.data_dir,
+        )
+
+    def _may(self, scope: str) -> None:
+        if self.principal is not None:
+            require_scope(self.principal.token, scope)
+
+    def _for(self, person_id: str | None, scope: str) -> str:
+        """The person to act for: a bound service's own (naming anyone else is not found)."""
+        self._may(scope)
+        if self.principal is None:
+            if not person_id:
+                raise UsageError("say which person to act for")
+            return person_id
+        if person_id and person_id != self.principal.person_id:
+            raise NotFound("person", person_id)
+        return self.principal.person_id
+
+    def _owned(self, kind: str, object_id: str, person_id: str) -> None:
+        if self.principal is not None and person_id != self.principal.person_id:
+            raise NotFound(kind, object_id)
+
+    def _owner_only(self, what: str) -> None:
+        if self.principal is not None:
+            raise Forbidden(f"{what} is for the machine's owner, not an API token")
+
+    async def _goal(self, goal_id: str, scope: str) -> Goal:
+        self._may(scope)
+        goal = await self.store.get_goal(goal_id)
+        self._owned("goal", goal_id, goal.person_id)
+        return goal
+
+    async def _task(self, task_id: str, scope: str) -> Task:
+        self._may(scope)
+        task = await self.store.get_task(task_id)
+        self._owned("task", task_id, task.person_id)
+        return task
+
+    async def _approval(self, approval_id: str, scope: str) -> Approval:
+        self._may(scope)
+        approval = await self.store.get_approval(approval_id)
+        self._owned("approval", approval_id, approval.person_id)
+        return approval
+
+    def _decider(self, given: str) -> str:
+        return given if self.principal is None else self.principal.actor
+
+    # --- persons ------------------------------------------------------------------------
+
+    async def ensure_person(self, name: str = "me") -> Person:
+        """The person to act for: the first one, created on first use (a bound service's own
+        person)."""
+        if self.principal is not None:
+            return await self.person(None)
+        persons = await self.store.list_persons()
+        if persons:
+            return persons[0]
+        return await self.store.create_person(name=name, now=self.clock.now())
+
+    async def person(self, person_id: str | None) -> Person:
+        if self.principal is not None:
+            return await self.store.get_person(self._for(person_id, READ))
+        if person_id:
+            return await self.store.get_person(person_id)
+        return await self.ensure_person()
+
+    def _nudge(self, *, scheduler: bool = False) -> None:
+        if self.runtime is None:
+            return
+        self.runtime.notify_work()
+        if scheduler:
+            self.runtime.notify_scheduler()

@@ -1,0 +1,221 @@
+"""The facade's security part: the audit log, API tokens, connections, grants, rules and the
+vault."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from steward.domain import (
+    ApiToken,
+    AuditEntry,
+    Connection,
+    Grant,
+    Lifetime,
+    Rule,
+    RuleMode,
+)
+from steward.domain.ids import new_id
+from steward.errors import ConfigError, UsageError
+from steward.sentinel.audit import AuditVerdict
+from steward.sentinel.tokens import CONTROL, READ
+from steward.sentinel.vault import (
+    KEY_ENV,
+    SecretInfo,
+    Vault,
+    VaultKeys,
+    retire_old_keys,
+    rotate_key_file,
+)
+from steward.service.base import ServiceBase
+from steward.store.authority import Disconnected
+
+
+class SecurityService(ServiceBase):
+    # --- security: audit log and API tokens ---------------------------------------------
+
+    async def audit_log(
+        self, *, person_id: str, after_seq: int = 0, limit: int = 500
+    ) -> list[AuditEntry]:
+        """The person's own audit entries, oldest first."""
+        return await self.store.list_audit(
+            person_id=self._for(person_id, READ), after_seq=after_seq, limit=limit
+        )
+
+    async def verify_audit(self) -> AuditVerdict:
+        """Check the whole hash chain; the verdict names the first entry that fails. The chain
+        links everyone's entries, so this is the machine owner's."""
+        self._owner_only("verifying the whole audit chain")
+        return await self.store.verify_audit()
+
+    async def create_token(
+        self, *, person_id: str, name: str, scopes: Sequence[str]
+    ) -> tuple[ApiToken, str]:
+        """Issue an API token; the plaintext is returned once and never stored."""
+        return await self.store.create_token(
+            person_id=self._for(person_id, CONTROL), name=name, scopes=scopes, now=self.clock.now()
+        )
+
+    async def list_tokens(self, *, person_id: str) -> list[ApiToken]:
+        return await self.store.list_tokens(self._for(person_id, READ))
+
+    async def revoke_token(self, token_id: str, *, person_id: str) -> ApiToken:
+        return await self.store.revoke_token(
+            token_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
+        )
+
+    # --- security: connections, grants, rules ------------------------------------------
+
+    async def add_connection(
+        self,
+        *,
+        person_id: str,
+        kind: str,
+        name: str,
+        scopes: Sequence[str],
+        hosts: Sequence[str] = (),
+    ) -> Connection:
+        person_id = self._for(person_id, CONTROL)
+        if not scopes:
+            raise UsageError("a connection exposes at least one scope (e.g. email.read)")
+        return await self.store.add_connection(
+            Connection(
+                id=new_id("con"),
+                person_id=person_id,
+                kind=kind,
+                name=name,
+                scopes=tuple(scopes),
+                hosts=tuple(hosts),
+                created_at=self.clock.now(),
+            )
+        )
+
+    async def list_connections(self, *, person_id: str) -> list[Connection]:
+        return await self.store.list_connections(self._for(person_id, READ))
+
+    async def disconnect(self, connection_id: str, *, person_id: str) -> Disconnected:
+        """Deactivate a connection; grants it no longer covers are revoked at once."""
+        return await self.store.disconnect(
+            connection_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
+        )
+
+    async def list_grants(self, *, person_id: str, live: bool = True) -> list[Grant]:
+        return await self.store.list_grants(
+            self._for(person_id, READ), live_at=self.clock.now() if live else None
+        )
+
+    async def add_grant(
+        self,
+        *,
+        person_id: str,
+        scopes: Sequence[str],
+        constraints: dict[str, Any] | None = None,
+        hours: float | None = None,
+        reason: str = "",
+        issued_by: str = "person",
+    ) -> Grant:
+        """A grant the person gives directly: standing, or for ``hours`` from now."""
+        person_id = self._for(person_id, CONTROL)
+        issued_by = self._decider(issued_by)
+        if hours is not None and hours <= 0:
+            raise UsageError("a grant for some hours needs hours > 0")
+        now = self.clock.now()
+        return await self.store.add_grant(
+            Grant(
+                id=new_id("grt"),
+                person_id=person_id,
+                scopes=tuple(scopes),
+                lifetime=Lifetime.STANDING if hours is None else Lifetime.UNTIL,
+                constraints=constraints or {},
+                expires_at=None if hours is None else now + timedelta(hours=hours),
+                issued_by=issued_by,
+                reason=reason,
+                created_at=now,
+            )
+        )
+
+    async def revoke_grant(self, grant_id: str, *, person_id: str) -> Grant:
+        """Takes effect at the very next action, inside running tasks too."""
+        return await self.store.revoke_grant(
+            grant_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
+        )
+
+    async def add_rule(
+        self, *, person_id: str, pattern: str, mode: str, priority: int = 0, reason: str = ""
+    ) -> Rule:
+        person_id = self._for(person_id, CONTROL)
+        try:
+            parsed = RuleMode(mode)
+        except ValueError as exc:
+            modes = ", ".join(m.value for m in RuleMode)
+            raise UsageError(f"unknown rule mode {mode!r}; use one of {modes}") from exc
+        return await self.store.add_rule(
+            Rule(
+                id=new_id("rul"),
+                person_id=person_id,
+                pattern=pattern,
+                mode=parsed,
+                priority=priority,
+                reason=reason,
+                created_at=self.clock.now(),
+            )
+        )
+
+    async def list_rules(self, *, person_id: str) -> list[Rule]:
+        return await self.store.list_rules(self._for(person_id, READ))
+
+    async def delete_rule(self, rule_id: str, *, person_id: str) -> None:
+        await self.store.delete_rule(
+            rule_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
+        )
+
+    # --- security: the vault --------------------------------------------------------------
+
+    def _vault(self) -> Vault:
+        if self.data_dir is None:
+            raise ConfigError("no data directory is configured, so there is no vault key")
+        return Vault(VaultKeys.load(self.data_dir))
+
+    async def put_secret(
+        self, *, person_id: str, name: str, value: str, hosts: Sequence[str]
+    ) -> SecretInfo:
+        """Store (or replace) a secret, encrypted, bound to the hosts it may be sent to. Tools
+        and the model only ever see ``{{secret:<name>}}``."""
+        person_id = self._for(person_id, CONTROL)
+        if not value:
+            raise UsageError("the secret's value is empty")
+        return await self.store.put_secret(
+            person_id=person_id,
+            name=name,
+            ciphertext=self._vault().encrypt(value),
+            hosts=hosts,
+            now=self.clock.now(),
+            actor=self._decider("person"),
+        )
+
+    async def list_secrets(self, *, person_id: str) -> list[SecretInfo]:
+        """Names and hosts; never values."""
+        return await self.store.list_secrets(self._for(person_id, READ))
+
+    async def delete_secret(self, name: str, *, person_id: str) -> None:
+        await self.store.delete_secret(
+            self._for(person_id, CONTROL), name, now=self.clock.now(), actor=self._decider("person")
+        )
+
+    async def rotate_vault_key(self) -> int:
+        """Re-encrypt every secret under a new key, in one transaction, then drop the old key.
+
+        With the key in ``$STEWARD_VAULT_KEY``, the new key is whatever that now holds (the
+        previous one in ``$STEWARD_VAULT_OLD_KEYS`` until this has run); with the key file, a
+        new key is generated. Returns how many secrets were re-encrypted."""
+        self._owner_only("rotating the vault key")
+        if self.data_dir is None:
+            raise ConfigError("no data directory is configured, so there is no vault key")
+        from_env = bool(os.environ.get(KEY_ENV, "").strip())
+        keys = VaultKeys.load(self.data_dir) if from_env else rotate_key_file(self.data_dir)
+        count = await self.store.rewrap_secrets(Vault(keys).rotate, now=self.clock.now())
+        if not from_env:
+            retire_old_keys(self.data_dir)
+        return count
