@@ -535,6 +535,21 @@ URL_HOSTS = {"hosts": ["api.example.com"]}
         ({"max_amount": 20}, "pay", ("payment.send",), {"amount": "20.5"}, False),
         ({"max_amount": 20}, "pay", ("payment.send",), {}, False),
         ({"period_amount": 20}, "pay", ("payment.send",), {"amount": 1}, False),
+        ({"period_seconds": 60}, "pay", ("payment.send",), {"amount": 1}, False),
+        (
+            {"period_amount": 20, "period_seconds": 60},
+            "pay",
+            ("payment.send",),
+            {"amount": 1},
+            True,
+        ),
+        (
+            {"period_amount": 20, "period_seconds": 60},
+            "pay",
+            ("payment.send",),
+            {"amount": 21},
+            False,
+        ),
     ],
 )
 def test_constraints(

@@ -380,6 +380,8 @@ def constraints_hold(constraints: dict[str, Any], tool: str, args: dict[str, Any
         elif key in ("max_amount", "period_amount"):
             amount = number(args.get("amount"))
             ok = amount is not None and amount <= allowed
+            # an allowance is only counted with its window
+            ok = ok and (key == "max_amount" or "period_seconds" in constraints)
         elif key == "period_seconds":
             ok = "period_amount" in constraints  # the window of that ceiling
         else:
