@@ -162,9 +162,7 @@ async def test_grants_are_validated(w: World) -> None:
     assert await w.store.list_grants(w.me.id) == []
 
 
-async def test_a_per_period_ceiling_counts_what_the_grant_allowed_in_a_trailing_window(
-    w: World,
-) -> None:
+async def _connect_bank(w: World) -> None:
     await w.store.add_connection(
         Connection(
             id=new_id("con"),
@@ -175,6 +173,12 @@ async def test_a_per_period_ceiling_counts_what_the_grant_allowed_in_a_trailing_
             created_at=w.clock.now(),
         )
     )
+
+
+async def test_a_per_period_ceiling_counts_what_the_grant_allowed_in_a_trailing_window(
+    w: World,
+) -> None:
+    await _connect_bank(w)
     day = 86_400
     g = await w.store.add_grant(
         w.grant("payment.send", constraints={"period_amount": 100, "period_seconds": day})
@@ -202,16 +206,7 @@ async def test_a_per_period_ceiling_counts_what_the_grant_allowed_in_a_trailing_
 
 
 async def test_racing_actions_cannot_both_use_the_last_of_an_allowance(w: World) -> None:
-    await w.store.add_connection(
-        Connection(
-            id=new_id("con"),
-            person_id=w.me.id,
-            kind="bank",
-            name="bank",
-            scopes=("payment.send",),
-            created_at=w.clock.now(),
-        )
-    )
+    await _connect_bank(w)
     await w.store.add_grant(
         w.grant("payment.send", constraints={"period_amount": 100, "period_seconds": 3600})
     )
