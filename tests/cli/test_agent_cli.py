@@ -79,3 +79,27 @@ def test_ask_without_a_model_fails_with_a_clear_message(tmp_path: Path) -> None:
     done = steward(tmp_path, {k: v for k, v in env.items() if v}, "ask", "hello")
     assert done.returncode == 1
     assert "no model is configured" in done.stdout + done.stderr
+
+
+def test_ask_in_a_group_tells_the_agent_who_is_listening(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [lambda messages, tools: say(messages[0].content.splitlines()[-1])]  # echo its audience
+    )
+    with run_model_server(model) as server:
+        env = {
+            "STEWARD_MODEL": "scripted",
+            "STEWARD_MODEL_BASE_URL": server.url,
+            "STEWARD_MODEL_API_KEY": server.api_key,
+        }
+        done = steward(tmp_path, env, "ask", "Plan the picnic", "--audience", "group:family")
+    assert done.returncode == 0, done.stderr
+    assert "done: Audience: a group conversation." in done.stdout
+
+
+def test_ask_with_a_bad_audience_is_one_clear_line_and_starts_nothing(tmp_path: Path) -> None:
+    done = steward(tmp_path, {}, "ask", "hello", "--audience", "everyone")
+    assert done.returncode != 0
+    assert "bad audience 'everyone': use private, public or group:<name>" in done.stderr
+    listed = steward(tmp_path, {}, "task", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == []

@@ -20,6 +20,7 @@ import typer
 
 from steward.app import build_harness
 from steward.cli.common import (
+    AudienceOption,
     DbOption,
     JsonOption,
     PersonOption,
@@ -31,6 +32,7 @@ from steward.cli.common import (
 )
 from steward.config import Settings
 from steward.domain import ApprovalStatus, Step, Task, TaskStatus
+from steward.domain.audience import Audience
 from steward.runtime.clock import Clock
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.service import Service
@@ -173,12 +175,14 @@ def ask(
     goal: str | None = typer.Option(None, help="Run under this goal (its authority, budget)."),
     tool: list[str] | None = typer.Option(None, help="Only offer these tools (repeatable)."),
     max_steps: int | None = typer.Option(None, help="Step budget of each activation."),
+    audience: str = AudienceOption,
     person: str | None = PersonOption,
     db: str | None = DbOption,
 ) -> None:
     """Ask the agent to do something now, and follow its steps as they happen."""
 
     async def main() -> None:
+        heard_by = Audience.parse(audience)  # a bad value fails before anything starts
         async with _live(db) as svc:
             who = await svc.person(person)
             task = await svc.ask_agent(
@@ -187,6 +191,7 @@ def ask(
                 goal_id=goal,
                 tools=tool,
                 budget={"max_steps": max_steps} if max_steps else None,
+                audience=heard_by,
             )
             console.print(f"[dim]task {task.id}[/dim]")
             _final(await _follow(svc, task.id, interactive=sys.stdin.isatty()))
@@ -196,12 +201,14 @@ def ask(
 
 def chat(
     task_id: str | None = typer.Option(None, "--task", help="Continue this conversation."),
+    audience: str = AudienceOption,
     person: str | None = PersonOption,
     db: str | None = DbOption,
 ) -> None:
     """A conversation with the agent (empty line or Ctrl-D to leave; it can be continued)."""
 
     async def main() -> None:
+        heard_by = Audience.parse(audience)  # a bad value fails before anything starts
         async with _live(db) as svc:
             who = await svc.person(person)
             current = task_id
@@ -218,7 +225,9 @@ def chat(
                         console.print(f"[dim]continue with: steward chat --task {current}[/dim]")
                     return
                 if current is None:
-                    task = await svc.ask_agent(person_id=who.id, instructions=line, chat=True)
+                    task = await svc.ask_agent(
+                        person_id=who.id, instructions=line, chat=True, audience=heard_by
+                    )
                     current = task.id
                 else:
                     await svc.answer_task(current, line)

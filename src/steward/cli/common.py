@@ -32,6 +32,12 @@ DbOption = typer.Option(
     None, "--db", help="Database URL (default: $STEWARD_DATABASE_URL or SQLite in the data dir)."
 )
 JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
+AudienceOption = typer.Option(
+    "private",
+    "--audience",
+    help="Who hears this conversation: private, public or group:<name>. It bounds what the "
+    "agent may disclose here.",
+)
 PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
 TOKEN_ENV = "STEWARD_TOKEN"
 """An API token: when set, commands act for its person only, within its scopes."""

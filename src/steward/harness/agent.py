@@ -35,6 +35,7 @@ from steward.domain import (
     WaitCondition,
     args_hash,
 )
+from steward.domain.audience import Audience
 from steward.domain.ids import effect_key
 from steward.domain.outcome import Fail, Outcome, Succeed, Wait
 from steward.errors import (
@@ -318,7 +319,7 @@ class _Activation:
             query = RecallQuery(
                 person_id=self.task.person_id,
                 text=str(self.task.input.get("instructions", self.task.title)),
-                audience=str(self.task.input.get("audience", "private")),
+                audience=Audience.of_task(self.task.input),
                 goal_id=self.task.goal_id,
             )
             self._recalled = (
@@ -419,6 +420,7 @@ class _Activation:
             wake_reason=str((self.state.get("wake") or {}).get("reason", "")),
             task_input=self.task.input,
             untrusted_args=untrusted,
+            audience=Audience.of_task(self.task.input),
         )
 
     def _trusted_text(self) -> str:
@@ -648,8 +650,8 @@ class _Activation:
         }
         if tools is not None:
             child_input["tools"] = list(tools)
-        if "audience" in self.task.input:
-            child_input["audience"] = self.task.input["audience"]
+        # a subtask speaks to the same people: it may disclose no more than its parent
+        child_input["audience"] = str(Audience.of_task(self.task.input))
         if self.task.input.get("mode") == "research":
             child_input["mode"] = "research"  # a subtask of read-only research is read-only
         child_input["provenance"] = {

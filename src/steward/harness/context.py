@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from steward.domain import Goal, Step, Task
+from steward.domain.audience import Audience, AudienceKind
 from steward.harness.personal import Recalled
 from steward.models.base import Message, ModelResponse, ToolSpec
 
@@ -132,6 +133,18 @@ def steps_to_messages(steps: Sequence[Step]) -> list[Message]:
     return messages
 
 
+_AUDIENCE_NOTES = {
+    AudienceKind.PRIVATE: "Audience: the person alone.",
+    AudienceKind.GROUP: (
+        "Audience: a group conversation. Others read your answers; do not reveal the person's "
+        "private matters."
+    ),
+    AudienceKind.PUBLIC: (
+        "Audience: the public. Anyone may read your answers; reveal nothing personal."
+    ),
+}
+
+
 @dataclass(kw_only=True, frozen=True)
 class ContextInputs:
     """Everything an activation's prompt is built from."""
@@ -168,6 +181,7 @@ def assemble(inputs: ContextInputs, budget: ContextBudget) -> Context:
 
     system = [part("system", inputs.system_prompt, budget.system)]
     system.append(f"Current time: {inputs.now.isoformat(timespec='seconds')}")
+    system.append(_AUDIENCE_NOTES[Audience.of_task(inputs.task.input).kind])
     if inputs.goal is not None:
         system.append(part("goal", _render_goal(inputs.goal), budget.goal))
     if inputs.memories:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from steward.domain.audience import PRIVATE, Audience
+
 
 @dataclass(kw_only=True, frozen=True)
 class RecallQuery:
@@ -16,8 +18,9 @@ class RecallQuery:
     """Whose memories."""
     text: str
     """The task's instructions and the event that woke it."""
-    audience: str = "private"
-    """Who will hear the answer: ``private`` (the person alone), a group id, or ``public``."""
+    audience: Audience = PRIVATE
+    """Who will hear the answer; only what this audience :meth:`~Audience.may_hear` is
+    recalled."""
     goal_id: str | None = None
     """The goal, if any."""
     limit: int = 8

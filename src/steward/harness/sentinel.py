@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from steward.domain.audience import PRIVATE, Audience
 from steward.harness.tools import EffectClass
 
 
@@ -54,6 +55,8 @@ class ActionRequest:
     """Arguments whose values come only from untrusted content, with where they came from.
     Whatever the sentinel answers, the harness asks the person before such an external action
     runs."""
+    audience: Audience = PRIVATE
+    """Who hears the conversation the task belongs to (inherited by subtasks)."""
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -597,6 +597,7 @@ class PolicySentinel:
                 "basis": decided.basis,
                 "reason": decided.reason,
                 "wake": request.wake_reason,
+                "audience": str(request.audience),
                 "untrusted_args": request.untrusted_args,
                 **({"charged": decided.charge} if decided.charge is not None else {}),
             },

@@ -4,7 +4,7 @@ notifications."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +28,7 @@ from steward.domain import (
     Trigger,
     TriggerKind,
 )
+from steward.domain.audience import PRIVATE, Audience
 from steward.domain.ids import new_id
 from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
@@ -169,10 +170,12 @@ class WorkService(ServiceBase):
         run_at: datetime | None = None,
     ) -> Task:
         person_id = self._for(person_id, CONTROL)
-        if spec.max_attempts < 1:
-            raise UsageError("max_attempts must be at least 1")
         task = await self.store.create_task(
-            spec, person_id=person_id, goal_id=goal_id, run_at=run_at, now=self.clock.now()
+            _checked(spec),
+            person_id=person_id,
+            goal_id=goal_id,
+            run_at=run_at,
+            now=self.clock.now(),
         )
         self._nudge()
         return task
@@ -236,6 +239,7 @@ class WorkService(ServiceBase):
         person = await self.store.get_person(self._for(person_id, CONTROL))
         zone = timezone or person.timezone
         validate_spec(kind, spec, zone)
+        task = _checked(task)
         if missed_cap < 0:
             raise UsageError("missed_cap cannot be negative")
         now = self.clock.now()
@@ -347,8 +351,12 @@ class WorkService(ServiceBase):
         chat: bool = False,
         tools: Sequence[str] | None = None,
         budget: dict[str, Any] | None = None,
+        audience: Audience = PRIVATE,
     ) -> Task:
-        """Create an ``agent`` task: a one-off request, or a chat conversation (``chat``)."""
+        """Create an ``agent`` task: a one-off request, or a chat conversation (``chat``).
+
+        ``audience`` is who hears the conversation; it bounds what the agent may disclose in it
+        and is inherited by every subtask."""
         person_id = self._for(person_id, CONTROL)
         if not instructions.strip():
             raise UsageError("tell the agent what to do: the instructions are empty")
@@ -359,6 +367,7 @@ class WorkService(ServiceBase):
             task_input["tools"] = list(tools)
         if budget:
             task_input["budget"] = budget
+        task_input["audience"] = str(audience)
         title = instructions.strip().splitlines()[0][:80]
         return await self.create_task(
             person_id=person_id,
@@ -484,3 +493,13 @@ def parse_time(value: str) -> datetime:
 def _short(content: dict[str, Any], width: int = 80) -> str:
     text = ", ".join(f"{k}={v}" for k, v in content.items())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _checked(spec: TaskSpec) -> TaskSpec:
+    """A task spec as stored: a bad one is refused here, not discovered mid-run."""
+    if spec.max_attempts < 1:
+        raise UsageError("max_attempts must be at least 1")
+    if "audience" in spec.input:
+        audience = Audience.parse(str(spec.input["audience"]))  # kept in its one spelling
+        spec = replace(spec, input={**spec.input, "audience": str(audience)})
+    return spec
