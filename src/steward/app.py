@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from steward.config import Settings
+from steward.connectors.http import http_tool
 from steward.errors import ConfigError
 from steward.harness.agent import AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
@@ -16,7 +17,9 @@ from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
 from steward.runtime.clock import Clock
+from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
+from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import Store
 
 NO_MODEL = (
@@ -73,14 +76,17 @@ async def build_harness(
     on_delta: OnDelta | None = None,
 ) -> AgentHarness:
     """The agent harness for ``agent`` tasks, with the built-in step functions for the rest;
-    every proposed action passes the person's policy (:class:`PolicySentinel`)."""
-    tools: list[Tool] = []
+    every proposed action passes the person's policy (:class:`PolicySentinel`), and web API
+    calls carry credentials only through the egress broker."""
+    vault = Vault(VaultKeys.load(settings.data_dir))
+    broker = EgressBroker(store, vault, audit=store.append_audit, now=clock.now)
+    tools: list[Tool] = [http_tool(broker)]
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
         from steward.harness.mcp import McpServerConfig, load_mcp_tools
 
         servers = [McpServerConfig.from_dict(entry) for entry in settings.mcp_servers]
-        tools = await load_mcp_tools(servers)
+        tools += await load_mcp_tools(servers)
     model = model or model_from(settings)
     return AgentHarness(
         model=model,

@@ -9,7 +9,7 @@ import asyncio
 import base64
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +21,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from harness.conftest import agent_worker
+from steward.connectors.http import http_tool
 from steward.domain import Grant, Lifetime, TaskSpec, TaskStatus
 from steward.domain.ids import new_id
 from steward.harness.agent import AgentHarness
-from steward.harness.tools import EffectClass, Tool, ToolContext, ToolError, tool
+from steward.harness.tools import EffectClass, Tool, ToolContext, tool
 from steward.harness.workspace import Workspace
 from steward.models.base import ModelResponse
 from steward.models.scripted import ScriptedModel, ScriptItem, call_tool
 from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
-from steward.sentinel.egress import EgressBroker, EgressRefused
+from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
 from steward.sentinel.vault import Redactor, Vault, VaultKeys, placeholder
 from steward.service import Service
@@ -108,33 +109,15 @@ class Mail:
 
 
 def http_fetch_tool(broker: EgressBroker, calls: list[str]) -> Tool:
-    """An authenticated HTTP tool: the model may write ``{{secret:<name>}}`` placeholders, the
-    broker substitutes them at the network boundary (and only for the secret's hosts)."""
+    """Steward's web API tool over ``broker``, noting each URL it is run with (a call the
+    sentinel stops never runs)."""
+    shipped = http_tool(broker)
 
-    @tool(effect=EffectClass.EXTERNAL, scopes=["api.call"], untrusted_output=True)
-    async def http_fetch(
-        ctx: ToolContext,
-        url: str,
-        method: str = "GET",
-        headers: dict[str, str] | None = None,
-        body: str | None = None,
-    ) -> dict[str, Any]:
-        """Call a web API. Use {{secret:<name>}} where a credential goes."""
-        calls.append(url)
-        try:
-            response = await broker.request(
-                person_id=ctx.person_id,
-                method=method,
-                url=url,
-                headers=headers,
-                content=body,
-                actor=f"agent:{ctx.task_id}",
-            )
-        except EgressRefused as exc:
-            raise ToolError(str(exc)) from None
-        return {"status": response.status, "body": response.text}
+    async def invoke(args: dict[str, Any], ctx: ToolContext) -> Any:
+        calls.append(args["url"])
+        return await shipped.invoke(args, ctx)
 
-    return http_fetch
+    return replace(shipped, invoke=invoke)
 
 
 def mail_to(to: str, body: str = "see below") -> ModelResponse:

@@ -1,0 +1,52 @@
+"""Calling web APIs with the person's credentials, through the egress broker.
+
+The model writes ``{{secret:<name>}}`` where a credential goes; the broker substitutes the
+secret at the network boundary, only for the hosts the secret is bound to, and redacts it from
+the response, so the model, the journal and the logs only ever hold the placeholder.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from steward.harness.tools import EffectClass, Tool, ToolContext, ToolError, tool
+from steward.sentinel.egress import EgressBroker, EgressRefused
+
+API_CALL = "api.call"
+"""The scope the web API tool needs: calling a connected API, with or without a credential."""
+
+
+def http_tool(broker: EgressBroker) -> Tool:
+    """The ``http_fetch`` tool over ``broker``.
+
+    Any method may change something at the far end, and a request's URL can carry data out,
+    so every call is an external effect: the sentinel decides it like sending mail, and a URL
+    that came only from untrusted content is put to the person first. Responses are untrusted.
+    """
+
+    @tool(effect=EffectClass.EXTERNAL, scopes=[API_CALL], untrusted_output=True)
+    async def http_fetch(
+        ctx: ToolContext,
+        url: Annotated[str, Field(description="https URL (plain http only to localhost)")],
+        method: Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"] = "GET",
+        headers: dict[str, str] | None = None,
+        body: str | None = None,
+    ) -> dict[str, Any]:
+        """Call a web API. Write {{secret:<name>}} where a credential goes (a header, the
+        query); you never see its value."""
+        try:
+            response = await broker.request(
+                person_id=ctx.person_id,
+                method=method,
+                url=url,
+                headers=headers,
+                content=body,
+                actor=f"agent:{ctx.task_id}",
+            )
+        except EgressRefused as exc:  # nothing was sent: a plain failure the model can read
+            raise ToolError(str(exc)) from None
+        return {"status": response.status, "headers": response.headers, "body": response.text}
+
+    return http_fetch
