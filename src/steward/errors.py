@@ -68,6 +68,12 @@ class InvalidTransition(UsageError):
     status_code = 409
 
 
+class Conflict(UsageError):
+    """The object changed since the caller read it; read it again and redo the change."""
+
+    status_code = 409
+
+
 class ConfigError(UsageError):
     """Bad configuration (database URL, trigger spec, time zone, ...)."""
 

@@ -72,6 +72,12 @@ def test_public_hears_least_and_the_person_alone_hears_most(
         assert PRIVATE.may_hear(kept_for)
 
 
+@given(audiences, audiences)
+def test_the_query_filter_agrees_with_the_rule(listener: Audience, kept_for: Audience) -> None:
+    heard = listener.heard()
+    assert (heard is None or str(kept_for) in heard) is listener.may_hear(kept_for)
+
+
 def test_a_tasks_audience_is_private_by_default_and_public_when_unreadable() -> None:
     """Input written around the facade with a garbled audience fails closed: it is treated as
     the audience shown the least."""

@@ -84,6 +84,15 @@ class Audience:
             return True
         return self == kept_for
 
+    def heard(self) -> tuple[str, ...] | None:
+        """The stored audiences this audience may hear, spelled as stored, for a query filter;
+        None when it may hear everything. Agrees with :meth:`may_hear`."""
+        if self.kind is AudienceKind.PRIVATE:
+            return None
+        if self.kind is AudienceKind.GROUP:
+            return (str(self), str(PUBLIC))
+        return (str(PUBLIC),)
+
     def __str__(self) -> str:
         return f"{self.kind}:{self.group}" if self.group is not None else str(self.kind)
 

@@ -18,6 +18,7 @@ from steward.store.authority import AuthorityQueries
 from steward.store.backend import Backend
 from steward.store.effects import EffectQueries
 from steward.store.inbox import InboxQueries
+from steward.store.memory import MemoryQueries
 from steward.store.schedule import ScheduleQueries
 from steward.store.tasks import Fence, FinalStep
 from steward.store.tokens import TokenQueries
@@ -34,6 +35,7 @@ class Store(
     TokenQueries,
     SecretQueries,
     AuthorityQueries,
+    MemoryQueries,
 ):
     """All of Steward's durable state behind one async interface."""
 

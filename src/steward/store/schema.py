@@ -10,6 +10,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -385,4 +386,129 @@ audit_log = Table(
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
     Index("ix_audit_person", "person_id", "seq"),
+)
+
+# --- personal context: memory and skills (separate from task and authorization state) ------
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("content_hash", String(32), nullable=False),
+    Column("subjects", Text, nullable=False),
+    Column("slot", String(200)),
+    Column("audience", String(140), nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("importance", Float, nullable=False),
+    Column("observed_at", Float, nullable=False),
+    Column("valid_from", Float),
+    Column("valid_to", Float),
+    Column("supersedes", ID),
+    Column("superseded_by", ID),
+    Column("status", String(16), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("uses", Integer, nullable=False),
+    Column("sources", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    # SQLite only: the rowid of the memory's full-text row (a plain rowid may change on VACUUM)
+    Column("fts_doc", Integer),
+    UniqueConstraint("fts_doc", name="uq_memories_fts_doc"),
+    Index("ix_memories_person_status", "person_id", "status"),
+    Index("ix_memories_person_slot", "person_id", "slot"),
+    Index("ix_memories_person_hash", "person_id", "content_hash"),
+)
+# Full-text search over memories: on SQLite an FTS5 table ``memory_fts`` (content, subjects;
+# rowid = the memory's ``fts_doc``) kept in step by the store; on PostgreSQL a GIN index on
+# ``to_tsvector('english', content || ' ' || subjects)``. Both are made by migration 0005 and,
+# being dialect-specific, are not in this metadata.
+
+memory_versions = Table(
+    "memory_versions",
+    metadata,
+    Column("memory_id", ID, primary_key=True),
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("snapshot", Text, nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("at", Float, nullable=False),
+)
+
+memory_sources = Table(
+    "memory_sources",
+    metadata,
+    Column("memory_id", ID, primary_key=True),
+    Column("source_key", String(340), primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Index("ix_memory_sources_key", "person_id", "source_key"),
+)
+
+memory_tombstones = Table(
+    "memory_tombstones",
+    metadata,
+    Column("person_id", ID, ForeignKey("persons.id"), primary_key=True),
+    Column("source_key", String(340), primary_key=True),
+    Column("at", Float, nullable=False),
+    Column("purged", Integer, nullable=False),
+)
+
+memory_vectors = Table(
+    "memory_vectors",
+    metadata,
+    Column("memory_id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("model", String(200), nullable=False),
+    # float32, little-endian: compact, and what sqlite-vec and numpy read directly
+    Column("vector", LargeBinary, nullable=False),
+    Index("ix_memory_vectors_person", "person_id", "model"),
+)
+
+memory_passes = Table(
+    "memory_passes",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("task_id", ID),
+    Column("status", String(16), nullable=False),
+    Column("diff", Text, nullable=False),
+    Column("share", Float, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("decided_at", Float),
+    Index("ix_memory_passes_person", "person_id", "created_at"),
+)
+
+skills = Table(
+    "skills",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("version", Integer, nullable=False),
+    # the skill's current content (description, when to use, procedure, workflow, checks,
+    # sources) as JSON; every version is kept whole in skill_versions
+    Column("body", Text, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("uses", Integer, nullable=False),
+    Column("successes", Integer, nullable=False),
+    Column("failures", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    UniqueConstraint("person_id", "name", name="uq_skills_person_name"),
+)
+
+skill_versions = Table(
+    "skill_versions",
+    metadata,
+    Column("skill_id", ID, primary_key=True),
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("snapshot", Text, nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("at", Float, nullable=False),
 )

@@ -1,0 +1,581 @@
+"""Personal memory: records with every version kept, their sources, tombstones of forgotten
+sources, embedding vectors, and lexical search (FTS5 on SQLite, tsvector on PostgreSQL)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, or_, select, text, update
+
+from steward.domain.audience import Audience
+from steward.domain.memory import (
+    Memory,
+    MemoryKind,
+    MemoryStatus,
+    MemoryVersion,
+    Source,
+    Tombstone,
+    content_hash,
+)
+from steward.errors import Conflict, NotFound
+from steward.store import rows
+from steward.store.audit import append_in
+from steward.store.backend import Backend
+from steward.store.schema import (
+    memories,
+    memory_sources,
+    memory_tombstones,
+    memory_vectors,
+    memory_versions,
+)
+
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def search_terms(query: str, *, most: int = 32) -> list[str]:
+    """The words of a query worth matching: no stop words, no duplicates, no syntax."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(query.lower()):
+        if word not in _STOPWORDS and len(seen) < most:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def _values(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "person_id": memory.person_id,
+        "kind": memory.kind.value,
+        "content": memory.content,
+        "content_hash": content_hash(memory.content),
+        "subjects": rows.dump(list(memory.subjects)),
+        "slot": memory.slot,
+        "audience": str(memory.audience),
+        "confidence": memory.confidence,
+        "importance": memory.importance,
+        "observed_at": rows.ts(memory.observed_at),
+        "valid_from": rows.ts_opt(memory.valid_from),
+        "valid_to": rows.ts_opt(memory.valid_to),
+        "supersedes": memory.supersedes,
+        "superseded_by": memory.superseded_by,
+        "status": memory.status.value,
+        "version": memory.version,
+        "uses": memory.uses,
+        "sources": rows.dump([s.to_dict() for s in memory.sources]),
+        "created_at": rows.ts(memory.created_at),
+        "updated_at": rows.ts(memory.updated_at),
+    }
+
+
+def _memory(data: Any) -> Memory:
+    return Memory(
+        id=data["id"],
+        person_id=data["person_id"],
+        kind=MemoryKind(data["kind"]),
+        content=data["content"],
+        subjects=tuple(rows.load(data["subjects"])),
+        slot=data["slot"],
+        audience=Audience.parse(data["audience"]),
+        confidence=data["confidence"],
+        importance=data["importance"],
+        observed_at=rows.dt(data["observed_at"]),
+        valid_from=rows.dt_opt(data["valid_from"]),
+        valid_to=rows.dt_opt(data["valid_to"]),
+        supersedes=data["supersedes"],
+        superseded_by=data["superseded_by"],
+        status=MemoryStatus(data["status"]),
+        version=data["version"],
+        uses=data["uses"],
+        sources=tuple(Source.from_dict(s) for s in rows.load(data["sources"])),
+        created_at=rows.dt(data["created_at"]),
+        updated_at=rows.dt(data["updated_at"]),
+    )
+
+
+def memory_from_row(row: Any) -> Memory:
+    return _memory(row._mapping)
+
+
+class MemoryQueries:
+    backend: Backend
+
+    # --- writing ----------------------------------------------------------------------------
+
+    async def add_memory(
+        self,
+        memory: Memory,
+        *,
+        actor: str,
+        reason: str = "created",
+        supersede: Sequence[str] = (),
+    ) -> Memory | None:
+        """Write a new memory (version 1) and, in the same transaction, close the validity of
+        each memory in ``supersede`` at the new one's start. Returns None, writing nothing,
+        when one of its sources was forgotten (a tombstone stands)."""
+
+        def op(conn: Connection) -> Memory | None:
+            keys = [s.key for s in memory.sources]
+            forgotten = conn.execute(
+                select(memory_tombstones.c.source_key).where(
+                    memory_tombstones.c.person_id == memory.person_id,
+                    memory_tombstones.c.source_key.in_(keys),
+                )
+            ).first()
+            if forgotten is not None:
+                return None
+            written = replace(memory, supersedes=supersede[0] if supersede else memory.supersedes)
+            conn.execute(memories.insert().values(_values(written)))
+            self._index(conn, written)
+            self._version(conn, written, actor=actor, reason=reason)
+            until = written.valid_from or written.observed_at
+            for old_id in supersede:
+                old = self._load(conn, old_id)
+                if old.person_id != memory.person_id:
+                    raise NotFound("memory", old_id)
+                closed = replace(
+                    old,
+                    valid_to=until
+                    if old.valid_to is None or old.valid_to > until
+                    else old.valid_to,
+                    superseded_by=written.id,
+                    version=old.version + 1,
+                    updated_at=written.updated_at,
+                )
+                self._store(conn, closed, actor=actor, reason=f"superseded by {written.id}")
+            return written
+
+        return await self.backend.write(op)
+
+    async def update_memory(
+        self,
+        memory: Memory,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+    ) -> Memory:
+        """Store ``memory`` as the next version of its record. With ``expected_version``, a
+        record changed meanwhile is refused (:class:`Conflict`) and nothing is written."""
+
+        def op(conn: Connection) -> Memory:
+            current = self._load(conn, memory.id)
+            if current.person_id != memory.person_id:
+                raise NotFound("memory", memory.id)
+            if expected_version is not None and current.version != expected_version:
+                raise Conflict(
+                    f"memory {memory.id} changed meanwhile (now version {current.version}, "
+                    f"you edited version {expected_version})"
+                )
+            written = replace(memory, version=current.version + 1, uses=current.uses)
+            self._store(conn, written, actor=actor, reason=reason)
+            return written
+
+        return await self.backend.write(op)
+
+    async def record_memory_uses(self, ids: Sequence[str]) -> None:
+        """Count a recall of each memory (not a new version: nothing about it changed)."""
+        if not ids:
+            return
+
+        def op(conn: Connection) -> None:
+            conn.execute(
+                update(memories).where(memories.c.id.in_(ids)).values(uses=memories.c.uses + 1)
+            )
+
+        await self.backend.write(op)
+
+    async def put_memory_vector(
+        self, memory_id: str, *, person_id: str, model: str, vector: bytes
+    ) -> None:
+        def op(conn: Connection) -> None:
+            conn.execute(delete(memory_vectors).where(memory_vectors.c.memory_id == memory_id))
+            conn.execute(
+                memory_vectors.insert().values(
+                    memory_id=memory_id, person_id=person_id, model=model, vector=vector
+                )
+            )
+
+        await self.backend.write(op)
+
+    async def forget_source(
+        self, person_id: str, source_key: str, *, now: datetime, actor: str
+    ) -> Tombstone:
+        """Purge every memory derived (even in part) from ``source_key``, every version of
+        them included, and leave a tombstone so that nothing is derived from it again."""
+
+        def op(conn: Connection) -> Tombstone:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    select(memory_sources.c.memory_id).where(
+                        memory_sources.c.person_id == person_id,
+                        memory_sources.c.source_key == source_key,
+                    )
+                )
+            ]
+            self._purge(conn, ids)
+            existing = conn.execute(
+                select(memory_tombstones).where(
+                    memory_tombstones.c.person_id == person_id,
+                    memory_tombstones.c.source_key == source_key,
+                )
+            ).first()
+            purged = len(ids) + (existing.purged if existing is not None else 0)
+            stone = Tombstone(person_id=person_id, source_key=source_key, at=now, purged=purged)
+            values = {"at": rows.ts(now), "purged": purged}
+            if existing is None:
+                conn.execute(
+                    memory_tombstones.insert().values(
+                        person_id=person_id, source_key=source_key, **values
+                    )
+                )
+            else:
+                conn.execute(
+                    update(memory_tombstones)
+                    .where(
+                        memory_tombstones.c.person_id == person_id,
+                        memory_tombstones.c.source_key == source_key,
+                    )
+                    .values(values)
+                )
+            append_in(
+                conn,
+                self.backend,
+                person_id=person_id,
+                kind="memory_forgotten",
+                actor=actor,
+                data={"source": source_key, "purged": len(ids)},
+                now=now,
+            )
+            return stone
+
+        return await self.backend.write(op)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    async def get_memory(self, memory_id: str) -> Memory:
+        return await self.backend.read(lambda conn: self._load(conn, memory_id))
+
+    async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
+        """The memories with these ids that exist, in the order asked."""
+        if not ids:
+            return []
+
+        def op(conn: Connection) -> list[Memory]:
+            found = {
+                r.id: memory_from_row(r)
+                for r in conn.execute(select(memories).where(memories.c.id.in_(list(ids))))
+            }
+            return [found[i] for i in ids if i in found]
+
+        return await self.backend.read(op)
+
+    async def list_memories(
+        self,
+        *,
+        person_id: str,
+        statuses: Sequence[MemoryStatus] | None = None,
+        kind: MemoryKind | None = None,
+        slot: str | None = None,
+        same_as: str | None = None,
+        source_key: str | None = None,
+        limit: int = 200,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """Newest first. ``same_as``: only memories whose content normalizes to the same text."""
+
+        def op(conn: Connection) -> list[Memory]:
+            query = select(memories).where(memories.c.person_id == person_id)
+            if statuses is not None:
+                query = query.where(memories.c.status.in_([s.value for s in statuses]))
+            if kind is not None:
+                query = query.where(memories.c.kind == kind.value)
+            if slot is not None:
+                query = query.where(memories.c.slot == slot)
+            if same_as is not None:
+                query = query.where(memories.c.content_hash == content_hash(same_as))
+            if source_key is not None:
+                query = query.where(
+                    memories.c.id.in_(
+                        select(memory_sources.c.memory_id).where(
+                            memory_sources.c.source_key == source_key
+                        )
+                    )
+                )
+            query = query.order_by(memories.c.observed_at.desc(), memories.c.id)
+            return [memory_from_row(r) for r in conn.execute(query.limit(limit).offset(offset))]
+
+        return await self.backend.read(op)
+
+    async def count_memories(self, *, person_id: str) -> dict[str, int]:
+        def op(conn: Connection) -> dict[str, int]:
+            query = (
+                select(memories.c.status, func.count())
+                .where(memories.c.person_id == person_id)
+                .group_by(memories.c.status)
+            )
+            return {status: n for status, n in conn.execute(query)}
+
+        return await self.backend.read(op)
+
+    async def memory_history(self, memory_id: str) -> list[MemoryVersion]:
+        def op(conn: Connection) -> list[MemoryVersion]:
+            query = (
+                select(memory_versions)
+                .where(memory_versions.c.memory_id == memory_id)
+                .order_by(memory_versions.c.version)
+            )
+            return [
+                MemoryVersion(
+                    memory_id=r.memory_id,
+                    version=r.version,
+                    memory=_memory(rows.load(r.snapshot)),
+                    actor=r.actor,
+                    reason=r.reason,
+                    at=rows.dt(r.at),
+                )
+                for r in conn.execute(query)
+            ]
+
+        return await self.backend.read(op)
+
+    async def list_tombstones(self, *, person_id: str) -> list[Tombstone]:
+        def op(conn: Connection) -> list[Tombstone]:
+            query = (
+                select(memory_tombstones)
+                .where(memory_tombstones.c.person_id == person_id)
+                .order_by(memory_tombstones.c.at)
+            )
+            return [
+                Tombstone(
+                    person_id=r.person_id,
+                    source_key=r.source_key,
+                    at=rows.dt(r.at),
+                    purged=r.purged,
+                )
+                for r in conn.execute(query)
+            ]
+
+        return await self.backend.read(op)
+
+    async def search_memories_text(
+        self,
+        *,
+        person_id: str,
+        query: str,
+        audience: Audience,
+        at: datetime,
+        limit: int = 50,
+    ) -> list[tuple[str, float]]:
+        """Active memories valid ``at`` that ``audience`` may hear and whose text matches any
+        word of ``query`` (stemmed), best first, as ``(id, score)`` with higher better."""
+        terms = search_terms(query)
+        if not terms:
+            return []
+        sqlite = self.backend.name == "sqlite"
+
+        def op(conn: Connection) -> list[tuple[str, float]]:
+            if sqlite:
+                match = " OR ".join(f'"{t}"' for t in terms)
+                sql = (
+                    "SELECT m.id, -bm25(memory_fts, 1.0, 0.5) AS score FROM memory_fts "
+                    "JOIN memories m ON m.fts_doc = memory_fts.rowid "
+                    "WHERE memory_fts MATCH :match AND m.person_id = :person "
+                    "AND m.status = 'active' "
+                    "AND (m.valid_from IS NULL OR m.valid_from <= :at) "
+                    "AND (m.valid_to IS NULL OR m.valid_to > :at) "
+                    f"{_audience_sql(audience)} ORDER BY score DESC LIMIT :limit"
+                )
+                params = {"match": match}
+            else:
+                sql = (
+                    "SELECT m.id, ts_rank_cd(to_tsvector('english', m.content || ' ' || "
+                    "m.subjects), q) AS score FROM memories m, to_tsquery('english', :match) q "
+                    "WHERE to_tsvector('english', m.content || ' ' || m.subjects) @@ q "
+                    "AND m.person_id = :person AND m.status = 'active' "
+                    "AND (m.valid_from IS NULL OR m.valid_from <= :at) "
+                    "AND (m.valid_to IS NULL OR m.valid_to > :at) "
+                    f"{_audience_sql(audience)} ORDER BY score DESC LIMIT :limit"
+                )
+                params = {"match": " | ".join(terms)}
+            bound: dict[str, Any] = params | {"person": person_id, "at": rows.ts(at)}
+            bound |= {"limit": limit} | _audience_params(audience)
+            return [(r[0], float(r[1])) for r in conn.execute(text(sql), bound)]
+
+        return await self.backend.read(op)
+
+    async def memory_vectors(
+        self, *, person_id: str, model: str, audience: Audience, at: datetime
+    ) -> list[tuple[str, bytes]]:
+        """Vectors of the active, valid, audible memories (for brute-force similarity)."""
+
+        def op(conn: Connection) -> list[tuple[str, bytes]]:
+            query = (
+                select(memory_vectors.c.memory_id, memory_vectors.c.vector)
+                .join(memories, memories.c.id == memory_vectors.c.memory_id)
+                .where(
+                    memory_vectors.c.person_id == person_id,
+                    memory_vectors.c.model == model,
+                    memories.c.status == MemoryStatus.ACTIVE.value,
+                    or_(memories.c.valid_from.is_(None), memories.c.valid_from <= rows.ts(at)),
+                    or_(memories.c.valid_to.is_(None), memories.c.valid_to > rows.ts(at)),
+                )
+            )
+            heard = audience.heard()
+            if heard is not None:
+                query = query.where(memories.c.audience.in_(heard))
+            return [(r[0], bytes(r[1])) for r in conn.execute(query)]
+
+        return await self.backend.read(op)
+
+    # --- inside a transaction ---------------------------------------------------------------
+
+    def _load(self, conn: Connection, memory_id: str) -> Memory:
+        row = conn.execute(select(memories).where(memories.c.id == memory_id)).first()
+        if row is None:
+            raise NotFound("memory", memory_id)
+        return memory_from_row(row)
+
+    def _store(self, conn: Connection, memory: Memory, *, actor: str, reason: str) -> None:
+        values = _values(memory)
+        conn.execute(update(memories).where(memories.c.id == memory.id).values(values))
+        self._index(conn, memory)
+        self._version(conn, memory, actor=actor, reason=reason)
+
+    def _version(self, conn: Connection, memory: Memory, *, actor: str, reason: str) -> None:
+        values = _values(memory)
+        conn.execute(
+            memory_versions.insert().values(
+                memory_id=memory.id,
+                version=memory.version,
+                person_id=memory.person_id,
+                snapshot=rows.dump(values),
+                actor=actor,
+                reason=reason,
+                at=values["updated_at"],
+            )
+        )
+
+    def _index(self, conn: Connection, memory: Memory) -> None:
+        """Keep the source index (and SQLite's full-text table) in step with the record."""
+        conn.execute(delete(memory_sources).where(memory_sources.c.memory_id == memory.id))
+        keys = sorted({s.key for s in memory.sources})
+        if keys:
+            conn.execute(
+                memory_sources.insert(),
+                [
+                    {"memory_id": memory.id, "source_key": k, "person_id": memory.person_id}
+                    for k in keys
+                ],
+            )
+        if self.backend.name == "sqlite":
+            # the full-text row's rowid is the record's fts_doc, so it is found without a scan
+            doc = conn.execute(
+                select(memories.c.fts_doc).where(memories.c.id == memory.id)
+            ).scalar_one()
+            if doc is None:
+                doc = conn.execute(
+                    select(func.coalesce(func.max(memories.c.fts_doc), 0) + 1)
+                ).scalar_one()
+                conn.execute(update(memories).where(memories.c.id == memory.id).values(fts_doc=doc))
+            conn.execute(
+                text(
+                    "INSERT OR REPLACE INTO memory_fts (rowid, content, subjects) "
+                    "VALUES (:doc, :content, :subjects)"
+                ),
+                {"doc": doc, "content": memory.content, "subjects": " ".join(memory.subjects)},
+            )
+
+    def _purge(self, conn: Connection, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        if self.backend.name == "sqlite":
+            for memory_id in ids:
+                conn.execute(
+                    text(
+                        "DELETE FROM memory_fts WHERE rowid = "
+                        "(SELECT fts_doc FROM memories WHERE id = :id)"
+                    ),
+                    {"id": memory_id},
+                )
+        for table, column in (
+            (memory_versions, memory_versions.c.memory_id),
+            (memory_sources, memory_sources.c.memory_id),
+            (memory_vectors, memory_vectors.c.memory_id),
+            (memories, memories.c.id),
+        ):
+            conn.execute(delete(table).where(column.in_(list(ids))))
+        # a memory that superseded or was superseded by a purged one no longer points at it
+        conn.execute(
+            update(memories).where(memories.c.supersedes.in_(list(ids))).values(supersedes=None)
+        )
+        conn.execute(
+            update(memories)
+            .where(memories.c.superseded_by.in_(list(ids)))
+            .values(superseded_by=None)
+        )
+
+
+def _audience_sql(audience: Audience) -> str:
+    heard = audience.heard()
+    if heard is None:
+        return ""
+    names = ", ".join(f":aud{i}" for i in range(len(heard)))
+    return f"AND m.audience IN ({names})"
+
+
+def _audience_params(audience: Audience) -> dict[str, str]:
+    return {f"aud{i}": value for i, value in enumerate(audience.heard() or ())}
