@@ -12,6 +12,9 @@ from steward.harness.agent import AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
 from steward.harness.tools import Tool
 from steward.harness.workspace import Workspace
+from steward.memory.book import MemoryBook
+from steward.memory.context import PersonalMemory
+from steward.memory.embedding import Embedder, OpenAIEmbedder
 from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, ToolSpec
 from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
@@ -42,6 +45,28 @@ class UnconfiguredModel:
         on_delta: OnDelta | None = None,
     ) -> ModelResponse:
         raise ConfigError(NO_MODEL)
+
+
+def embedder_from(settings: Settings) -> Embedder | None:
+    if settings.embeddings == "none":
+        return None
+    if settings.embeddings == "openai":
+        key = settings.embeddings_api_key or settings.model_api_key
+        return OpenAIEmbedder(
+            model=settings.embeddings_model,
+            base_url=settings.embeddings_base_url or settings.model_base_url,
+            api_key=key.get_secret_value() if key else None,
+        )
+    if settings.embeddings == "minilm":
+        from steward.memory.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    raise ConfigError(f"unknown embeddings {settings.embeddings!r}: use none, minilm or openai")
+
+
+def memory_from(settings: Settings, store: Store, clock: Clock) -> MemoryBook:
+    """The person's memory with the configured embedder."""
+    return MemoryBook(store, clock, embedder=embedder_from(settings))
 
 
 def model_from(settings: Settings) -> Model:
@@ -94,6 +119,7 @@ async def build_harness(
         workspace=Workspace(settings.workspace_dir),
         tools=tools,
         sentinel=PolicySentinel(store, clock),
+        personal=PersonalMemory(memory_from(settings, store, clock)),
         config=AgentConfig(
             budget=ActivationBudget(max_steps=settings.agent_max_steps),
             approval_ttl=timedelta(hours=settings.approval_ttl_hours),

@@ -82,6 +82,17 @@ class Settings(BaseSettings):
     approval_ttl_hours: float = Field(default=168.0, gt=0)
     """Undecided approvals expire after this."""
 
+    embeddings: str = "none"
+    """Semantic memory recall: ``none`` (lexical only), ``minilm`` (all-MiniLM-L6-v2 on the
+    CPU, offline; the ``embeddings`` extra) or ``openai`` (an OpenAI-compatible
+    ``/v1/embeddings`` endpoint)."""
+    embeddings_model: str = "text-embedding-3-small"
+    """For ``openai``: the model name."""
+    embeddings_base_url: str | None = None
+    """For ``openai``: the endpoint; unset: :attr:`model_base_url`, then OpenAI's."""
+    embeddings_api_key: SecretStr | None = None
+    """For ``openai``: the key; unset: :attr:`model_api_key`."""
+
     @classmethod
     def settings_customise_sources(
         cls,

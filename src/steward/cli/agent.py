@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from steward.app import build_harness
+from steward.app import build_harness, embedder_from
 from steward.cli.common import (
     AudienceOption,
     DbOption,
@@ -55,7 +55,11 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
         # steps are shown from the journal whichever process runs them
         harness = await build_harness(settings, store, clock)
         runtime = Runtime(store, harness, clock, RuntimeConfig(poll_seconds=0.5))
-        svc = await as_caller(Service(store, clock, runtime, data_dir=settings.data_dir))
+        svc = await as_caller(
+            Service(
+                store, clock, runtime, data_dir=settings.data_dir, embedder=embedder_from(settings)
+            )
+        )
         running = asyncio.create_task(runtime.run())
         try:
             yield svc

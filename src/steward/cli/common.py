@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from steward.app import embedder_from
 from steward.config import Settings
 from steward.errors import StewardError
 from steward.service import Service
@@ -85,7 +86,9 @@ async def service(db: str | None) -> AsyncIterator[Service]:
     url = db or settings.resolved_database_url()
     store = await Store.open(url)
     try:
-        yield await as_caller(Service(store, data_dir=settings.data_dir))
+        yield await as_caller(
+            Service(store, data_dir=settings.data_dir, embedder=embedder_from(settings))
+        )
     finally:
         await store.close()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from steward.app import build_harness
+from steward.app import build_harness, embedder_from
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
@@ -64,7 +64,9 @@ async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
         await store.close()
         raise
     runtime = Runtime(store, harness, clock, config)
-    service = Service(store, clock, runtime, data_dir=settings.data_dir)
+    service = Service(
+        store, clock, runtime, data_dir=settings.data_dir, embedder=embedder_from(settings)
+    )
     person = await service.ensure_person()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

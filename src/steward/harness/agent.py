@@ -599,6 +599,15 @@ class _Activation:
                     subjects=tuple(directive.subjects),
                     task_id=self.task.id,
                     goal_id=self.task.goal_id,
+                    # once a task has read others' text, what it proposes may be theirs
+                    trusted=not self.state.get("taint"),
+                    extra={
+                        "audience": str(Audience.of_task(self.task.input)),
+                        "slot": directive.slot,
+                        "valid_from": directive.valid_from,
+                        "importance": directive.importance,
+                        "detail": f"step {self.run.seq + 1}",
+                    },
                 )
             )
             return await self._observe(call, answer)

@@ -76,6 +76,12 @@ class Remember:
     """Its kind."""
     subjects: list[str] = field(default_factory=list)
     """What it is about."""
+    slot: str | None = None
+    """What it is the value of (``home_city``): a newer one replaces the older."""
+    valid_from: str | None = None
+    """From when it is true (ISO date), if not from now."""
+    importance: float = 0.5
+    """0 to 1."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -214,11 +220,30 @@ async def propose_memory_tool(
         Field(description="What sort of memory."),
     ] = "note",
     subjects: Annotated[list[str] | None, Field(description="Who/what it is about.")] = None,
+    slot: Annotated[
+        str | None,
+        Field(
+            description="For a standing fact or preference: what it is the value of "
+            "(home_city, seat_preference); a newer one replaces the older. Not for one-off "
+            "exceptions: record those as kind 'episode'."
+        ),
+    ] = None,
+    valid_from: Annotated[
+        str | None, Field(description="ISO date from which it is true, if not today.")
+    ] = None,
+    importance: Annotated[float, Field(ge=0, le=1, description="0 to 1.")] = 0.5,
 ) -> Remember:
     """Propose something to remember about the person beyond this task."""
     if not content.strip():
         raise ToolArgumentError("content must not be empty")
-    return Remember(content=content, kind=kind, subjects=subjects or [])
+    return Remember(
+        content=content,
+        kind=kind,
+        subjects=subjects or [],
+        slot=slot,
+        valid_from=valid_from,
+        importance=importance,
+    )
 
 
 @tool(name="read_artifact")

@@ -25,6 +25,8 @@ from steward.domain import (
     Task,
 )
 from steward.errors import Forbidden, NotFound, UsageError
+from steward.memory.book import MemoryBook
+from steward.memory.embedding import Embedder
 from steward.runtime.clock import Clock
 from steward.sentinel.tokens import READ, require_scope
 from steward.store import Store
@@ -56,6 +58,7 @@ class ServiceBase:
         *,
         principal: Principal | None = None,
         data_dir: Path | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.store = store
         self.clock = clock or Clock()
@@ -65,6 +68,10 @@ class ServiceBase:
         """Who it acts for; None: the machine's owner, for anyone."""
         self.data_dir = data_dir
         """Where the vault's key file lives (None: no vault)."""
+        self.embedder = embedder
+        """Embeds memories for semantic recall (None: lexical only)."""
+        self.memory = MemoryBook(store, self.clock, embedder=embedder)
+        """The person's memories, with the rules every write follows."""
 
     # --- who is asking ------------------------------------------------------------------
 
@@ -78,6 +85,7 @@ class ServiceBase:
             self.runtime,
             principal=Principal(person_id=found.person_id, token=found),
             data_dir=self.data_dir,
+            embedder=self.embedder,
         )
 
     def _may(self, scope: str) -> None:

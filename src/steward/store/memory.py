@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, or_, select, text, update
+from sqlalchemy import Connection, delete, func, select, text, update
 
 from steward.domain.audience import Audience
 from steward.domain.memory import (
@@ -147,6 +147,18 @@ def _memory(data: Any) -> Memory:
 
 def memory_from_row(row: Any) -> Memory:
     return _memory(row._mapping)
+
+
+@dataclass(kw_only=True, frozen=True)
+class VectorDelta:
+    """What changed in a person's vectors since a reader last looked."""
+
+    rows: list[tuple[str, bytes]]
+    """``(memory id, vector)`` written since, oldest first."""
+    total: int
+    """How many vectors there are now."""
+    newest: int
+    """The newest seq (0 when there are none)."""
 
 
 class MemoryQueries:
@@ -457,27 +469,24 @@ class MemoryQueries:
 
         return await self.backend.read(op)
 
-    async def memory_vectors(
-        self, *, person_id: str, model: str, audience: Audience, at: datetime
-    ) -> list[tuple[str, bytes]]:
-        """Vectors of the active, valid, audible memories (for brute-force similarity)."""
+    async def memory_vectors_since(
+        self, *, person_id: str, model: str, after_seq: int
+    ) -> VectorDelta:
+        """The person's vectors of ``model`` written after ``after_seq``, with how many there
+        are in all and the newest seq: enough for a reader to keep its copy current."""
 
-        def op(conn: Connection) -> list[tuple[str, bytes]]:
+        def op(conn: Connection) -> VectorDelta:
+            mine = (memory_vectors.c.person_id == person_id) & (memory_vectors.c.model == model)
+            total, newest = conn.execute(
+                select(func.count(), func.coalesce(func.max(memory_vectors.c.seq), 0)).where(mine)
+            ).one()
             query = (
                 select(memory_vectors.c.memory_id, memory_vectors.c.vector)
-                .join(memories, memories.c.id == memory_vectors.c.memory_id)
-                .where(
-                    memory_vectors.c.person_id == person_id,
-                    memory_vectors.c.model == model,
-                    memories.c.status == MemoryStatus.ACTIVE.value,
-                    or_(memories.c.valid_from.is_(None), memories.c.valid_from <= rows.ts(at)),
-                    or_(memories.c.valid_to.is_(None), memories.c.valid_to > rows.ts(at)),
-                )
+                .where(mine, memory_vectors.c.seq > after_seq, memory_vectors.c.seq <= newest)
+                .order_by(memory_vectors.c.seq)
             )
-            heard = audience.heard()
-            if heard is not None:
-                query = query.where(memories.c.audience.in_(heard))
-            return [(r[0], bytes(r[1])) for r in conn.execute(query)]
+            fresh = [(r[0], bytes(r[1])) for r in conn.execute(query)]
+            return VectorDelta(rows=fresh, total=int(total), newest=int(newest))
 
         return await self.backend.read(op)
 

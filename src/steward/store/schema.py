@@ -459,12 +459,16 @@ memory_tombstones = Table(
 memory_vectors = Table(
     "memory_vectors",
     metadata,
-    Column("memory_id", ID, primary_key=True),
+    # increases with every write: a reader holding vectors up to some seq fetches only newer
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("memory_id", ID, nullable=False),
     Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
     Column("model", String(200), nullable=False),
-    # float32, little-endian: compact, and what sqlite-vec and numpy read directly
+    # float32, little-endian: compact, and what numpy reads directly
     Column("vector", LargeBinary, nullable=False),
-    Index("ix_memory_vectors_person", "person_id", "model"),
+    UniqueConstraint("memory_id", name="uq_memory_vectors_memory"),
+    Index("ix_memory_vectors_person", "person_id", "model", "seq"),
+    sqlite_autoincrement=True,  # a seq is never reused, even after the newest row is deleted
 )
 
 memory_passes = Table(

@@ -40,6 +40,7 @@ from starlette.types import ASGIApp
 from steward.models.base import Message, ModelResponse, Role, ToolCall, ToolSpec
 from steward.models.errors import ModelError
 from steward.models.scripted import ScriptedModel, load_script, text_chunks
+from steward.testing.embeddings import HashingEmbedder
 
 _ROLES: dict[str, Role] = {
     "system": "system",
@@ -69,7 +70,13 @@ class ModelServer:
     """A running server: where it is, what it saw, and its failure switch."""
 
     def __init__(
-        self, model: ScriptedModel, *, url: str, api_key: str, served_models: Sequence[str]
+        self,
+        model: ScriptedModel,
+        *,
+        url: str,
+        api_key: str,
+        served_models: Sequence[str],
+        embedder: HashingEmbedder | None = None,
     ) -> None:
         self.model = model
         """Answers the requests; read its ``calls`` and ``requests`` to see what was asked."""
@@ -81,6 +88,8 @@ class ModelServer:
         """Model names it serves; others get 404."""
         self.report_usage = True
         """Whether answers carry usage; switch off to act like a server that reports none."""
+        self.embedder = embedder or HashingEmbedder()
+        """Answers ``/v1/embeddings`` (for any model name)."""
         self._lock = threading.Lock()
         self._requests = 0
         self._failures: deque[_Failure] = deque()
@@ -133,6 +142,29 @@ class ModelServer:
                     for name in self.served_models
                 ],
             }
+
+        @app.post("/v1/embeddings")
+        async def embeddings(request: Request) -> Response:
+            if request.headers.get("authorization") != f"Bearer {self.api_key}":
+                return _error(401, "Incorrect API key provided.", code="invalid_api_key")
+            try:
+                body = await request.json()
+                texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+                model_name = str(body["model"])
+            except (ValueError, KeyError, TypeError) as exc:
+                return _error(400, f"malformed request: {exc!r}")
+            vectors = await self.embedder.embed([str(t) for t in texts])
+            return JSONResponse(
+                {
+                    "object": "list",
+                    "model": model_name,
+                    "data": [
+                        {"object": "embedding", "index": i, "embedding": row.tolist()}
+                        for i, row in enumerate(vectors)
+                    ],
+                    "usage": {"prompt_tokens": 0, "total_tokens": 0},
+                }
+            )
 
         @app.post("/v1/chat/completions")
         async def chat_completions(request: Request) -> Response:
@@ -347,10 +379,11 @@ def run_model_server(
     served_models: Sequence[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    embedder: HashingEmbedder | None = None,
 ) -> Iterator[ModelServer]:
     """Serve ``model`` as an OpenAI-compatible endpoint for the duration of the block."""
     names = list(served_models) if served_models is not None else [model.name]
-    server = ModelServer(model, url="", api_key=api_key, served_models=names)
+    server = ModelServer(model, url="", api_key=api_key, served_models=names, embedder=embedder)
     with serve_in_thread(server.app(), host=host, port=port) as base:
         server.url = f"{base}/v1"
         yield server

@@ -101,6 +101,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "memory_vectors",
+        sa.Column("seq", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("memory_id", sa.String(length=160), nullable=False),
         sa.Column("person_id", sa.String(length=160), nullable=False),
         sa.Column("model", sa.String(length=200), nullable=False),
@@ -109,10 +110,14 @@ def upgrade() -> None:
             ["person_id"],
             ["persons.id"],
         ),
-        sa.PrimaryKeyConstraint("memory_id"),
+        sa.PrimaryKeyConstraint("seq"),
+        sa.UniqueConstraint("memory_id", name="uq_memory_vectors_memory"),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("memory_vectors", schema=None) as batch_op:
-        batch_op.create_index("ix_memory_vectors_person", ["person_id", "model"], unique=False)
+        batch_op.create_index(
+            "ix_memory_vectors_person", ["person_id", "model", "seq"], unique=False
+        )
 
     op.create_table(
         "memory_versions",

@@ -1,0 +1,375 @@
+"""Writing and curating memories: the rules every write follows, whoever writes.
+
+* A memory from an untrusted source is a *candidate*; only the person promotes it.
+* The same statement is not written twice: a repeat adds nothing (and a trusted repeat of a
+  candidate confirms it), so text recalled into a context is never re-learned as new.
+* A newer, active memory with the same kind and ``slot`` supersedes the older one: the older
+  one's validity ends where the newer one's begins, and it stays in history. Episodes never
+  supersede anything: a one-off exception leaves the standing preference as it was.
+* A source that was forgotten (a tombstone) gives nothing, ever again.
+* Every change is a new version; any version can be restored.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+
+import structlog
+
+from steward.domain.audience import PRIVATE, Audience
+from steward.domain.memory import (
+    Memory,
+    MemoryKind,
+    MemoryStatus,
+    MemoryVersion,
+    Source,
+    Tombstone,
+    normalized,
+)
+from steward.errors import StewardRuntimeError, UsageError
+from steward.memory.embedding import Embedder, pack
+from steward.memory.retrieval import Retriever, terms_overlap
+from steward.runtime.clock import Clock
+from steward.store import Store
+from steward.store.memory import search_terms
+
+log = structlog.get_logger(__name__)
+
+NEAR_DUPLICATE = 0.85
+"""Term overlap above which a statement counts as one already remembered."""
+MAX_CONTENT = 2000
+"""Characters in one memory: a memory is a statement, not a document."""
+
+
+class WriteOutcome(StrEnum):
+    CREATED = "created"
+    """A new memory."""
+    DUPLICATE = "duplicate"
+    """Already remembered; nothing new written (a candidate may have been confirmed)."""
+    FORGOTTEN = "forgotten"
+    """Its source was forgotten: nothing is derived from it."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Written:
+    """What a write did."""
+
+    outcome: WriteOutcome
+    """Created, duplicate, or refused for a forgotten source."""
+    memory: Memory | None
+    """The memory written or matched (None when refused)."""
+
+    def describe(self) -> str:
+        """In words, for the model's observation."""
+        if self.memory is None:
+            return "not remembered: its source was forgotten by the person"
+        if self.outcome is WriteOutcome.DUPLICATE:
+            return f"already remembered ({self.memory.id})"
+        if self.memory.status is MemoryStatus.CANDIDATE:
+            return f"kept as a candidate for the person to confirm ({self.memory.id})"
+        return f"remembered ({self.memory.id})"
+
+
+class MemoryBook:
+    """One person's memories, through the store, with the write rules above."""
+
+    def __init__(self, store: Store, clock: Clock, *, embedder: Embedder | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.embedder = embedder
+        self.retriever = Retriever(store, embedder=embedder)
+
+    # --- writing ----------------------------------------------------------------------------
+
+    async def write(
+        self,
+        *,
+        person_id: str,
+        content: str,
+        kind: MemoryKind,
+        source: Source,
+        actor: str,
+        subjects: Sequence[str] = (),
+        slot: str | None = None,
+        audience: Audience = PRIVATE,
+        confidence: float = 1.0,
+        importance: float = 0.5,
+        observed_at: datetime | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        candidate: bool = False,
+    ) -> Written:
+        """Remember one statement. ``candidate`` keeps it for review even when trusted."""
+        content = " ".join(content.split())
+        _check(content, confidence, importance, valid_from, valid_to)
+        now = self.clock.now()
+        status = MemoryStatus.CANDIDATE if candidate or not source.trusted else MemoryStatus.ACTIVE
+        same = await self._same(person_id, content, audience)
+        if same is not None:
+            return await self._confirm(same, source, status, actor)
+        memory = Memory(
+            id=f"mem_{uuid.uuid4().hex[:20]}",
+            person_id=person_id,
+            kind=kind,
+            content=content,
+            sources=(source,),
+            subjects=tuple(dict.fromkeys(s.strip() for s in subjects if s.strip())),
+            slot=(slot or "").strip() or None,
+            audience=audience,
+            confidence=confidence,
+            importance=importance,
+            observed_at=observed_at or now,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            status=status,
+            created_at=now,
+            updated_at=now,
+        )
+        older, newer = await self._slot_neighbours(memory)
+        if newer is not None:  # news older than what is known: kept, already superseded
+            memory = replace(
+                memory,
+                valid_to=newer.valid_from or newer.observed_at,
+                superseded_by=newer.id,
+            )
+            older = []
+        written = await self.store.add_memory(memory, actor=actor, supersede=[m.id for m in older])
+        if written is None:
+            return Written(outcome=WriteOutcome.FORGOTTEN, memory=None)
+        await self._embed([written])
+        return Written(outcome=WriteOutcome.CREATED, memory=written)
+
+    async def edit(
+        self,
+        memory_id: str,
+        *,
+        actor: str,
+        expected_version: int | None = None,
+        content: str | None = None,
+        kind: MemoryKind | None = None,
+        subjects: Sequence[str] | None = None,
+        slot: str | None = None,
+        audience: Audience | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+    ) -> Memory:
+        """Change a memory; the old text stays in its history."""
+        current = await self.store.get_memory(memory_id)
+        changed = replace(
+            current,
+            content=" ".join(content.split()) if content is not None else current.content,
+            kind=kind or current.kind,
+            subjects=tuple(subjects) if subjects is not None else current.subjects,
+            slot=slot if slot is not None else current.slot,
+            audience=audience or current.audience,
+            importance=importance if importance is not None else current.importance,
+            confidence=confidence if confidence is not None else current.confidence,
+            valid_from=valid_from if valid_from is not None else current.valid_from,
+            valid_to=valid_to if valid_to is not None else current.valid_to,
+            updated_at=self.clock.now(),
+        )
+        _check(
+            changed.content,
+            changed.confidence,
+            changed.importance,
+            changed.valid_from,
+            changed.valid_to,
+        )
+        if changed == replace(current, updated_at=changed.updated_at):
+            raise UsageError("nothing to change: give a new value")
+        written = await self.store.update_memory(
+            changed, actor=actor, reason="edited", expected_version=expected_version
+        )
+        if written.content != current.content:
+            await self._embed([written])
+        return written
+
+    async def set_status(
+        self, memory_id: str, status: MemoryStatus, *, actor: str, reason: str = ""
+    ) -> Memory:
+        """Archive, delete, restore (to active) or promote a memory."""
+        current = await self.store.get_memory(memory_id)
+        if current.status is status:
+            raise UsageError(f"memory {memory_id} is already {status}")
+        if status is MemoryStatus.ACTIVE and not current.trusted and not actor.startswith("person"):
+            raise UsageError("a memory from an untrusted source is promoted only by the person")
+        changed = replace(current, status=status, updated_at=self.clock.now())
+        written = await self.store.update_memory(
+            changed, actor=actor, reason=reason or f"{current.status} -> {status}"
+        )
+        if status is MemoryStatus.ACTIVE and current.status is MemoryStatus.CANDIDATE:
+            await self._supersede_for(written, actor)
+        return written
+
+    async def restore_version(self, memory_id: str, version: int, *, actor: str) -> Memory:
+        """Make an earlier version current again (as a new version; nothing is lost)."""
+        history = await self.store.memory_history(memory_id)
+        chosen = next((v for v in history if v.version == version), None)
+        if chosen is None:
+            known = ", ".join(str(v.version) for v in history)
+            raise UsageError(f"memory {memory_id} has no version {version} (it has {known})")
+        current = await self.store.get_memory(memory_id)
+        restored = replace(
+            chosen.memory,
+            superseded_by=current.superseded_by,
+            supersedes=current.supersedes,
+            updated_at=self.clock.now(),
+        )
+        written = await self.store.update_memory(
+            restored, actor=actor, reason=f"restored version {version}"
+        )
+        if written.content != current.content:
+            await self._embed([written])
+        return written
+
+    async def forget_source(self, person_id: str, source_key: str, *, actor: str) -> Tombstone:
+        """Purge everything derived from a source, and never derive from it again."""
+        Source.parse_key(source_key)
+        return await self.store.forget_source(
+            person_id, source_key, now=self.clock.now(), actor=actor
+        )
+
+    async def history(self, memory_id: str) -> list[MemoryVersion]:
+        return await self.store.memory_history(memory_id)
+
+    async def reindex(self, person_id: str) -> int:
+        """Embed the active memories that have no vector for the current embedder (after a
+        change of embedder, or an embedding service that was down)."""
+        if self.embedder is None:
+            return 0
+        memories = await self.store.list_memories(
+            person_id=person_id, statuses=[MemoryStatus.ACTIVE], limit=1_000_000
+        )
+        delta = await self.store.memory_vectors_since(
+            person_id=person_id, model=self.embedder.name, after_seq=0
+        )
+        have = {memory_id for memory_id, _ in delta.rows}
+        missing = [m for m in memories if m.id not in have]
+        await self._embed(missing)
+        return len(missing)
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    async def _same(self, person_id: str, content: str, audience: Audience) -> Memory | None:
+        """A live memory that already says this (exactly, or nearly word for word)."""
+        live = [MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE]
+        for memory in await self.store.list_memories(
+            person_id=person_id, statuses=live, same_as=content, limit=5
+        ):
+            if memory.audience == audience:
+                return memory
+        terms = search_terms(content)
+        hits = await self.store.search_memories_text(
+            person_id=person_id, query=content, audience=audience, at=self.clock.now(), limit=5
+        )
+        for memory in await self.store.get_memories([memory_id for memory_id, _ in hits]):
+            close = terms_overlap(terms, search_terms(memory.content)) >= NEAR_DUPLICATE
+            if close and memory.audience == audience:
+                return memory
+        return None
+
+    async def _confirm(
+        self, same: Memory, source: Source, status: MemoryStatus, actor: str
+    ) -> Written:
+        """A repeat: add its source; a trusted repeat of a candidate promotes it."""
+        sources = same.sources if source in same.sources else (*same.sources, source)
+        promote = same.status is MemoryStatus.CANDIDATE and status is MemoryStatus.ACTIVE
+        if sources == same.sources and not promote:
+            return Written(outcome=WriteOutcome.DUPLICATE, memory=same)
+        changed = replace(
+            same,
+            sources=sources,
+            status=MemoryStatus.ACTIVE if promote else same.status,
+            updated_at=self.clock.now(),
+        )
+        written = await self.store.update_memory(
+            changed, actor=actor, reason="confirmed" if promote else f"also from {source.key}"
+        )
+        if promote:
+            await self._supersede_for(written, actor)
+        return Written(outcome=WriteOutcome.DUPLICATE, memory=written)
+
+    async def _slot_neighbours(self, memory: Memory) -> tuple[list[Memory], Memory | None]:
+        """For an active, slotted, non-episode memory: the current memories of its slot it
+        supersedes, and the newest one that is newer than it (if any)."""
+        if (
+            memory.slot is None
+            or memory.kind is MemoryKind.EPISODE
+            or memory.status is not MemoryStatus.ACTIVE
+        ):
+            return [], None
+        same_slot = [
+            m
+            for m in await self.store.list_memories(
+                person_id=memory.person_id,
+                statuses=[MemoryStatus.ACTIVE],
+                slot=memory.slot,
+                kind=memory.kind,
+            )
+            if m.superseded_by is None and m.id != memory.id
+        ]
+        start = _start(memory)
+        older = [m for m in same_slot if _start(m) <= start]
+        newer = [m for m in same_slot if _start(m) > start]
+        return older, min(newer, key=_start) if newer else None
+
+    async def _supersede_for(self, memory: Memory, actor: str) -> None:
+        """After a promotion: close the memories of its slot it now supersedes."""
+        older, _ = await self._slot_neighbours(memory)
+        until = memory.valid_from or memory.observed_at
+        for old in older:
+            closed = replace(
+                old,
+                valid_to=until if old.valid_to is None or old.valid_to > until else old.valid_to,
+                superseded_by=memory.id,
+                updated_at=self.clock.now(),
+            )
+            await self.store.update_memory(closed, actor=actor, reason=f"superseded by {memory.id}")
+
+    async def _embed(self, memories: Sequence[Memory]) -> None:
+        if self.embedder is None or not memories:
+            return
+        try:
+            vectors = await self.embedder.embed([m.content for m in memories])
+        except StewardRuntimeError as exc:
+            # the memory is kept; lexical recall finds it, and reindex() embeds it later
+            log.warning("embedding failed", error=str(exc), memories=len(memories))
+            return
+        for memory, vector in zip(memories, vectors, strict=True):
+            await self.store.put_memory_vector(
+                memory.id, person_id=memory.person_id, model=self.embedder.name, vector=pack(vector)
+            )
+
+
+def _start(memory: Memory) -> datetime:
+    return memory.valid_from or memory.observed_at
+
+
+def _check(
+    content: str,
+    confidence: float,
+    importance: float,
+    valid_from: datetime | None,
+    valid_to: datetime | None,
+) -> None:
+    if not content:
+        raise UsageError("a memory needs content")
+    if len(content) > MAX_CONTENT:
+        raise UsageError(
+            f"a memory is one statement of at most {MAX_CONTENT} characters, not {len(content)}"
+        )
+    for name, value in (("confidence", confidence), ("importance", importance)):
+        if not 0.0 <= value <= 1.0:
+            raise UsageError(f"{name} must be between 0 and 1, not {value}")
+    if valid_from is not None and valid_to is not None and valid_to <= valid_from:
+        raise UsageError("valid_to must be after valid_from")
+
+
+def same_statement(a: str, b: str) -> bool:
+    return normalized(a) == normalized(b)

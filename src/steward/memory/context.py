@@ -1,0 +1,81 @@
+"""The memory layer as the harness sees it: recall for an activation, and proposals the model
+makes with ``propose_memory``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from steward.domain.audience import Audience
+from steward.domain.memory import MemoryKind, Source, SourceKind
+from steward.errors import UsageError
+from steward.harness.personal import MemoryProposal, Recalled, RecallQuery
+from steward.memory.book import MemoryBook
+
+
+class PersonalMemory:
+    """:class:`~steward.harness.personal.PersonalContext` over a :class:`MemoryBook`."""
+
+    def __init__(self, book: MemoryBook) -> None:
+        self.book = book
+
+    async def recall(self, query: RecallQuery) -> list[Recalled]:
+        hits = await self.book.retriever.search(
+            person_id=query.person_id,
+            query=query.text,
+            audience=query.audience,
+            at=self.book.clock.now(),
+            limit=query.limit,
+        )
+        await self.book.store.record_memory_uses([h.memory.id for h in hits])
+        return [
+            Recalled(
+                id=h.memory.id,
+                text=f"({h.memory.kind}) {h.memory.content}",
+                provenance=h.memory.provenance(),
+            )
+            for h in hits
+        ]
+
+    async def skills(self, query: RecallQuery) -> list[Recalled]:
+        return []
+
+    async def propose(self, proposal: MemoryProposal) -> str:
+        """Remember what the model proposes: from the task as its source, in the audience of
+        the conversation, a candidate when the task had read untrusted content."""
+        extra = proposal.extra
+        try:
+            kind = MemoryKind(proposal.kind)
+            written = await self.book.write(
+                person_id=proposal.person_id,
+                content=proposal.content,
+                kind=kind,
+                source=Source(
+                    kind=SourceKind.TASK,
+                    ref=proposal.task_id or "unknown",
+                    trusted=proposal.trusted,
+                    detail=str(extra.get("detail", "")),
+                ),
+                actor=f"agent:{proposal.task_id}",
+                subjects=proposal.subjects,
+                slot=None if kind is MemoryKind.EPISODE else extra.get("slot"),
+                audience=Audience.parse(str(extra.get("audience", "private"))),
+                importance=float(extra.get("importance", 0.5)),
+                valid_from=_date(extra.get("valid_from")),
+                valid_to=_date(extra.get("valid_to")),
+            )
+        except (UsageError, ValueError) as exc:
+            return f"error: not remembered: {exc}"
+        return written.describe()
+
+
+def _date(value: object) -> datetime | None:
+    """A date or time the model gave (``2026-05-01`` or ISO 8601); without an offset, UTC."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, datetime):
+        return value
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise UsageError(f"not an ISO-8601 date or time: {value!r}") from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

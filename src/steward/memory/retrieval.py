@@ -1,0 +1,183 @@
+"""Finding the memories an activation needs: lexical (full text), semantic (embeddings) or both,
+fused by reciprocal rank and nudged by importance and recency; only active memories, valid at
+the moment asked, that the conversation's audience may hear."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+
+import numpy as np
+
+from steward.domain.audience import Audience
+from steward.domain.memory import Memory, MemoryHit, MemoryStatus
+from steward.errors import StewardRuntimeError
+from steward.memory.embedding import Embedder, Vectors, unpack_many
+from steward.store import Store
+
+RRF_K = 60
+"""Reciprocal-rank-fusion constant: a result's share is ``1 / (RRF_K + rank)``."""
+IMPORTANCE_WEIGHT = 0.004
+RECENCY_WEIGHT = 0.004
+RECENCY_HALF_LIFE_DAYS = 180.0
+CANDIDATES = 50
+"""Results each search contributes to the fusion."""
+
+
+class SearchMode(StrEnum):
+    LEXICAL = "lexical"
+    SEMANTIC = "semantic"
+    HYBRID = "hybrid"
+
+
+class Retriever:
+    """Searches one person's memories."""
+
+    def __init__(self, store: Store, *, embedder: Embedder | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._indexes: dict[tuple[str, str], VectorIndex] = {}
+
+    @property
+    def default_mode(self) -> SearchMode:
+        return SearchMode.HYBRID if self.embedder is not None else SearchMode.LEXICAL
+
+    async def search(
+        self,
+        *,
+        person_id: str,
+        query: str,
+        audience: Audience,
+        at: datetime,
+        limit: int = 10,
+        mode: SearchMode | None = None,
+    ) -> list[MemoryHit]:
+        mode = mode or self.default_mode
+        if mode is not SearchMode.LEXICAL and self.embedder is None:
+            raise StewardRuntimeError(
+                f"{mode} search needs an embedder; none is configured (lexical-only mode)"
+            )
+        wanted = max(CANDIDATES, limit)
+        ranked: dict[str, list[str]] = {}
+        if mode is not SearchMode.SEMANTIC:
+            lexical = await self.store.search_memories_text(
+                person_id=person_id, query=query, audience=audience, at=at, limit=wanted
+            )
+            ranked["lexical"] = [memory_id for memory_id, _ in lexical]
+        if mode is not SearchMode.LEXICAL:
+            ranked["semantic"] = await self._semantic(person_id, query, audience, at, wanted)
+        scores: dict[str, float] = {}
+        found_by: dict[str, list[str]] = {}
+        for name, ids in ranked.items():
+            for rank, memory_id in enumerate(ids, start=1):
+                scores[memory_id] = scores.get(memory_id, 0.0) + 1.0 / (RRF_K + rank)
+                found_by.setdefault(memory_id, []).append(name)
+        memories = await self.store.get_memories(list(scores))
+        hits = [
+            MemoryHit(
+                memory=m,
+                score=scores[m.id] + _prior(m, at),
+                matched=tuple(found_by[m.id]),
+            )
+            for m in memories
+        ]
+        hits.sort(key=lambda h: (-h.score, h.memory.id))
+        return hits[:limit]
+
+    async def _semantic(
+        self, person_id: str, query: str, audience: Audience, at: datetime, wanted: int
+    ) -> list[str]:
+        """Nearest memories by cosine similarity, over an in-process copy of the vectors
+        (brute force with numpy), filtered afterwards by status, validity and audience."""
+        assert self.embedder is not None
+        if not query.strip():
+            return []
+        index = self._indexes.setdefault(
+            (person_id, self.embedder.name), VectorIndex(self.store, person_id, self.embedder.name)
+        )
+        await index.refresh()
+        if not index.ids:
+            return []
+        [needle] = await self.embedder.embed([query])
+        similarity = index.matrix @ needle
+        order = np.argsort(-similarity, kind="stable")
+        kept: list[str] = []
+        window = wanted * 4
+        for start in range(0, len(order), window):
+            chunk = [index.ids[i] for i in order[start : start + window] if similarity[i] > 0]
+            for memory in await self.store.get_memories(chunk):
+                if len(kept) < wanted and _recallable(memory, audience, at):
+                    kept.append(memory.id)
+            if len(kept) >= wanted or len(chunk) < window:
+                break
+        return kept
+
+
+class VectorIndex:
+    """One person's vectors of one model, kept in memory and brought up to date before each
+    search by reading only what was written since (a full reload when rows were deleted)."""
+
+    def __init__(self, store: Store, person_id: str, model: str) -> None:
+        self.store = store
+        self.person_id = person_id
+        self.model = model
+        self.ids: list[str] = []
+        self.matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+        self._position: dict[str, int] = {}
+        self._newest = 0
+
+    async def refresh(self) -> None:
+        delta = await self.store.memory_vectors_since(
+            person_id=self.person_id, model=self.model, after_seq=self._newest
+        )
+        if delta.rows:
+            self._merge(delta.rows)
+        if len(self.ids) != delta.total:  # something was deleted or replaced: start over
+            self.ids, self._position, self._newest = [], {}, 0
+            self.matrix = np.zeros((0, 0), dtype=np.float32)
+            delta = await self.store.memory_vectors_since(
+                person_id=self.person_id, model=self.model, after_seq=0
+            )
+            if delta.rows:
+                self._merge(delta.rows)
+        self._newest = delta.newest
+
+    def _merge(self, rows: list[tuple[str, bytes]]) -> None:
+        dim = len(rows[0][1]) // 4
+        fresh = unpack_many([blob for _, blob in rows], dim)
+        if self.matrix.size == 0:
+            self.matrix = np.empty((0, dim), dtype=np.float32)
+        appended: list[int] = []
+        for row, (memory_id, _) in enumerate(rows):
+            at = self._position.get(memory_id)
+            if at is None:
+                self._position[memory_id] = len(self.ids)
+                appended.append(row)
+                self.ids.append(memory_id)
+            else:  # re-embedded after an edit
+                self.matrix[at] = fresh[row]
+        if appended:
+            self.matrix = np.vstack([self.matrix, fresh[appended]])
+
+
+def _recallable(memory: Memory, audience: Audience, at: datetime) -> bool:
+    return (
+        memory.status is MemoryStatus.ACTIVE
+        and memory.valid_at(at)
+        and audience.may_hear(memory.audience)
+    )
+
+
+def _prior(memory: Memory, at: datetime) -> float:
+    """What makes a relevant memory worth more: importance, and having been seen lately."""
+    age_days = max(0.0, (at - memory.observed_at).total_seconds() / 86400)
+    recency = math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
+    return IMPORTANCE_WEIGHT * memory.importance + RECENCY_WEIGHT * recency
+
+
+def terms_overlap(a: Sequence[str], b: Sequence[str]) -> float:
+    """Jaccard overlap of two term lists (0 when both are empty)."""
+    left, right = set(a), set(b)
+    return len(left & right) / len(left | right) if left | right else 0.0
