@@ -1,6 +1,7 @@
 """Two tenants with one of everything, for the tenant-isolation tests of the service facade and
 the CLI: a goal, a task (claimed, as a worker would), a trigger, an event, an effect in doubt,
-an approval with its notification, a connection, a grant, a rule and two API tokens."""
+an approval with its notification, a connection, a grant, a rule, a memory (derived from the
+task), a skill with two versions and two API tokens."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ from steward.domain import (
 )
 from steward.domain.approval import args_hash
 from steward.domain.ids import new_id
+from steward.domain.memory import Memory, MemoryKind, Source, SourceKind
+from steward.domain.skill import Skill, SkillContent
+from steward.memory.skills import SkillLibrary
 from steward.runtime.clock import Clock
 from steward.service import Service
 from steward.store import Fence, Store
@@ -47,6 +51,8 @@ class Tenant:
     connection: Connection
     grant: Grant
     rule: Rule
+    skill: Skill
+    memory: Memory
     token: ApiToken
     control: str
     """Plain text of a ``control`` token."""
@@ -77,6 +83,24 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
     grant = await admin.add_grant(person_id=pid, scopes=["email.send"], reason=name)
     rule = await admin.add_rule(person_id=pid, pattern="email.*", mode="ask")
     await admin.put_secret(person_id=pid, name="mail", value=f"pw-{name}", hosts=["mail.x.io"])
+    library = SkillLibrary(store, clock)
+    for procedure in ("Call the restaurant", "Use the booking page"):  # two versions
+        learned = await library.propose(
+            person_id=pid,
+            name=f"{name}-booking",
+            content=SkillContent(description=f"{name}'s way to book", procedure=procedure),
+            actor="agent:setup",
+        )
+    assert learned.skill is not None
+    written = await admin.memory.write(
+        person_id=pid,
+        content=f"{name} lives in Lisbon",
+        kind=MemoryKind.FACT,
+        slot="home_city",
+        source=Source(kind=SourceKind.TASK, ref=task.id, trusted=True),
+        actor=f"agent:{task.id}",
+    )
+    assert written.memory is not None
     token, control = await admin.create_token(person_id=pid, name="phone", scopes=["control"])
     _, read = await admin.create_token(person_id=pid, name="dashboard", scopes=["read"])
     # what a worker running the task writes: an effect (left in doubt) and an approval
@@ -138,6 +162,8 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         connection=connection,
         grant=grant,
         rule=rule,
+        skill=learned.skill,
+        memory=written.memory,
         token=token,
         control=control,
         read=read,
@@ -168,6 +194,14 @@ async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
                 {**to_jsonable(x), "last_used_at": None}
                 for x in await admin.list_tokens(person_id=pid)
             ],
+            "memories": [
+                await admin.memory_detail(m.id)
+                for m in await store.list_memories(person_id=pid, limit=10_000)
+            ],
+            "tombstones": await admin.list_tombstones(person_id=pid),
+            "skills": [
+                (x, await admin.skill_history(x.id)) for x in await admin.list_skills(person_id=pid)
+            ],
             "audit": [e.hash for e in audit],
         }
     )
@@ -187,5 +221,7 @@ def ids_of(t: Tenant) -> set[str]:
         t.connection.id,
         t.grant.id,
         t.rule.id,
+        t.skill.id,
+        t.memory.id,
         t.token.id,
     }

@@ -109,6 +109,37 @@ CASES: dict[str, tuple[str, Call]] = {
     "list_secrets": (READ, lambda s, t: s.list_secrets(person_id=_pid(t))),
     "delete_secret": (CONTROL, lambda s, t: s.delete_secret("mail", person_id=_pid(t))),
     "rotate_vault_key": (OWNER, lambda s, t: s.rotate_vault_key()),
+    "remember": (CONTROL, lambda s, t: s.remember(person_id=_pid(t), content="Likes tea")),
+    "list_memories": (READ, lambda s, t: s.list_memories(person_id=_pid(t))),
+    "search_memories": (READ, lambda s, t: s.search_memories(person_id=_pid(t), query="Lisbon")),
+    "memory_detail": (READ, lambda s, t: s.memory_detail(t.memory.id)),
+    "edit_memory": (CONTROL, lambda s, t: s.edit_memory(t.memory.id, content="Lives in Porto")),
+    "delete_memory": (CONTROL, lambda s, t: s.delete_memory(t.memory.id)),
+    "archive_memory": (CONTROL, lambda s, t: s.archive_memory(t.memory.id)),
+    "restore_memory": (CONTROL, lambda s, t: s.restore_memory(t.memory.id)),
+    "promote_memory": (CONTROL, lambda s, t: s.promote_memory(t.memory.id)),
+    "restore_memory_version": (CONTROL, lambda s, t: s.restore_memory_version(t.memory.id, 1)),
+    "forget_source": (
+        CONTROL,
+        lambda s, t: s.forget_source(f"task:{t.task.id}", person_id=_pid(t)),
+    ),
+    "forget_conversation": (CONTROL, lambda s, t: s.forget_conversation(t.task.id)),
+    "list_tombstones": (READ, lambda s, t: s.list_tombstones(person_id=_pid(t))),
+    "export_memories": (READ, lambda s, t: s.export_memories(person_id=_pid(t))),
+    "import_memories": (
+        CONTROL,
+        lambda s, t: s.import_memories("## Notes\n- Likes tea\n", person_id=_pid(t)),
+    ),
+    "list_skills": (READ, lambda s, t: s.list_skills(person_id=_pid(t))),
+    "get_skill": (READ, lambda s, t: s.get_skill(t.skill.id)),
+    "skill_history": (READ, lambda s, t: s.skill_history(t.skill.id)),
+    "skill_diff": (READ, lambda s, t: s.skill_diff(t.skill.id, from_version=1, to_version=2)),
+    "restore_skill": (CONTROL, lambda s, t: s.restore_skill(t.skill.id, 1)),
+    "archive_skill": (CONTROL, lambda s, t: s.archive_skill(t.skill.id)),
+    "decide_skill_proposal": (
+        CONTROL,
+        lambda s, t: s.decide_skill_proposal(t.skill.id, approve=True),
+    ),
 }
 NOT_A_CASE = {"authenticate": "how a token becomes a bound service; tested below"}
 

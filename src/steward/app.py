@@ -15,6 +15,9 @@ from steward.harness.workspace import Workspace
 from steward.memory.book import MemoryBook
 from steward.memory.context import PersonalMemory
 from steward.memory.embedding import Embedder, OpenAIEmbedder
+from steward.memory.extraction import ModelExtractor
+from steward.memory.jobs import with_memory_jobs
+from steward.memory.skills import SkillLibrary
 from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, ToolSpec
 from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
@@ -113,17 +116,22 @@ async def build_harness(
         servers = [McpServerConfig.from_dict(entry) for entry in settings.mcp_servers]
         tools += await load_mcp_tools(servers)
     model = model or model_from(settings)
+    book = memory_from(settings, store, clock)
     return AgentHarness(
         model=model,
         summarizer=model if settings.model_summaries else None,
         workspace=Workspace(settings.workspace_dir),
         tools=tools,
         sentinel=PolicySentinel(store, clock),
-        personal=PersonalMemory(memory_from(settings, store, clock)),
+        personal=PersonalMemory(book, skills=SkillLibrary(store, clock)),
         config=AgentConfig(
             budget=ActivationBudget(max_steps=settings.agent_max_steps),
             approval_ttl=timedelta(hours=settings.approval_ttl_hours),
         ),
-        fallback=builtin_harness(),
+        fallback=with_memory_jobs(
+            builtin_harness(),
+            book,
+            extractor=None if isinstance(model, UnconfiguredModel) else ModelExtractor(model),
+        ),
         on_delta=on_delta,
     )

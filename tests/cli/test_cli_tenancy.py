@@ -6,6 +6,7 @@ command fails :func:`test_every_command_is_covered` until it has a case here."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,28 @@ TARGETED: dict[str, Argv] = {
     "secret set": lambda t: ["secret", "set", "mail", "--host", "evil.io", "--person", t.person.id],
     "secret list": lambda t: ["secret", "list", "--person", t.person.id],
     "secret delete": lambda t: ["secret", "delete", "mail", "--person", t.person.id],
+    "memory list": lambda t: ["memory", "list", "--person", t.person.id],
+    "memory search": lambda t: ["memory", "search", "Lisbon", "--person", t.person.id],
+    "memory show": lambda t: ["memory", "show", t.memory.id],
+    "memory history": lambda t: ["memory", "history", t.memory.id],
+    "memory add": lambda t: ["memory", "add", "Likes tea", "--person", t.person.id],
+    "memory edit": lambda t: ["memory", "edit", t.memory.id, "--content", "Lives in Porto"],
+    "memory delete": lambda t: ["memory", "delete", t.memory.id],
+    "memory archive": lambda t: ["memory", "archive", t.memory.id],
+    "memory restore": lambda t: ["memory", "restore", t.memory.id, "--version", "1"],
+    "memory promote": lambda t: ["memory", "promote", t.memory.id],
+    "memory forget": lambda t: ["memory", "forget", "--conversation", t.task.id],
+    "memory forgotten": lambda t: ["memory", "forgotten", "--person", t.person.id],
+    "memory export": lambda t: ["memory", "export", "--person", t.person.id],
+    "memory import": lambda t: ["memory", "import", os.devnull, "--person", t.person.id],
+    "skill list": lambda t: ["skill", "list", "--person", t.person.id],
+    "skill show": lambda t: ["skill", "show", t.skill.id],
+    "skill history": lambda t: ["skill", "history", t.skill.id],
+    "skill diff": lambda t: ["skill", "diff", t.skill.id],
+    "skill restore": lambda t: ["skill", "restore", t.skill.id, "1"],
+    "skill archive": lambda t: ["skill", "archive", t.skill.id],
+    "skill approve": lambda t: ["skill", "approve", t.skill.id],
+    "skill reject": lambda t: ["skill", "reject", t.skill.id],
 }
 OWNER_ONLY = {
     "prune": ["prune"],
@@ -113,6 +136,11 @@ LISTINGS = [
     ["grant", "list", "--all", "--json"],
     ["rule", "list", "--json"],
     ["secret", "list", "--json"],
+    ["skill", "list", "--json"],
+    ["memory", "list", "--json"],
+    ["memory", "search", "Lisbon", "--json"],
+    ["memory", "forgotten", "--json"],
+    ["memory", "export"],
 ]
 
 

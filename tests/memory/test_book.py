@@ -35,7 +35,9 @@ def book(store: Store, clock: SimulatedClock) -> MemoryBook:
     return MemoryBook(store, clock)
 
 
-async def find(book: MemoryBook, person: str, query: str, audience: Audience = PRIVATE) -> list[str]:
+async def find(
+    book: MemoryBook, person: str, query: str, audience: Audience = PRIVATE
+) -> list[str]:
     hits = await book.retriever.search(
         person_id=person, query=query, audience=audience, at=book.clock.now()
     )
@@ -63,7 +65,8 @@ async def test_a_move_supersedes_the_old_city_which_stays_in_history(
         actor="agent:tsk_b",
         valid_from=MAY,
     )
-    assert lisbon.memory is not None and berlin.memory is not None
+    assert lisbon.memory is not None
+    assert berlin.memory is not None
 
     assert await find(book, person, "Which city does she live in? Lisbon or Berlin") == [
         "Moved to Berlin in May"
@@ -106,7 +109,8 @@ async def test_news_older_than_what_is_known_does_not_replace_it(
         actor="agent:tsk_b",
         valid_from=MAY - timedelta(days=365),
     )
-    assert newer.memory is not None and older.memory is not None
+    assert newer.memory is not None
+    assert older.memory is not None
     assert older.memory.superseded_by == newer.memory.id
     assert older.memory.valid_to == MAY
     assert (await book.store.get_memory(newer.memory.id)).valid_to is None
@@ -132,7 +136,8 @@ async def test_a_one_off_exception_leaves_the_standing_preference(
         source=said_in("tsk_b"),
         actor="agent:tsk_b",
     )
-    assert preference.memory is not None and exception.memory is not None
+    assert preference.memory is not None
+    assert exception.memory is not None
     kept = await book.store.get_memory(preference.memory.id)
     assert (kept.valid_to, kept.superseded_by, kept.version) == (None, None, 1)
     assert exception.memory.supersedes is None
@@ -184,7 +189,8 @@ async def test_the_same_statement_is_not_learned_twice(book: MemoryBook, person:
         source=said_in("tsk_b"),
         actor="agent:tsk_b",
     )
-    assert first.memory is not None and again.memory is not None
+    assert first.memory is not None
+    assert again.memory is not None
     assert again.outcome is same_task.outcome is WriteOutcome.DUPLICATE
     assert again.memory.id == first.memory.id
     assert again.memory.status is MemoryStatus.ACTIVE  # confirmed by a trusted source
@@ -192,9 +198,7 @@ async def test_the_same_statement_is_not_learned_twice(book: MemoryBook, person:
     assert len(await book.store.list_memories(person_id=person)) == 1
 
 
-async def test_edits_are_versions_and_any_version_comes_back(
-    book: MemoryBook, person: str
-) -> None:
+async def test_edits_are_versions_and_any_version_comes_back(book: MemoryBook, person: str) -> None:
     written = await book.write(
         person_id=person,
         content="Coffee: flat white",
@@ -262,13 +266,13 @@ async def test_forgetting_a_source_purges_what_came_of_it_for_good(
     )
     assert (again.outcome, again.memory) == (WriteOutcome.FORGOTTEN, None)
     assert await book.store.list_memories(person_id=person) == []
-    forgotten = [e for e in await book.store.list_audit(person_id=person) if e.kind == "memory_forgotten"]
+    forgotten = [
+        e for e in await book.store.list_audit(person_id=person) if e.kind == "memory_forgotten"
+    ]
     assert [e.data for e in forgotten] == [{"source": "task:tsk_chat", "purged": 3}]
 
 
-async def test_audience_decides_what_a_conversation_may_hear(
-    book: MemoryBook, person: str
-) -> None:
+async def test_audience_decides_what_a_conversation_may_hear(book: MemoryBook, person: str) -> None:
     for content, audience in (
         ("Monthly budget is 3000 euros", PRIVATE),
         ("Family budget for the holiday is 1500 euros", FAMILY),

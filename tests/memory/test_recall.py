@@ -4,7 +4,7 @@ endpoint on a real socket."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ from steward.memory.book import MemoryBook
 from steward.memory.context import PersonalMemory
 from steward.memory.embedding import OpenAIEmbedder
 from steward.memory.retrieval import SearchMode
-from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
+from steward.models import ScriptedModel
 from steward.models.scripted import call_tool, say
 from steward.runtime.clock import SimulatedClock
 from steward.store import Store
@@ -149,21 +149,21 @@ async def test_a_proposal_after_reading_untrusted_text_waits_for_the_person(
 
 
 @pytest.fixture
-def embeddings_server() -> object:
+async def embedder() -> AsyncIterator[OpenAIEmbedder]:
+    """An OpenAI-compatible embeddings endpoint on a real socket (a hashing embedder behind
+    it, with a few synonyms so that meaning can differ from wording)."""
     synonyms = {"flat": "apartment", "home": "apartment", "rent": "apartment", "cat": "pet"}
-    with run_model_server(
-        ScriptedModel([]), embedder=HashingEmbedder(synonyms=synonyms)
-    ) as server:
-        yield server
+    with run_model_server(ScriptedModel([]), embedder=HashingEmbedder(synonyms=synonyms)) as server:
+        client = OpenAIEmbedder(model="test-embed", base_url=server.url, api_key=server.api_key)
+        try:
+            yield client
+        finally:
+            await client.aclose()
 
 
 async def test_semantic_and_hybrid_recall_find_what_words_alone_miss(
-    store: Store, clock: SimulatedClock, embeddings_server: object
+    store: Store, clock: SimulatedClock, embedder: OpenAIEmbedder
 ) -> None:
-    server = embeddings_server
-    embedder = OpenAIEmbedder(
-        model="test-embed", base_url=server.url, api_key=server.api_key  # type: ignore[attr-defined]
-    )
     person = (await store.create_person(name="ada", now=clock.now())).id
     book = MemoryBook(store, clock, embedder=embedder)
     source = Source(kind=SourceKind.PERSON, ref="setup", trusted=True)
@@ -188,7 +188,7 @@ async def test_semantic_and_hybrid_recall_find_what_words_alone_miss(
     assert await search("flat", SearchMode.SEMANTIC) == ["The apartment lease ends in March"]
     assert (await search("pet food", SearchMode.HYBRID))[0] == "Has a cat named Miso"
     # an edit is re-embedded, and the in-process index follows it
-    cat = [m for m in await store.list_memories(person_id=person) if "cat" in m.content][0]
+    cat = next(m for m in await store.list_memories(person_id=person) if "cat" in m.content)
     await book.edit(cat.id, actor="person", content="Has a dog named Miso")
     assert (await search("dog", SearchMode.SEMANTIC))[0] == "Has a dog named Miso"
     assert "Has a cat named Miso" not in await search("cat", SearchMode.SEMANTIC)

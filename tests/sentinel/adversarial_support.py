@@ -146,6 +146,10 @@ CONTROL_TOOLS = {
     "update_progress",
     "propose_memory",
     "read_artifact",
+    # a skill is instructions, never authority: every action it suggests meets the sentinel,
+    # and a proposal from a task that read others' text waits for the person
+    "load_skill",
+    "propose_skill",
 }
 """Every tool the harness adds by itself. None of them touches approvals, grants or rules: a new
 one must be reviewed for that and added here."""

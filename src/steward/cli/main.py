@@ -16,11 +16,14 @@ from steward.app import build_harness, embedder_from
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
+from steward.cli.memory import memory_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
+from steward.cli.skills import skill_app
 from steward.cli.vault import secret_app, vault_app
 from steward.config import Settings
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.trigger import MissedPolicy
+from steward.memory.jobs import schedule_consolidation
 from steward.runtime.builtin import builtin_harness
 from steward.runtime.clock import Clock, SimulatedClock
 from steward.runtime.runtime import Runtime, RuntimeConfig
@@ -46,6 +49,8 @@ app.add_typer(grant_app, name="grant")
 app.add_typer(rule_app, name="rule")
 app.add_typer(secret_app, name="secret")
 app.add_typer(vault_app, name="vault")
+app.add_typer(memory_app, name="memory")
+app.add_typer(skill_app, name="skill")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
@@ -68,6 +73,7 @@ async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
         store, clock, runtime, data_dir=settings.data_dir, embedder=embedder_from(settings)
     )
     person = await service.ensure_person()
+    await schedule_consolidation(store, clock, person_id=person.id)  # nightly, once per person
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, runtime.stop)

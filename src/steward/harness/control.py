@@ -1,6 +1,7 @@
 """Control tools: how the model steers its own task. Each validates its arguments and returns a
 :class:`Directive`; the agent loop carries it out with the task's fenced handle (finish, fail,
-suspend on a wait, spawn a subtask, write into the goal, save progress, propose a memory)."""
+suspend on a wait, spawn a subtask, write into the goal, save progress, propose a memory,
+load or propose a skill)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,44 @@ class ReadArtifact:
     """How many characters."""
 
 
-Directive = Finish | Abort | Suspend | Spawn | GoalWrite | Progress | Remember | ReadArtifact
+@dataclass(kw_only=True, frozen=True)
+class LoadSkill:
+    name: str
+    """Which skill, by its name in the index."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class ProposeSkill:
+    name: str
+    """A new name, or an indexed skill's to change it."""
+    description: str
+    """One line: what it does."""
+    procedure: str
+    """How to do it, in Markdown."""
+    when_to_use: str = ""
+    """The situations it is for."""
+    when_not: str = ""
+    """Situations it is not for."""
+    inputs: list[str] = field(default_factory=list)
+    """What it needs to be told."""
+    checks: list[str] = field(default_factory=list)
+    """How to verify it worked."""
+    workflow: list[dict[str, Any]] = field(default_factory=list)
+    """Tool calls that do it, if it is mechanical."""
+
+
+Directive = (
+    Finish
+    | Abort
+    | Suspend
+    | Spawn
+    | GoalWrite
+    | Progress
+    | Remember
+    | ReadArtifact
+    | LoadSkill
+    | ProposeSkill
+)
 
 _Json = dict[str, Any]
 
@@ -246,6 +284,50 @@ async def propose_memory_tool(
     )
 
 
+@tool(name="load_skill")
+async def load_skill_tool(
+    name: Annotated[str, Field(description="The skill's name, as in the skill index.")],
+) -> LoadSkill:
+    """Read a skill from the index in full (procedure, inputs, checks) before following it."""
+    if not name.strip():
+        raise ToolArgumentError("name must not be empty")
+    return LoadSkill(name=name)
+
+
+@tool(name="propose_skill", effect=EffectClass.LOCAL)
+async def propose_skill_tool(
+    name: Annotated[
+        str, Field(description="Short name (fetch-invoice-total); an indexed one to change it.")
+    ],
+    description: Annotated[str, Field(description="One line: what it does.")],
+    procedure: Annotated[
+        str, Field(description="The steps that worked, in Markdown, shortest path first.")
+    ],
+    when_to_use: Annotated[str, Field(description="The situations it is for.")] = "",
+    when_not: Annotated[str, Field(description="Look-alike situations it is not for.")] = "",
+    inputs: Annotated[list[str] | None, Field(description="What it needs to be told.")] = None,
+    checks: Annotated[list[str] | None, Field(description="How to verify it worked.")] = None,
+    workflow: Annotated[
+        list[_Json] | None,
+        Field(description='Tool calls that do it, if mechanical: [{"tool": ..., "arguments": {}}]'),
+    ] = None,
+) -> ProposeSkill:
+    """Before finishing a task that took exploring, propose how to do it next time (or a
+    better version of a skill you used). Only for procedures worth repeating."""
+    if not description.strip() or not procedure.strip():
+        raise ToolArgumentError("a skill needs a description and a procedure")
+    return ProposeSkill(
+        name=name,
+        description=description,
+        procedure=procedure,
+        when_to_use=when_to_use,
+        when_not=when_not,
+        inputs=inputs or [],
+        checks=checks or [],
+        workflow=workflow or [],
+    )
+
+
 @tool(name="read_artifact")
 async def read_artifact_tool(
     artifact_id: Annotated[str, Field(description="The artifact id from an excerpt.")],
@@ -268,5 +350,7 @@ def control_tools() -> list[Tool]:
         update_progress_tool,
         propose_memory_tool,
         read_artifact_tool,
+        load_skill_tool,
+        propose_skill_tool,
     ]
     return [replace(t, source="control") for t in tools]

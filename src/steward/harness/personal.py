@@ -4,6 +4,7 @@ retrieves nothing and keeps proposals only in the task's journal."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,6 +62,37 @@ class MemoryProposal:
     """Anything else the memory layer accepts (validity, audience...)."""
 
 
+@dataclass(kw_only=True, frozen=True)
+class SkillProposal:
+    """A skill (or a change to one) the model proposes after a task; the skill layer decides
+    whether it applies now or waits for the person."""
+
+    person_id: str
+    """Whose skill."""
+    name: str
+    """Which skill: a new name, or one from the index to change it."""
+    description: str
+    """One line: what it does."""
+    procedure: str
+    """How to do it, in Markdown."""
+    when_to_use: str = ""
+    """The situations it is for."""
+    when_not: str = ""
+    """Situations it is not for."""
+    inputs: tuple[str, ...] = ()
+    """What it needs to be told."""
+    checks: tuple[str, ...] = ()
+    """How to verify it worked."""
+    workflow: tuple[dict[str, Any], ...] = ()
+    """Tool calls (``{"tool": ..., "arguments": {...}}``) that do it, if it is mechanical."""
+    task_id: str | None = None
+    """The task it was learned in (provenance)."""
+    trusted: bool = True
+    """False when the task had read others' text: such proposals wait for the person."""
+    audience: Audience = PRIVATE
+    """Who heard the conversation it was learned in."""
+
+
 class PersonalContext(Protocol):
     async def recall(self, query: RecallQuery) -> list[Recalled]:
         """Memories relevant to the activation, filtered by audience and validity."""
@@ -72,6 +104,21 @@ class PersonalContext(Protocol):
 
     async def propose(self, proposal: MemoryProposal) -> str:
         """Take a proposed memory; returns what happened, for the model."""
+        ...
+
+    async def load_skill(self, query: RecallQuery, name: str) -> Recalled | None:
+        """The whole of an active skill (procedure, checks...), counted as a use; None when
+        the person has no such skill or the query's audience may not hear it."""
+        ...
+
+    async def propose_skill(self, proposal: SkillProposal) -> str:
+        """Take a proposed skill or change; returns what happened, for the model."""
+        ...
+
+    async def skill_outcome(
+        self, person_id: str, skill_ids: Sequence[str], *, success: bool
+    ) -> None:
+        """Count how a task that loaded these skills ended."""
         ...
 
 
@@ -86,3 +133,14 @@ class NoPersonalContext:
 
     async def propose(self, proposal: MemoryProposal) -> str:
         return "recorded in this task's journal (no memory store is configured)"
+
+    async def load_skill(self, query: RecallQuery, name: str) -> Recalled | None:
+        return None
+
+    async def propose_skill(self, proposal: SkillProposal) -> str:
+        return "recorded in this task's journal (no skill library is configured)"
+
+    async def skill_outcome(
+        self, person_id: str, skill_ids: Sequence[str], *, success: bool
+    ) -> None:
+        return None

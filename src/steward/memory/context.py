@@ -3,20 +3,25 @@ makes with ``propose_memory``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from steward.domain.audience import Audience
 from steward.domain.memory import MemoryKind, Source, SourceKind
 from steward.errors import UsageError
-from steward.harness.personal import MemoryProposal, Recalled, RecallQuery
+from steward.harness.personal import MemoryProposal, Recalled, RecallQuery, SkillProposal
 from steward.memory.book import MemoryBook
+from steward.memory.skills import SkillLibrary
 
 
 class PersonalMemory:
-    """:class:`~steward.harness.personal.PersonalContext` over a :class:`MemoryBook`."""
+    """:class:`~steward.harness.personal.PersonalContext` over a :class:`MemoryBook` and,
+    when given one, a :class:`SkillLibrary`."""
 
-    def __init__(self, book: MemoryBook) -> None:
+    def __init__(self, book: MemoryBook, *, skills: SkillLibrary | None = None) -> None:
         self.book = book
+        self.library = skills
+        """The person's skills (None: no skills are shown, and proposals are not kept)."""
 
     async def recall(self, query: RecallQuery) -> list[Recalled]:
         hits = await self.book.retriever.search(
@@ -37,7 +42,21 @@ class PersonalMemory:
         ]
 
     async def skills(self, query: RecallQuery) -> list[Recalled]:
-        return []
+        return [] if self.library is None else await self.library.recall(query)
+
+    async def load_skill(self, query: RecallQuery, name: str) -> Recalled | None:
+        return None if self.library is None else await self.library.load_for(query, name)
+
+    async def propose_skill(self, proposal: SkillProposal) -> str:
+        if self.library is None:
+            return "recorded in this task's journal (no skill library is configured)"
+        return await self.library.take(proposal)
+
+    async def skill_outcome(
+        self, person_id: str, skill_ids: Sequence[str], *, success: bool
+    ) -> None:
+        if self.library is not None:
+            await self.library.settle(person_id, skill_ids, success=success)
 
     async def propose(self, proposal: MemoryProposal) -> str:
         """Remember what the model proposes: from the task as its source, in the audience of

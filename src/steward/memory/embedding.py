@@ -80,6 +80,10 @@ class OpenAIEmbedder:
             max_retries=max_retries,
         )
 
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
     async def embed(self, texts: Sequence[str]) -> Vectors:
         from openai import OpenAIError
 

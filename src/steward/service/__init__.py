@@ -5,14 +5,17 @@ nothing), stamps times from the clock, and nudges an in-process runtime when it 
 
 Its parts: :mod:`~steward.service.base` (who is asking: a service bound to an API token acts
 for that token's person only, within its scopes), :mod:`~steward.service.work` (goals, tasks,
-triggers, events, effects, the agent, approvals) and :mod:`~steward.service.security` (audit,
-tokens, connections, grants, rules, the vault).
+triggers, events, effects, the agent, approvals), :mod:`~steward.service.security` (audit,
+tokens, connections, grants, rules, the vault), :mod:`~steward.service.memory` (what it
+remembers about the person) and :mod:`~steward.service.skills` (what it learned to do).
 """
 
 from __future__ import annotations
 
 from steward.service.base import Principal, ServiceBase
+from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
+from steward.service.skills import SkillService
 from steward.service.work import APPROVAL_SCOPES, TimelineEntry, WorkService, parse_time
 
 __all__ = [
@@ -25,5 +28,5 @@ __all__ = [
 ]
 
 
-class Service(WorkService, SecurityService):
+class Service(WorkService, SecurityService, MemoryService, SkillService):
     """Everything an interface may do, for the owner or for one token's person."""

@@ -19,7 +19,10 @@ from steward.store.backend import Backend
 from steward.store.effects import EffectQueries
 from steward.store.inbox import InboxQueries
 from steward.store.memory import MemoryQueries
+from steward.store.memory_extra import MemoryExtraQueries
+from steward.store.memory_passes import PassQueries
 from steward.store.schedule import ScheduleQueries
+from steward.store.skills import SkillQueries
 from steward.store.tasks import Fence, FinalStep
 from steward.store.tokens import TokenQueries
 from steward.store.vault import SecretQueries
@@ -35,7 +38,11 @@ class Store(
     TokenQueries,
     SecretQueries,
     AuthorityQueries,
+    # before MemoryQueries, which it extends
+    PassQueries,
     MemoryQueries,
+    MemoryExtraQueries,
+    SkillQueries,
 ):
     """All of Steward's durable state behind one async interface."""
 

@@ -1,0 +1,395 @@
+"""Memory quality: recall of the right memories, no stale facts, no leaks, on a synthetic but
+realistic history (:mod:`memory_dataset`), for lexical, semantic and hybrid search in one run.
+
+    .venv/bin/python bench/memory_eval.py                 # table on stdout (~20 s)
+    .venv/bin/python bench/memory_eval.py --json          # everything as JSON on stdout
+    .venv/bin/python bench/memory_eval.py --embedder hashing --seed 3
+
+Every memory is written through :meth:`MemoryBook.write` as extraction would write it — content,
+kind, slot, subjects, the conversation's audience, ``observed_at`` at the conversation's time,
+a stated ``valid_from`` / ``valid_to`` where the words give one, the conversation as a trusted
+source — on a SQLite store in a temporary file, with a :class:`SimulatedClock` moved to each
+conversation's time and finally to the evaluation date (1 July 2026). Then each query is asked
+with its audience and the moment it is about, in each search mode, top 10.
+
+Figures (each a share of queries, 0 to 1):
+
+* **recall@k** — for queries with evidence: the share of their evidence items found in the top
+  k, averaged over queries (an item is answered by any one of its alternative memories, e.g. a
+  preference and its later restatement);
+* **stale@k** — for queries about a slot: the share whose top k holds a memory of that slot
+  that, by the dataset's ground truth, was not (or no longer, or not yet) true at the moment
+  asked about. The ground truth is the dataset's, not the store's, so a memory the store keeps
+  valid for too long counts;
+* **leak@k** — for queries in a group or public audience: the share whose top k holds a memory
+  that audience may not hear (target 0);
+* **exception-first@k** — for preference queries with planted one-off exceptions: the share
+  where such an exception ranks above every memory of the standing preference (or is there
+  while the preference is not).
+
+The semantic and hybrid figures need a real embedder: all-MiniLM-L6-v2 (the ``embeddings``
+extra) when it is installed; otherwise the deterministic :class:`HashingEmbedder`, which is not
+semantic, and the output says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bench_support import fresh_database, percentile, quiet_logs
+from memory_dataset import Dataset, Query, generate
+from steward.domain.audience import Audience
+from steward.domain.memory import Memory, MemoryHit, Source, SourceKind
+from steward.memory.book import MemoryBook
+from steward.memory.embedding import Embedder
+from steward.memory.retrieval import SearchMode
+from steward.runtime.clock import SimulatedClock
+from steward.store import Store
+from steward.testing.embeddings import HashingEmbedder
+
+KS = (5, 10)
+MODES = (SearchMode.LEXICAL, SearchMode.SEMANTIC, SearchMode.HYBRID)
+
+
+def pick_embedder(choice: str) -> tuple[Embedder, str]:
+    """The embedder to use, and a note on what it is."""
+    if choice in ("auto", "minilm"):
+        try:
+            from steward.memory.minilm import MiniLMEmbedder
+
+            return MiniLMEmbedder(), "all-MiniLM-L6-v2 (int8 ONNX, onnxruntime on the CPU)"
+        except Exception as exc:
+            if choice == "minilm":
+                raise
+            reason = f"{type(exc).__name__}: {exc}"
+            return HashingEmbedder(), (
+                f"HashingEmbedder, NOT semantic (MiniLM unavailable: {reason}); semantic and "
+                "hybrid figures only measure word overlap"
+            )
+    return (
+        HashingEmbedder(),
+        "HashingEmbedder, NOT semantic; semantic and hybrid figures only measure word overlap",
+    )
+
+
+@dataclass(kw_only=True)
+class Loaded:
+    """The dataset as written: planted keys to the ids the store gave them."""
+
+    ids: dict[str, str]
+    keys: dict[str, str]
+    outcomes: dict[str, int]
+    write_seconds: float
+    validity_disagreements: list[dict[str, Any]]
+
+
+async def load(book: MemoryBook, clock: SimulatedClock, person: str, data: Dataset) -> Loaded:
+    ids: dict[str, str] = {}
+    outcomes: dict[str, int] = defaultdict(int)
+    started = time.perf_counter()
+    for session in data.sessions:
+        if session.at > clock.now():
+            clock.advance(session.at - clock.now())
+        for memory in session.memories:
+            written = await book.write(
+                person_id=person,
+                content=memory.content,
+                kind=memory.kind,
+                source=Source(kind=SourceKind.CONVERSATION, ref=session.id, trusted=True),
+                actor=f"agent:{session.id}",
+                subjects=memory.subjects,
+                slot=memory.slot,
+                audience=Audience.parse(session.audience),
+                importance=memory.importance,
+                observed_at=clock.now(),
+                valid_from=memory.valid_from,
+                valid_to=memory.valid_to,
+            )
+            outcomes[written.outcome.value] += 1
+            if written.memory is not None:
+                ids[memory.key] = written.memory.id
+    seconds = time.perf_counter() - started
+    if data.eval_at > clock.now():
+        clock.advance(data.eval_at - clock.now())
+    # where the store's idea of validity differs from the ground truth (slotted memories): an
+    # end or start more than a day off, or missing where one is true (an open start counts only
+    # for a memory that replaced another: it then overlaps what it replaced)
+    planted = data.by_key()
+    keys = {v: k for k, v in ids.items()}
+    disagreements = []
+    for stored_memory in await book.store.get_memories(
+        [ids[k] for k, p in planted.items() if p.slot]
+    ):
+        truth = planted[keys[stored_memory.id]]
+        for bound, stored, true in (
+            ("from", stored_memory.valid_from, truth.true_from),
+            ("to", stored_memory.valid_to, truth.true_to),
+        ):
+            if bound == "from" and stored is None and stored_memory.supersedes is None:
+                continue  # an unknown start; only wrong when it overlaps what it replaced
+            off = (stored is None) != (true is None) or (
+                stored is not None
+                and true is not None
+                and abs((stored - true).total_seconds()) > 86400
+            )
+            if off:
+                disagreements.append(
+                    {
+                        "key": keys[stored_memory.id],
+                        "content": stored_memory.content,
+                        "bound": bound,
+                        "stored": _iso(stored),
+                        "true": _iso(true),
+                        "expected": bound == "to" and truth.restated_by is not None,
+                    }
+                )
+    return Loaded(
+        ids=ids,
+        keys=keys,
+        outcomes=dict(outcomes),
+        write_seconds=seconds,
+        validity_disagreements=disagreements,
+    )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.date().isoformat() if value is not None else None
+
+
+def judge(query: Query, hits: list[MemoryHit], data: Dataset, loaded: Loaded) -> dict[int, Any]:
+    planted = data.by_key()
+    audience = Audience.parse(query.audience)
+    keys = [loaded.keys.get(h.memory.id, "?") for h in hits]
+    out: dict[int, Any] = {}
+    for k in KS:
+        top = set(keys[:k])
+        memories: list[Memory] = [h.memory for h in hits[:k]]
+        recall = (
+            sum(1 for item in query.evidence if top & set(item)) / len(query.evidence)
+            if query.evidence
+            else None
+        )
+        stale = (
+            any(
+                planted[key].slot in query.slots and not planted[key].true_at(query.at)
+                for key in top
+                if key in planted
+            )
+            if query.slots
+            else None
+        )
+        leak = (
+            any(not audience.may_hear(m.audience) for m in memories)
+            if query.audience != "private"
+            else None
+        )
+        exception_first = None
+        if query.exceptions:
+            preference = {key for item in query.evidence for key in item} - set(query.exceptions)
+            ranks = {key: i for i, key in enumerate(keys[:k])}
+            first_pref = min((ranks[key] for key in preference if key in ranks), default=None)
+            first_exc = min((ranks[key] for key in query.exceptions if key in ranks), default=None)
+            exception_first = first_exc is not None and (
+                first_pref is None or first_exc < first_pref
+            )
+        out[k] = (recall, stale, leak, exception_first)
+    return out
+
+
+async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
+    embedder, embedder_note = pick_embedder(embedder_choice)
+    with fresh_database("sqlite") as url:
+        store = await Store.open(url)
+        try:
+            clock = SimulatedClock(data.sessions[0].at)
+            person = (await store.create_person(name="maya", now=clock.now())).id
+            book = MemoryBook(store, clock, embedder=embedder)
+            loaded = await load(book, clock, person, data)
+            counts = await store.count_memories(person_id=person)
+            # warm the vector index and the embedder before timing anything
+            await book.retriever.search(
+                person_id=person,
+                query="warm up",
+                audience=Audience.parse("private"),
+                at=clock.now(),
+                mode=SearchMode.SEMANTIC,
+            )
+            results: dict[str, Any] = {}
+            for mode in MODES:
+                per_query: list[dict[str, Any]] = []
+                seconds: list[float] = []
+                for query in data.queries:
+                    started = time.perf_counter()
+                    hits = await book.retriever.search(
+                        person_id=person,
+                        query=query.text,
+                        audience=Audience.parse(query.audience),
+                        at=query.at,
+                        limit=max(KS),
+                        mode=mode,
+                    )
+                    seconds.append(time.perf_counter() - started)
+                    judged = judge(query, hits, data, loaded)
+                    per_query.append(
+                        {
+                            "id": query.id,
+                            "category": query.category,
+                            "top": [loaded.keys.get(h.memory.id, "?") for h in hits],
+                            **{
+                                f"{name}@{k}": judged[k][i]
+                                for k in KS
+                                for i, name in enumerate(
+                                    ("recall", "stale", "leak", "exception_first")
+                                )
+                            },
+                        }
+                    )
+                results[mode.value] = {
+                    "summary": _summarize(per_query),
+                    "by_category": {
+                        category: _summarize([q for q in per_query if q["category"] == category])
+                        for category in sorted({q.category for q in data.queries})
+                    },
+                    "latency_ms": {
+                        "p50": round(percentile(seconds, 50) * 1000, 2),
+                        "p99": round(percentile(seconds, 99) * 1000, 2),
+                    },
+                    "queries": per_query,
+                }
+        finally:
+            await store.close()
+    planted = data.by_key()
+    return {
+        "dataset": {
+            "seed": data.seed,
+            "sessions": len(data.sessions),
+            "sessions_by_audience": _count(s.audience for s in data.sessions),
+            "memories_written": sum(loaded.outcomes.values()),
+            "planted": sum(1 for k in planted if not k.startswith("chat.")),
+            "chit_chat": sum(1 for k in planted if k.startswith("chat.")),
+            "write_outcomes": loaded.outcomes,
+            "stored_by_status": counts,
+            "queries": len(data.queries),
+            "queries_by_category": _count(q.category for q in data.queries),
+            "eval_at": data.eval_at.isoformat(),
+            "write_seconds": round(loaded.write_seconds, 2),
+        },
+        "embedder": {"name": embedder.name, "note": embedder_note},
+        "validity_disagreements": loaded.validity_disagreements,
+        "modes": results,
+    }
+
+
+def _count(values: Any) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for value in values:
+        out[value] += 1
+    return dict(out)
+
+
+def _summarize(per_query: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in ("recall", "stale", "leak", "exception_first"):
+        for k in KS:
+            values = [q[f"{name}@{k}"] for q in per_query if q[f"{name}@{k}"] is not None]
+            out[f"{name}@{k}"] = round(sum(values) / len(values), 3) if values else None
+            out[f"{name}@{k}_n"] = len(values)
+    return out
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def print_report(report: dict[str, Any]) -> None:
+    d = report["dataset"]
+    print(
+        f"dataset: seed {d['seed']}, {d['sessions']} conversations {d['sessions_by_audience']}, "
+        f"{d['memories_written']} writes ({d['planted']} planted, {d['chit_chat']} chit-chat; "
+        f"outcomes {d['write_outcomes']}), stored {d['stored_by_status']}, "
+        f"{d['queries']} queries, evaluated at {d['eval_at']}"
+    )
+    print(f"embedder: {report['embedder']['name']} — {report['embedder']['note']}")
+    first = report["modes"]["lexical"]["summary"]
+    print(
+        f"queries judged: recall {first['recall@5_n']}, stale {first['stale@5_n']}, "
+        f"leak {first['leak@5_n']}, exception-first {first['exception_first@5_n']}"
+    )
+    print()
+    head = (
+        f"{'mode':<9} {'recall@5':>9} {'recall@10':>10} {'stale@5':>8} {'stale@10':>9} "
+        f"{'leak@10':>8} {'exc-first@5':>12} {'p50 ms':>7} {'p99 ms':>7}"
+    )
+    print(head)
+    print("-" * len(head))
+    for mode, result in report["modes"].items():
+        s = result["summary"]
+        print(
+            f"{mode:<9} {_fmt(s['recall@5']):>9} {_fmt(s['recall@10']):>10} "
+            f"{_fmt(s['stale@5']):>8} {_fmt(s['stale@10']):>9} {_fmt(s['leak@10']):>8} "
+            f"{_fmt(s['exception_first@5']):>12} {result['latency_ms']['p50']:>7.2f} "
+            f"{result['latency_ms']['p99']:>7.2f}"
+        )
+    print()
+    categories = list(report["modes"]["lexical"]["by_category"])
+    print("recall@5 by category (queries):")
+    print(f"{'category':<12} {'n':>3} " + " ".join(f"{m:>9}" for m in report["modes"]))
+    for category in categories:
+        n = report["modes"]["lexical"]["by_category"][category]["recall@5_n"]
+        if not n:
+            continue
+        cells = " ".join(
+            f"{_fmt(r['by_category'][category]['recall@5']):>9}" for r in report["modes"].values()
+        )
+        print(f"{category:<12} {n:>3} {cells}")
+    print()
+    for mode, result in report["modes"].items():
+        bad = [
+            f"{q['id']} (top: {', '.join(q['top'][:5])})"
+            for q in result["queries"]
+            if q["stale@10"] or q["leak@10"]
+        ]
+        if bad:
+            print(f"{mode}: stale or leaking at 10: {'; '.join(bad)}")
+    differences = report["validity_disagreements"]
+    if differences:
+        print("store validity differs from the ground truth:")
+        for item in differences:
+            why = " (expected: closed by its restatement)" if item["expected"] else ""
+            print(
+                f"  {item['key']} ({item['content']!r}): valid_{item['bound']} stored "
+                f"{item['stored']}, true {item['true']}{why}"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=7, help="dataset seed (default 7)")
+    parser.add_argument(
+        "--embedder",
+        choices=("auto", "minilm", "hashing"),
+        default="auto",
+        help="auto: MiniLM when the embeddings extra is installed, else hashing",
+    )
+    parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    args = parser.parse_args(argv)
+    quiet_logs()
+    report = asyncio.run(evaluate(generate(args.seed), args.embedder))
+    if args.json:
+        json.dump(report, sys.stdout, indent=2, ensure_ascii=False)
+        print()
+    else:
+        print_report(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

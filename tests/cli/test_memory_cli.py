@@ -1,0 +1,147 @@
+"""`steward memory` as processes: what an ask learned is listed with its provenance and is
+forgotten with its conversation; add, show, edit, delete, restore; MEMORY.md export, edit and
+import with a conflict; bad input is one clear error line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from steward.models.scripted import ScriptedModel, call_tool, say
+from steward.testing.model_server import run_model_server
+
+
+def steward(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Any:
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    return subprocess.run(
+        [sys.executable, "-m", "steward.cli.main", *args, "--db", db],
+        env=os.environ | (env or {}) | {"STEWARD_DATA_DIR": str(tmp_path), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def ok(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    done = steward(tmp_path, *args, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return str(done.stdout)
+
+
+def listed(tmp_path: Path, *args: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = json.loads(ok(tmp_path, "memory", "list", "--json", *args))
+    return found
+
+
+def test_what_an_ask_learned_is_forgotten_with_its_conversation(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            call_tool("propose_memory", content="Lives in Berlin", kind="fact", slot="home_city"),
+            say("Noted."),
+        ]
+    )
+    with run_model_server(model) as server:
+        env = {
+            "STEWARD_MODEL": "scripted",
+            "STEWARD_MODEL_BASE_URL": server.url,
+            "STEWARD_MODEL_API_KEY": server.api_key,
+        }
+        ok(tmp_path, "ask", "I moved to Berlin", env=env)
+    [task] = json.loads(ok(tmp_path, "task", "list", "--json"))
+    [memory] = listed(tmp_path)
+    assert [(s["kind"], s["ref"]) for s in memory["sources"]] == [("task", task["id"])]
+    shown = ok(tmp_path, "memory", "show", memory["id"])
+    assert f"from: task:{task['id']}" in shown
+    assert "created" in shown
+
+    forgot = ok(tmp_path, "memory", "forget", "--conversation", task["id"])
+
+    assert "1 memories purged" in forgot
+    assert listed(tmp_path) == []
+    assert listed(tmp_path, "--status", "deleted") == []
+    stones = json.loads(ok(tmp_path, "memory", "forgotten", "--json"))
+    assert {s["source_key"] for s in stones} == {f"task:{task['id']}", f"conversation:{task['id']}"}
+
+
+def test_add_edit_delete_restore_and_history(tmp_path: Path) -> None:
+    added = ok(tmp_path, "memory", "add", "Coffee: flat white [oat]", "--kind", "preference")
+    memory_id = added.split("(")[1].rstrip(")\n")
+    edit = ["memory", "edit", memory_id, "--expect-version", "1", "--content"]
+    ok(tmp_path, *edit, "Coffee: cortado")
+    stale = steward(tmp_path, *edit, "Tea")
+    assert stale.returncode == 1
+    assert "changed meanwhile" in stale.stderr
+    ok(tmp_path, "memory", "delete", memory_id)
+    assert listed(tmp_path) == []
+    ok(tmp_path, "memory", "restore", memory_id)
+    ok(tmp_path, "memory", "restore", memory_id, "--version", "1")
+
+    [memory] = listed(tmp_path)
+    history = json.loads(ok(tmp_path, "memory", "history", memory_id, "--json"))
+    assert memory["content"] == "Coffee: flat white [oat]"
+    assert [v["reason"] for v in history] == [
+        "created",
+        "edited",
+        "deleted",
+        "restored",
+        "restored version 1",
+    ]
+    assert "[oat]" in ok(tmp_path, "memory", "list")  # shown as written, not as markup
+    found = json.loads(ok(tmp_path, "memory", "search", "coffee", "--json"))
+    assert [h["memory"]["id"] for h in found] == [memory_id]
+
+
+def test_export_edit_import_reports_the_conflict(tmp_path: Path) -> None:
+    ok(tmp_path, "memory", "add", "Prefers aisle seats", "--kind", "preference")
+    gym = ok(tmp_path, "memory", "add", "Gym on Mondays").split("(")[1].rstrip(")\n")
+    exported = tmp_path / "MEMORY.md"
+    ok(tmp_path, "memory", "export", "--output", str(exported))
+    printed = ok(tmp_path, "memory", "export")
+    assert printed.splitlines()[3:] == exported.read_text().splitlines()[3:]  # after the header
+    ok(tmp_path, "memory", "edit", gym, "--content", "Gym on Wednesdays")
+    exported.write_text(
+        exported.read_text()
+        .replace("aisle seats", "window seats")
+        .replace("Gym on Mondays", "Gym on Fridays")
+        .replace("## Facts\n", "## Facts\n\n- Allergic to peanuts\n")
+    )
+
+    done = steward(tmp_path, "memory", "import", str(exported))
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 created, 1 edited, 0 unchanged, 0 archived" in done.stdout
+    assert "conflict: line " in done.stdout
+    assert "changed since the export (now version 2: edited)" in " ".join(done.stdout.split())
+    contents = sorted(m["content"] for m in listed(tmp_path))
+    assert contents == ["Allergic to peanuts", "Gym on Wednesdays", "Prefers window seats"]
+    [peanuts] = [m for m in listed(tmp_path) if m["content"] == "Allergic to peanuts"]
+    assert peanuts["sources"][0]["ref"] == "MEMORY.md"
+
+
+def test_bad_input_is_one_clear_line_and_changes_nothing(tmp_path: Path) -> None:
+    ok(tmp_path, "memory", "add", "Tea, no sugar")
+    before = listed(tmp_path)
+    bad_file = tmp_path / "bad.md"
+    bad_file.write_text("## Facts\n- Lives in Rome <!-- audience=everyone -->\n- Fine\n")
+    for argv, message in [
+        (["memory", "show", "mem_nope"], "memory 'mem_nope' not found"),
+        (["memory", "add", "x", "--audience", "everyone"], "bad audience 'everyone'"),
+        (["memory", "forget", "gossip:x"], "bad source 'gossip:x'"),
+        (["memory", "forget", "--conversation", "tsk_nope"], "task 'tsk_nope' not found"),
+        (["memory", "search", "tea", "--mode", "semantic"], "needs an embedder"),
+        (["memory", "import", str(tmp_path / "none.md")], "cannot read"),
+    ]:
+        done = steward(tmp_path, *argv)
+        assert done.returncode == 1, (argv, done.stdout)
+        assert done.stderr.strip().startswith("error:"), (argv, done.stderr)
+        assert message in " ".join(done.stderr.split()), (argv, done.stderr)
+    malformed = steward(tmp_path, "memory", "import", str(bad_file))
+    assert malformed.returncode == 1
+    assert "line 2: bad audience 'everyone'" in malformed.stdout
+    assert "nothing was applied" in malformed.stdout
+    assert listed(tmp_path) == before
