@@ -322,3 +322,80 @@ async def test_bad_memories_are_refused_and_nothing_is_written(
             **fields,  # type: ignore[arg-type]
         )
     assert await book.store.list_memories(person_id=person) == []
+
+
+async def test_a_change_without_a_date_counts_from_when_it_was_said(
+    book: MemoryBook, person: str, clock: SimulatedClock
+) -> None:
+    said_first = clock.now()
+    await book.write(
+        person_id=person,
+        content="Drinks coffee with cow milk",
+        kind=MemoryKind.PREFERENCE,
+        slot="coffee_milk",
+        source=said_in("tsk_a"),
+        actor="agent:tsk_a",
+    )
+    clock.advance(timedelta(days=30))
+    oat = await book.write(
+        person_id=person,
+        content="Switched to oat milk in coffee",
+        kind=MemoryKind.PREFERENCE,
+        slot="coffee_milk",
+        source=said_in("tsk_b"),
+        actor="agent:tsk_b",
+    )
+    assert oat.memory is not None
+    assert oat.memory.valid_from == clock.now()
+
+    async def then(at: datetime) -> list[str]:
+        hits = await book.retriever.search(
+            person_id=person, query="coffee milk", audience=PRIVATE, at=at
+        )
+        return [h.memory.content for h in hits]
+
+    assert await then(said_first + timedelta(days=10)) == ["Drinks coffee with cow milk"]
+    assert await then(clock.now()) == ["Switched to oat milk in coffee"]
+
+
+async def test_old_news_finds_its_place_in_the_history_and_keeps_its_own_end(
+    book: MemoryBook, person: str
+) -> None:
+    """Employers told out of order: the late-mentioned first job keeps the end the person
+    gave, and sits before the job that followed it, not before the current one."""
+
+    async def job(content: str, start: datetime, end: datetime | None = None) -> str:
+        written = await book.write(
+            person_id=person,
+            content=content,
+            kind=MemoryKind.FACT,
+            slot="employer",
+            source=said_in(f"tsk_{start:%Y%m}"),
+            actor="agent:x",
+            valid_from=start,
+            valid_to=end,
+        )
+        assert written.memory is not None
+        return written.memory.id
+
+    acme = await job("Works at Acme", datetime(2025, 1, 1, tzinfo=UTC))
+    northwind = await job("Works at Northwind", datetime(2026, 3, 1, tzinfo=UTC))
+    harbour = await job(
+        "Worked at Blue Harbour",
+        datetime(2021, 9, 1, tzinfo=UTC),
+        datetime(2024, 12, 31, tzinfo=UTC),
+    )
+    stored = {m.id: m for m in await book.store.list_memories(person_id=person)}
+    assert stored[harbour].valid_to == datetime(2024, 12, 31, tzinfo=UTC)
+    assert stored[harbour].superseded_by == acme
+    assert stored[acme].superseded_by == northwind
+    assert stored[acme].valid_to == datetime(2026, 3, 1, tzinfo=UTC)
+
+    async def employer(at: datetime) -> list[str]:
+        hits = await book.retriever.search(
+            person_id=person, query="employer works worked", audience=PRIVATE, at=at
+        )
+        return [h.memory.content for h in hits]
+
+    assert await employer(datetime(2026, 2, 1, tzinfo=UTC)) == ["Works at Acme"]
+    assert await employer(datetime(2023, 2, 1, tzinfo=UTC)) == ["Worked at Blue Harbour"]

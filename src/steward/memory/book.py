@@ -129,14 +129,7 @@ class MemoryBook:
             created_at=now,
             updated_at=now,
         )
-        older, newer = await self._slot_neighbours(memory)
-        if newer is not None:  # news older than what is known: kept, already superseded
-            memory = replace(
-                memory,
-                valid_to=newer.valid_from or newer.observed_at,
-                superseded_by=newer.id,
-            )
-            older = []
+        memory, older = await self._place(memory)
         written = await self.store.add_memory(memory, actor=actor, supersede=[m.id for m in older])
         if written is None:
             return Written(outcome=WriteOutcome.FORGOTTEN, memory=None)
@@ -295,15 +288,19 @@ class MemoryBook:
             await self._supersede_for(written, actor)
         return Written(outcome=WriteOutcome.DUPLICATE, memory=written)
 
-    async def _slot_neighbours(self, memory: Memory) -> tuple[list[Memory], Memory | None]:
-        """For an active, slotted, non-episode memory: the current memories of its slot it
-        supersedes, and the newest one that is newer than it (if any)."""
+    async def _place(self, memory: Memory) -> tuple[Memory, list[Memory]]:
+        """Where an active, slotted, non-episode memory goes in its slot's history: the memory
+        as it is to be stored, and the ones it supersedes.
+
+        It supersedes the values current at its start (the current value, or — for news older
+        than what is known — the one its successor had superseded), starts at its
+        observation if it names no start, and ends where its successor starts."""
         if (
             memory.slot is None
             or memory.kind is MemoryKind.EPISODE
             or memory.status is not MemoryStatus.ACTIVE
         ):
-            return [], None
+            return memory, []
         same_slot = [
             m
             for m in await self.store.list_memories(
@@ -311,18 +308,38 @@ class MemoryBook:
                 statuses=[MemoryStatus.ACTIVE],
                 slot=memory.slot,
                 kind=memory.kind,
+                limit=1000,
             )
-            if m.superseded_by is None and m.id != memory.id
+            if m.id != memory.id
         ]
         start = _start(memory)
-        older = [m for m in same_slot if _start(m) <= start]
-        newer = [m for m in same_slot if _start(m) > start]
-        return older, min(newer, key=_start) if newer else None
+        later = [m for m in same_slot if _start(m) > start]
+        successor = min(later, key=_start) if later else None
+        ended_by = successor.id if successor is not None else None
+        older = [m for m in same_slot if _start(m) <= start and m.superseded_by == ended_by]
+        if older and memory.valid_from is None:
+            # a changed value is known from when it was said, not "always"
+            memory = replace(memory, valid_from=memory.observed_at)
+        if successor is not None:
+            until = _start(successor)
+            memory = replace(
+                memory,
+                valid_to=until if memory.valid_to is None else min(memory.valid_to, until),
+                superseded_by=successor.id,
+            )
+        return memory, older
 
     async def _supersede_for(self, memory: Memory, actor: str) -> None:
-        """After a promotion: close the memories of its slot it now supersedes."""
-        older, _ = await self._slot_neighbours(memory)
-        until = memory.valid_from or memory.observed_at
+        """After a promotion: close the memories of its slot it now supersedes (and its own
+        validity, if a later value is known)."""
+        placed, older = await self._place(memory)
+        if placed != memory:
+            await self.store.update_memory(
+                replace(placed, updated_at=self.clock.now()),
+                actor=actor,
+                reason="placed in its slot",
+            )
+        until = _start(placed)
         for old in older:
             closed = replace(
                 old,

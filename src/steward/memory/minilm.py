@@ -124,6 +124,8 @@ def _load() -> _Model:
 
     options = ort.SessionOptions()
     options.log_severity_level = 3  # onnxruntime's load-time warnings are noise to our users
+    # idle inference threads spin by default, taking the cores the store and numpy need
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(
         str(model_file), sess_options=options, providers=["CPUExecutionProvider"]
     )

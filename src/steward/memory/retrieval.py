@@ -4,23 +4,28 @@ the moment asked, that the conversation's audience may hear."""
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
 from steward.domain.audience import Audience
-from steward.domain.memory import Memory, MemoryHit, MemoryStatus
+from steward.domain.memory import Memory, MemoryHit
 from steward.errors import StewardRuntimeError
 from steward.memory.embedding import Embedder, Vectors, unpack_many
 from steward.store import Store
 
 RRF_K = 60
 """Reciprocal-rank-fusion constant: a result's share is ``1 / (RRF_K + rank)``."""
-IMPORTANCE_WEIGHT = 0.004
-RECENCY_WEIGHT = 0.004
+LEXICAL_WEIGHT = 0.5
+"""The lexical list's share in a hybrid fusion: word matches are noisier than meaning."""
+IMPORTANCE_WEIGHT = 0.0005
+RECENCY_WEIGHT = 0.0005
+"""Together at most a few ranks' worth: they break near-ties, never outrank relevance."""
 RECENCY_HALF_LIFE_DAYS = 180.0
 CANDIDATES = 50
 """Results each search contributes to the fusion."""
@@ -60,19 +65,26 @@ class Retriever:
                 f"{mode} search needs an embedder; none is configured (lexical-only mode)"
             )
         wanted = max(CANDIDATES, limit)
-        ranked: dict[str, list[str]] = {}
-        if mode is not SearchMode.SEMANTIC:
-            lexical = await self.store.search_memories_text(
+
+        async def lexical() -> list[str]:
+            found = await self.store.search_memories_text(
                 person_id=person_id, query=query, audience=audience, at=at, limit=wanted
             )
-            ranked["lexical"] = [memory_id for memory_id, _ in lexical]
+            return [memory_id for memory_id, _ in found]
+
+        searches: dict[str, Coroutine[Any, Any, list[str]]] = {}
+        if mode is not SearchMode.SEMANTIC:
+            searches["lexical"] = lexical()
         if mode is not SearchMode.LEXICAL:
-            ranked["semantic"] = await self._semantic(person_id, query, audience, at, wanted)
+            searches["semantic"] = self._semantic(person_id, query, audience, at, wanted)
+        ranked = dict(zip(searches, await asyncio.gather(*searches.values()), strict=True))
+        weight = {"lexical": LEXICAL_WEIGHT if len(ranked) > 1 else 1.0, "semantic": 1.0}
         scores: dict[str, float] = {}
         found_by: dict[str, list[str]] = {}
         for name, ids in ranked.items():
             for rank, memory_id in enumerate(ids, start=1):
-                scores[memory_id] = scores.get(memory_id, 0.0) + 1.0 / (RRF_K + rank)
+                share = weight[name] / (RRF_K + rank)
+                scores[memory_id] = scores.get(memory_id, 0.0) + share
                 found_by.setdefault(memory_id, []).append(name)
         memories = await self.store.get_memories(list(scores))
         hits = [
@@ -102,22 +114,24 @@ class Retriever:
             return []
         [needle] = await self.embedder.embed([query])
         similarity = index.matrix @ needle
-        order = np.argsort(-similarity, kind="stable")
-        kept: list[str] = []
-        window = wanted * 4
-        for start in range(0, len(order), window):
-            chunk = [index.ids[i] for i in order[start : start + window] if similarity[i] > 0]
-            for memory in await self.store.get_memories(chunk):
-                if len(kept) < wanted and _recallable(memory, audience, at):
-                    kept.append(memory.id)
-            if len(kept) >= wanted or len(chunk) < window:
-                break
-        return kept
+        window = min(len(similarity), wanted * 4)
+        while True:
+            # the nearest `window`, best first, without sorting the whole collection
+            top = np.argpartition(-similarity, window - 1)[:window]
+            top = top[np.argsort(-similarity[top], kind="stable")]
+            nearest = [index.ids[i] for i in top if similarity[i] > 0]
+            allowed = await self.store.recallable_memory_ids(
+                person_id=person_id, ids=nearest, audience=audience, at=at
+            )
+            kept = [memory_id for memory_id in nearest if memory_id in allowed][:wanted]
+            if len(kept) >= wanted or window == len(similarity) or len(nearest) < window:
+                return kept
+            window = min(len(similarity), window * 4)
 
 
 class VectorIndex:
     """One person's vectors of one model, kept in memory and brought up to date before each
-    search by reading only what was written since (a full reload when rows were deleted)."""
+    search by reading only what was written since (a full reload after a deletion)."""
 
     def __init__(self, store: Store, person_id: str, model: str) -> None:
         self.store = store
@@ -127,22 +141,21 @@ class VectorIndex:
         self.matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._position: dict[str, int] = {}
         self._newest = 0
+        self._epoch: int | None = None
 
     async def refresh(self) -> None:
         delta = await self.store.memory_vectors_since(
             person_id=self.person_id, model=self.model, after_seq=self._newest
         )
-        if delta.rows:
-            self._merge(delta.rows)
-        if len(self.ids) != delta.total:  # something was deleted or replaced: start over
-            self.ids, self._position, self._newest = [], {}, 0
+        if delta.epoch != self._epoch:  # vectors were deleted (or never loaded): start over
+            self.ids, self._position = [], {}
             self.matrix = np.zeros((0, 0), dtype=np.float32)
             delta = await self.store.memory_vectors_since(
                 person_id=self.person_id, model=self.model, after_seq=0
             )
-            if delta.rows:
-                self._merge(delta.rows)
-        self._newest = delta.newest
+        if delta.rows:
+            self._merge(delta.rows)
+        self._newest, self._epoch = delta.newest, delta.epoch
 
     def _merge(self, rows: list[tuple[str, bytes]]) -> None:
         dim = len(rows[0][1]) // 4
@@ -160,14 +173,6 @@ class VectorIndex:
                 self.matrix[at] = fresh[row]
         if appended:
             self.matrix = np.vstack([self.matrix, fresh[appended]])
-
-
-def _recallable(memory: Memory, audience: Audience, at: datetime) -> bool:
-    return (
-        memory.status is MemoryStatus.ACTIVE
-        and memory.valid_at(at)
-        and audience.may_hear(memory.audience)
-    )
 
 
 def _prior(memory: Memory, at: datetime) -> float:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select, text, update
+from sqlalchemy import Connection, delete, func, or_, select, text, update
 
 from steward.domain.audience import Audience
 from steward.domain.memory import (
@@ -29,59 +29,20 @@ from steward.store.schema import (
     memories,
     memory_sources,
     memory_tombstones,
+    memory_vector_epochs,
     memory_vectors,
     memory_versions,
 )
 
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
-)
+_STOPWORD_TEXT = """
+a about after again all also am an and any are as at be been before being but by can could did
+do does doing done for from had has have having he her here hers him his how i if in into is it
+its just me more most my no not now of on once only or other our ours out over own same she
+should so some such than that the their theirs them then there these they this those through to
+too under until up very was we were what when where which while who whom why will with would
+you your yours
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -155,8 +116,8 @@ class VectorDelta:
 
     rows: list[tuple[str, bytes]]
     """``(memory id, vector)`` written since, oldest first."""
-    total: int
-    """How many vectors there are now."""
+    epoch: int
+    """Bumped whenever vectors were deleted: a reader holding another epoch reloads."""
     newest: int
     """The newest seq (0 when there are none)."""
 
@@ -189,7 +150,7 @@ class MemoryQueries:
             if forgotten is not None:
                 return None
             written = replace(memory, supersedes=supersede[0] if supersede else memory.supersedes)
-            conn.execute(memories.insert().values(_values(written)))
+            conn.execute(memories.insert(), _values(written))
             self._index(conn, written)
             self._version(conn, written, actor=actor, reason=reason)
             until = written.valid_from or written.observed_at
@@ -469,24 +430,53 @@ class MemoryQueries:
 
         return await self.backend.read(op)
 
+    async def recallable_memory_ids(
+        self, *, person_id: str, ids: Sequence[str], audience: Audience, at: datetime
+    ) -> set[str]:
+        """Which of ``ids`` are the person's active memories, valid ``at``, that ``audience``
+        may hear (ids only: a filter for candidates found outside SQL)."""
+        if not ids:
+            return set()
+
+        def op(conn: Connection) -> set[str]:
+            when = rows.ts(at)
+            query = select(memories.c.id).where(
+                memories.c.id.in_(list(ids)),
+                memories.c.person_id == person_id,
+                memories.c.status == MemoryStatus.ACTIVE.value,
+                or_(memories.c.valid_from.is_(None), memories.c.valid_from <= when),
+                or_(memories.c.valid_to.is_(None), memories.c.valid_to > when),
+            )
+            heard = audience.heard()
+            if heard is not None:
+                query = query.where(memories.c.audience.in_(heard))
+            return {r[0] for r in conn.execute(query)}
+
+        return await self.backend.read(op)
+
     async def memory_vectors_since(
         self, *, person_id: str, model: str, after_seq: int
     ) -> VectorDelta:
-        """The person's vectors of ``model`` written after ``after_seq``, with how many there
-        are in all and the newest seq: enough for a reader to keep its copy current."""
+        """The person's vectors of ``model`` written after ``after_seq``, the newest seq and
+        the deletion epoch: enough for a reader to keep its copy current."""
 
         def op(conn: Connection) -> VectorDelta:
             mine = (memory_vectors.c.person_id == person_id) & (memory_vectors.c.model == model)
-            total, newest = conn.execute(
-                select(func.count(), func.coalesce(func.max(memory_vectors.c.seq), 0)).where(mine)
-            ).one()
+            newest = conn.execute(
+                select(func.coalesce(func.max(memory_vectors.c.seq), 0)).where(mine)
+            ).scalar_one()
+            epoch = conn.execute(
+                select(memory_vector_epochs.c.epoch).where(
+                    memory_vector_epochs.c.person_id == person_id
+                )
+            ).scalar_one_or_none()
             query = (
                 select(memory_vectors.c.memory_id, memory_vectors.c.vector)
                 .where(mine, memory_vectors.c.seq > after_seq, memory_vectors.c.seq <= newest)
                 .order_by(memory_vectors.c.seq)
             )
             fresh = [(r[0], bytes(r[1])) for r in conn.execute(query)]
-            return VectorDelta(rows=fresh, total=int(total), newest=int(newest))
+            return VectorDelta(rows=fresh, epoch=epoch or 0, newest=int(newest))
 
         return await self.backend.read(op)
 
@@ -507,15 +497,16 @@ class MemoryQueries:
     def _version(self, conn: Connection, memory: Memory, *, actor: str, reason: str) -> None:
         values = _values(memory)
         conn.execute(
-            memory_versions.insert().values(
-                memory_id=memory.id,
-                version=memory.version,
-                person_id=memory.person_id,
-                snapshot=rows.dump(values),
-                actor=actor,
-                reason=reason,
-                at=values["updated_at"],
-            )
+            memory_versions.insert(),
+            {
+                "memory_id": memory.id,
+                "version": memory.version,
+                "person_id": memory.person_id,
+                "snapshot": rows.dump(values),
+                "actor": actor,
+                "reason": reason,
+                "at": values["updated_at"],
+            },
         )
 
     def _index(self, conn: Connection, memory: Memory) -> None:
@@ -551,6 +542,20 @@ class MemoryQueries:
     def _purge(self, conn: Connection, ids: Sequence[str]) -> None:
         if not ids:
             return
+        person_ids = {
+            r[0]
+            for r in conn.execute(
+                select(memory_vectors.c.person_id).where(memory_vectors.c.memory_id.in_(list(ids)))
+            )
+        }
+        for person_id in person_ids:
+            bumped = conn.execute(
+                update(memory_vector_epochs)
+                .where(memory_vector_epochs.c.person_id == person_id)
+                .values(epoch=memory_vector_epochs.c.epoch + 1)
+            )
+            if bumped.rowcount == 0:
+                conn.execute(memory_vector_epochs.insert().values(person_id=person_id, epoch=1))
         if self.backend.name == "sqlite":
             for memory_id in ids:
                 conn.execute(

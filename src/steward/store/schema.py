@@ -471,6 +471,15 @@ memory_vectors = Table(
     sqlite_autoincrement=True,  # a seq is never reused, even after the newest row is deleted
 )
 
+memory_vector_epochs = Table(
+    "memory_vector_epochs",
+    metadata,
+    # bumped when a person's vectors are deleted (forgetting): a reader holding a copy of them
+    # reloads; additions and replacements it picks up by seq alone
+    Column("person_id", ID, ForeignKey("persons.id"), primary_key=True),
+    Column("epoch", Integer, nullable=False),
+)
+
 memory_passes = Table(
     "memory_passes",
     metadata,

@@ -120,6 +120,16 @@ def upgrade() -> None:
         )
 
     op.create_table(
+        "memory_vector_epochs",
+        sa.Column("person_id", sa.String(length=160), nullable=False),
+        sa.Column("epoch", sa.Integer(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["person_id"],
+            ["persons.id"],
+        ),
+        sa.PrimaryKeyConstraint("person_id"),
+    )
+    op.create_table(
         "memory_versions",
         sa.Column("memory_id", sa.String(length=160), nullable=False),
         sa.Column("version", sa.Integer(), autoincrement=False, nullable=False),
@@ -186,6 +196,7 @@ def downgrade() -> None:
     with op.batch_alter_table("memory_vectors", schema=None) as batch_op:
         batch_op.drop_index("ix_memory_vectors_person")
 
+    op.drop_table("memory_vector_epochs")
     op.drop_table("memory_vectors")
     op.drop_table("memory_tombstones")
     with op.batch_alter_table("memory_sources", schema=None) as batch_op:
