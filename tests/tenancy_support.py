@@ -31,6 +31,7 @@ from steward.domain import (
 from steward.domain.approval import args_hash
 from steward.domain.ids import new_id
 from steward.domain.memory import Memory, MemoryKind, Source, SourceKind
+from steward.domain.memory_pass import MemoryPass, PassStatus
 from steward.domain.skill import Skill, SkillContent
 from steward.memory.skills import SkillLibrary
 from steward.runtime.clock import Clock
@@ -53,6 +54,8 @@ class Tenant:
     rule: Rule
     skill: Skill
     memory: Memory
+    memory_pass: MemoryPass
+    """A consolidation pass held for review."""
     token: ApiToken
     control: str
     """Plain text of a ``control`` token."""
@@ -101,6 +104,18 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         actor=f"agent:{task.id}",
     )
     assert written.memory is not None
+    held = await store.add_memory_pass(
+        MemoryPass(
+            id=f"mps_{name}",
+            person_id=pid,
+            task_id=None,
+            status=PassStatus.HELD,
+            operations=(),
+            active=1,
+            share=0.5,
+            created_at=clock.now(),
+        )
+    )
     token, control = await admin.create_token(person_id=pid, name="phone", scopes=["control"])
     _, read = await admin.create_token(person_id=pid, name="dashboard", scopes=["read"])
     # what a worker running the task writes: an effect (left in doubt) and an approval
@@ -164,6 +179,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         rule=rule,
         skill=learned.skill,
         memory=written.memory,
+        memory_pass=held,
         token=token,
         control=control,
         read=read,
@@ -199,6 +215,7 @@ async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
                 for m in await store.list_memories(person_id=pid, limit=10_000)
             ],
             "tombstones": await admin.list_tombstones(person_id=pid),
+            "passes": await admin.list_memory_passes(person_id=pid),
             "skills": [
                 (x, await admin.skill_history(x.id)) for x in await admin.list_skills(person_id=pid)
             ],
@@ -223,5 +240,6 @@ def ids_of(t: Tenant) -> set[str]:
         t.rule.id,
         t.skill.id,
         t.memory.id,
+        t.memory_pass.id,
         t.token.id,
     }

@@ -130,6 +130,11 @@ CASES: dict[str, tuple[str, Call]] = {
         CONTROL,
         lambda s, t: s.import_memories("## Notes\n- Likes tea\n", person_id=_pid(t)),
     ),
+    "list_memory_passes": (READ, lambda s, t: s.list_memory_passes(person_id=_pid(t))),
+    "decide_memory_pass": (
+        CONTROL,
+        lambda s, t: s.decide_memory_pass(t.memory_pass.id, approve=False),
+    ),
     "list_skills": (READ, lambda s, t: s.list_skills(person_id=_pid(t))),
     "get_skill": (READ, lambda s, t: s.get_skill(t.skill.id)),
     "skill_history": (READ, lambda s, t: s.skill_history(t.skill.id)),

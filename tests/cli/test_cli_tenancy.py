@@ -98,6 +98,8 @@ TARGETED: dict[str, Argv] = {
     "memory forgotten": lambda t: ["memory", "forgotten", "--person", t.person.id],
     "memory export": lambda t: ["memory", "export", "--person", t.person.id],
     "memory import": lambda t: ["memory", "import", os.devnull, "--person", t.person.id],
+    "memory passes": lambda t: ["memory", "passes", "--person", t.person.id],
+    "memory review": lambda t: ["memory", "review", t.memory_pass.id, "--reject"],
     "skill list": lambda t: ["skill", "list", "--person", t.person.id],
     "skill show": lambda t: ["skill", "show", t.skill.id],
     "skill history": lambda t: ["skill", "history", t.skill.id],
@@ -140,6 +142,7 @@ LISTINGS = [
     ["memory", "list", "--json"],
     ["memory", "search", "Lisbon", "--json"],
     ["memory", "forgotten", "--json"],
+    ["memory", "passes", "--json"],
     ["memory", "export"],
 ]
 

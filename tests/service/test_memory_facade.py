@@ -11,10 +11,12 @@ import pytest
 
 from steward.cli.common import to_jsonable
 from steward.domain import TaskSpec
-from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind
-from steward.errors import Conflict, NotFound, UsageError
+from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
+from steward.domain.memory_pass import PassStatus
+from steward.errors import Conflict, InvalidTransition, NotFound, UsageError
 from steward.harness.personal import MemoryProposal
 from steward.memory.book import WriteOutcome
+from steward.memory.consolidation import PassRules, consolidate
 from steward.memory.context import PersonalMemory
 from steward.runtime.clock import SimulatedClock
 from steward.service import Service
@@ -354,3 +356,37 @@ async def test_a_malformed_file_applies_nothing(svc: Service, me: str) -> None:
     assert [e.message.split(" ")[:2] for e in report.errors] == [["unknown", "field"]]
     assert report.errors[0].line == len(broken.splitlines())
     assert await everything(svc, me) == before
+
+
+async def test_a_held_consolidation_pass_is_reviewed_through_the_facade(
+    svc: Service, me: str
+) -> None:
+    """Two tasks wrote the same thing at once; merging them would set aside half of the
+    active memories, so the pass waits; the person approves it and it applies."""
+    now = svc.clock.now()
+    for ref in ("tsk_a", "tsk_b"):  # what two tasks writing at the same moment leave behind
+        await svc.store.add_memory(
+            Memory(
+                id=f"mem_{ref}",
+                person_id=me,
+                kind=MemoryKind.PREFERENCE,
+                content="Prefers aisle seats",
+                sources=(Source(kind=SourceKind.TASK, ref=ref, trusted=True),),
+                observed_at=now,
+                created_at=now,
+                updated_at=now,
+            ),
+            actor=f"agent:{ref}",
+        )
+    planned = await consolidate(svc.memory, me, rules=PassRules(max_share=0.2))
+    [held] = await svc.list_memory_passes(person_id=me, status=PassStatus.HELD)
+    assert held.id == planned.id
+
+    with pytest.raises(NotFound):
+        await svc.decide_memory_pass("mps_nope", approve=True)
+    decided = await svc.decide_memory_pass(held.id, approve=True)
+
+    assert decided.status is PassStatus.APPLIED
+    assert await contents(svc, me, status=MemoryStatus.ACTIVE) == ["Prefers aisle seats"]
+    with pytest.raises(InvalidTransition, match="only a held pass waits"):
+        await svc.decide_memory_pass(held.id, approve=False)

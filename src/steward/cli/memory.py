@@ -26,6 +26,7 @@ from steward.cli.common import (
     to_jsonable,
 )
 from steward.domain.memory import Memory, MemoryVersion
+from steward.domain.memory_pass import PassStatus
 from steward.memory.markdown import ImportReport
 from steward.service import parse_time
 
@@ -528,3 +529,68 @@ def _print_report(report: ImportReport) -> None:
     if report.missing:
         also = "archived" if report.archived else "kept (--archive-missing archives them)"
         say(f"missing from the file, {also}: {', '.join(report.missing)}")
+
+
+@memory_app.command("passes")
+def memory_passes(
+    held: bool = typer.Option(False, "--held", help="Only the passes waiting for your review."),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Consolidation passes, newest first, with what each changed (or would change)."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            passes = await svc.list_memory_passes(
+                person_id=who.id, status=PassStatus.HELD if held else None
+            )
+        if as_json:
+            _print_json(passes)
+            return
+        _table(
+            ["pass", "status", "created", "changes", "drops"],
+            [
+                [
+                    p.id,
+                    p.status,
+                    p.created_at.strftime("%Y-%m-%d %H:%M"),
+                    len(p.operations),
+                    p.drops,
+                ]
+                for p in passes
+            ],
+            "consolidation passes",
+        )
+        for held_pass in (p for p in passes if p.status is PassStatus.HELD):
+            console.print(f"\n{held_pass.id} waits for you:")
+            for line in held_pass.describe():
+                console.print(f"  {escape(line)}")
+
+    run(main)
+
+
+@memory_app.command("review")
+def memory_review(
+    pass_id: str,
+    approve: bool = typer.Option(
+        ..., "--approve/--reject", help="Apply the held pass, or refuse it."
+    ),
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Decide a consolidation pass held for your review."""
+
+    async def main() -> None:
+        async with service(db) as svc:
+            decided = await svc.decide_memory_pass(pass_id, approve=approve)
+        if as_json:
+            _print_json(decided)
+            return
+        skipped = [op for op in decided.operations if op.skipped]
+        console.print(f"pass {decided.id}: {decided.status}")
+        for op in skipped:
+            console.print(f"  skipped: {escape(str(op.skipped))}")
+
+    run(main)

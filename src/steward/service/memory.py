@@ -30,8 +30,10 @@ from steward.domain.memory import (
     SourceKind,
     Tombstone,
 )
+from steward.domain.memory_pass import MemoryPass, PassStatus
 from steward.errors import UsageError
 from steward.memory.book import Written
+from steward.memory.consolidation import approve_pass, reject_pass
 from steward.memory.markdown import ImportReport, export_markdown, import_markdown
 from steward.memory.retrieval import SearchMode
 from steward.sentinel.tokens import CONTROL, READ
@@ -295,6 +297,25 @@ class MemoryService(ServiceBase):
             actor=self._changer(),
             archive_missing=archive_missing,
         )
+
+    # --- consolidation passes held for review --------------------------------------------
+
+    async def list_memory_passes(
+        self, *, person_id: str, status: PassStatus | None = None, limit: int = 50
+    ) -> list[MemoryPass]:
+        """Consolidation passes, newest first (``held`` ones wait for the person)."""
+        person_id = self._for(person_id, READ)
+        return await self.store.list_memory_passes(person_id=person_id, status=status, limit=limit)
+
+    async def decide_memory_pass(self, pass_id: str, *, approve: bool) -> MemoryPass:
+        """Apply a held pass (what changed since it was planned is skipped and said why), or
+        reject it (nothing of it is applied)."""
+        self._may(CONTROL)
+        held = await self.store.get_memory_pass(pass_id)
+        self._owned("memory pass", pass_id, held.person_id)
+        if approve:
+            return await approve_pass(self.memory, pass_id)
+        return await reject_pass(self.memory, pass_id)
 
     # --- helpers ----------------------------------------------------------------------------
 
