@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, or_, select, text, update
+from sqlalchemy import Connection, delete, func, select, text, update
 
 from steward.domain.audience import Audience
 from steward.domain.memory import (
@@ -403,16 +403,33 @@ class MemoryQueries:
         def op(conn: Connection) -> list[tuple[str, float]]:
             if sqlite:
                 match = " OR ".join(f'"{t}"' for t in terms)
-                sql = (
-                    "SELECT m.id, -bm25(memory_fts, 1.0, 0.5) AS score FROM memory_fts "
-                    "JOIN memories m ON m.fts_doc = memory_fts.rowid "
-                    "WHERE memory_fts MATCH :match AND m.person_id = :person "
-                    "AND m.status = 'active' "
+                filters = (
+                    "WHERE m.person_id = :person AND m.status = 'active' "
                     "AND (m.valid_from IS NULL OR m.valid_from <= :at) "
                     "AND (m.valid_to IS NULL OR m.valid_to > :at) "
-                    f"{_audience_sql(audience)} ORDER BY score DESC LIMIT :limit"
+                    f"{_audience_sql(audience)} ORDER BY f.score DESC LIMIT :limit"
                 )
-                params = {"match": match}
+                # the best-ranked matches first, joined and filtered: ranking and joining every
+                # match of a common word costs tens of milliseconds at 100,000 memories
+                window = (
+                    "SELECT m.id, f.score FROM (SELECT rowid AS doc, "
+                    "-bm25(memory_fts, 1.0, 0.5) AS score FROM memory_fts "
+                    "WHERE memory_fts MATCH :match ORDER BY score DESC LIMIT :window) f "
+                    f"JOIN memories m ON m.fts_doc = f.doc {filters}"
+                )
+                sql = (
+                    "SELECT m.id, f.score FROM (SELECT rowid AS doc, "
+                    "-bm25(memory_fts, 1.0, 0.5) AS score FROM memory_fts "
+                    "WHERE memory_fts MATCH :match) f "
+                    f"JOIN memories m ON m.fts_doc = f.doc {filters}"
+                )
+                params: dict[str, Any] = {"match": match}
+                bound = params | {"person": person_id, "at": rows.ts(at), "limit": limit}
+                bound |= {"window": limit * 8} | _audience_params(audience)
+                found = [(r[0], float(r[1])) for r in conn.execute(text(window), bound)]
+                if len(found) == limit:
+                    return found
+                # the window was mostly other people's, invalid or inaudible: all matches
             else:
                 sql = (
                     "SELECT m.id, ts_rank_cd(to_tsvector('english', m.content || ' ' || "
@@ -424,9 +441,9 @@ class MemoryQueries:
                     f"{_audience_sql(audience)} ORDER BY score DESC LIMIT :limit"
                 )
                 params = {"match": " | ".join(terms)}
-            bound: dict[str, Any] = params | {"person": person_id, "at": rows.ts(at)}
-            bound |= {"limit": limit} | _audience_params(audience)
-            return [(r[0], float(r[1])) for r in conn.execute(text(sql), bound)]
+            everything = params | {"person": person_id, "at": rows.ts(at), "limit": limit}
+            everything |= _audience_params(audience)
+            return [(r[0], float(r[1])) for r in conn.execute(text(sql), everything)]
 
         return await self.backend.read(op)
 
@@ -439,18 +456,27 @@ class MemoryQueries:
             return set()
 
         def op(conn: Connection) -> set[str]:
+            # looked up by primary key and judged here: with the conditions in SQL, the planner
+            # prefers the (person, status) index and walks all of the person's memories
+            query = select(
+                memories.c.id,
+                memories.c.person_id,
+                memories.c.status,
+                memories.c.valid_from,
+                memories.c.valid_to,
+                memories.c.audience,
+            ).where(memories.c.id.in_(list(ids)))
             when = rows.ts(at)
-            query = select(memories.c.id).where(
-                memories.c.id.in_(list(ids)),
-                memories.c.person_id == person_id,
-                memories.c.status == MemoryStatus.ACTIVE.value,
-                or_(memories.c.valid_from.is_(None), memories.c.valid_from <= when),
-                or_(memories.c.valid_to.is_(None), memories.c.valid_to > when),
-            )
             heard = audience.heard()
-            if heard is not None:
-                query = query.where(memories.c.audience.in_(heard))
-            return {r[0] for r in conn.execute(query)}
+            return {
+                r.id
+                for r in conn.execute(query)
+                if r.person_id == person_id
+                and r.status == MemoryStatus.ACTIVE.value
+                and (r.valid_from is None or r.valid_from <= when)
+                and (r.valid_to is None or r.valid_to > when)
+                and (heard is None or r.audience in heard)
+            }
 
         return await self.backend.read(op)
 
