@@ -390,3 +390,37 @@ async def test_a_held_consolidation_pass_is_reviewed_through_the_facade(
     assert await contents(svc, me, status=MemoryStatus.ACTIVE) == ["Prefers aisle seats"]
     with pytest.raises(InvalidTransition, match="only a held pass waits"):
         await svc.decide_memory_pass(held.id, approve=False)
+
+
+async def test_forgetting_a_connection_forgets_its_items_now_and_later(
+    svc: Service, me: str
+) -> None:
+    def item(ref: str) -> Source:
+        return Source(kind=SourceKind.CONNECTOR, ref=ref, trusted=False)
+
+    for ref, content in (("con_mail/m1", "Dentist is Dr. Silva"), ("con_mail/m2", "Gym at 7")):
+        await svc.memory.write(
+            person_id=me, content=content, kind=MemoryKind.FACT, source=item(ref), actor="agent:x"
+        )
+    kept = await svc.memory.write(
+        person_id=me,
+        content="Calendar says piano on Tuesdays",
+        kind=MemoryKind.FACT,
+        source=item("con_cal/e1"),
+        actor="agent:x",
+    )
+
+    forgotten = await svc.forget_source("connector:con_mail", person_id=me)
+
+    assert forgotten.purged == 2
+    assert await contents(svc, me) == ["Calendar says piano on Tuesdays"]
+    later = await svc.memory.write(
+        person_id=me,
+        content="Newsletter says the gym moved",
+        kind=MemoryKind.FACT,
+        source=item("con_mail/m9"),  # an item fetched after the connection was forgotten
+        actor="agent:x",
+    )
+    assert (later.outcome, later.memory) == (WriteOutcome.FORGOTTEN, None)
+    assert kept.memory is not None
+    assert (await svc.memory_detail(kept.memory.id)).memory.content == kept.memory.content

@@ -166,7 +166,14 @@ def connection_list(
 
 @connection_app.command("disconnect")
 def connection_disconnect(
-    connection_id: str, person: str | None = PersonOption, db: str | None = DbOption
+    connection_id: str,
+    forget: bool = typer.Option(
+        False,
+        "--forget",
+        help="Also forget, for good, every memory derived from what came through it.",
+    ),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
 ) -> None:
     """Disconnect: the next action through it is refused; grants it covered are revoked."""
 
@@ -174,8 +181,15 @@ def connection_disconnect(
         async with service(db) as svc:
             who = await svc.person(person)
             done = await svc.disconnect(connection_id, person_id=who.id)
+            forgotten = (
+                await svc.forget_source(f"connector:{done.connection.id}", person_id=who.id)
+                if forget
+                else None
+            )
         revoked = ", ".join(g.id for g in done.revoked) or "none"
         console.print(f"{done.connection.id} disconnected; grants revoked: {revoked}")
+        if forgotten is not None:
+            console.print(f"memories forgotten: {forgotten.purged}")
 
     run(main)
 

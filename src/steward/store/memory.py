@@ -18,6 +18,7 @@ from steward.domain.memory import (
     MemoryStatus,
     MemoryVersion,
     Source,
+    SourceKind,
     Tombstone,
     content_hash,
 )
@@ -141,6 +142,12 @@ class MemoryQueries:
 
         def op(conn: Connection) -> Memory | None:
             keys = [s.key for s in memory.sources]
+            # an item of a forgotten connection is forgotten with it
+            keys += [
+                f"{s.kind}:{s.ref.split('/')[0]}"
+                for s in memory.sources
+                if s.kind is SourceKind.CONNECTOR and "/" in s.ref
+            ]
             forgotten = conn.execute(
                 select(memory_tombstones.c.source_key).where(
                     memory_tombstones.c.person_id == memory.person_id,
