@@ -103,3 +103,9 @@ def test_ask_with_a_bad_audience_is_one_clear_line_and_starts_nothing(tmp_path: 
     listed = steward(tmp_path, {}, "task", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == []
+
+
+def test_ask_with_a_bad_skill_input_is_one_clear_line(tmp_path: Path) -> None:
+    done = steward(tmp_path, {}, "ask", "total?", "--skill", "invoice-total", "--input", "page")
+    assert done.returncode != 0
+    assert "bad --input 'page': use name=value" in done.stderr

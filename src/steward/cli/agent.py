@@ -33,6 +33,7 @@ from steward.cli.common import (
 from steward.config import Settings
 from steward.domain import ApprovalStatus, Step, Task, TaskStatus
 from steward.domain.audience import Audience
+from steward.errors import UsageError
 from steward.runtime.clock import Clock
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.service import Service
@@ -180,6 +181,12 @@ def ask(
     tool: list[str] | None = typer.Option(None, help="Only offer these tools (repeatable)."),
     max_steps: int | None = typer.Option(None, help="Step budget of each activation."),
     audience: str = AudienceOption,
+    skill: str | None = typer.Option(
+        None, help="Run this skill's workflow first, without a model (see `steward skill list`)."
+    ),
+    skill_input: list[str] | None = typer.Option(
+        None, "--input", help="An input of the skill, name=value (repeatable)."
+    ),
     person: str | None = PersonOption,
     db: str | None = DbOption,
 ) -> None:
@@ -187,9 +194,12 @@ def ask(
 
     async def main() -> None:
         heard_by = Audience.parse(audience)  # a bad value fails before anything starts
+        inputs = _inputs(skill_input or [])
         async with _live(db) as svc:
             who = await svc.person(person)
             task = await svc.ask_agent(
+                skill=skill,
+                inputs=inputs,
                 person_id=who.id,
                 instructions=request,
                 goal_id=goal,
@@ -201,6 +211,17 @@ def ask(
             _final(await _follow(svc, task.id, interactive=sys.stdin.isatty()))
 
     run(main)
+
+
+def _inputs(pairs: list[str]) -> dict[str, str]:
+    """``name=value`` pairs as a dict (a bad pair is a usage error, before anything starts)."""
+    found: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"bad --input {pair!r}: use name=value")
+        found[name.strip()] = value
+    return found
 
 
 def chat(

@@ -227,11 +227,18 @@ class _Activation:
             outcome = await self._answered(ModelResponse.from_json(answered))
             if outcome is not None:
                 return outcome
+        if self.task.input.get("skill") and skilluse.WORKFLOW not in self.state:
+            outcome = await self._start_workflow()
+            if outcome is not None:
+                return outcome
         while True:
             while self.state["pending"]:
                 outcome = await self._run_call(ToolCall.from_json(self.state["pending"][0]))
                 if outcome is not None:
                     return outcome
+            ran = skilluse.workflow_result(self.state)
+            if ran is not None:  # every call of the skill's workflow succeeded: no model needed
+                return await self._finish(Finish(result=ran["text"], data={}))
             reason = self._over_budget()
             if reason is not None:
                 return await self._suspend_for_budget(reason)
@@ -240,6 +247,23 @@ class _Activation:
                 outcome = await self._answered(response)
                 if outcome is not None:
                     return outcome
+
+    async def _start_workflow(self) -> Outcome | None:
+        """Run the workflow of the skill the task names: its calls become the task's first
+        answer (recorded like a model's, so the model can take over where one fails)."""
+        started = await skilluse.start_workflow(self.h.personal, self.task, self.state)
+        if isinstance(started, str):
+            raise UsageError(started)  # the task asks for what cannot run: it fails, no retry
+        if started is None:
+            return None
+        response = ModelResponse(tool_calls=tuple(started), finish_reason="workflow")
+        self.state["pending"] = [c.to_json() for c in started]
+        self.state["answer"] = None
+        await self._commit(
+            kind="model",
+            output={"response": response.to_json(), "context_tokens": 0, "workflow": True},
+        )
+        return None
 
     async def _think(self) -> ModelResponse:
         """Ask the model for the next step and record its answer as a step."""
@@ -525,6 +549,7 @@ class _Activation:
         (typed so callers can ``return`` it as their own continue-the-loop answer)."""
         self.state["pending"] = self.state["pending"][1:]
         self.state.pop("waiting", None)
+        skilluse.note_observation(self.state, error)
         await self._commit(
             kind="tool",
             output={

@@ -1,5 +1,12 @@
 """Skills in the agent loop: a skill's body on demand (``load_skill``), the retrospective
-proposal (``propose_skill``), and how each task that loaded a skill ended.
+proposal (``propose_skill``), how each task that loaded a skill ended, and running a skill's
+workflow without a model.
+
+A task whose input names ``skill`` (and its ``inputs``) starts by running that skill's workflow:
+its tool calls, with ``{input}`` placeholders filled, become the task's pending calls, recorded
+as the task's first answer, so each passes the sentinel and the effect journal like any call
+the model makes. When every call succeeds the task finishes without a model call; when one
+fails, the model takes over with the whole exchange in its context.
 
 The ids of the skills a task loaded are kept in its checkpointed state, so the outcome is
 counted however many activations the task takes.
@@ -7,15 +14,94 @@ counted however many activations the task takes.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from steward.domain import Task
 from steward.domain.audience import Audience
 from steward.harness.control import LoadSkill, ProposeSkill
 from steward.harness.personal import PersonalContext, RecallQuery, SkillProposal
+from steward.models.base import ToolCall
 
 LOADED = "skills_loaded"
 """Task-state key: ids of the skills the task loaded."""
+WORKFLOW = "workflow"
+"""Task-state key: the workflow being run (``skill``, ``calls``, ``failed``)."""
+
+
+async def start_workflow(
+    personal: PersonalContext, task: Task, state: dict[str, Any]
+) -> list[ToolCall] | str | None:
+    """The tool calls of the workflow of the skill the task's input names; an error message
+    when it cannot run; None when there is none to run (the model works from the skill's
+    procedure instead)."""
+    name = str(task.input["skill"])
+    found = await personal.load_skill(_query(task), name)
+    if found is None:
+        return f"no skill {name!r} that this conversation may use"
+    loaded = list(state.get(LOADED) or [])
+    state[LOADED] = [*loaded, found.id] if found.id not in loaded else loaded
+    state[WORKFLOW] = {"skill": name, "calls": 0, "failed": True}  # checked: not again
+    if not found.workflow:
+        return None
+    inputs = task.input.get("inputs") or {}
+    if not isinstance(inputs, dict):
+        return "the skill's inputs must be an object of names and values"
+    calls: list[ToolCall] = []
+    for n, step in enumerate(found.workflow, 1):
+        try:
+            arguments = _fill(step.get("arguments") or {}, {str(k): v for k, v in inputs.items()})
+        except KeyError as missing:
+            return f"skill {name!r} needs the input {missing.args[0]!r}"
+        calls.append(
+            ToolCall(id=f"wf-{n}", name=str(step["tool"]), arguments=json.dumps(arguments))
+        )
+    state[WORKFLOW] = {"skill": name, "calls": len(calls), "failed": False}
+    return calls
+
+
+def workflow_result(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The task's result when its workflow ran to the end without a failed call; None while
+    none runs or after one failed (the model has taken over)."""
+    running = state.get(WORKFLOW)
+    if not running or running["failed"]:
+        return None
+    return {"text": f"ran the workflow of skill {running['skill']!r}: {running['calls']} steps"}
+
+
+def note_observation(state: dict[str, Any], error: bool) -> None:
+    """A failed call hands a running workflow to the model."""
+    running = state.get(WORKFLOW)
+    if running and error:
+        running["failed"] = True
+
+
+def _fill(value: Any, inputs: dict[str, Any]) -> Any:
+    """``{name}`` placeholders in strings replaced by the inputs (a string that is exactly one
+    placeholder takes the input's value as it is, number or list)."""
+    if isinstance(value, str):
+        match = _PLACEHOLDER.fullmatch(value)
+        if match:
+            return inputs[match.group(1)]
+        return _PLACEHOLDER.sub(lambda m: str(inputs[m.group(1)]), value)
+    if isinstance(value, dict):
+        return {k: _fill(v, inputs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, inputs) for v in value]
+    return value
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _query(task: Task) -> RecallQuery:
+    return RecallQuery(
+        person_id=task.person_id,
+        text=str(task.input.get("instructions", task.title)),
+        audience=Audience.of_task(task.input),
+        goal_id=task.goal_id,
+    )
 
 
 async def direct(
@@ -51,13 +137,7 @@ async def direct(
 async def _load(
     personal: PersonalContext, task: Task, state: dict[str, Any], name: str
 ) -> tuple[str, bool]:
-    query = RecallQuery(
-        person_id=task.person_id,
-        text=str(task.input.get("instructions", task.title)),
-        audience=Audience.of_task(task.input),
-        goal_id=task.goal_id,
-    )
-    found = await personal.load_skill(query, name)
+    found = await personal.load_skill(_query(task), name)
     if found is None:
         return f"error: no skill {name!r} here; use a name from the skill index", True
     loaded = list(state.get(LOADED) or [])

@@ -296,7 +296,10 @@ class SkillLibrary:
         if skill is None:
             return None
         return Recalled(
-            id=skill.id, text=skill.render(), provenance=", ".join(skill.content.sources)
+            id=skill.id,
+            text=skill.render(),
+            provenance=", ".join(skill.content.sources),
+            workflow=tuple(step.to_dict() for step in skill.content.workflow),
         )
 
     async def take(self, proposal: SkillProposal) -> str:

@@ -352,11 +352,14 @@ class WorkService(ServiceBase):
         tools: Sequence[str] | None = None,
         budget: dict[str, Any] | None = None,
         audience: Audience = PRIVATE,
+        skill: str | None = None,
+        inputs: dict[str, Any] | None = None,
     ) -> Task:
         """Create an ``agent`` task: a one-off request, or a chat conversation (``chat``).
 
         ``audience`` is who hears the conversation; it bounds what the agent may disclose in it
-        and is inherited by every subtask."""
+        and is inherited by every subtask. ``skill`` runs that skill's workflow with ``inputs``
+        first, without a model (the model takes over if a step fails)."""
         person_id = self._for(person_id, CONTROL)
         if not instructions.strip():
             raise UsageError("tell the agent what to do: the instructions are empty")
@@ -368,6 +371,13 @@ class WorkService(ServiceBase):
         if budget:
             task_input["budget"] = budget
         task_input["audience"] = str(audience)
+        if skill is not None:
+            if not skill.strip():
+                raise UsageError("name the skill to run")
+            task_input["skill"] = skill.strip()
+            task_input["inputs"] = dict(inputs or {})
+        elif inputs:
+            raise UsageError("inputs are for a skill: name it with skill=")
         title = instructions.strip().splitlines()[0][:80]
         return await self.create_task(
             person_id=person_id,
