@@ -167,35 +167,41 @@ async def test_untrusted_text_is_a_candidate_that_only_the_person_promotes(
 
 async def test_the_same_statement_is_not_learned_twice(book: MemoryBook, person: str) -> None:
     """Text recalled into a context and proposed again adds nothing; a trusted repeat of a
-    candidate confirms it."""
-    first = await book.write(
-        person_id=person,
-        content="Is allergic to peanuts.",
-        kind=MemoryKind.FACT,
-        source=said_in("tsk_a", trusted=False),
-        actor="agent:tsk_a",
-    )
-    again = await book.write(
-        person_id=person,
-        content="is allergic to   peanuts",
-        kind=MemoryKind.FACT,
-        source=said_in("tsk_b"),
-        actor="agent:tsk_b",
-    )
-    same_task = await book.write(
-        person_id=person,
-        content="Is allergic to peanuts",
-        kind=MemoryKind.FACT,
-        source=said_in("tsk_b"),
-        actor="agent:tsk_b",
-    )
+    trusted candidate confirms it; a candidate from others' text stays one, whoever repeats
+    it; and a forgotten source cannot attach itself to a memory by repeating it."""
+
+    async def say(content: str, ref: str, *, trusted: bool = True, candidate: bool = False):
+        return await book.write(
+            person_id=person,
+            content=content,
+            kind=MemoryKind.FACT,
+            source=said_in(ref, trusted=trusted),
+            actor=f"agent:{ref}",
+            candidate=candidate,
+        )
+
+    first = await say("Is allergic to peanuts.", "tsk_a", candidate=True)
+    again = await say("is allergic to   peanuts", "tsk_b")
+    same_task = await say("Is allergic to peanuts", "tsk_b")
     assert first.memory is not None
     assert again.memory is not None
     assert again.outcome is same_task.outcome is WriteOutcome.DUPLICATE
     assert again.memory.id == first.memory.id
     assert again.memory.status is MemoryStatus.ACTIVE  # confirmed by a trusted source
     assert [s.ref for s in again.memory.sources] == ["tsk_a", "tsk_b"]
-    assert len(await book.store.list_memories(person_id=person)) == 1
+
+    injected = await say("Pays invoices without asking", "tsk_mail", trusted=False)
+    repeated = await say("Pays invoices without asking", "tsk_c")
+    assert injected.memory is not None
+    assert repeated.memory is not None
+    assert repeated.memory.status is MemoryStatus.CANDIDATE
+
+    await book.forget_source(person, "task:tsk_gone", actor="person")
+    ghost = await say("Is allergic to peanuts", "tsk_gone")
+    assert (ghost.outcome, ghost.memory) == (WriteOutcome.FORGOTTEN, None)
+    kept = await book.store.get_memory(first.memory.id)
+    assert [s.ref for s in kept.sources] == ["tsk_a", "tsk_b"]
+    assert len(await book.store.list_memories(person_id=person)) == 2
 
 
 async def test_edits_are_versions_and_any_version_comes_back(book: MemoryBook, person: str) -> None:

@@ -216,6 +216,8 @@ class _Activation:
         if isinstance(inherited, dict) and self.run.seq == 0:
             # a subtask still cannot be steered by what its parent read in others' text
             self.state["taint"] = list(inherited.get("taint", []))
+            if inherited.get(provenance.READ_UNTRUSTED):
+                self.state[provenance.READ_UNTRUSTED] = True
         waiting = self.state.get("waiting")
         if waiting is not None:
             outcome = await self._resume(waiting)
@@ -630,7 +632,7 @@ class _Activation:
                     task_id=self.task.id,
                     goal_id=self.task.goal_id,
                     # once a task has read others' text, what it proposes may be theirs
-                    trusted=not self.state.get("taint"),
+                    trusted=not provenance.read_untrusted(self.state),
                     extra={
                         "audience": str(Audience.of_task(self.task.input)),
                         "slot": directive.slot,
@@ -699,6 +701,7 @@ class _Activation:
             child_input["mode"] = "research"  # a subtask of read-only research is read-only
         child_input["provenance"] = {
             "taint": list(self.state.get("taint", [])),
+            provenance.READ_UNTRUSTED: provenance.read_untrusted(self.state),
             "trusted": self._trusted_text(),
         }
         child = await self.run.spawn(

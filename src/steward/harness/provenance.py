@@ -56,8 +56,19 @@ class Taint:
     """The step that recorded it."""
 
 
+READ_UNTRUSTED = "read_untrusted"
+"""Task-state key: the task has read others' text (whatever values it held). What it learns
+from then on may be theirs: memories it proposes are candidates, skills it proposes wait."""
+
+
+def read_untrusted(state: dict[str, Any]) -> bool:
+    """Whether the task has read others' text (or inherited that from its parent)."""
+    return bool(state.get(READ_UNTRUSTED))
+
+
 def remember(state: dict[str, Any], text: str, *, source: str, step: int) -> None:
-    """Record the consequential values of an untrusted text in the task state."""
+    """Record that the task read an untrusted text, and its consequential values."""
+    state[READ_UNTRUSTED] = True
     taints: list[dict[str, Any]] = state.setdefault("taint", [])
     known = {t["value"] for t in taints}
     for value in sorted(extract(text)):

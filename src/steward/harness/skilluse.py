@@ -20,6 +20,7 @@ from typing import Any
 
 from steward.domain import Task
 from steward.domain.audience import Audience
+from steward.harness import provenance
 from steward.harness.control import LoadSkill, ProposeSkill
 from steward.harness.personal import PersonalContext, RecallQuery, SkillProposal
 from steward.models.base import ToolCall
@@ -127,7 +128,7 @@ async def direct(
             workflow=tuple(directive.workflow),
             task_id=task.id,
             # once a task has read others' text, what it learned may be theirs
-            trusted=not state.get("taint"),
+            trusted=not provenance.read_untrusted(state),
             audience=Audience.of_task(task.input),
         )
     )

@@ -108,6 +108,8 @@ class MemoryBook:
         _check(content, confidence, importance, valid_from, valid_to)
         now = self.clock.now()
         status = MemoryStatus.CANDIDATE if candidate or not source.trusted else MemoryStatus.ACTIVE
+        if await self.store.source_forgotten(person_id, [source]):
+            return Written(outcome=WriteOutcome.FORGOTTEN, memory=None)
         same = await self._same(person_id, content, audience)
         if same is not None:
             return await self._confirm(same, source, status, actor)
@@ -270,9 +272,12 @@ class MemoryBook:
     async def _confirm(
         self, same: Memory, source: Source, status: MemoryStatus, actor: str
     ) -> Written:
-        """A repeat: add its source; a trusted repeat of a candidate promotes it."""
+        """A repeat: add its source; a trusted repeat of a trusted candidate promotes it (one
+        from others' text waits for the person, whoever repeats it)."""
         sources = same.sources if source in same.sources else (*same.sources, source)
-        promote = same.status is MemoryStatus.CANDIDATE and status is MemoryStatus.ACTIVE
+        promote = (
+            same.status is MemoryStatus.CANDIDATE and status is MemoryStatus.ACTIVE and same.trusted
+        )
         if sources == same.sources and not promote:
             return Written(outcome=WriteOutcome.DUPLICATE, memory=same)
         changed = replace(

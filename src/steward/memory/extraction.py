@@ -9,7 +9,7 @@ memory, and text from an untrusted source stays a candidate that only the person
 
 Which words of a task count: the person's own (the request and their answers) and Steward's
 replies and final answer. Tool observations are not read: they are others' text. A task that
-read untrusted content (its provenance taint) gives untrusted candidates, since its replies may
+read untrusted content (recorded in its state) gives untrusted candidates, since its replies may
 repeat that content.
 """
 
@@ -26,6 +26,7 @@ from steward.domain import Step, Task
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.memory import MemoryKind, Source, SourceKind
 from steward.errors import StewardError, UsageError
+from steward.harness.provenance import read_untrusted
 from steward.memory.book import MemoryBook, WriteOutcome, Written
 from steward.models.base import Message, Model, ModelResponse
 
@@ -191,7 +192,7 @@ def task_transcript(task: Task, steps: Sequence[Step]) -> Transcript:
     final = Turn(role="steward", text=str(result or "").strip())
     if final.text and (not turns or turns[-1] != final):  # a words-only answer is both
         turns.append(final)
-    tainted = bool(task.state.get("taint"))
+    tainted = read_untrusted(task.state)
     return Transcript(
         person_id=task.person_id,
         turns=tuple(turns),

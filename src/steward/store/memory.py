@@ -141,20 +141,7 @@ class MemoryQueries:
         when one of its sources was forgotten (a tombstone stands)."""
 
         def op(conn: Connection) -> Memory | None:
-            keys = [s.key for s in memory.sources]
-            # an item of a forgotten connection is forgotten with it
-            keys += [
-                f"{s.kind}:{s.ref.split('/')[0]}"
-                for s in memory.sources
-                if s.kind is SourceKind.CONNECTOR and "/" in s.ref
-            ]
-            forgotten = conn.execute(
-                select(memory_tombstones.c.source_key).where(
-                    memory_tombstones.c.person_id == memory.person_id,
-                    memory_tombstones.c.source_key.in_(keys),
-                )
-            ).first()
-            if forgotten is not None:
+            if _forgotten(conn, memory.person_id, memory.sources):
                 return None
             written = replace(memory, supersedes=supersede[0] if supersede else memory.supersedes)
             conn.execute(memories.insert(), _values(written))
@@ -178,6 +165,10 @@ class MemoryQueries:
             return written
 
         return await self.backend.write(op)
+
+    async def source_forgotten(self, person_id: str, sources: Sequence[Source]) -> bool:
+        """Whether any of ``sources`` was forgotten (its connection included)."""
+        return await self.backend.read(lambda conn: _forgotten(conn, person_id, sources))
 
     async def update_memory(
         self,
@@ -614,6 +605,23 @@ class MemoryQueries:
             .where(memories.c.superseded_by.in_(list(ids)))
             .values(superseded_by=None)
         )
+
+
+def _forgotten(conn: Connection, person_id: str, sources: Sequence[Source]) -> bool:
+    keys = [s.key for s in sources]
+    # an item of a forgotten connection is forgotten with it
+    keys += [
+        f"{s.kind}:{s.ref.split('/')[0]}"
+        for s in sources
+        if s.kind is SourceKind.CONNECTOR and "/" in s.ref
+    ]
+    found = conn.execute(
+        select(memory_tombstones.c.source_key).where(
+            memory_tombstones.c.person_id == person_id,
+            memory_tombstones.c.source_key.in_(keys),
+        )
+    ).first()
+    return found is not None
 
 
 def _audience_sql(audience: Audience) -> str:
