@@ -405,3 +405,33 @@ async def test_old_news_finds_its_place_in_the_history_and_keeps_its_own_end(
 
     assert await employer(datetime(2026, 2, 1, tzinfo=UTC)) == ["Works at Acme"]
     assert await employer(datetime(2023, 2, 1, tzinfo=UTC)) == ["Worked at Blue Harbour"]
+
+
+async def test_restoring_a_version_keeps_its_place_in_the_history(
+    book: MemoryBook, person: str
+) -> None:
+    lisbon = await book.write(
+        person_id=person,
+        content="Lives in Lisbon",
+        kind=MemoryKind.FACT,
+        slot="home_city",
+        source=said_in("tsk_a"),
+        actor="agent:tsk_a",
+        valid_from=MAY - timedelta(days=700),
+    )
+    assert lisbon.memory is not None
+    await book.edit(lisbon.memory.id, actor="person", content="Lives in Lisbon, Alfama")
+    await book.write(
+        person_id=person,
+        content="Moved to Berlin in May",
+        kind=MemoryKind.FACT,
+        slot="home_city",
+        source=said_in("tsk_b"),
+        actor="agent:tsk_b",
+        valid_from=MAY,
+    )
+
+    restored = await book.restore_version(lisbon.memory.id, 1, actor="person")
+
+    assert (restored.content, restored.valid_to) == ("Lives in Lisbon", MAY)
+    assert await find(book, person, "Which city Lisbon Berlin") == ["Moved to Berlin in May"]

@@ -210,10 +210,17 @@ class MemoryBook:
             known = ", ".join(str(v.version) for v in history)
             raise UsageError(f"memory {memory_id} has no version {version} (it has {known})")
         current = await self.store.get_memory(memory_id)
+        if await self.store.source_forgotten(current.person_id, chosen.memory.sources):
+            raise UsageError(
+                f"version {version} of memory {memory_id} came (in part) from a source you "
+                "had forgotten; it cannot come back"
+            )
         restored = replace(
             chosen.memory,
+            # its place in its slot's history stays: a superseded value is not reopened
             superseded_by=current.superseded_by,
             supersedes=current.supersedes,
+            valid_to=current.valid_to if current.superseded_by else chosen.memory.valid_to,
             updated_at=self.clock.now(),
         )
         written = await self.store.update_memory(
@@ -244,7 +251,7 @@ class MemoryBook:
         delta = await self.store.memory_vectors_since(
             person_id=person_id, model=self.embedder.name, after_seq=0
         )
-        have = {memory_id for memory_id, _ in delta.rows}
+        have = {memory_id for _, memory_id, _ in delta.rows}
         missing = [m for m in memories if m.id not in have]
         await self._embed(missing)
         return len(missing)

@@ -112,16 +112,17 @@ class Retriever:
             (person_id, self.embedder.name), VectorIndex(self.store, person_id, self.embedder.name)
         )
         await index.refresh()
-        if not index.ids:
+        ids, matrix = index.ids, index.matrix  # a consistent pair, whatever refreshes meanwhile
+        if not ids:
             return []
         [needle] = await self.embedder.embed([query])
-        similarity = index.matrix @ needle
+        similarity = matrix @ needle
         window = min(len(similarity), wanted * 4)
         while True:
             # the nearest `window`, best first, without sorting the whole collection
             top = np.argpartition(-similarity, window - 1)[:window]
             top = top[np.argsort(-similarity[top], kind="stable")]
-            nearest = [index.ids[i] for i in top if similarity[i] > 0]
+            nearest = [ids[i] for i in top if similarity[i] > 0]
             allowed = await self.store.recallable_memory_ids(
                 person_id=person_id, ids=nearest, audience=audience, at=at
             )
@@ -133,7 +134,15 @@ class Retriever:
 
 class VectorIndex:
     """One person's vectors of one model, kept in memory and brought up to date before each
-    search by reading only what was written since (a full reload after a deletion)."""
+    search by reading only what was written since (a full reload after a deletion).
+
+    A refresh builds new arrays and swaps them in at once, so a search that holds the previous
+    ``ids`` and ``matrix`` keeps a consistent pair. Sequence numbers are handed out at insert
+    time, and on PostgreSQL concurrent writers may commit them out of order: each refresh
+    re-reads the last :data:`TRAILING` of them, so a late commit is still picked up.
+    """
+
+    TRAILING = 256
 
     def __init__(self, store: Store, person_id: str, model: str) -> None:
         self.store = store
@@ -141,40 +150,61 @@ class VectorIndex:
         self.model = model
         self.ids: list[str] = []
         self.matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
-        self._position: dict[str, int] = {}
+        self._seq_of: dict[str, int] = {}
         self._newest = 0
         self._epoch: int | None = None
 
     async def refresh(self) -> None:
         delta = await self.store.memory_vectors_since(
-            person_id=self.person_id, model=self.model, after_seq=self._newest
+            person_id=self.person_id,
+            model=self.model,
+            after_seq=max(0, self._newest - self.TRAILING),
         )
+        ids, matrix, seq_of = self.ids, self.matrix, self._seq_of
         if delta.epoch != self._epoch:  # vectors were deleted (or never loaded): start over
-            self.ids, self._position = [], {}
-            self.matrix = np.zeros((0, 0), dtype=np.float32)
             delta = await self.store.memory_vectors_since(
                 person_id=self.person_id, model=self.model, after_seq=0
             )
+            ids, matrix, seq_of = [], np.zeros((0, 0), dtype=np.float32), {}
         if delta.rows:
-            self._merge(delta.rows)
-        self._newest, self._epoch = delta.newest, delta.epoch
+            ids, matrix, seq_of = _merged(ids, matrix, seq_of, delta.rows)
+        self.ids, self.matrix, self._seq_of = ids, matrix, seq_of
+        self._newest, self._epoch = max(self._newest, delta.newest), delta.epoch
 
-    def _merge(self, rows: list[tuple[str, bytes]]) -> None:
-        dim = len(rows[0][1]) // 4
-        fresh = unpack_many([blob for _, blob in rows], dim)
-        if self.matrix.size == 0:
-            self.matrix = np.empty((0, dim), dtype=np.float32)
-        appended: list[int] = []
-        for row, (memory_id, _) in enumerate(rows):
-            at = self._position.get(memory_id)
-            if at is None:
-                self._position[memory_id] = len(self.ids)
-                appended.append(row)
-                self.ids.append(memory_id)
-            else:  # re-embedded after an edit
-                self.matrix[at] = fresh[row]
-        if appended:
-            self.matrix = np.vstack([self.matrix, fresh[appended]])
+
+def _merged(
+    ids: list[str],
+    matrix: Vectors,
+    seq_of: dict[str, int],
+    rows: list[tuple[int, str, bytes]],
+) -> tuple[list[str], Vectors, dict[str, int]]:
+    """New arrays with ``rows`` added (or replacing older vectors of the same memory)."""
+    fresh_rows = [
+        (seq, memory_id, blob) for seq, memory_id, blob in rows if seq_of.get(memory_id, -1) < seq
+    ]
+    if not fresh_rows:
+        return ids, matrix, seq_of
+    dim = len(fresh_rows[0][2]) // 4
+    fresh = unpack_many([blob for _, _, blob in fresh_rows], dim)
+    position = {memory_id: at for at, memory_id in enumerate(ids)}
+    new_ids = list(ids)
+    new_seq = dict(seq_of)
+    base = matrix if matrix.size else np.empty((0, dim), dtype=np.float32)
+    replaced = [(position[m], row) for row, (_, m, _) in enumerate(fresh_rows) if m in position]
+    if replaced:  # re-embedded after an edit: a copy, never the array a search may hold
+        base = base.copy()
+        for at, row in replaced:
+            base[at] = fresh[row]
+    appended: list[int] = []
+    for row, (seq, memory_id, _) in enumerate(fresh_rows):
+        new_seq[memory_id] = seq
+        if memory_id not in position:
+            position[memory_id] = len(new_ids)
+            new_ids.append(memory_id)
+            appended.append(row)
+    if appended:
+        base = np.vstack([base, fresh[appended]])
+    return new_ids, base, new_seq
 
 
 def _prior(memory: Memory, at: datetime) -> float:

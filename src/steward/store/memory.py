@@ -115,8 +115,8 @@ def memory_from_row(row: Any) -> Memory:
 class VectorDelta:
     """What changed in a person's vectors since a reader last looked."""
 
-    rows: list[tuple[str, bytes]]
-    """``(memory id, vector)`` written since, oldest first."""
+    rows: list[tuple[int, str, bytes]]
+    """``(seq, memory id, vector)`` written since, oldest first."""
     epoch: int
     """Bumped whenever vectors were deleted: a reader holding another epoch reloads."""
     newest: int
@@ -495,11 +495,11 @@ class MemoryQueries:
                 )
             ).scalar_one_or_none()
             query = (
-                select(memory_vectors.c.memory_id, memory_vectors.c.vector)
+                select(memory_vectors.c.seq, memory_vectors.c.memory_id, memory_vectors.c.vector)
                 .where(mine, memory_vectors.c.seq > after_seq, memory_vectors.c.seq <= newest)
                 .order_by(memory_vectors.c.seq)
             )
-            fresh = [(r[0], bytes(r[1])) for r in conn.execute(query)]
+            fresh = [(int(r[0]), r[1], bytes(r[2])) for r in conn.execute(query)]
             return VectorDelta(rows=fresh, epoch=epoch or 0, newest=int(newest))
 
         return await self.backend.read(op)
