@@ -3,6 +3,7 @@ the review of a destructive pass, and the nightly job through a real worker."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from steward.harness.agent import AgentHarness
 from steward.harness.workspace import Workspace
 from steward.memory.book import MemoryBook
 from steward.memory.consolidation import PassRules, approve_pass, consolidate, reject_pass
-from steward.memory.extraction import ModelExtractor
+from steward.memory.extraction import ModelExtractor, Proposals, Transcript
 from steward.memory.jobs import CONSOLIDATE, schedule_consolidation, with_memory_jobs
 from steward.models import ScriptedModel
 from steward.models.scripted import say
@@ -390,3 +391,39 @@ async def test_rules_travel_in_the_task_input() -> None:
     assert PassRules.from_json(rules.to_json()) == rules
     assert PassRules.from_json({}) == PassRules()
     assert "max_operations" not in PassRules().to_json()
+
+
+async def test_what_one_night_cannot_read_the_next_night_reads_oldest_first(
+    book: MemoryBook, store: Store, person: str, clock: SimulatedClock, tmp_path: Path
+) -> None:
+    told: list[str] = []
+    for city in ("Porto", "Berlin", "Oslo"):
+        chat = ScriptedModel([say("Noted.")])
+        harness = AgentHarness(model=chat, workspace=Workspace(tmp_path / "ws"))
+        spec = TaskSpec(kind="agent", title=city, input={"instructions": f"I visited {city}"})
+        task = await store.create_task(spec, person_id=person, now=clock.now())
+        await agent_worker(store, harness, clock).run_until_idle()
+        told.append(task.id)
+        clock.advance(timedelta(minutes=5))
+
+    read: list[str] = []
+
+    class Recording:
+        async def propose(self, transcript: Transcript, *, known: Sequence[str]) -> Proposals:
+            read.append(transcript.source.ref)
+            return Proposals()
+
+    jobs = with_memory_jobs(builtin_harness(), book, extractor=Recording())
+    counts = []
+    for _ in range(3):
+        job = await store.create_task(
+            TaskSpec(kind=CONSOLIDATE, title="nightly", input={"max_extractions": 2}),
+            person_id=person,
+            now=clock.now(),
+        )
+        await Worker(store, jobs, clock, poll_seconds=None).run_until_idle()
+        counts.append((await store.get_task(job.id)).result["extracted_from"])  # type: ignore[index]
+        clock.advance(timedelta(days=1))
+
+    assert counts == [2, 1, 0]
+    assert read == told

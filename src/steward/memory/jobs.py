@@ -42,11 +42,11 @@ def consolidation_job(book: MemoryBook, extractor: Extractor | None = None) -> H
         task = await book.store.get_task(ctx.task_id)  # its owner: whose memories, never input
         pass_id = f"mps_{task.id}"
         done = await book.store.find_memory_pass(pass_id)
-        extracted = 0
         if done is None and extractor is not None and "extracted" not in ctx.state:
             limit = int(ctx.input.get("max_extractions", MAX_EXTRACTIONS))
-            extracted = await _extract_recent(book, extractor, task.person_id, limit)
-            ctx.state["extracted"] = extracted  # a retry does not extract again
+            count, mark = await _extract_recent(book, extractor, task.person_id, limit)
+            # a retry does not extract again
+            ctx.state["extracted"], ctx.state["extracted_until"] = count, mark
         if done is None:
             rules = PassRules.from_json(ctx.input)
             done = await consolidate(
@@ -61,7 +61,12 @@ def consolidation_job(book: MemoryBook, extractor: Extractor | None = None) -> H
                 "operations": len(done.operations),
                 "skipped": sum(1 for op in done.operations if op.skipped),
                 "share": round(done.share, 4),
-                "extracted_from": int(ctx.state.get("extracted", extracted)),
+                "extracted_from": int(ctx.state.get("extracted", 0)),
+                **(
+                    {"extracted_until": ctx.state["extracted_until"]}
+                    if ctx.state.get("extracted_until")
+                    else {}
+                ),
             }
         )
 
@@ -70,26 +75,33 @@ def consolidation_job(book: MemoryBook, extractor: Extractor | None = None) -> H
 
 async def _extract_recent(
     book: MemoryBook, extractor: Extractor, person_id: str, limit: int
-) -> int:
-    """Extract from the person's top-level agent tasks finished since the previous pass;
-    returns how many tasks were read. Extraction writes candidates only, and re-reading a
-    task adds nothing (the write rules drop what is already known)."""
-    previous = await book.store.list_memory_passes(person_id=person_id, limit=1)
-    since = previous[0].created_at if previous else None
+) -> tuple[int, list[str] | None]:
+    """Extract from the person's top-level agent tasks finished after the last one an
+    earlier pass read, oldest first, at most ``limit``; returns how many were read and the new
+    mark (``[finished_at, task id]``). What one night leaves, the next night reads."""
+    mark = await _extraction_mark(book, person_id)
     finished = await book.store.list_tasks(
-        person_id=person_id, status=[TaskStatus.SUCCEEDED], limit=500
+        person_id=person_id, status=[TaskStatus.SUCCEEDED], limit=10_000
     )
-    chosen = [
-        t
+    waiting = sorted(
+        [t.finished_at.isoformat(), t.id]
         for t in finished
-        if t.kind == "agent"
-        and t.parent_id is None
-        and t.finished_at is not None
-        and (since is None or t.finished_at > since)
-    ][:limit]
-    for finished_task in chosen:
-        await extract_task(book, extractor, finished_task.id)
-    return len(chosen)
+        if t.kind == "agent" and t.parent_id is None and t.finished_at is not None
+    )
+    chosen = [key for key in waiting if mark is None or key > mark][:limit]
+    for _, task_id in chosen:
+        await extract_task(book, extractor, task_id)
+    return len(chosen), (chosen[-1] if chosen else mark)
+
+
+async def _extraction_mark(book: MemoryBook, person_id: str) -> list[str] | None:
+    """Where the last pass that extracted stopped."""
+    for task in await book.store.list_tasks(
+        person_id=person_id, status=[TaskStatus.SUCCEEDED], limit=10_000
+    ):
+        if task.kind == CONSOLIDATE and (task.result or {}).get("extracted_until"):
+            return list((task.result or {})["extracted_until"])
+    return None
 
 
 def with_memory_jobs(

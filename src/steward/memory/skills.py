@@ -110,7 +110,9 @@ class SkillLibrary:
         Fields left empty in a change keep what the skill says; sources accumulate."""
         name = skill_name(name)
         current = await self.store.find_skill(person_id=person_id, name=name)
-        if current is not None:
+        if current is not None and current.status is not SkillStatus.PROPOSED:
+            # a change keeps what it leaves unsaid; a held proposal (perhaps from others'
+            # text) lends nothing to the one that replaces it
             content = _merged(current.content, content)
             if current.pending is not None and content.says_same(current.pending.content):
                 return Proposed(disposition=Disposition.UNCHANGED, skill=current)
