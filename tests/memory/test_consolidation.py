@@ -427,3 +427,26 @@ async def test_what_one_night_cannot_read_the_next_night_reads_oldest_first(
 
     assert counts == [2, 1, 0]
     assert read == told
+
+
+NOTE = MemoryKind.NOTE
+
+
+async def test_a_forgotten_memory_leaves_the_diffs_that_quoted_it(
+    book: MemoryBook, store: Store, person: str, clock: SimulatedClock
+) -> None:
+    for n in range(3):
+        await stored(
+            book, person, f"Note {n} about gardening", ref=f"tsk_{n}", kind=NOTE, importance=0.1
+        )
+    await stored(book, person, "Diagnosis is diabetes", ref="tsk_secret", kind=NOTE, importance=0.1)
+    clock.advance(timedelta(days=400))  # all four are stale: archiving them all is held
+    held = await consolidate(book, person, rules=PassRules(max_share=0.1))
+    assert held.status is PassStatus.HELD
+    assert any("diabetes" in line for line in held.describe())
+
+    await book.forget_source(person, "task:tsk_secret", actor="person")
+
+    [after] = await store.list_memory_passes(person_id=person)
+    assert len(after.operations) == len(held.operations) - 1
+    assert not any("diabetes" in line for line in after.describe())

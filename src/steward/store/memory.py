@@ -28,11 +28,13 @@ from steward.store.audit import append_in
 from steward.store.backend import Backend
 from steward.store.schema import (
     memories,
+    memory_passes,
     memory_sources,
     memory_tombstones,
     memory_vector_epochs,
     memory_vectors,
     memory_versions,
+    notifications,
 )
 
 _STOPWORD_TEXT = """
@@ -566,6 +568,10 @@ class MemoryQueries:
     def _purge(self, conn: Connection, ids: Sequence[str]) -> None:
         if not ids:
             return
+        owners = {
+            r[0]
+            for r in conn.execute(select(memories.c.person_id).where(memories.c.id.in_(list(ids))))
+        }
         person_ids = {
             r[0]
             for r in conn.execute(
@@ -596,6 +602,7 @@ class MemoryQueries:
             (memories, memories.c.id),
         ):
             conn.execute(delete(table).where(column.in_(list(ids))))
+        _purge_from_passes(conn, owners, set(ids))
         # a memory that superseded or was superseded by a purged one no longer points at it
         conn.execute(
             update(memories).where(memories.c.supersedes.in_(list(ids))).values(supersedes=None)
@@ -604,6 +611,31 @@ class MemoryQueries:
             update(memories)
             .where(memories.c.superseded_by.in_(list(ids)))
             .values(superseded_by=None)
+        )
+
+
+def _purge_from_passes(conn: Connection, owners: set[str], purged: set[str]) -> None:
+    """Consolidation diffs quote memories, and a held pass's review notification quotes its
+    diff: what was forgotten leaves them too."""
+    query = select(memory_passes.c.id, memory_passes.c.diff).where(
+        memory_passes.c.person_id.in_(owners)
+    )
+    for row in conn.execute(query).all():
+        diff = rows.load(row.diff)
+        kept = [op for op in diff["operations"] if not purged & set(op["memory_ids"])]
+        if len(kept) == len(diff["operations"]):
+            continue
+        diff["operations"] = kept
+        conn.execute(
+            update(memory_passes).where(memory_passes.c.id == row.id).values(diff=rows.dump(diff))
+        )
+        conn.execute(
+            update(notifications)
+            .where(notifications.c.ref == row.id, notifications.c.kind == "memory_review")
+            .values(
+                body="Part of this pass quoted a memory you have since forgotten; see "
+                "`steward memory passes` for what remains of it."
+            )
         )
 
 
