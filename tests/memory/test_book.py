@@ -435,3 +435,32 @@ async def test_restoring_a_version_keeps_its_place_in_the_history(
 
     assert (restored.content, restored.valid_to) == ("Lives in Lisbon", MAY)
     assert await find(book, person, "Which city Lisbon Berlin") == ["Moved to Berlin in May"]
+
+
+async def test_forgetting_the_newer_value_makes_the_older_current_again(
+    book: MemoryBook, person: str
+) -> None:
+    lisbon = await book.write(
+        person_id=person,
+        content="Lives in Lisbon",
+        kind=MemoryKind.FACT,
+        slot="home_city",
+        source=said_in("tsk_a"),
+        actor="agent:tsk_a",
+        valid_from=MAY - timedelta(days=700),
+    )
+    await book.write(
+        person_id=person,
+        content="Moved to Berlin in May",
+        kind=MemoryKind.FACT,
+        slot="home_city",
+        source=said_in("tsk_b"),
+        actor="agent:tsk_b",
+        valid_from=MAY,
+    )
+    await book.forget_source(person, "task:tsk_b", actor="person")
+
+    assert lisbon.memory is not None
+    reopened = await book.store.get_memory(lisbon.memory.id)
+    assert (reopened.valid_to, reopened.superseded_by) == (None, None)
+    assert await find(book, person, "Which city Lisbon Berlin") == ["Lives in Lisbon"]

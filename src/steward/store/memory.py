@@ -568,10 +568,20 @@ class MemoryQueries:
     def _purge(self, conn: Connection, ids: Sequence[str]) -> None:
         if not ids:
             return
-        owners = {
-            r[0]
-            for r in conn.execute(select(memories.c.person_id).where(memories.c.id.in_(list(ids))))
-        }
+        purged_rows = conn.execute(
+            select(
+                memories.c.id, memories.c.person_id, memories.c.valid_from, memories.c.observed_at
+            ).where(memories.c.id.in_(list(ids)))
+        ).all()
+        owners = {r.person_id for r in purged_rows}
+        # where a purged memory had closed an older value, the older value is current again
+        for r in purged_rows:
+            start = r.valid_from if r.valid_from is not None else r.observed_at
+            conn.execute(
+                update(memories)
+                .where(memories.c.superseded_by == r.id, memories.c.valid_to == start)
+                .values(valid_to=None)
+            )
         person_ids = {
             r[0]
             for r in conn.execute(
