@@ -61,7 +61,7 @@ def test_what_an_ask_learned_is_forgotten_with_its_conversation(tmp_path: Path) 
 
     forgot = ok(tmp_path, "memory", "forget", "--conversation", task["id"])
 
-    assert "1 memories purged" in forgot
+    assert "1 memories and 0 skills purged" in forgot
     assert listed(tmp_path) == []
     assert listed(tmp_path, "--status", "deleted") == []
     stones = json.loads(ok(tmp_path, "memory", "forgotten", "--json"))

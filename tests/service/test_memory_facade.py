@@ -14,10 +14,11 @@ from steward.domain import TaskSpec
 from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
 from steward.domain.memory_pass import PassStatus
 from steward.errors import Conflict, InvalidTransition, NotFound, UsageError
-from steward.harness.personal import MemoryProposal
+from steward.harness.personal import MemoryProposal, SkillProposal
 from steward.memory.book import WriteOutcome
 from steward.memory.consolidation import PassRules, consolidate
 from steward.memory.context import PersonalMemory
+from steward.memory.skills import SkillLibrary
 from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
@@ -424,3 +425,28 @@ async def test_forgetting_a_connection_forgets_its_items_now_and_later(
     assert (later.outcome, later.memory) == (WriteOutcome.FORGOTTEN, None)
     assert kept.memory is not None
     assert (await svc.memory_detail(kept.memory.id)).memory.content == kept.memory.content
+
+
+async def test_forgetting_a_conversation_deletes_the_skills_learned_in_it(
+    svc: Service, me: str
+) -> None:
+    chat = await svc.ask_agent(person_id=me, instructions="find the invoice total")
+    library = SkillLibrary(svc.store, svc.clock)
+    for name, task in (("invoice-total", chat.id), ("weather", "tsk_other")):
+        await library.take(
+            SkillProposal(
+                person_id=me,
+                name=name,
+                description=f"How to do {name}",
+                procedure="1. Look it up.",
+                task_id=task,
+            )
+        )
+
+    done = await svc.forget_conversation(chat.id)
+
+    assert done.skills == 1
+    assert [s.name for s in await svc.list_skills(person_id=me)] == ["weather"]
+    forgotten = [e.data for e in await svc.audit_log(person_id=me) if e.kind == "skill_forgotten"]
+    assert len(forgotten) == 1
+    assert f"task:{chat.id}" in forgotten[0]["sources"]

@@ -406,7 +406,8 @@ def memory_forget(
         keys = ", ".join(t.source_key for t in done.tombstones)
         console.print(
             escape(
-                f"forgot {keys}: {done.purged} memories purged; nothing is derived from "
+                f"forgot {keys}: {done.purged} memories and {done.skills} skills purged; "
+                "nothing is derived from "
                 f"{'them' if len(done.tombstones) > 1 else 'it'} again"
             )
         )

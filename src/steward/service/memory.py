@@ -69,6 +69,8 @@ class Forgotten:
     """One per source forgotten: nothing is derived from it again."""
     purged: int
     """Memories purged now, every version of them included."""
+    skills: int = 0
+    """Skills deleted with every version, because they were learned (in part) there."""
 
 
 class MemoryService(ServiceBase):
@@ -352,7 +354,10 @@ class MemoryService(ServiceBase):
             await self.memory.forget_source(person_id, key, actor=self._changer()) for key in keys
         ]
         purged = sum(s.purged - before.get(s.source_key, 0) for s in stones)
-        return Forgotten(tombstones=stones, purged=purged)
+        skills = await self.store.purge_skills_from(
+            person_id, keys, now=self.clock.now(), actor=self._changer()
+        )
+        return Forgotten(tombstones=stones, purged=purged, skills=skills)
 
 
 def _enum(enum: type[E], value: str, what: str) -> E:

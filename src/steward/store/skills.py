@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, delete, select, update
 
 from steward.domain.skill import PendingChange, Skill, SkillContent, SkillStatus, SkillVersion
 from steward.errors import Conflict, NotFound
@@ -170,6 +171,41 @@ class SkillQueries:
             return None if row is None else _skill(row._mapping)
 
         return await self.backend.read(op)
+
+    async def purge_skills_from(
+        self, person_id: str, source_keys: Sequence[str], *, now: datetime, actor: str
+    ) -> int:
+        """Delete, with every version, the person's skills that any version of learned (even
+        in part) from one of ``source_keys``; returns how many."""
+        keys = set(source_keys)
+
+        def op(conn: Connection) -> int:
+            mine = select(skill_versions.c.skill_id, skill_versions.c.snapshot).where(
+                skill_versions.c.person_id == person_id
+            )
+            doomed = sorted(
+                {
+                    row.skill_id
+                    for row in conn.execute(mine)
+                    if keys & set(_skill(rows.load(row.snapshot)).content.sources)
+                }
+            )
+            if not doomed:
+                return 0
+            conn.execute(delete(skill_versions).where(skill_versions.c.skill_id.in_(doomed)))
+            conn.execute(delete(skills).where(skills.c.id.in_(doomed)))
+            append_in(
+                conn,
+                self.backend,
+                person_id=person_id,
+                kind="skill_forgotten",
+                actor=actor,
+                data={"sources": sorted(keys), "skills": doomed},
+                now=now,
+            )
+            return len(doomed)
+
+        return await self.backend.write(op)
 
     async def list_skills(
         self, *, person_id: str, statuses: Sequence[SkillStatus] | None = None
