@@ -10,11 +10,14 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from harness.conftest import agent_worker
 from steward.domain import Person, Rule, RuleMode, TaskSpec, TaskStatus
 from steward.domain.audience import Audience
 from steward.domain.ids import new_id
 from steward.domain.skill import SkillContent, SkillStatus
+from steward.errors import UsageError
 from steward.harness.agent import AgentHarness
 from steward.harness.personal import RecallQuery, SkillProposal
 from steward.harness.tools import EffectClass, tool
@@ -456,3 +459,33 @@ async def test_a_held_proposal_lends_nothing_to_the_one_that_replaces_it(
     assert skill.status is SkillStatus.ACTIVE
     assert skill.content.workflow == ()
     assert skill.content.sources == ("task:tsk_person",)
+
+
+async def test_a_waiting_change_overtaken_by_an_update_cannot_be_approved_over_it(
+    store: Store, clock: SimulatedClock
+) -> None:
+    person = (await store.create_person(name="ada", now=clock.now())).id
+    library = SkillLibrary(store, clock)
+
+    def proposal(procedure: str, task: str, *, trusted: bool = True) -> SkillProposal:
+        return SkillProposal(
+            person_id=person,
+            name="x-skill",
+            description="Do x",
+            procedure=procedure,
+            task_id=task,
+            trusted=trusted,
+        )
+
+    await library.take(proposal("1. First way.", "tsk_1"))
+    await library.take(proposal("1. Way from a mail.", "tsk_2", trusted=False))  # waits
+    clock.advance(timedelta(minutes=1))
+    await library.take(proposal("1. Better way.", "tsk_3"))
+    skill = await store.find_skill(person_id=person, name="x-skill")
+    assert skill is not None
+    assert skill.pending is not None
+
+    with pytest.raises(UsageError, match="changed after this change was proposed"):
+        await library.decide(skill, approve=True, actor="person")
+    rejected = await library.decide(skill, approve=False, actor="person")
+    assert (rejected.pending, rejected.content.procedure) == (None, "1. Better way.")

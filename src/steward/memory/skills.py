@@ -189,6 +189,12 @@ class SkillLibrary:
             reason = "approved" if approve else "rejected"
         elif skill.pending is not None:
             by = skill.pending.actor
+            if approve and skill.updated_at > skill.pending.at:
+                # approving would put back what a later update replaced
+                raise UsageError(
+                    f"skill {skill.name!r} changed after this change was proposed: reject it, "
+                    "or compare with `steward skill diff` and propose it again"
+                )
             changed = replace(skill, pending=None)
             if approve:
                 changed = replace(changed, content=skill.pending.content, status=SkillStatus.ACTIVE)
