@@ -3,6 +3,7 @@ supersession, exceptions, versions, forgetting."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -464,3 +465,62 @@ async def test_forgetting_the_newer_value_makes_the_older_current_again(
     reopened = await book.store.get_memory(lisbon.memory.id)
     assert (reopened.valid_to, reopened.superseded_by) == (None, None)
     assert await find(book, person, "Which city Lisbon Berlin") == ["Lives in Lisbon"]
+
+
+async def test_values_written_to_one_slot_at_once_form_one_history(
+    book: MemoryBook, person: str
+) -> None:
+    cities = ["Lisbon", "Berlin", "Porto", "Vienna", "Ghent", "Turin"]
+    written = await asyncio.gather(
+        *(
+            book.write(
+                person_id=person,
+                content=f"Lives in {city}",
+                kind=MemoryKind.FACT,
+                slot="home_city",
+                source=said_in(f"tsk_{city}"),
+                actor="agent",
+                valid_from=MAY - timedelta(days=100 * (len(cities) - i)),
+            )
+            for i, city in enumerate(cities)
+        )
+    )
+    assert all(w.outcome is WriteOutcome.CREATED for w in written)
+    values = await book.store.list_memories(person_id=person, slot="home_city")
+    by_start = sorted(values, key=lambda m: m.valid_from or m.observed_at)
+    # one current value, each ended exactly where the next begins, whatever the write order
+    assert [m.superseded_by for m in by_start] == [m.id for m in by_start[1:]] + [None]
+    assert [m.valid_to for m in by_start] == [m.valid_from for m in by_start[1:]] + [None]
+    assert [m.supersedes for m in by_start] == [None] + [m.id for m in by_start[:-1]]
+    assert await find(book, person, "Which city does she live in") == ["Lives in Turin"]
+
+
+async def test_a_restored_value_takes_its_place_in_the_slot_again(
+    book: MemoryBook, person: str
+) -> None:
+    lisbon = await book.write(
+        person_id=person,
+        content="Lives in Lisbon",
+        kind=MemoryKind.FACT,
+        slot="home_city",
+        source=said_in("tsk_a"),
+        actor="agent",
+        valid_from=MAY - timedelta(days=700),
+    )
+    assert lisbon.memory is not None
+    await book.set_status(lisbon.memory.id, MemoryStatus.ARCHIVED, actor="person")
+    berlin = await book.write(
+        person_id=person,
+        content="Moved to Berlin in May",
+        kind=MemoryKind.FACT,
+        slot="home_city",
+        source=said_in("tsk_b"),
+        actor="agent",
+        valid_from=MAY,
+    )
+    assert berlin.memory is not None
+
+    restored = await book.set_status(lisbon.memory.id, MemoryStatus.ACTIVE, actor="person")
+
+    assert (restored.valid_to, restored.superseded_by) == (MAY, berlin.memory.id)
+    assert await find(book, person, "Which city Lisbon Berlin") == ["Moved to Berlin in May"]

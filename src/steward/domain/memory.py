@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -161,6 +162,11 @@ class Memory:
         """Every source is trusted."""
         return all(source.trusted for source in self.sources)
 
+    @property
+    def start(self) -> datetime:
+        """When it became true, as far as known: its valid-from, else when it was said."""
+        return self.valid_from or self.observed_at
+
     def valid_at(self, when: datetime) -> bool:
         started = self.valid_from is None or self.valid_from <= when
         return started and (self.valid_to is None or when < self.valid_to)
@@ -172,6 +178,63 @@ class Memory:
             for s in self.sources
         ]
         return f"{', '.join(parts)}; observed {self.observed_at.date().isoformat()}"
+
+
+@dataclass(kw_only=True, frozen=True)
+class Placement:
+    """Where a memory goes in its slot's history."""
+
+    memory: Memory
+    """The memory as it is to be stored (its validity and successor set)."""
+    supersedes: tuple[str, ...] = ()
+    """The values it closes: they end where it starts."""
+
+
+def place_in_slot(memory: Memory, slot_values: Sequence[Memory]) -> Placement:
+    """Place an active, slotted, non-episode memory among the active values of its slot (same
+    person, kind and slot); any other memory has no place in a slot's history.
+
+    It supersedes the values current at its start (the current value, or — for news older than
+    what is known — the one its successor had superseded), starts when it was said if it names
+    no start, and ends where its successor starts."""
+    if (
+        memory.slot is None
+        or memory.kind is MemoryKind.EPISODE
+        or memory.status is not (MemoryStatus.ACTIVE)
+    ):
+        return Placement(memory=memory)
+    others = [m for m in slot_values if m.id != memory.id]
+    later = [m for m in others if m.start > memory.start]
+    successor = min(later, key=lambda m: m.start) if later else None
+    ended_by = successor.id if successor is not None else None
+    older = [m.id for m in others if m.start <= memory.start and m.superseded_by == ended_by]
+    if older:
+        memory = replace(
+            memory,
+            supersedes=older[0],
+            # a changed value is known from when it was said, not "always"
+            valid_from=memory.valid_from or memory.observed_at,
+        )
+    if successor is not None:
+        until = successor.start
+        memory = replace(
+            memory,
+            valid_to=until if memory.valid_to is None else min(memory.valid_to, until),
+            superseded_by=successor.id,
+        )
+    return Placement(memory=memory, supersedes=tuple(older))
+
+
+def closed_by(old: Memory, successor: Memory, *, at: datetime) -> Memory:
+    """``old`` as superseded by ``successor`` at ``at``: ended where the successor starts (or
+    earlier, if it had ended already), and linked to it."""
+    until = successor.start
+    return replace(
+        old,
+        valid_to=until if old.valid_to is None or old.valid_to > until else old.valid_to,
+        superseded_by=successor.id,
+        updated_at=at,
+    )
 
 
 @dataclass(kw_only=True, frozen=True)

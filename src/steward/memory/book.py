@@ -131,8 +131,7 @@ class MemoryBook:
             created_at=now,
             updated_at=now,
         )
-        memory, older = await self._place(memory)
-        written = await self.store.add_memory(memory, actor=actor, supersede=[m.id for m in older])
+        written = await self.store.add_memory(memory, actor=actor)
         if written is None:
             return Written(outcome=WriteOutcome.FORGOTTEN, memory=None)
         await self._embed([written])
@@ -195,12 +194,13 @@ class MemoryBook:
         if status is MemoryStatus.ACTIVE and not current.trusted and not actor.startswith("person"):
             raise UsageError("a memory from an untrusted source is promoted only by the person")
         changed = replace(current, status=status, updated_at=self.clock.now())
-        written = await self.store.update_memory(
-            changed, actor=actor, reason=reason or f"{current.status} -> {status}"
+        return await self.store.update_memory(
+            changed,
+            actor=actor,
+            reason=reason or f"{current.status} -> {status}",
+            # promoted or restored: it takes its place in its slot's history (again)
+            place=status is MemoryStatus.ACTIVE,
         )
-        if status is MemoryStatus.ACTIVE and current.status is MemoryStatus.CANDIDATE:
-            await self._supersede_for(written, actor)
-        return written
 
     async def restore_version(self, memory_id: str, version: int, *, actor: str) -> Memory:
         """Make an earlier version current again (as a new version; nothing is lost)."""
@@ -294,72 +294,12 @@ class MemoryBook:
             updated_at=self.clock.now(),
         )
         written = await self.store.update_memory(
-            changed, actor=actor, reason="confirmed" if promote else f"also from {source.key}"
+            changed,
+            actor=actor,
+            reason="confirmed" if promote else f"also from {source.key}",
+            place=promote,
         )
-        if promote:
-            await self._supersede_for(written, actor)
         return Written(outcome=WriteOutcome.DUPLICATE, memory=written)
-
-    async def _place(self, memory: Memory) -> tuple[Memory, list[Memory]]:
-        """Where an active, slotted, non-episode memory goes in its slot's history: the memory
-        as it is to be stored, and the ones it supersedes.
-
-        It supersedes the values current at its start (the current value, or — for news older
-        than what is known — the one its successor had superseded), starts at its
-        observation if it names no start, and ends where its successor starts."""
-        if (
-            memory.slot is None
-            or memory.kind is MemoryKind.EPISODE
-            or memory.status is not MemoryStatus.ACTIVE
-        ):
-            return memory, []
-        same_slot = [
-            m
-            for m in await self.store.list_memories(
-                person_id=memory.person_id,
-                statuses=[MemoryStatus.ACTIVE],
-                slot=memory.slot,
-                kind=memory.kind,
-                limit=1000,
-            )
-            if m.id != memory.id
-        ]
-        start = _start(memory)
-        later = [m for m in same_slot if _start(m) > start]
-        successor = min(later, key=_start) if later else None
-        ended_by = successor.id if successor is not None else None
-        older = [m for m in same_slot if _start(m) <= start and m.superseded_by == ended_by]
-        if older and memory.valid_from is None:
-            # a changed value is known from when it was said, not "always"
-            memory = replace(memory, valid_from=memory.observed_at)
-        if successor is not None:
-            until = _start(successor)
-            memory = replace(
-                memory,
-                valid_to=until if memory.valid_to is None else min(memory.valid_to, until),
-                superseded_by=successor.id,
-            )
-        return memory, older
-
-    async def _supersede_for(self, memory: Memory, actor: str) -> None:
-        """After a promotion: close the memories of its slot it now supersedes (and its own
-        validity, if a later value is known)."""
-        placed, older = await self._place(memory)
-        if placed != memory:
-            await self.store.update_memory(
-                replace(placed, updated_at=self.clock.now()),
-                actor=actor,
-                reason="placed in its slot",
-            )
-        until = _start(placed)
-        for old in older:
-            closed = replace(
-                old,
-                valid_to=until if old.valid_to is None or old.valid_to > until else old.valid_to,
-                superseded_by=memory.id,
-                updated_at=self.clock.now(),
-            )
-            await self.store.update_memory(closed, actor=actor, reason=f"superseded by {memory.id}")
 
     async def _embed(self, memories: Sequence[Memory]) -> None:
         if self.embedder is None or not memories:
@@ -374,10 +314,6 @@ class MemoryBook:
             await self.store.put_memory_vector(
                 memory.id, person_id=memory.person_id, model=self.embedder.name, vector=pack(vector)
             )
-
-
-def _start(memory: Memory) -> datetime:
-    return memory.valid_from or memory.observed_at
 
 
 def _check(

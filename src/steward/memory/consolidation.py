@@ -24,7 +24,7 @@ from itertools import pairwise
 from typing import Any
 
 from steward.domain.ids import new_id
-from steward.domain.memory import Memory, MemoryKind, MemoryStatus, normalized
+from steward.domain.memory import Memory, MemoryKind, MemoryStatus, closed_by, normalized
 from steward.domain.memory_pass import MemoryPass, OperationKind, PassOperation, PassStatus
 from steward.errors import Conflict, InvalidTransition, NotFound, UsageError
 from steward.memory.book import NEAR_DUPLICATE, MemoryBook
@@ -205,7 +205,7 @@ class _Planner:
             if memory.slot is not None and memory.kind is not MemoryKind.EPISODE:
                 slots[(memory.kind, memory.slot)].append(memory)
         for (_, slot), group in slots.items():
-            chain = sorted(group, key=lambda m: (_start(m), m.created_at, m.id))
+            chain = sorted(group, key=lambda m: (m.start, m.created_at, m.id))
             for older, newer in pairwise(chain):
                 # the working copy: the previous link may have just given ``older`` a version
                 older, newer = self.working[older.id], self.working[newer.id]
@@ -314,14 +314,7 @@ def _changes(
         ]
     if kind is OperationKind.SUPERSEDE:
         older, newer = memories
-        until = _start(newer)
-        closed = replace(
-            older,
-            valid_to=until if older.valid_to is None or older.valid_to > until else older.valid_to,
-            superseded_by=newer.id,
-            updated_at=now,
-        )
-        changes = [(closed, f"superseded by {newer.id}")]
+        changes = [(closed_by(older, newer, at=now), f"superseded by {newer.id}")]
         if newer.supersedes is None:
             changes.append(
                 (replace(newer, supersedes=older.id, updated_at=now), f"supersedes {older.id}")
@@ -396,10 +389,6 @@ def _earliest(times: Iterable[datetime | None]) -> datetime | None:
     """The earliest start; None ("always was") when any of them has none."""
     known = list(times)
     return None if any(t is None for t in known) else min(t for t in known if t is not None)
-
-
-def _start(memory: Memory) -> datetime:
-    return memory.valid_from or memory.observed_at
 
 
 def _days(value: Any, default: timedelta) -> timedelta:

@@ -17,10 +17,13 @@ from steward.domain.memory import (
     MemoryKind,
     MemoryStatus,
     MemoryVersion,
+    Placement,
     Source,
     SourceKind,
     Tombstone,
+    closed_by,
     content_hash,
+    place_in_slot,
 )
 from steward.errors import Conflict, NotFound
 from steward.store import rows
@@ -131,39 +134,21 @@ class MemoryQueries:
     # --- writing ----------------------------------------------------------------------------
 
     async def add_memory(
-        self,
-        memory: Memory,
-        *,
-        actor: str,
-        reason: str = "created",
-        supersede: Sequence[str] = (),
+        self, memory: Memory, *, actor: str, reason: str = "created"
     ) -> Memory | None:
-        """Write a new memory (version 1) and, in the same transaction, close the validity of
-        each memory in ``supersede`` at the new one's start. Returns None, writing nothing,
-        when one of its sources was forgotten (a tombstone stands)."""
+        """Write a new memory (version 1), placed in its slot's history in the same transaction
+        (:func:`place_in_slot`: the values it supersedes are closed at its start). Returns
+        None, writing nothing, when one of its sources was forgotten (a tombstone stands)."""
 
         def op(conn: Connection) -> Memory | None:
             if _forgotten(conn, memory.person_id, memory.sources):
                 return None
-            written = replace(memory, supersedes=supersede[0] if supersede else memory.supersedes)
+            placement = self._placed(conn, memory)
+            written = placement.memory
             conn.execute(memories.insert(), _values(written))
             self._index(conn, written)
             self._version(conn, written, actor=actor, reason=reason)
-            until = written.valid_from or written.observed_at
-            for old_id in supersede:
-                old = self._load(conn, old_id)
-                if old.person_id != memory.person_id:
-                    raise NotFound("memory", old_id)
-                closed = replace(
-                    old,
-                    valid_to=until
-                    if old.valid_to is None or old.valid_to > until
-                    else old.valid_to,
-                    superseded_by=written.id,
-                    version=old.version + 1,
-                    updated_at=written.updated_at,
-                )
-                self._store(conn, closed, actor=actor, reason=f"superseded by {written.id}")
+            self._close(conn, written, placement.supersedes, actor=actor)
             return written
 
         return await self.backend.write(op)
@@ -179,9 +164,12 @@ class MemoryQueries:
         actor: str,
         reason: str,
         expected_version: int | None = None,
+        place: bool = False,
     ) -> Memory:
         """Store ``memory`` as the next version of its record. With ``expected_version``, a
-        record changed meanwhile is refused (:class:`Conflict`) and nothing is written."""
+        record changed meanwhile is refused (:class:`Conflict`) and nothing is written. With
+        ``place`` (a memory promoted or restored), it also takes its place in its slot's
+        history, as :meth:`add_memory` does, in the same transaction."""
 
         def op(conn: Connection) -> Memory:
             current = self._load(conn, memory.id)
@@ -193,7 +181,12 @@ class MemoryQueries:
                     f"you edited version {expected_version})"
                 )
             written = replace(memory, version=current.version + 1, uses=current.uses)
+            supersedes: tuple[str, ...] = ()
+            if place:
+                placement = self._placed(conn, written)
+                written, supersedes = placement.memory, placement.supersedes
             self._store(conn, written, actor=actor, reason=reason)
+            self._close(conn, written, supersedes, actor=actor)
             return written
 
         return await self.backend.write(op)
@@ -507,6 +500,45 @@ class MemoryQueries:
         return await self.backend.read(op)
 
     # --- inside a transaction ---------------------------------------------------------------
+
+    def _placed(self, conn: Connection, memory: Memory) -> Placement:
+        """Where ``memory`` goes among its slot's active values as they are in this
+        transaction. On PostgreSQL the slot is locked first, or two writers could each place a
+        value without seeing the other's; SQLite has one writer at a time already."""
+        if memory.slot is None or memory.kind is MemoryKind.EPISODE:
+            return place_in_slot(memory, [])
+        if self.backend.name == "postgresql":
+            key = f"memory-slot:{memory.person_id}:{memory.slot}"
+            conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(key))))
+        query = select(memories).where(
+            memories.c.person_id == memory.person_id,
+            memories.c.slot == memory.slot,
+            memories.c.kind == memory.kind.value,
+            memories.c.status == MemoryStatus.ACTIVE.value,
+            memories.c.id != memory.id,
+        )
+        return place_in_slot(memory, [memory_from_row(r) for r in conn.execute(query)])
+
+    def _close(
+        self, conn: Connection, placed: Memory, supersede: Sequence[str], *, actor: str
+    ) -> None:
+        """End each of ``supersede`` where ``placed`` starts, and link them to it; when it was
+        placed before a later value, that value now supersedes it."""
+        for old_id in supersede:
+            old = self._load(conn, old_id)
+            closed = closed_by(old, placed, at=placed.updated_at)
+            closed = replace(closed, version=old.version + 1)
+            self._store(conn, closed, actor=actor, reason=f"superseded by {placed.id}")
+        if placed.superseded_by is not None:
+            later = self._load(conn, placed.superseded_by)
+            if later.supersedes != placed.id:
+                linked = replace(
+                    later,
+                    supersedes=placed.id,
+                    version=later.version + 1,
+                    updated_at=placed.updated_at,
+                )
+                self._store(conn, linked, actor=actor, reason=f"supersedes {placed.id}")
 
     def _load(self, conn: Connection, memory_id: str) -> Memory:
         row = conn.execute(select(memories).where(memories.c.id == memory_id)).first()
