@@ -181,6 +181,20 @@ class Memory:
 
 
 @dataclass(kw_only=True, frozen=True)
+class Recallable:
+    """A memory a search may return, with what ranking it needs (not the whole record)."""
+
+    id: str
+    """The memory."""
+    importance: float
+    """Its importance, 0 to 1."""
+    observed_at: datetime
+    """When it was said or seen."""
+    score: float = 0.0
+    """The search's own score, higher is better (0 from a search that gives none)."""
+
+
+@dataclass(kw_only=True, frozen=True)
 class Placement:
     """Where a memory goes in its slot's history."""
 

@@ -35,7 +35,7 @@ from steward.memory.embedding import Embedder, pack
 from steward.memory.retrieval import Retriever, terms_overlap
 from steward.runtime.clock import Clock
 from steward.store import Store
-from steward.store.memory import search_terms
+from steward.store.memory_search import search_terms
 
 log = structlog.get_logger(__name__)
 
@@ -270,7 +270,7 @@ class MemoryBook:
         hits = await self.store.search_memories_text(
             person_id=person_id, query=content, audience=audience, at=self.clock.now(), limit=5
         )
-        for memory in await self.store.get_memories([memory_id for memory_id, _ in hits]):
+        for memory in await self.store.get_memories([hit.id for hit in hits]):
             close = terms_overlap(terms, search_terms(memory.content)) >= NEAR_DUPLICATE
             if close and memory.audience == audience:
                 return memory

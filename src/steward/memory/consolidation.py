@@ -29,7 +29,7 @@ from steward.domain.memory_pass import MemoryPass, OperationKind, PassOperation,
 from steward.errors import Conflict, InvalidTransition, NotFound, UsageError
 from steward.memory.book import NEAR_DUPLICATE, MemoryBook
 from steward.memory.retrieval import terms_overlap
-from steward.store.memory import search_terms
+from steward.store.memory_search import search_terms
 
 _LIVE = [MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE]
 _ALL = 1_000_000

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from steward.domain.audience import Audience
-from steward.domain.memory import Memory, MemoryHit
+from steward.domain.memory import MemoryHit, Recallable
 from steward.errors import StewardRuntimeError
 from steward.memory.embedding import Embedder, Vectors, unpack_many
 from steward.store import Store
@@ -68,13 +68,12 @@ class Retriever:
             )
         wanted = max(CANDIDATES, limit)
 
-        async def lexical() -> list[str]:
-            found = await self.store.search_memories_text(
+        async def lexical() -> list[Recallable]:
+            return await self.store.search_memories_text(
                 person_id=person_id, query=query, audience=audience, at=at, limit=wanted
             )
-            return [memory_id for memory_id, _ in found]
 
-        searches: dict[str, Coroutine[Any, Any, list[str]]] = {}
+        searches: dict[str, Coroutine[Any, Any, list[Recallable]]] = {}
         if mode is not SearchMode.SEMANTIC:
             searches["lexical"] = lexical()
         if mode is not SearchMode.LEXICAL:
@@ -83,26 +82,28 @@ class Retriever:
         weight = {"lexical": LEXICAL_WEIGHT if len(ranked) > 1 else 1.0, "semantic": 1.0}
         scores: dict[str, float] = {}
         found_by: dict[str, list[str]] = {}
-        for name, ids in ranked.items():
-            for rank, memory_id in enumerate(ids, start=1):
-                share = weight[name] / (RRF_K + rank)
-                scores[memory_id] = scores.get(memory_id, 0.0) + share
-                found_by.setdefault(memory_id, []).append(name)
-        memories = await self.store.get_memories(list(scores))
-        hits = [
+        for name, found in ranked.items():
+            for rank, candidate in enumerate(found, start=1):
+                if candidate.id not in scores:
+                    scores[candidate.id] = _prior(candidate, at)
+                scores[candidate.id] += weight[name] / (RRF_K + rank)
+                found_by.setdefault(candidate.id, []).append(name)
+        best = sorted(scores, key=lambda memory_id: (-scores[memory_id], memory_id))[:limit]
+        # only the results are read in full: ranking needs no more than a search returns
+        memories = {m.id: m for m in await self.store.get_memories(best)}
+        return [
             MemoryHit(
-                memory=m,
-                score=scores[m.id] + _prior(m, at),
-                matched=tuple(found_by[m.id]),
+                memory=memories[memory_id],
+                score=scores[memory_id],
+                matched=tuple(found_by[memory_id]),
             )
-            for m in memories
+            for memory_id in best
+            if memory_id in memories
         ]
-        hits.sort(key=lambda h: (-h.score, h.memory.id))
-        return hits[:limit]
 
     async def _semantic(
         self, person_id: str, query: str, audience: Audience, at: datetime, wanted: int
-    ) -> list[str]:
+    ) -> list[Recallable]:
         """Nearest memories by cosine similarity, over an in-process copy of the vectors
         (brute force with numpy), filtered afterwards by status, validity and audience."""
         assert self.embedder is not None
@@ -111,11 +112,11 @@ class Retriever:
         index = self._indexes.setdefault(
             (person_id, self.embedder.name), VectorIndex(self.store, person_id, self.embedder.name)
         )
-        await index.refresh()
+        # the index catches up on the database while the model embeds the query
+        _, [needle] = await asyncio.gather(index.refresh(), self.embedder.embed([query]))
         ids, matrix = index.ids, index.matrix  # a consistent pair, whatever refreshes meanwhile
         if not ids:
             return []
-        [needle] = await self.embedder.embed([query])
         similarity = matrix @ needle
         window = min(len(similarity), wanted * 4)
         while True:
@@ -123,10 +124,10 @@ class Retriever:
             top = np.argpartition(-similarity, window - 1)[:window]
             top = top[np.argsort(-similarity[top], kind="stable")]
             nearest = [ids[i] for i in top if similarity[i] > 0]
-            allowed = await self.store.recallable_memory_ids(
+            allowed = await self.store.recallable_memories(
                 person_id=person_id, ids=nearest, audience=audience, at=at
             )
-            kept = [memory_id for memory_id in nearest if memory_id in allowed][:wanted]
+            kept = [allowed[memory_id] for memory_id in nearest if memory_id in allowed][:wanted]
             if len(kept) >= wanted or window == len(similarity) or len(nearest) < window:
                 return kept
             window = min(len(similarity), window * 4)
@@ -151,25 +152,35 @@ class VectorIndex:
         self.ids: list[str] = []
         self.matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._seq_of: dict[str, int] = {}
+        self._recent: list[int] = []
         self._newest = 0
         self._epoch: int | None = None
 
     async def refresh(self) -> None:
+        trailing_from = max(0, self._newest - self.TRAILING)
         delta = await self.store.memory_vectors_since(
             person_id=self.person_id,
             model=self.model,
-            after_seq=max(0, self._newest - self.TRAILING),
+            after_seq=trailing_from,
+            known=[seq for seq in self._recent if seq > trailing_from],
         )
-        ids, matrix, seq_of = self.ids, self.matrix, self._seq_of
+        ids, matrix, seq_of, recent = self.ids, self.matrix, self._seq_of, self._recent
         if delta.epoch != self._epoch:  # vectors were deleted (or never loaded): start over
             delta = await self.store.memory_vectors_since(
                 person_id=self.person_id, model=self.model, after_seq=0
             )
-            ids, matrix, seq_of = [], np.zeros((0, 0), dtype=np.float32), {}
+            ids, matrix, seq_of, recent = [], np.zeros((0, 0), dtype=np.float32), {}, []
         if delta.rows:
             ids, matrix, seq_of = _merged(ids, matrix, seq_of, delta.rows)
-        self.ids, self.matrix, self._seq_of = ids, matrix, seq_of
-        self._newest, self._epoch = max(self._newest, delta.newest), delta.epoch
+        newest = max(self._newest, delta.newest)
+        # the seqs within the next refresh's trailing window, so that it reads no vector twice
+        recent = [
+            seq
+            for seq in (*recent, *(row[0] for row in delta.rows))
+            if seq > newest - self.TRAILING
+        ]
+        self.ids, self.matrix, self._seq_of, self._recent = ids, matrix, seq_of, recent
+        self._newest, self._epoch = newest, delta.epoch
 
 
 def _merged(
@@ -207,7 +218,7 @@ def _merged(
     return new_ids, base, new_seq
 
 
-def _prior(memory: Memory, at: datetime) -> float:
+def _prior(memory: Recallable, at: datetime) -> float:
     """What makes a relevant memory worth more: importance, and having been seen lately."""
     age_days = max(0.0, (at - memory.observed_at).total_seconds() / 86400)
     recency = math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)

@@ -41,7 +41,7 @@ from steward.harness.tools import EffectClass
 from steward.runtime.clock import Clock
 from steward.sentinel.policy import winning_rule
 from steward.store import Store
-from steward.store.memory import search_terms
+from steward.store.memory_search import search_terms
 
 APPLY_ACTION = "skill.apply"
 """What a person's rule names to decide whether learned skills apply without asking."""

@@ -21,6 +21,7 @@ from steward.store.inbox import InboxQueries
 from steward.store.memory import MemoryQueries
 from steward.store.memory_extra import MemoryExtraQueries
 from steward.store.memory_passes import PassQueries
+from steward.store.memory_search import MemorySearchQueries
 from steward.store.schedule import ScheduleQueries
 from steward.store.skills import SkillQueries
 from steward.store.tasks import Fence, FinalStep
@@ -41,6 +42,7 @@ class Store(
     # before MemoryQueries, which it extends
     PassQueries,
     MemoryQueries,
+    MemorySearchQueries,
     MemoryExtraQueries,
     SkillQueries,
 ):

@@ -3,9 +3,8 @@ sources, embedding vectors, and lexical search (FTS5 on SQLite, tsvector on Post
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -39,26 +38,6 @@ from steward.store.schema import (
     memory_versions,
     notifications,
 )
-
-_STOPWORD_TEXT = """
-a about after again all also am an and any are as at be been before being but by can could did
-do does doing done for from had has have having he her here hers him his how i if in into is it
-its just me more most my no not now of on once only or other our ours out over own same she
-should so some such than that the their theirs them then there these they this those through to
-too under until up very was we were what when where which while who whom why will with would
-you your yours
-"""
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def search_terms(query: str, *, most: int = 32) -> list[str]:
-    """The words of a query worth matching: no stop words, no duplicates, no syntax."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(query.lower()):
-        if word not in _STOPWORDS and len(seen) < most:
-            seen.setdefault(word, None)
-    return list(seen)
 
 
 def _values(memory: Memory) -> dict[str, Any]:
@@ -114,18 +93,6 @@ def _memory(data: Any) -> Memory:
 
 def memory_from_row(row: Any) -> Memory:
     return _memory(row._mapping)
-
-
-@dataclass(kw_only=True, frozen=True)
-class VectorDelta:
-    """What changed in a person's vectors since a reader last looked."""
-
-    rows: list[tuple[int, str, bytes]]
-    """``(seq, memory id, vector)`` written since, oldest first."""
-    epoch: int
-    """Bumped whenever vectors were deleted: a reader holding another epoch reloads."""
-    newest: int
-    """The newest seq (0 when there are none)."""
 
 
 class MemoryQueries:
@@ -377,128 +344,6 @@ class MemoryQueries:
 
         return await self.backend.read(op)
 
-    async def search_memories_text(
-        self,
-        *,
-        person_id: str,
-        query: str,
-        audience: Audience,
-        at: datetime,
-        limit: int = 50,
-    ) -> list[tuple[str, float]]:
-        """Active memories valid ``at`` that ``audience`` may hear and whose text matches any
-        word of ``query`` (stemmed), best first, as ``(id, score)`` with higher better."""
-        terms = search_terms(query)
-        if not terms:
-            return []
-        sqlite = self.backend.name == "sqlite"
-
-        def op(conn: Connection) -> list[tuple[str, float]]:
-            if sqlite:
-                match = " OR ".join(f'"{t}"' for t in terms)
-                filters = (
-                    "WHERE m.person_id = :person AND m.status = 'active' "
-                    "AND (m.valid_from IS NULL OR m.valid_from <= :at) "
-                    "AND (m.valid_to IS NULL OR m.valid_to > :at) "
-                    f"{_audience_sql(audience)} ORDER BY f.score DESC LIMIT :limit"
-                )
-                # the best-ranked matches first, joined and filtered: ranking and joining every
-                # match of a common word costs tens of milliseconds at 100,000 memories
-                window = (
-                    "SELECT m.id, f.score FROM (SELECT rowid AS doc, "
-                    "-bm25(memory_fts, 1.0, 0.5) AS score FROM memory_fts "
-                    "WHERE memory_fts MATCH :match ORDER BY score DESC LIMIT :window) f "
-                    f"JOIN memories m ON m.fts_doc = f.doc {filters}"
-                )
-                sql = (
-                    "SELECT m.id, f.score FROM (SELECT rowid AS doc, "
-                    "-bm25(memory_fts, 1.0, 0.5) AS score FROM memory_fts "
-                    "WHERE memory_fts MATCH :match) f "
-                    f"JOIN memories m ON m.fts_doc = f.doc {filters}"
-                )
-                params: dict[str, Any] = {"match": match}
-                bound = params | {"person": person_id, "at": rows.ts(at), "limit": limit}
-                bound |= {"window": limit * 8} | _audience_params(audience)
-                found = [(r[0], float(r[1])) for r in conn.execute(text(window), bound)]
-                if len(found) == limit:
-                    return found
-                # the window was mostly other people's, invalid or inaudible: all matches
-            else:
-                sql = (
-                    "SELECT m.id, ts_rank_cd(to_tsvector('english', m.content || ' ' || "
-                    "m.subjects), q) AS score FROM memories m, to_tsquery('english', :match) q "
-                    "WHERE to_tsvector('english', m.content || ' ' || m.subjects) @@ q "
-                    "AND m.person_id = :person AND m.status = 'active' "
-                    "AND (m.valid_from IS NULL OR m.valid_from <= :at) "
-                    "AND (m.valid_to IS NULL OR m.valid_to > :at) "
-                    f"{_audience_sql(audience)} ORDER BY score DESC LIMIT :limit"
-                )
-                params = {"match": " | ".join(terms)}
-            everything = params | {"person": person_id, "at": rows.ts(at), "limit": limit}
-            everything |= _audience_params(audience)
-            return [(r[0], float(r[1])) for r in conn.execute(text(sql), everything)]
-
-        return await self.backend.read(op)
-
-    async def recallable_memory_ids(
-        self, *, person_id: str, ids: Sequence[str], audience: Audience, at: datetime
-    ) -> set[str]:
-        """Which of ``ids`` are the person's active memories, valid ``at``, that ``audience``
-        may hear (ids only: a filter for candidates found outside SQL)."""
-        if not ids:
-            return set()
-
-        def op(conn: Connection) -> set[str]:
-            # looked up by primary key and judged here: with the conditions in SQL, the planner
-            # prefers the (person, status) index and walks all of the person's memories
-            query = select(
-                memories.c.id,
-                memories.c.person_id,
-                memories.c.status,
-                memories.c.valid_from,
-                memories.c.valid_to,
-                memories.c.audience,
-            ).where(memories.c.id.in_(list(ids)))
-            when = rows.ts(at)
-            heard = audience.heard()
-            return {
-                r.id
-                for r in conn.execute(query)
-                if r.person_id == person_id
-                and r.status == MemoryStatus.ACTIVE.value
-                and (r.valid_from is None or r.valid_from <= when)
-                and (r.valid_to is None or r.valid_to > when)
-                and (heard is None or r.audience in heard)
-            }
-
-        return await self.backend.read(op)
-
-    async def memory_vectors_since(
-        self, *, person_id: str, model: str, after_seq: int
-    ) -> VectorDelta:
-        """The person's vectors of ``model`` written after ``after_seq``, the newest seq and
-        the deletion epoch: enough for a reader to keep its copy current."""
-
-        def op(conn: Connection) -> VectorDelta:
-            mine = (memory_vectors.c.person_id == person_id) & (memory_vectors.c.model == model)
-            newest = conn.execute(
-                select(func.coalesce(func.max(memory_vectors.c.seq), 0)).where(mine)
-            ).scalar_one()
-            epoch = conn.execute(
-                select(memory_vector_epochs.c.epoch).where(
-                    memory_vector_epochs.c.person_id == person_id
-                )
-            ).scalar_one_or_none()
-            query = (
-                select(memory_vectors.c.seq, memory_vectors.c.memory_id, memory_vectors.c.vector)
-                .where(mine, memory_vectors.c.seq > after_seq, memory_vectors.c.seq <= newest)
-                .order_by(memory_vectors.c.seq)
-            )
-            fresh = [(int(r[0]), r[1], bytes(r[2])) for r in conn.execute(query)]
-            return VectorDelta(rows=fresh, epoch=epoch or 0, newest=int(newest))
-
-        return await self.backend.read(op)
-
     # --- inside a transaction ---------------------------------------------------------------
 
     def _placed(self, conn: Connection, memory: Memory) -> Placement:
@@ -696,15 +541,3 @@ def _forgotten(conn: Connection, person_id: str, sources: Sequence[Source]) -> b
         )
     ).first()
     return found is not None
-
-
-def _audience_sql(audience: Audience) -> str:
-    heard = audience.heard()
-    if heard is None:
-        return ""
-    names = ", ".join(f":aud{i}" for i in range(len(heard)))
-    return f"AND m.audience IN ({names})"
-
-
-def _audience_params(audience: Audience) -> dict[str, str]:
-    return {f"aud{i}": value for i, value in enumerate(audience.heard() or ())}

@@ -390,6 +390,17 @@ audit_log = Table(
 
 # --- personal context: memory and skills (separate from task and authorization state) ------
 
+_RECALL_COLUMNS = (
+    "person_id",
+    "status",
+    "audience",
+    "valid_from",
+    "valid_to",
+    "importance",
+    "observed_at",
+)
+"""What deciding whether a memory may be recalled, and ranking it, reads."""
+
 memories = Table(
     "memories",
     metadata,
@@ -420,6 +431,10 @@ memories = Table(
     Index("ix_memories_person_status", "person_id", "status"),
     Index("ix_memories_person_slot", "person_id", "slot"),
     Index("ix_memories_person_hash", "person_id", "content_hash"),
+    # Covering indexes for recall: candidates found by vector (by id) or by full text (by
+    # fts_doc) are filtered and ranked from the index alone, without reading their rows.
+    Index("ix_memories_recall", "id", *_RECALL_COLUMNS),
+    Index("ix_memories_fts_recall", "fts_doc", *_RECALL_COLUMNS, "id"),
 )
 # Full-text search over memories: on SQLite an FTS5 table ``memory_fts`` (content, subjects;
 # rowid = the memory's ``fts_doc``) kept in step by the store; on PostgreSQL a GIN index on
