@@ -10,7 +10,7 @@ import pytest
 
 from steward.domain.audience import PRIVATE, PUBLIC, Audience
 from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind
-from steward.errors import Conflict, UsageError
+from steward.errors import Conflict, NotFound, UsageError
 from steward.memory.book import MemoryBook, WriteOutcome
 from steward.runtime.clock import SimulatedClock
 from steward.store import Store
@@ -524,3 +524,34 @@ async def test_a_restored_value_takes_its_place_in_the_slot_again(
 
     assert (restored.valid_to, restored.superseded_by) == (MAY, berlin.memory.id)
     assert await find(book, person, "Which city Lisbon Berlin") == ["Moved to Berlin in May"]
+
+
+async def test_forgetting_a_source_only_an_older_version_named_purges_the_memory(
+    book: MemoryBook, person: str
+) -> None:
+    first = await book.write(
+        person_id=person,
+        content="Coffee: flat white",
+        kind=MemoryKind.PREFERENCE,
+        source=said_in("tsk_a"),
+        actor="agent:tsk_a",
+    )
+    assert first.memory is not None
+    again = await book.write(
+        person_id=person,
+        content="Coffee: flat white",
+        kind=MemoryKind.PREFERENCE,
+        source=said_in("tsk_b"),
+        actor="agent:tsk_b",
+    )
+    assert again.memory is not None
+    assert {s.ref for s in again.memory.sources} == {"tsk_a", "tsk_b"}
+    # back to version 1, which names tsk_a only: version 2's snapshot still quotes tsk_b
+    await book.restore_version(first.memory.id, 1, actor="person")
+
+    tombstone = await book.forget_source(person, "task:tsk_b", actor="person")
+
+    assert tombstone.purged == 1
+    with pytest.raises(NotFound):
+        await book.store.get_memory(first.memory.id)
+    assert await book.history(first.memory.id) == []

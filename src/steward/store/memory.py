@@ -413,9 +413,15 @@ class MemoryQueries:
         )
 
     def _index(self, conn: Connection, memory: Memory) -> None:
-        """Keep the source index (and SQLite's full-text table) in step with the record."""
-        conn.execute(delete(memory_sources).where(memory_sources.c.memory_id == memory.id))
-        keys = sorted({s.key for s in memory.sources})
+        """Keep the source index (and SQLite's full-text table) in step with the record. The
+        index keeps the sources of every version, not only the current one's: forgetting a
+        source must find each record any version of which came from it."""
+        indexed = set(
+            conn.execute(
+                select(memory_sources.c.source_key).where(memory_sources.c.memory_id == memory.id)
+            ).scalars()
+        )
+        keys = sorted({s.key for s in memory.sources} - indexed)
         if keys:
             conn.execute(
                 memory_sources.insert(),
