@@ -14,7 +14,7 @@ import pytest
 
 from harness.conftest import agent_worker
 from steward.domain import Person, Rule, RuleMode, TaskSpec, TaskStatus
-from steward.domain.audience import Audience
+from steward.domain.audience import PRIVATE, Audience
 from steward.domain.ids import new_id
 from steward.domain.skill import SkillContent, SkillStatus
 from steward.errors import UsageError
@@ -238,7 +238,7 @@ async def test_the_index_is_one_line_per_skill_and_the_body_comes_on_demand(
         content=content("SECRET-STEPS: call Luigi on his mobile", when_to_use="dinner plans"),
         actor="agent:t1",
     )
-    await library.propose(
+    family = await library.propose(
         person_id=person,
         name="family-dinner",
         content=replace(
@@ -248,6 +248,9 @@ async def test_the_index_is_one_line_per_skill_and_the_body_comes_on_demand(
         ),
         actor="agent:t2",
     )
+    assert family.disposition is Disposition.HELD  # learned with others listening
+    assert family.skill is not None
+    await library.decide(family.skill, approve=True, actor="person")
     query = RecallQuery(person_id=person, text="Book a table for Friday dinner")
     index = await personal.skills(query)
     assert {(r.id, r.text) for r in index} == {
@@ -489,3 +492,42 @@ async def test_a_waiting_change_overtaken_by_an_update_cannot_be_approved_over_i
         await library.decide(skill, approve=True, actor="person")
     rejected = await library.decide(skill, approve=False, actor="person")
     assert (rejected.pending, rejected.content.procedure) == (None, "1. Better way.")
+
+
+async def test_a_group_learns_nothing_of_a_private_skill_by_proposing_its_name(
+    store: Store, clock: SimulatedClock
+) -> None:
+    person = (await store.create_person(name="ada", now=clock.now())).id
+    library = SkillLibrary(store, clock)
+    await library.propose(
+        person_id=person,
+        name="book-table",
+        content=content("SECRET-STEPS: call Luigi on his mobile", checks=("Luigi confirmed",)),
+        actor="agent:t1",
+    )
+    family = Audience.parse("group:family")
+
+    def from_group(name: str) -> SkillProposal:
+        return SkillProposal(
+            person_id=person,
+            name=name,
+            description="Book a table",
+            procedure="Ask in the family chat",
+            task_id="t2",
+            audience=family,
+        )
+
+    known = await library.take(from_group("book-table"))
+    unknown = await library.take(from_group("book-brunch"))
+
+    # the same answer whether or not a private skill of that name exists
+    assert known.replace("book-table", "NAME") == unknown.replace("book-brunch", "NAME")
+    assert "kept for the person to approve" in known
+    private = await store.find_skill(person_id=person, name="book-table")
+    assert private is not None
+    assert private.content.procedure == "SECRET-STEPS: call Luigi on his mobile"
+    assert private.content.audience == PRIVATE
+    # what waits is the group's text alone: nothing of the private skill was merged into it
+    assert private.pending is not None
+    assert private.pending.content.checks == ()
+    assert "SECRET" not in private.pending.content.render()

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from steward.domain.audience import PRIVATE
+from steward.domain.audience import PRIVATE, Audience
 from steward.domain.authority import RuleMode
 from steward.domain.ids import new_id
 from steward.domain.skill import (
@@ -110,7 +110,10 @@ class SkillLibrary:
         Fields left empty in a change keep what the skill says; sources accumulate."""
         name = skill_name(name)
         current = await self.store.find_skill(person_id=person_id, name=name)
-        if current is not None and current.status is not SkillStatus.PROPOSED:
+        # a conversation that may not hear the skill of that name learns nothing of it: not
+        # its text (no merge), not that it exists (the same answer as for a new name)
+        hidden = current is not None and not content.audience.may_hear(current.content.audience)
+        if current is not None and current.status is not SkillStatus.PROPOSED and not hidden:
             # a change keeps what it leaves unsaid; a held proposal (perhaps from others'
             # text) lends nothing to the one that replaces it
             content = _merged(current.content, content)
@@ -122,7 +125,7 @@ class SkillLibrary:
         if mode is RuleMode.DENY:
             why = f"the person's rule for {APPLY_ACTION} denies learning skills"
             return Proposed(disposition=Disposition.REFUSED, skill=current, why=why)
-        why = _why_held(trusted, current, mode, self.auto_apply)
+        why = _why_held(trusted, content.audience, current, mode, self.auto_apply)
         now = self.clock.now()
         if current is None:
             skill = Skill(
@@ -359,10 +362,16 @@ def _index_line(skill: Skill) -> str:
     return f"{skill.description}{record}"
 
 
-def _why_held(trusted: bool, current: Skill | None, mode: RuleMode | None, auto: bool) -> str:
-    """Why a proposal must wait for the person ("" when it applies)."""
+def _why_held(
+    trusted: bool, audience: Audience, current: Skill | None, mode: RuleMode | None, auto: bool
+) -> str:
+    """Why a proposal must wait for the person ("" when it applies). What is learned where
+    others listen always waits, so that the answer is the same whether or not the person has
+    a skill of that name the conversation may not hear."""
     if not trusted:
         return "it was learned in a task that read others' text"
+    if audience != PRIVATE:
+        return "it was learned in a conversation with others"
     if current is not None and current.status is SkillStatus.ARCHIVED:
         return "the person archived this skill"
     if mode is None:
