@@ -278,20 +278,24 @@ async def test_a_destructive_pass_is_held_until_approved_and_skips_what_changed_
     assert await statuses(book, *(m.id for m in everyone)) == [MemoryStatus.ACTIVE] * 5
     assert held.describe()[0] == f"merge: same statement: {again.id} merged into {first.id}"
 
-    # the person keeps one of the notes alive before reviewing the pass
+    # before the review, the person keeps one note alive and a task recalls the other
     await book.edit(old_notes[1].id, actor="person", importance=0.8)
+    await book.store.record_memory_uses([old_notes[0].id])
     approved = await approve_pass(book, held.id)
 
     assert approved.status is PassStatus.APPLIED
     assert [(op.kind, op.skipped) for op in approved.operations] == [
         (OperationKind.MERGE, None),
-        (OperationKind.ARCHIVE, None),
+        (
+            OperationKind.ARCHIVE,
+            f"memory {old_notes[0].id} was recalled since the pass was planned",
+        ),
         (OperationKind.ARCHIVE, f"memory {old_notes[1].id} changed since (version 2, planned 1)"),
     ]
     assert await statuses(book, *(m.id for m in everyone)) == [
         MemoryStatus.ACTIVE,
         MemoryStatus.ARCHIVED,
-        MemoryStatus.ARCHIVED,
+        MemoryStatus.ACTIVE,
         MemoryStatus.ACTIVE,
         MemoryStatus.ACTIVE,
     ]

@@ -356,6 +356,9 @@ def _stale(op: PassOperation, memories: Sequence[Memory]) -> str | None:
             return f"memory {memory.id} changed since (version {memory.version}, planned {planned})"
     if op.kind is OperationKind.PROMOTE and not memories[0].trusted:
         return f"memory {memories[0].id} has an untrusted source: only the person promotes it"
+    if op.kind is OperationKind.ARCHIVE and memories[0].uses:
+        # archived for never being recalled; a recall does not make a new version
+        return f"memory {memories[0].id} was recalled since the pass was planned"
     return None
 
 
