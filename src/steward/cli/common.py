@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import os
@@ -23,6 +22,7 @@ from steward.app import embedder_from
 from steward.config import Settings
 from steward.errors import StewardError
 from steward.service import Service
+from steward.service.encode import to_jsonable
 from steward.store import Store
 
 T = TypeVar("T")
@@ -91,20 +91,6 @@ async def service(db: str | None) -> AsyncIterator[Service]:
         )
     finally:
         await store.close()
-
-
-def to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {k: to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    return value
 
 
 def emit(items: Sequence[Any], columns: Sequence[str], *, as_json: bool, title: str = "") -> None:

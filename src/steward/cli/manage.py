@@ -16,10 +16,10 @@ from steward.cli.common import (
     parse_json_arg,
     run,
     service,
-    to_jsonable,
 )
 from steward.domain import Budget, GoalStatus, MissedPolicy, TaskSpec, TriggerKind
 from steward.service import parse_time
+from steward.service.encode import to_jsonable
 
 goal_app = typer.Typer(help="Goals: durable intent.", no_args_is_help=True)
 task_app = typer.Typer(help="Tasks: units of execution.", no_args_is_help=True)

@@ -23,12 +23,12 @@ from steward.cli.common import (
     err_console,
     run,
     service,
-    to_jsonable,
 )
 from steward.domain.memory import Memory, MemoryVersion
 from steward.domain.memory_pass import PassStatus
 from steward.memory.markdown import ImportReport
 from steward.service import parse_time
+from steward.service.encode import to_jsonable
 
 memory_app = typer.Typer(
     help="What Steward remembers about you, where it learned it, and forgetting.",

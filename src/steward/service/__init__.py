@@ -7,12 +7,14 @@ Its parts: :mod:`~steward.service.base` (who is asking: a service bound to an AP
 for that token's person only, within its scopes), :mod:`~steward.service.work` (goals, tasks,
 triggers, events, effects, the agent, approvals), :mod:`~steward.service.security` (audit,
 tokens, connections, grants, rules, the vault), :mod:`~steward.service.memory` (what it
-remembers about the person) and :mod:`~steward.service.skills` (what it learned to do).
+remembers about the person), :mod:`~steward.service.skills` (what it learned to do) and
+:mod:`~steward.service.hooks` (signed webhook deliveries).
 """
 
 from __future__ import annotations
 
 from steward.service.base import Principal, ServiceBase
+from steward.service.hooks import WebhookService
 from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
 from steward.service.skills import SkillService
@@ -28,5 +30,5 @@ __all__ = [
 ]
 
 
-class Service(WorkService, SecurityService, MemoryService, SkillService):
+class Service(WorkService, SecurityService, MemoryService, SkillService, WebhookService):
     """Everything an interface may do, for the owner or for one token's person."""

@@ -24,11 +24,12 @@ from steward.domain import (
     Person,
     Task,
 )
-from steward.errors import Forbidden, NotFound, UsageError
+from steward.errors import ConfigError, Forbidden, NotFound, UsageError
 from steward.memory.book import MemoryBook
 from steward.memory.embedding import Embedder
 from steward.runtime.clock import Clock
 from steward.sentinel.tokens import READ, require_scope
+from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import Store
 
 
@@ -128,6 +129,11 @@ class ServiceBase:
         approval = await self.store.get_approval(approval_id)
         self._owned("approval", approval_id, approval.person_id)
         return approval
+
+    def _vault(self) -> Vault:
+        if self.data_dir is None:
+            raise ConfigError("no data directory is configured, so there is no vault key")
+        return Vault(VaultKeys.load(self.data_dir))
 
     def _decider(self, given: str) -> str:
         return given if self.principal is None else self.principal.actor

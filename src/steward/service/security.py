@@ -173,11 +173,6 @@ class SecurityService(ServiceBase):
 
     # --- security: the vault --------------------------------------------------------------
 
-    def _vault(self) -> Vault:
-        if self.data_dir is None:
-            raise ConfigError("no data directory is configured, so there is no vault key")
-        return Vault(VaultKeys.load(self.data_dir))
-
     async def put_secret(
         self, *, person_id: str, name: str, value: str, hosts: Sequence[str]
     ) -> SecretInfo:

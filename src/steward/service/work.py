@@ -29,6 +29,7 @@ from steward.domain import (
     TriggerKind,
 )
 from steward.domain.audience import PRIVATE, Audience
+from steward.domain.feed import FeedEntry
 from steward.domain.ids import new_id
 from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
@@ -158,6 +159,25 @@ class WorkService(ServiceBase):
                 )
         entries.sort(key=lambda e: e.at)
         return entries[-limit:]
+
+    async def feed(
+        self,
+        *,
+        person_id: str,
+        after_seq: int = 0,
+        goal_id: str | None = None,
+        limit: int = 500,
+    ) -> list[FeedEntry]:
+        """What happened for the person after ``after_seq`` (under one goal, with
+        ``goal_id``), in commit order: the live stream's source."""
+        person_id = self._for(person_id, READ)
+        if goal_id is not None:
+            await self._goal(goal_id, READ)
+        if after_seq < 0 or not 1 <= limit <= 1000:
+            raise UsageError("after_seq must not be negative, and limit is from 1 to 1000")
+        return await self.store.feed_since(
+            person_id=person_id, after_seq=after_seq, goal_id=goal_id, limit=limit
+        )
 
     # --- tasks --------------------------------------------------------------------------
 

@@ -13,10 +13,12 @@ from sqlalchemy.engine import make_url
 
 from steward.errors import ConfigError
 from steward.store import migrate
+from steward.store.activations import ActivationQueries, FinalStep
 from steward.store.audit import AuditQueries
 from steward.store.authority import AuthorityQueries
 from steward.store.backend import Backend
 from steward.store.effects import EffectQueries
+from steward.store.feed import FeedQueries
 from steward.store.inbox import InboxQueries
 from steward.store.memory import MemoryQueries
 from steward.store.memory_extra import MemoryExtraQueries
@@ -24,7 +26,7 @@ from steward.store.memory_passes import PassQueries
 from steward.store.memory_search import MemorySearchQueries
 from steward.store.schedule import ScheduleQueries
 from steward.store.skills import SkillQueries
-from steward.store.tasks import Fence, FinalStep
+from steward.store.tasks import Fence
 from steward.store.tokens import TokenQueries
 from steward.store.vault import SecretQueries
 
@@ -32,10 +34,12 @@ __all__ = ["Fence", "FinalStep", "Store"]
 
 
 class Store(
+    ActivationQueries,
     ScheduleQueries,
     EffectQueries,
     InboxQueries,
     AuditQueries,
+    FeedQueries,
     TokenQueries,
     SecretQueries,
     AuthorityQueries,

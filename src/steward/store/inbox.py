@@ -14,6 +14,7 @@ from steward.errors import InvalidTransition, NotFound
 from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend
+from steward.store.feed import append_feed
 from steward.store.schema import approvals, artifacts, notifications, tasks
 from steward.store.tasks import Fence, TaskQueries
 from steward.store.waking import _wake
@@ -51,6 +52,18 @@ class InboxQueries(TaskQueries):
             }
             conn.execute(approvals.insert().values(values))
             _insert_notification(self.backend, conn, notification)
+            append_feed(
+                conn,
+                self.backend,
+                person_id=approval.person_id,
+                at=approval.created_at,
+                kind="approval.requested",
+                summary=f"asks to {approval.tool}: {approval.reason}",
+                goal_id=_goal_of(conn, approval.task_id),
+                task_id=approval.task_id,
+                ref=approval.id,
+                data={"tool": approval.tool},
+            )
             append_in(
                 conn,
                 self.backend,
@@ -116,6 +129,18 @@ class InboxQueries(TaskQueries):
                 .values(status=status.value, decided_by=decided_by, note=note, decided_at=now_f)
             )
             _wake_waiter(conn, current.task_id, "approval", approval_id, now_f)
+            append_feed(
+                conn,
+                self.backend,
+                person_id=current.person_id,
+                at=now,
+                kind="approval.decided",
+                summary=f"{status.value}: {current.tool} (by {decided_by})",
+                goal_id=_goal_of(conn, current.task_id),
+                task_id=current.task_id,
+                ref=approval_id,
+                data={"status": status.value, "decided_by": decided_by},
+            )
             append_in(
                 conn,
                 self.backend,
@@ -283,7 +308,23 @@ def _insert_notification(backend: Backend, conn: Connection, item: Notification)
         "created_at": rows.ts(item.created_at),
         "read_at": rows.ts_opt(item.read_at),
     }
-    conn.execute(backend.insert_ignore(notifications, values))
+    if conn.execute(backend.insert_ignore(notifications, values)).rowcount:
+        append_feed(
+            conn,
+            backend,
+            person_id=item.person_id,
+            at=item.created_at,
+            kind="notification",
+            summary=item.title,
+            goal_id=item.goal_id,
+            task_id=item.task_id,
+            ref=item.id,
+            data={"kind": item.kind},
+        )
+
+
+def _goal_of(conn: Connection, task_id: str) -> str | None:
+    return conn.execute(select(tasks.c.goal_id).where(tasks.c.id == task_id)).scalar_one_or_none()
 
 
 def _get_artifact(conn: Connection, artifact_id: str) -> Artifact:

@@ -388,6 +388,26 @@ audit_log = Table(
     Index("ix_audit_person", "person_id", "seq"),
 )
 
+# --- the feed: what happened, per person, in commit order (the live stream's source) -------
+
+feed = Table(
+    "feed",
+    metadata,
+    # a seq is never reused (pruning deletes old entries): clients resume after the last seen
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("person_id", ID, nullable=False),
+    Column("at", Float, nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("goal_id", ID),
+    Column("task_id", ID),
+    Column("ref", String(200)),
+    Column("summary", Text, nullable=False),
+    Column("data", Text, nullable=False),
+    Index("ix_feed_person_seq", "person_id", "seq"),
+    Index("ix_feed_goal_seq", "goal_id", "seq"),
+    sqlite_autoincrement=True,
+)
+
 # --- personal context: memory and skills (separate from task and authorization state) ------
 
 _RECALL_COLUMNS = (

@@ -1,0 +1,75 @@
+"""The HTTP API: versioned REST resources over the service facade, bearer-token auth on every
+route, errors as problem details (RFC 9457).
+
+Every route acts through ``Service.authenticate(token)``: a service bound to the token's person
+and scopes, so tenancy and scopes are decided in one place, the facade, for every interface.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import Any
+
+import structlog
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from steward.api.common import problem
+from steward.api.routes import memory, security, skills, stream, webhooks, work
+from steward.errors import StewardError, UsageError
+from steward.service import Service
+
+log = structlog.get_logger(__name__)
+
+API_PREFIX = "/api/v1"
+
+
+def create_app(service: Service) -> FastAPI:
+    """The API (and, mounted on it, everything else served over HTTP) for ``service``, an
+    owner's facade: each request acts through the facade bound to its token."""
+    app = FastAPI(
+        title="Steward",
+        version=version("steward"),
+        description="A self-hosted personal agent runtime. Every route needs a bearer token.",
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+    )
+    app.state.service = service
+    api = APIRouter(prefix=API_PREFIX)
+    for module in (work, security, memory, skills, stream, webhooks):
+        api.include_router(module.router)
+    app.include_router(api)
+    _handle_errors(app)
+    return app
+
+
+def _handle_errors(app: FastAPI) -> None:
+    @app.exception_handler(StewardError)
+    async def steward_error(_request: Request, exc: StewardError) -> JSONResponse:
+        if isinstance(exc, UsageError):
+            return problem(exc.status_code, type(exc).__name__, str(exc))
+        log.error("request failed", error=repr(exc))
+        return problem(500, "Internal error", "Steward failed to do this; see its log")
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [_where(e) for e in exc.errors()]
+        return problem(422, "Invalid request", "; ".join(problems), errors=problems)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        return problem(exc.status_code, "HTTP error", str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def crash(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("request crashed", error=repr(exc))
+        return problem(500, "Internal error", "Steward failed to do this; see its log")
+
+
+def _where(error: dict[str, Any]) -> str:
+    """One validation error in words: where it is and what is wrong."""
+    place = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "request"
+    return f"{place}: {error.get('msg', 'invalid')}"
