@@ -5,7 +5,8 @@ The loop is driven by the task's checkpointed state, never by memory of a previo
 * ``pending`` — tool calls of the last recorded model answer not yet observed. A recovered
   activation runs these first and does not ask the model again (the answer is in the journal).
 * ``waiting`` — what the task is suspended on (an approval, the person's answer, an event, a
-  time, its subtask, a budget stop); the next activation turns the wake-up into the observation.
+  time, its subtask, a budget stop); the next activation turns the wake-up into the observation
+  (``steward.harness.waiting``).
 * ``summary``/``summarized_through`` and ``progress`` — what carries the task forward when the
   older steps are compacted out of the prompt.
 
@@ -19,25 +20,21 @@ import asyncio
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import structlog
 
 from steward.domain import (
-    Approval,
-    ApprovalStatus,
     Artifact,
     Goal,
-    Notification,
     Step,
     TaskSpec,
     WaitCondition,
-    args_hash,
 )
 from steward.domain.audience import Audience
 from steward.domain.ids import effect_key
-from steward.domain.outcome import Fail, Outcome, Succeed, Wait
+from steward.domain.outcome import Fail, Outcome, Succeed
 from steward.errors import (
     EffectFailed,
     NotFound,
@@ -80,6 +77,7 @@ from steward.harness.personal import (
 )
 from steward.harness.sentinel import ActionRequest, DefaultSentinel, Sentinel, Verdict
 from steward.harness.tools import Tool, ToolArgumentError, ToolContext, ToolRegistry
+from steward.harness.waiting import WaitingActivation
 from steward.harness.workspace import Workspace
 from steward.models.base import (
     Message,
@@ -172,7 +170,7 @@ class AgentHarness:
             return Fail(reason=str(exc))
 
 
-class _Activation:
+class _Activation(WaitingActivation):
     def __init__(self, harness: AgentHarness, run: TaskRun) -> None:
         self.h = harness
         self.run = run
@@ -196,10 +194,6 @@ class _Activation:
         self.budget = harness.config.budget
         if "budget" in self.task.input:
             self.budget = ActivationBudget.from_json(self.task.input["budget"])
-
-    @property
-    def state(self) -> dict[str, Any]:
-        return self.run.state
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -585,19 +579,7 @@ class _Activation:
             self.run.decide(kind="tool", output=self._tool_output(call, "task failed"))
             return Fail(reason=directive.reason)
         if isinstance(directive, Suspend):
-            condition = directive.condition
-            waiting: dict[str, Any] = {"kind": directive.kind, "call_id": call.id}
-            mark = self.state.get("event_mark")
-            if directive.kind == "event" and mark and condition.since is not None:
-                since = datetime.fromtimestamp(mark["at"], UTC)
-                condition = replace(
-                    condition, since=min(since, condition.since), seen=list(mark["ids"])
-                )
-            if directive.kind == "input":
-                ref = f"q.{self.task.id}.{self.run.seq + 1}"
-                condition = replace(condition, ref=ref)
-                await self._notify("question", ref, directive.question or "", "")
-            return self._suspend_on(waiting, condition)
+            return await self._suspend(call, directive)
         if isinstance(directive, Spawn):
             return await self._spawn(call, directive)
         if isinstance(directive, GoalWrite):
@@ -669,12 +651,6 @@ class _Activation:
         acceptance = self.task.input.get("acceptance") or {}
         return [k for k in acceptance.get("required_keys", []) if k not in data]
 
-    def _suspend_on(self, waiting: dict[str, Any], condition: WaitCondition) -> Outcome:
-        waiting["condition"] = condition.to_json()
-        self.state["waiting"] = waiting
-        self.run.decide(kind="suspend", output={"waiting": waiting})
-        return Wait(condition=condition)
-
     async def _spawn(self, call: ToolCall, spawn: Spawn) -> Outcome | None:
         if self.task.id.count(".") // 2 >= self.h.config.max_subtask_depth:
             limit = self.h.config.max_subtask_depth
@@ -726,166 +702,6 @@ class _Activation:
         tail = f"\n…[characters {read.offset}-{end} of {artifact.size} bytes]"
         return await self._observe(call, text + tail)
 
-    # --- authorization ------------------------------------------------------------------
-
-    async def _ask_approval(
-        self, call: ToolCall, found: Tool, args: dict[str, Any], reason: str
-    ) -> Outcome:
-        now = self.run.clock.now()
-        ttl = self.h.config.approval_ttl
-        approval_id = f"apr.{self.task.id}.{self.run.seq + 1}"
-        approval = await self.store.request_approval(
-            self.run.fence,
-            Approval(
-                id=approval_id,
-                person_id=self.task.person_id,
-                task_id=self.task.id,
-                goal_id=self.task.goal_id,
-                step_seq=self.run.seq + 1,
-                tool=found.name,
-                args=args,
-                args_hash=args_hash(found.name, args),
-                reason=reason,
-                scopes=found.scopes,
-                status=ApprovalStatus.PENDING,
-                created_at=now,
-                expires_at=now + ttl if ttl is not None else None,
-            ),
-            self._notification(
-                "approval",
-                approval_id,
-                f"Approve {found.name}?",
-                f"{reason}\n{found.name}({json.dumps(args, sort_keys=True, default=str)})",
-            ),
-            lease_now=self.run.clock.lease_now(),
-        )
-        condition = WaitCondition(kind="approval", ref=approval.id, until=approval.expires_at)
-        return self._suspend_on(
-            {"kind": "approval", "call_id": call.id, "approval_id": approval.id}, condition
-        )
-
-    async def _hand_off(
-        self, call: ToolCall, found: Tool, args: dict[str, Any], reason: str
-    ) -> Outcome:
-        ref = f"h.{self.task.id}.{self.run.seq + 1}"
-        action = f"{found.name}({json.dumps(args, sort_keys=True, default=str)})"
-        await self._notify(
-            "handoff", ref, f"Please do this yourself: {found.name}", f"{reason}\n{action}"
-        )
-        condition = WaitCondition(
-            kind="input", ref=ref, prompt=f"Steward cannot do {action}: {reason}. Reply when done."
-        )
-        return self._suspend_on({"kind": "handoff", "call_id": call.id}, condition)
-
-    # --- resuming -----------------------------------------------------------------------
-
-    async def _resume(self, waiting: dict[str, Any]) -> Outcome | None:
-        """Turn what the task waited for into the next step, or go back to sleep if it has
-        not happened yet (woken early by recovery or a timeout that is not due)."""
-        kind = waiting["kind"]
-        wake = dict(self.state.get("wake") or {})
-        condition = WaitCondition.from_json(waiting["condition"])
-        call = ToolCall.from_json(self.state["pending"][0]) if self.state["pending"] else None
-        timed_out = wake.get("reason") == "timeout"
-        if kind == "approval":
-            assert call is not None
-            return await self._resume_approval(call, waiting, condition)
-        if kind == "children":
-            assert call is not None
-            return await self._resume_children(call, waiting, condition)
-        if kind == "until":
-            assert call is not None
-            if condition.until is not None and self.run.clock.now() < condition.until:
-                return Wait(condition=condition)
-            return await self._observe(call, f"waited until {self.run.clock.now().isoformat()}")
-        if kind == "event":
-            assert call is not None
-            if "event" in wake:
-                self._mark_event(wake["event"])
-                event = json.dumps(wake["event"], sort_keys=True, default=str)
-                source = f"event:{wake['event'].get('type')}"
-                provenance.remember(self.state, event, source=source, step=self.run.seq + 1)
-                return await self._observe(call, f"event arrived: {event}")
-            if timed_out:
-                return await self._observe(call, "no matching event arrived before the timeout")
-            return Wait(condition=condition)
-        # the person's input: a question's answer, a chat reply, a hand-off or budget stop
-        answer = wake.get("answer")
-        if answer is not None:
-            provenance.trust(self.state, str(answer))
-        if answer is None:
-            if timed_out and call is not None:
-                return await self._observe(call, "the person did not answer in time", True)
-            return Wait(condition=condition)
-        if kind == "input":
-            assert call is not None
-            return await self._observe(call, f"the person answered: {answer}")
-        if kind == "handoff":
-            assert call is not None
-            return await self._observe(call, f"the person handled it themselves: {answer}")
-        if kind == "budget":
-            self.state.pop("waiting", None)
-            await self._commit(kind="resumed", output={"answer": answer})
-            return None
-        await self._say(str(answer))  # a chat reply
-        return None
-
-    def _mark_event(self, event: dict[str, Any]) -> None:
-        """Remember the last event delivered (its time, and the ids delivered at that time): the
-        next event wait looks from there, so an event that arrived while the task was busy is
-        not lost, and the delivered ones do not match again."""
-        mark = self.state.get("event_mark") or {}
-        at = event["received_at"]
-        ids = [i for i in mark.get("ids", []) if mark.get("at") == at]
-        self.state["event_mark"] = {"at": at, "ids": [*ids, event["id"]]}
-
-    async def _resume_approval(
-        self, call: ToolCall, waiting: dict[str, Any], condition: WaitCondition
-    ) -> Outcome | None:
-        approval = await self.store.get_approval(waiting["approval_id"])
-        if approval.status is ApprovalStatus.PENDING:
-            expired = (
-                approval.expires_at is not None and self.run.clock.now() >= approval.expires_at
-            )
-            if not expired:
-                return Wait(condition=condition)
-            approval = await self.store.expire_approval(approval.id, now=self.run.clock.now())
-        if approval.status is ApprovalStatus.EXPIRED:
-            return await self._observe(call, "not done: the approval request expired", True)
-        if approval.status is ApprovalStatus.DENIED:
-            note = f" ({approval.note})" if approval.note else ""
-            return await self._observe(call, f"not done: the person denied it{note}", True)
-        found = self.h.tools.get(call.name)
-        if found is None:
-            return await self._observe(call, f"error: tool {call.name!r} is gone", True)
-        try:
-            args = found.parse_arguments(call.arguments)
-        except ToolArgumentError as exc:
-            return await self._observe(call, f"error: {exc}", True)
-        if args_hash(found.name, args) != approval.args_hash:
-            return await self._observe(call, "not done: the approval was for other arguments", True)
-        if await self._already_attempted(found):
-            return await self._execute(call, found, args)
-        # the approval answers "ask", nothing else: a rule or revocation since then still bites
-        decision = await self.h.sentinel.check(self._request(found, args))
-        if decision.verdict is Verdict.DENY:
-            return await self._observe(call, f"denied: {decision.reason}", True)
-        if decision.verdict is Verdict.HANDOFF:
-            return await self._hand_off(call, found, args, decision.reason)
-        return await self._execute(call, found, args)
-
-    async def _resume_children(
-        self, call: ToolCall, waiting: dict[str, Any], condition: WaitCondition
-    ) -> Outcome | None:
-        children = [await self.store.get_task(c) for c in waiting.get("children", [])]
-        if any(not child.status.terminal for child in children):
-            return Wait(condition=condition)
-        report = [
-            {"task": c.id, "status": c.status.value, "result": c.result, "error": c.error}
-            for c in children
-        ]
-        return await self._observe(call, json.dumps(report, default=str))
-
     # --- budgets ------------------------------------------------------------------------
 
     def _account(self, usage: Usage, *, model_calls: int | bool) -> None:
@@ -905,39 +721,4 @@ class _Activation:
             usage=self.run.usage,
             elapsed=(self.run.clock.now() - self.started).total_seconds(),
             goal_spent=self.goal_spent,
-        )
-
-    async def _suspend_for_budget(self, reason: str) -> Outcome:
-        ref = f"b.{self.task.id}.{self.run.seq + 1}"
-        await self._notify(
-            "budget",
-            ref,
-            f"Task paused: {reason}",
-            f"'{self.task.title or self.task.id}' stopped instead of spending more. "
-            "Answer the task to let it continue (raise the goal's budget first if that one "
-            "ran out), or cancel it.",
-        )
-        condition = WaitCondition(kind="input", ref=ref, prompt=f"Budget reached: {reason}")
-        return self._suspend_on({"kind": "budget", "reason": reason}, condition)
-
-    # --- notifications ------------------------------------------------------------------
-
-    def _notification(self, kind: str, ref: str, title: str, body: str) -> Notification:
-        return Notification(
-            id=f"ntf.{ref}",
-            person_id=self.task.person_id,
-            kind=kind,
-            title=title,
-            body=body,
-            task_id=self.task.id,
-            goal_id=self.task.goal_id,
-            ref=ref,
-            created_at=self.run.clock.now(),
-        )
-
-    async def _notify(self, kind: str, ref: str, title: str, body: str) -> None:
-        await self.store.notify(
-            self._notification(kind, ref, title, body),
-            fence=self.run.fence,
-            lease_now=self.run.clock.lease_now(),
         )
