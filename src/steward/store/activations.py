@@ -18,6 +18,7 @@ from steward.domain.outcome import Outcome
 from steward.errors import LeaseLost
 from steward.store import rows
 from steward.store.backend import Backend
+from steward.store.feed import append_feed
 from steward.store.schema import activations, steps, tasks
 from steward.store.tasks import Fence, TaskQueries, _get_task
 from steward.store.waking import (
@@ -91,6 +92,7 @@ class ActivationQueries(TaskQueries):
             if row is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
             step_insert.run(conn, params)
+            _feed_step(conn, self.backend, fence.task_id, seq, kind, now, row[1], row[2])
             if usage is not None:
                 conn.execute(
                     update(activations)
@@ -119,7 +121,7 @@ class ActivationQueries(TaskQueries):
                 wake=None,
                 updated_at=bindparam("now"),
             )
-            .returning(tasks.c.control)
+            .returning(tasks.c.control, tasks.c.person_id, tasks.c.goal_id)
         )
 
     # --- ending an activation -----------------------------------------------------------
@@ -151,11 +153,15 @@ class ActivationQueries(TaskQueries):
                     tasks.c.person_id,
                     tasks.c.control,
                     tasks.c.wake,
+                    tasks.c.goal_id,
+                    tasks.c.title,
+                    tasks.c.kind,
                 ).where(self._fenced(fence, lease_now))
             ).first()
             if current is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
-            attempts, max_attempts, parent_id, person_id, control, old_wake = current
+            attempts, max_attempts, parent_id, person_id, control, old_wake = current[:6]
+            goal_id, title, task_kind = current[6:]
             if final_step is not None:
                 step_params = {
                     "task_id": fence.task_id,
@@ -178,6 +184,16 @@ class ActivationQueries(TaskQueries):
                     raise LeaseLost(fence.task_id, fence.epoch)
                 self.backend.prepared("checkpoint-insert", _checkpoint_insert).run(
                     conn, step_params
+                )
+                _feed_step(
+                    conn,
+                    self.backend,
+                    fence.task_id,
+                    final_step.seq,
+                    final_step.kind,
+                    now,
+                    person_id,
+                    goal_id,
                 )
             values: dict[str, Any] = {
                 "lease_owner": None,
@@ -246,7 +262,20 @@ class ActivationQueries(TaskQueries):
             )
             if values.get("status") in TERMINAL and parent_id is not None:
                 _wake_parent_if_children_done(conn, parent_id, now_f)
-            return _get_task(conn, fence.task_id)
+            ended = _get_task(conn, fence.task_id)
+            append_feed(
+                conn,
+                self.backend,
+                person_id=person_id,
+                at=now,
+                kind=f"task.{ended.status.value}",
+                summary=f"{ended.status.value}: {title or task_kind}"
+                + (f" ({ended.error})" if ended.error and ended.status.value != "pending" else ""),
+                goal_id=goal_id,
+                task_id=fence.task_id,
+                data={"outcome": label, "steps": steps_taken},
+            )
+            return ended
 
         return await self.backend.write(op)
 
@@ -316,4 +345,30 @@ def _checkpoint_insert() -> ClauseElement:
         kind=bindparam("kind"),
         output=bindparam("output"),
         created_at=bindparam("now"),
+    )
+
+
+def _feed_step(
+    conn: Connection,
+    backend: Backend,
+    task_id: str,
+    seq: int,
+    kind: str,
+    now: datetime,
+    person_id: str,
+    goal_id: str | None,
+) -> None:
+    """A step in the feed: which, and of what kind (its output stays in the journal: read it
+    with the task's steps)."""
+    append_feed(
+        conn,
+        backend,
+        person_id=person_id,
+        at=now,
+        kind="step",
+        summary=f"step {seq}: {kind}",
+        goal_id=goal_id,
+        task_id=task_id,
+        ref=str(seq),
+        data={"seq": seq, "kind": kind},
     )

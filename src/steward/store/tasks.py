@@ -32,6 +32,7 @@ from steward.domain.outcome import Claim
 from steward.errors import InvalidTransition, LeaseLost, NotFound
 from steward.store import rows
 from steward.store.backend import Backend
+from steward.store.feed import append_feed
 from steward.store.schema import activations, goals, persons, tasks
 from steward.store.waking import (
     TERMINAL,
@@ -165,7 +166,19 @@ class TaskQueries:
                 if owner != person_id:
                     raise NotFound("goal", goal_id)
             conn.execute(insert(tasks).values(values))
-            return _get_task(conn, values["id"])
+            created = _get_task(conn, values["id"])
+            append_feed(
+                conn,
+                self.backend,
+                person_id=person_id,
+                at=now,
+                kind="task.created",
+                summary=f"task created: {created.title or created.kind}",
+                goal_id=goal_id,
+                task_id=created.id,
+                data={"kind": created.kind, "parent_id": parent_id, "trigger_id": trigger_id},
+            )
+            return created
 
         return await self.backend.write(op)
 
@@ -384,7 +397,20 @@ class TaskQueries:
             conn.execute(update(tasks).where(tasks.c.id == task_id).values(values))
             if values.get("status") == "cancelled" and task.parent_id:
                 _wake_parent_if_children_done(conn, task.parent_id, now_f)
-            return _get_task(conn, task_id)
+            changed = _get_task(conn, task_id)
+            done = "asked" if changed.status is task.status else str(changed.status)
+            append_feed(
+                conn,
+                self.backend,
+                person_id=task.person_id,
+                at=now,
+                kind=f"task.{control}",
+                summary=f"{control} {done}: {task.title or task.kind}",
+                goal_id=task.goal_id,
+                task_id=task_id,
+                data={"status": changed.status.value},
+            )
+            return changed
 
         return await self.backend.write(op)
 
