@@ -17,24 +17,40 @@ from steward.service.encode import to_jsonable
 PROBLEM = "application/problem+json"
 MOST_PER_PAGE = 500
 
-_bearer = HTTPBearer(
+bearer = HTTPBearer(
     auto_error=False,
     description="An API token from `steward token create` (scopes `read` or `control`).",
 )
 
 
+SESSION_COOKIE = "steward_session"
+"""The dashboard's session: the token the person logged in with, in an HttpOnly, SameSite=Strict
+cookie. The API takes it on reads only (a browser's ``EventSource`` cannot send a header); a
+change through the API needs the bearer header, so no other site can make a browser change
+anything."""
+_SAFE = frozenset({"GET", "HEAD"})
+
+
+def token_of(request: Request, credentials: HTTPAuthorizationCredentials | None) -> str:
+    """The request's token: the bearer header, else (on a read) the session cookie."""
+    if credentials is not None and credentials.credentials.strip():
+        return credentials.credentials.strip()
+    cookie = request.cookies.get(SESSION_COOKIE, "").strip()
+    if cookie and request.method in _SAFE:
+        return cookie
+    raise Unauthorized(
+        "send an API token as 'Authorization: Bearer <token>' (create one with "
+        "'steward token create')"
+    )
+
+
 async def caller(
     request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Service:
     """The facade bound to the request's token: the person it acts for, within its scopes."""
-    if credentials is None or not credentials.credentials.strip():
-        raise Unauthorized(
-            "send an API token as 'Authorization: Bearer <token>' (create one with "
-            "'steward token create')"
-        )
     service: Service = request.app.state.service
-    return await service.authenticate(credentials.credentials.strip())
+    return await service.authenticate(token_of(request, credentials))
 
 
 Caller = Annotated[Service, Depends(caller)]

@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from steward.api.common import Caller
+from steward.api.common import Caller, bearer, token_of
 from steward.domain.feed import FeedEntry
 from steward.errors import UsageError
 from steward.service import Service
@@ -54,7 +54,7 @@ async def opening(
     cursor = after if after is not None else _seq(last_event_id)
     # the first read checks the goal and the token's scope
     first = await svc.feed(person_id="", after_seq=cursor, goal_id=goal_id, limit=BATCH)
-    token = request.headers.get("authorization", "")[len("Bearer ") :].strip()
+    token = token_of(request, await bearer(request))
     return Opening(svc=svc, token=token, cursor=cursor, goal_id=goal_id, first=first)
 
 
