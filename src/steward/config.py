@@ -52,6 +52,12 @@ class Settings(BaseSettings):
     person: str | None = None
     """Which person the CLI acts for (id); default: the only/first person."""
 
+    host: str = "127.0.0.1"
+    """Where ``steward up`` serves the API and the dashboard (``0.0.0.0`` to reach it from
+    other devices, e.g. a phone on the home network; put TLS in front for anything wider)."""
+    port: int = Field(default=8470, ge=0, le=65535)
+    """Its port (0: any free one)."""
+
     model: str | None = None
     """Model name (``gpt-4o-mini``, ``llama3.1``...); unset: agent tasks fail with a message
     saying how to configure one."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -91,22 +93,27 @@ def test_trigger_enable_disable(db: str) -> None:
 
 @pytest.mark.slow
 def test_up_runs_work_and_stops_cleanly(db: str, tmp_path: Path) -> None:
-    """`steward up` prints where data lives and how to stop; runs a task created from another
-    process; exits cleanly on SIGTERM."""
+    """`steward up` prints where data lives, where to open the dashboard and how to stop;
+    serves the API there; runs a task created from another process; exits cleanly on
+    SIGTERM."""
     env = {**os.environ, "STEWARD_DATA_DIR": str(tmp_path / "data")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "steward.cli.main", "up", "--db", db],
+        [sys.executable, "-m", "steward.cli.main", "up", "--db", db, "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
     )
     try:
-        banner = [proc.stdout.readline() for _ in range(5)]  # type: ignore[union-attr]
+        banner = [proc.stdout.readline() for _ in range(7)]  # type: ignore[union-attr]
         text = "".join(banner)
         assert "data:" in text, text
         assert "stop:" in text, text
         assert "model:   unconfigured" in text, text
+        [address] = re.findall(r"open:\s+(http://127\.0\.0\.1:\d+)/", text)
+        refused = httpx.get(f"{address}/api/v1/goals")
+        assert refused.status_code == 401, refused.text
+        assert refused.headers["content-type"] == "application/problem+json"
         task = cli_json(db, "task", "create", "noop", "--input", '{"steps": 3}')
         deadline = time.monotonic() + 30
         status = ""

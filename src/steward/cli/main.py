@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import signal
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import typer
 
+from steward.api import create_app
+from steward.api.server import serving
 from steward.app import build_harness, embedder_from
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
@@ -21,7 +24,7 @@ from steward.cli.security import audit_app, connection_app, grant_app, rule_app,
 from steward.cli.skills import skill_app
 from steward.cli.vault import secret_app, vault_app
 from steward.config import Settings
-from steward.domain import TaskSpec, TriggerKind
+from steward.domain import Person, TaskSpec, TriggerKind
 from steward.domain.trigger import MissedPolicy
 from steward.memory.jobs import schedule_consolidation
 from steward.runtime.builtin import builtin_harness
@@ -59,7 +62,9 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
 
-async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
+async def _serve(
+    url: str, config: RuntimeConfig, *, banner: bool, http: tuple[str, int] | None = None
+) -> None:
     settings = Settings()
     store = await Store.open(url)
     clock = Clock()
@@ -77,23 +82,43 @@ async def _serve(url: str, config: RuntimeConfig, *, banner: bool) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, runtime.stop)
-    if banner:
-        roles = (["scheduler"] if config.scheduler else []) + [f"{config.workers} worker(s)"]
-        where = store.url
-        if store.dialect == "sqlite":
-            where = f"{store.backend.path} (SQLite, WAL)"  # type: ignore[attr-defined]
-        say = functools.partial(console.print, soft_wrap=True)
-        say(f"[bold]Steward[/bold] running ({', '.join(roles)}), pid {os.getpid()}")
-        say(f"  data:    {where}")
-        say(f"  person:  {person.name} ({person.id})")
-        say(f"  model:   {harness.model.name} ({settings.model_provider})")
-        say(f"  stop:    Ctrl-C, or kill {os.getpid()} (all state is kept in the database)")
     try:
-        await runtime.run()
+        async with contextlib.AsyncExitStack() as stack:
+            address = None
+            if http is not None:  # the API and the dashboard, in this process and loop
+                address = await stack.enter_async_context(
+                    serving(create_app(service), host=http[0], port=http[1])
+                )
+            if banner:
+                _banner(settings, store, harness.model.name, person, config, address)
+            await runtime.run()
     finally:
         await store.close()
     if banner:
         console.print("stopped; all state is in the database")
+
+
+def _banner(
+    settings: Settings,
+    store: Store,
+    model: str,
+    person: Person,
+    config: RuntimeConfig,
+    address: str | None,
+) -> None:
+    roles = (["scheduler"] if config.scheduler else []) + [f"{config.workers} worker(s)"]
+    where = store.url
+    if store.dialect == "sqlite":
+        where = f"{store.backend.path} (SQLite, WAL)"  # type: ignore[attr-defined]
+    say = functools.partial(console.print, soft_wrap=True)
+    say(f"[bold]Steward[/bold] running ({', '.join(roles)}), pid {os.getpid()}")
+    if address is not None:
+        say(f"  open:    {address}/  (log in with a token: steward token create)")
+        say(f"  api:     {address}/api/v1  (docs at {address}/api/v1/docs)")
+    say(f"  data:    {where}")
+    say(f"  person:  {person.name} ({person.id})")
+    say(f"  model:   {model} ({settings.model_provider})")
+    say(f"  stop:    Ctrl-C, or kill {os.getpid()} (all state is kept in the database)")
 
 
 def _url(db: str | None) -> str:
@@ -107,12 +132,17 @@ def up(
     workers: int = typer.Option(1, help="Worker loops in this process."),
     concurrency: int = typer.Option(8, help="Tasks each worker runs at once."),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
+    host: str | None = typer.Option(None, help="Serve the API and dashboard here ($STEWARD_HOST)."),
+    port: int | None = typer.Option(None, help="On this port ($STEWARD_PORT, default 8470)."),
+    no_http: bool = typer.Option(False, "--no-http", help="Run without the API and dashboard."),
 ) -> None:
-    """Run scheduler and workers in one process (embedded SQLite by default)."""
+    """Run scheduler, workers, the API and the dashboard in one process (embedded SQLite by
+    default)."""
     configure_logging(log_level)
-    asyncio.run(
-        _serve(_url(db), RuntimeConfig(workers=workers, concurrency=concurrency), banner=True)
-    )
+    settings = Settings()
+    http = None if no_http else (host or settings.host, settings.port if port is None else port)
+    config = RuntimeConfig(workers=workers, concurrency=concurrency)
+    asyncio.run(_serve(_url(db), config, banner=True, http=http))
 
 
 @app.command()
