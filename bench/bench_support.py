@@ -182,6 +182,7 @@ async def subprocess_up(url: str, *, extra: Sequence[str] = ()) -> AsyncIterator
         url,
         "--log-level",
         "warning",
+        "--no-http",  # what is measured here is the runtime
         *extra,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,

@@ -7,6 +7,7 @@ and scopes, so tenancy and scopes are decided in one place, the facade, for ever
 
 from __future__ import annotations
 
+import time
 from importlib.metadata import version
 from typing import Any
 
@@ -43,6 +44,16 @@ def create_app(service: Service) -> FastAPI:
         api.include_router(module.router)
     app.include_router(api)
     _handle_errors(app)
+
+    @app.middleware("http")
+    async def server_timing(request: Request, call_next: Any) -> Any:
+        # how long the server spent, for the person's browser tools and for bench/
+        started = time.perf_counter()
+        response = await call_next(request)
+        spent = (time.perf_counter() - started) * 1000
+        response.headers["Server-Timing"] = f"app;dur={spent:.1f}"
+        return response
+
     return app
 
 

@@ -141,9 +141,21 @@ async def change_goal(svc: Caller, goal_id: str, body: GoalChange) -> JSONRespon
     return json(await svc.goal_detail(goal_id))
 
 
-@router.get("/goals/{goal_id}/timeline", tags=["goals"], summary="What happened under a goal")
-async def goal_timeline(svc: Caller, goal_id: str, limit: Limit = 200) -> JSONResponse:
-    return json({"items": await svc.timeline(goal_id, limit=limit)})
+@router.get(
+    "/goals/{goal_id}/timeline",
+    tags=["goals"],
+    summary="What happened under a goal, oldest first (tasks, steps, approvals, decisions)",
+)
+async def goal_timeline(
+    svc: Caller,
+    goal_id: str,
+    after: Annotated[int, Query(ge=0, description="Entries after this seq.")] = 0,
+    limit: Limit = 100,
+) -> JSONResponse:
+    entries = await svc.feed(person_id="", goal_id=goal_id, after_seq=after, limit=limit + 1)
+    shown = entries[:limit]
+    more = len(entries) > limit
+    return json({"items": shown, "next_after": shown[-1].seq if more and shown else None})
 
 
 # --- tasks ---------------------------------------------------------------------------------

@@ -1,0 +1,267 @@
+"""API latency under load: 50 concurrent clients on loopback against a real ``steward up``.
+
+    .venv/bin/python bench/api_latency.py                 # SQLite, 10,000 steps, 50 clients
+    .venv/bin/python bench/api_latency.py --backend postgres --json
+
+The database holds one person with a goal whose task took 10,000 steps (committed through the
+store's fenced checkpoints, as a worker does), 100 pending approvals and 300 notifications.
+``steward up --port 0`` serves it from a child process; this process runs the clients (one
+``httpx.AsyncClient`` each, keep-alive), each sending its requests one after another:
+
+* ``timeline, first page``: ``GET /goals/{id}/timeline?limit=100``;
+* ``timeline, deep page``: ``GET /goals/{id}/timeline?after=<a random seq>&limit=100``;
+* ``inbox``: ``GET /approvals`` (pending) then ``GET /notifications?unread=true``, timed as one;
+* ``dashboard first page``: ``GET /`` with the session cookie (when the dashboard is served).
+
+Reported per kind: latency seen by the client (p50/p99) and the server's own time from the
+``Server-Timing`` header (p50/p99). Clients and server share the machine's cores, so the
+client-side figures include the clients' own work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import sys
+import time
+from typing import Any
+
+import httpx
+
+from bench_support import STEWARD, fresh_database, percentile, quiet_logs
+from steward.domain import Approval, ApprovalStatus, Notification, TaskSpec
+from steward.domain.approval import args_hash
+from steward.domain.ids import new_id
+from steward.runtime.clock import Clock
+from steward.service import Service
+from steward.store import Fence, Store
+
+STEPS = 10_000
+APPROVALS = 100
+NOTIFICATIONS = 300
+TARGET_FIRST_PAGE_MS = 200.0
+
+
+async def build(url: str, steps: int) -> dict[str, Any]:
+    """The person's goal, its long task, the inbox, and a control token."""
+    store = await Store.open(url)
+    clock = Clock()
+    try:
+        svc = Service(store, clock)
+        person = await svc.ensure_person()
+        goal = await svc.create_goal(person_id=person.id, title="A long-running goal")
+        task = await svc.create_task(
+            person_id=person.id, spec=TaskSpec(kind="noop", title="the long task"), goal_id=goal.id
+        )
+        [claim] = await store.claim_tasks(
+            worker="bench", limit=1, lease_seconds=86_400, now=clock.now()
+        )
+        fence = Fence.of(claim)
+        started = time.perf_counter()
+        for seq in range(1, steps + 1):
+            await store.checkpoint(
+                fence, seq=seq, kind="tool", output={"n": seq}, state={}, now=clock.now()
+            )
+        written = time.perf_counter() - started
+        for n in range(APPROVALS):
+            args = {"to": f"friend{n}@example.com"}
+            approval_id = new_id("apr")
+            await store.request_approval(
+                fence,
+                Approval(
+                    id=approval_id,
+                    person_id=person.id,
+                    task_id=task.id,
+                    goal_id=goal.id,
+                    step_seq=n + 1,
+                    tool="send_email",
+                    args=args,
+                    args_hash=args_hash("send_email", args),
+                    reason="an external action",
+                    scopes=("email.send",),
+                    status=ApprovalStatus.PENDING,
+                    created_at=clock.now(),
+                ),
+                Notification(
+                    id=new_id("ntf"),
+                    person_id=person.id,
+                    kind="approval",
+                    title=f"may I write to friend{n}?",
+                    body="",
+                    task_id=task.id,
+                    ref=approval_id,
+                    created_at=clock.now(),
+                ),
+            )
+        for n in range(NOTIFICATIONS - APPROVALS):
+            await store.notify(
+                Notification(
+                    id=new_id("ntf"),
+                    person_id=person.id,
+                    kind="info",
+                    title=f"news {n}",
+                    body="",
+                    created_at=clock.now(),
+                )
+            )
+        _, token = await svc.create_token(person_id=person.id, name="bench", scopes=["control"])
+        head = await store.feed_head(person_id=person.id)
+        return {"goal": goal.id, "token": token, "head": head, "steps_written_s": written}
+    finally:
+        await store.close()
+
+
+async def measure(
+    address: str, built: dict[str, Any], clients: int, per_client: int, rng: random.Random
+) -> dict[str, Any]:
+    token, goal = built["token"], built["goal"]
+    base = f"{address}/api/v1"
+
+    async def timeline_first(client: httpx.AsyncClient) -> list[httpx.Response]:
+        return [await client.get(f"{base}/goals/{goal}/timeline", params={"limit": 100})]
+
+    async def timeline_deep(client: httpx.AsyncClient) -> list[httpx.Response]:
+        after = rng.randrange(built["head"])
+        params = {"after": after, "limit": 100}
+        return [await client.get(f"{base}/goals/{goal}/timeline", params=params)]
+
+    async def inbox(client: httpx.AsyncClient) -> list[httpx.Response]:
+        return [
+            await client.get(f"{base}/approvals"),
+            await client.get(f"{base}/notifications", params={"unread": "true"}),
+        ]
+
+    async def dashboard(client: httpx.AsyncClient) -> list[httpx.Response]:
+        return [await client.get(f"{address}/", cookies={"steward_session": token})]
+
+    kinds = {
+        "timeline, first page": timeline_first,
+        "timeline, deep page": timeline_deep,
+        "inbox": inbox,
+        "dashboard first page": dashboard,
+    }
+    report: dict[str, Any] = {}
+    for name, request in kinds.items():
+        wall: list[float] = []
+        server: list[float] = []
+        statuses: dict[int, int] = {}
+
+        async def one_client(
+            request: Any = request,
+            wall: list[float] = wall,
+            server: list[float] = server,
+            statuses: dict[int, int] = statuses,
+        ) -> None:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with httpx.AsyncClient(headers=headers, timeout=60) as client:
+                await request(client)  # warm the connection
+                for _ in range(per_client):
+                    started = time.perf_counter()
+                    responses = await request(client)
+                    wall.append((time.perf_counter() - started) * 1000)
+                    server.append(sum(_server_ms(r) for r in responses))
+                    for r in responses:
+                        statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one_client() for _ in range(clients)))
+        elapsed = time.perf_counter() - started
+        if set(statuses) != {200}:
+            report[name] = {"skipped": f"answers {statuses}"}
+            continue
+        report[name] = {
+            "requests": len(wall),
+            "per_second": round(len(wall) / elapsed, 1),
+            "client_p50_ms": round(percentile(wall, 50), 1),
+            "client_p99_ms": round(percentile(wall, 99), 1),
+            "server_p50_ms": round(percentile(server, 50), 1),
+            "server_p99_ms": round(percentile(server, 99), 1),
+        }
+    return report
+
+
+def _server_ms(response: httpx.Response) -> float:
+    found = re.search(r"dur=([\d.]+)", response.headers.get("server-timing", ""))
+    return float(found.group(1)) if found else float("nan")
+
+
+async def run(backend: str, steps: int, clients: int, per_client: int) -> dict[str, Any]:
+    with fresh_database(backend) as url:
+        built = await build(url, steps)
+        proc = await asyncio.create_subprocess_exec(
+            STEWARD,
+            "up",
+            "--db",
+            url,
+            "--port",
+            "0",
+            "--log-level",
+            "warning",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            assert proc.stdout is not None
+            banner = b""
+            while b"api:" not in banner:
+                banner += await asyncio.wait_for(proc.stdout.readline(), 60)
+            [address] = re.findall(r"open:\s+(http://127\.0\.0\.1:\d+)/", banner.decode())
+            report = await measure(address, built, clients, per_client, random.Random(5))
+        finally:
+            proc.terminate()
+            await proc.wait()
+        return {
+            "backend": backend,
+            "steps": steps,
+            "clients": clients,
+            "requests_per_client": per_client,
+            "feed_entries": built["head"],
+            "steps_written_s": round(built["steps_written_s"], 1),
+            "load_average": os.getloadavg()[0],
+            "results": report,
+        }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--requests", type=int, default=20, help="per client and kind (20)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    quiet_logs()
+    report = asyncio.run(run(args.backend, args.steps, args.clients, args.requests))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(
+        f"{report['backend']}: a goal with {report['steps']:,} steps "
+        f"({report['feed_entries']:,} feed entries), {report['clients']} clients x "
+        f"{report['requests_per_client']} requests per kind; load average "
+        f"{report['load_average']:.2f}"
+    )
+    print(f"{'kind':24} {'req/s':>7} {'client p50':>11} {'p99':>8} {'server p50':>11} {'p99':>8}")
+    for name, row in report["results"].items():
+        if "skipped" in row:
+            print(f"{name:24} skipped: {row['skipped']}")
+            continue
+        print(
+            f"{name:24} {row['per_second']:7.1f} {row['client_p50_ms']:9.1f}ms "
+            f"{row['client_p99_ms']:6.1f}ms {row['server_p50_ms']:9.1f}ms "
+            f"{row['server_p99_ms']:6.1f}ms"
+        )
+    first = report["results"].get("dashboard first page", {})
+    if "server_p99_ms" in first:
+        met = "met" if first["server_p99_ms"] < TARGET_FIRST_PAGE_MS else "NOT met"
+        print(f"dashboard first page under {TARGET_FIRST_PAGE_MS:.0f} ms server time: {met}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
