@@ -10,7 +10,6 @@ from typing import Any
 
 from steward.domain.audience import Audience
 
-
 _PLAIN = (str, int, float, bool, type(None))
 _FIELDS: dict[type, tuple[str, ...]] = {}
 """Field names of each dataclass met, looked up once (listings encode thousands of objects)."""

@@ -92,13 +92,13 @@ class ActivationQueries(TaskQueries):
             if row is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
             step_insert.run(conn, params)
-            _feed_step(conn, self.backend, fence.task_id, seq, kind, now, row[1], row[2])
             if usage is not None:
                 conn.execute(
                     update(activations)
                     .where(activations.c.id == fence.activation_id)
                     .values(usage=rows.dump(usage))
                 )
+            _feed_step(conn, self.backend, fence.task_id, seq, kind, now, row[1], row[2])
             control: str | None = row[0]
             return control
 
@@ -185,16 +185,6 @@ class ActivationQueries(TaskQueries):
                 self.backend.prepared("checkpoint-insert", _checkpoint_insert).run(
                     conn, step_params
                 )
-                _feed_step(
-                    conn,
-                    self.backend,
-                    fence.task_id,
-                    final_step.seq,
-                    final_step.kind,
-                    now,
-                    person_id,
-                    goal_id,
-                )
             values: dict[str, Any] = {
                 "lease_owner": None,
                 "lease_expires_at": None,
@@ -263,6 +253,18 @@ class ActivationQueries(TaskQueries):
             if values.get("status") in TERMINAL and parent_id is not None:
                 _wake_parent_if_children_done(conn, parent_id, now_f)
             ended = _get_task(conn, fence.task_id)
+            # the feed last: its lock is taken after every row lock of the transaction
+            if final_step is not None:
+                _feed_step(
+                    conn,
+                    self.backend,
+                    fence.task_id,
+                    final_step.seq,
+                    final_step.kind,
+                    now,
+                    person_id,
+                    goal_id,
+                )
             append_feed(
                 conn,
                 self.backend,
