@@ -1725,7 +1725,7 @@ async def test_leader_lease_valid_until_expiry(store: Store, clock: SimulatedClo
 
 async def test_prune_history(store: Store, clock: SimulatedClock) -> None:
     """Pruning deletes tasks that ended before the cutoff with their steps and activations,
-    and old routed events and firings; live tasks (with their journal), recently ended tasks,
+    and old routed events, firings and feed entries; live tasks (with their journal), recently ended tasks,
     unrouted events, goals, goal records and triggers stay."""
     ada = await new_person(store, clock)
     goal = await new_goal(store, clock, ada.id)
@@ -1760,6 +1760,7 @@ async def test_prune_history(store: Store, clock: SimulatedClock) -> None:
         person_id=ada.id, type="y", source="s", dedupe_key="new", payload={}, now=clock.now()
     )
     cutoff = clock.now() - timedelta(days=1)
+    feed = await store.feed_since(person_id=ada.id)
     counts = await store.prune_history(before=cutoff)
     assert counts == {
         "steps": 1,
@@ -1768,7 +1769,14 @@ async def test_prune_history(store: Store, clock: SimulatedClock) -> None:
         "tasks": 1,
         "events": 1,
         "firings": 1,
+        "feed entries": sum(1 for e in feed if e.at < cutoff),
     }
+    # what happened since the cutoff stays in the feed, and its seqs do not change
+    assert await store.feed_since(person_id=ada.id) == [e for e in feed if e.at >= cutoff]
+    assert [e.kind for e in await store.feed_since(person_id=ada.id)] == [
+        "task.created",
+        "task.cancel",
+    ]
     with pytest.raises(NotFound):
         await store.get_task(old.id)
     assert await store.list_steps(old.id) == []

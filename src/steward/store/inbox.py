@@ -308,7 +308,11 @@ def _insert_notification(backend: Backend, conn: Connection, item: Notification)
         "created_at": rows.ts(item.created_at),
         "read_at": rows.ts_opt(item.read_at),
     }
-    if conn.execute(backend.insert_ignore(notifications, values)).rowcount:
+    # RETURNING, not rowcount: drivers may report -1 for an INSERT's rowcount
+    inserted = conn.execute(
+        backend.insert_ignore(notifications, values).returning(notifications.c.id)
+    ).first()
+    if inserted is not None:
         append_feed(
             conn,
             backend,

@@ -19,6 +19,7 @@ from steward.store.schema import (
     activations,
     effects,
     events,
+    feed,
     firings,
     goals,
     leases,
@@ -323,7 +324,8 @@ class ScheduleQueries(GoalQueries, TaskQueries):
 
     async def prune_history(self, *, before: datetime) -> dict[str, int]:
         """Delete tasks that finished before ``before`` with their activations, steps and
-        effects, and routed events and firings older than that. Goals and their records stay."""
+        effects, and routed events, firings and feed entries older than that. Goals and their
+        records stay."""
         cutoff = rows.ts(before)
 
         def op(conn: Connection) -> dict[str, int]:
@@ -348,6 +350,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
             counts["firings"] = conn.execute(
                 delete(firings).where(firings.c.recorded_at < cutoff)
             ).rowcount
+            counts["feed entries"] = conn.execute(delete(feed).where(feed.c.at < cutoff)).rowcount
             return counts
 
         return await self.backend.write(op)
