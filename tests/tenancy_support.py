@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from steward.cli.common import to_jsonable
 from steward.domain import (
     ApiToken,
     Approval,
@@ -36,6 +35,7 @@ from steward.domain.skill import Skill, SkillContent
 from steward.memory.skills import SkillLibrary
 from steward.runtime.clock import Clock
 from steward.service import Service
+from steward.service.encode import to_jsonable
 from steward.store import Fence, Store
 
 

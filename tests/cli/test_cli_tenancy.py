@@ -121,6 +121,7 @@ NOT_DATA = {
     "scheduler": "runs the scheduler process",
     "simulate": "replays a simulation in a throwaway database",
     "db upgrade": "migrates the schema",
+    "mcp": "serves MCP for one token: its tenancy is tested in tests/mcp_server",
 }
 """Commands that read or change no person's data through the facade."""
 LISTINGS = [

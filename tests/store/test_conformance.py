@@ -1725,8 +1725,8 @@ async def test_leader_lease_valid_until_expiry(store: Store, clock: SimulatedClo
 
 async def test_prune_history(store: Store, clock: SimulatedClock) -> None:
     """Pruning deletes tasks that ended before the cutoff with their steps and activations,
-    and old routed events, firings and feed entries; live tasks (with their journal), recently ended tasks,
-    unrouted events, goals, goal records and triggers stay."""
+    and old routed events, firings and feed entries; live tasks (with their journal),
+    recently ended tasks, unrouted events, goals, goal records and triggers stay."""
     ada = await new_person(store, clock)
     goal = await new_goal(store, clock, ada.id)
     old = await new_task(store, clock, ada.id, goal_id=goal.id, priority=9)

@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from steward.api import mcp
 from steward.api.common import problem
 from steward.api.routes import memory, security, skills, stream, webhooks, work
 from steward.errors import StewardError, UsageError
@@ -28,8 +29,8 @@ API_PREFIX = "/api/v1"
 
 
 def create_app(service: Service) -> FastAPI:
-    """The API (and, mounted on it, everything else served over HTTP) for ``service``, an
-    owner's facade: each request acts through the facade bound to its token."""
+    """The API, and MCP at ``/mcp``, for ``service``, an owner's facade: each request acts
+    through the facade bound to its token."""
     app = FastAPI(
         title="Steward",
         version=version("steward"),
@@ -43,6 +44,7 @@ def create_app(service: Service) -> FastAPI:
     for module in (work, security, memory, skills, stream, webhooks):
         api.include_router(module.router)
     app.include_router(api)
+    mcp.mount(app)
     _handle_errors(app)
 
     @app.middleware("http")

@@ -146,6 +146,28 @@ def up(
 
 
 @app.command()
+def mcp(
+    token: str = typer.Option(
+        ...,
+        envvar="STEWARD_TOKEN",
+        help="An API token: the MCP client acts as it ($STEWARD_TOKEN).",
+    ),
+    db: str | None = DbOption,
+) -> None:
+    """Serve Steward over MCP on stdin/stdout, for a desktop assistant or another agent (over
+    HTTP, `steward up` serves it at /mcp)."""
+    from steward.api.mcp import run_stdio
+
+    configure_logging("warning")  # to stderr: stdout is the wire
+
+    async def main() -> None:
+        async with service(db) as svc:
+            await run_stdio(svc, token)
+
+    run(main)
+
+
+@app.command()
 def worker(
     db: str | None = DbOption,
     concurrency: int = typer.Option(8, help="Tasks run at once."),

@@ -1,0 +1,1 @@
+"""Steward as an MCP server."""
