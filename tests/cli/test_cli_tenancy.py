@@ -122,6 +122,7 @@ NOT_DATA = {
     "simulate": "replays a simulation in a throwaway database",
     "db upgrade": "migrates the schema",
     "mcp": "serves MCP for one token: its tenancy is tested in tests/mcp_server",
+    "demo": "runs the offline demo in a database of its own",
 }
 """Commands that read or change no person's data through the facade."""
 LISTINGS = [

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_server.support import ok, refused
 from steward.api import create_app
 from steward.api.common import PROBLEM
-from steward.api.mcp import PATH, mount
+from steward.api.mcp import PATH
 from steward.domain import ApprovalStatus
 from steward.runtime.clock import SimulatedClock
 from steward.service import Service
@@ -60,7 +60,6 @@ async def served(store: Store, clock: SimulatedClock, tmp_path: Path) -> AsyncIt
     b = await make_tenant(store, clock, "bob", tmp_path)
     owner = Service(store, clock, data_dir=tmp_path)
     app = create_app(owner)
-    mount(app)
     async with serving(app) as base:
         yield Served(url=base + PATH, owner=owner, a=a, b=b)
 

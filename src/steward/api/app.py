@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from steward import web
 from steward.api import mcp
 from steward.api.common import problem
 from steward.api.routes import memory, security, skills, stream, webhooks, work
@@ -29,8 +30,8 @@ API_PREFIX = "/api/v1"
 
 
 def create_app(service: Service) -> FastAPI:
-    """The API, and MCP at ``/mcp``, for ``service``, an owner's facade: each request acts
-    through the facade bound to its token."""
+    """The API, MCP at ``/mcp`` and the dashboard at ``/``, for ``service``, an owner's
+    facade: each request acts through the facade bound to its token (or session)."""
     app = FastAPI(
         title="Steward",
         version=version("steward"),
@@ -45,6 +46,7 @@ def create_app(service: Service) -> FastAPI:
         api.include_router(module.router)
     app.include_router(api)
     mcp.mount(app)
+    web.mount(app)
     _handle_errors(app)
 
     @app.middleware("http")

@@ -18,6 +18,7 @@ from steward.api.server import serving
 from steward.app import build_harness, embedder_from
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
+from steward.cli.demo import demo
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
 from steward.cli.memory import memory_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
@@ -58,6 +59,7 @@ app.command()(ask)
 app.command()(chat)
 app.command()(answer)
 app.command()(inbox)
+app.command("demo")(demo)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 

@@ -265,7 +265,7 @@ class WorkService(ServiceBase):
         now = self.clock.now()
         trigger = Trigger(
             id=new_id("trg"),
-            person_id=person_id,
+            person_id=person.id,
             goal_id=goal_id,
             name=name or f"{kind.value} {spec}",
             kind=kind,

@@ -134,10 +134,12 @@ async def get_goal(svc: Caller, goal_id: str) -> JSONResponse:
 
 @router.patch("/goals/{goal_id}", tags=["goals"], summary="Pause, resume or close a goal")
 async def change_goal(svc: Caller, goal_id: str, body: GoalChange) -> JSONResponse:
-    if body.budget is not None:
-        await svc.set_goal_budget(goal_id, body.budget.budget())
+    # the status first: a transition the goal cannot make is refused before anything changed
+    # (the budget was validated here already)
     if body.status is not None:
         await svc.set_goal_status(goal_id, body.status)
+    if body.budget is not None:
+        await svc.set_goal_budget(goal_id, body.budget.budget())
     return json(await svc.goal_detail(goal_id))
 
 

@@ -1,0 +1,37 @@
+"""``steward demo``: see the whole system work in a minute, offline, without an API key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from steward.cli.common import console, run
+from steward.demo import DemoOptions, default_demo_dir, run_demo
+from steward.demo.run import DEFAULT_EVERY, DEFAULT_PORT
+
+
+def demo(
+    port: int = typer.Option(DEFAULT_PORT, help="Serve the API and dashboard here (0: any)."),
+    data_dir: Path | None = typer.Option(
+        None,
+        "--data-dir",
+        help="The demo's own directory, wiped on each run (default: 'demo' in the user data "
+        "directory; never your database).",
+    ),
+    seconds: float | None = typer.Option(None, help="Stop after this many seconds."),
+    every: float = typer.Option(DEFAULT_EVERY, help="Seconds between scheduled inbox checks."),
+) -> None:
+    """Run a self-contained demo: a person, goals, approvals, memories and skills, a fake mail
+    service and a scripted model, with the dashboard; nothing leaves this machine."""
+    options = DemoOptions(data_dir=data_dir or default_demo_dir(), port=port, every=every)
+
+    async def main() -> None:
+        await run_demo(
+            options,
+            seconds=seconds,
+            say=lambda line: console.print(line, soft_wrap=True, highlight=False, markup=False),
+            handle_signals=True,
+        )
+
+    run(main)

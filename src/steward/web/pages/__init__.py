@@ -1,0 +1,1 @@
+"""The dashboard's pages, one module per area; each has a ``router``."""

@@ -1,0 +1,27 @@
+"""``/triggers``: what wakes work by itself, when it fires next; enable or disable each."""
+
+from __future__ import annotations
+
+from fastapi import Request, Response
+
+from steward.web.forms import done, posted
+from steward.web.render import page
+from steward.web.routing import pages
+from steward.web.session import Viewer
+
+router = pages()
+
+
+@router.get("/triggers")
+async def triggers(request: Request, svc: Viewer) -> Response:
+    return page(
+        request, "triggers.html", title="Triggers", triggers=await svc.list_triggers(person_id="")
+    )
+
+
+@router.post("/triggers/{trigger_id}")
+async def switch(request: Request, svc: Viewer, trigger_id: str) -> Response:
+    form = await posted(request)
+    enabled = form.text("enabled") == "true"
+    trigger = await svc.set_trigger_enabled(trigger_id, enabled)
+    return done(request, "/triggers", f"{trigger.name} {'enabled' if enabled else 'disabled'}.")

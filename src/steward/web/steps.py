@@ -1,0 +1,50 @@
+"""A task's steps in words: what the model said or called, what a tool observed, what the
+person answered."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from steward.domain import Step
+
+MOST_CHARS = 2000
+
+
+@dataclass(kw_only=True, frozen=True)
+class ShownStep:
+    step: Step
+    who: str
+    """``agent``, ``tool``, ``you`` or the step's kind."""
+    text: str
+
+
+def shown(step: Step) -> ShownStep:
+    output: Any = step.output
+    if step.kind == "user" and isinstance(output, dict):
+        return ShownStep(step=step, who="you", text=_cut(str(output.get("content", ""))))
+    if step.kind == "model" and isinstance(output, dict):
+        response = output.get("response") or {}
+        calls = ", ".join(
+            f"{c.get('name')}({_compact(c.get('arguments'))})"
+            for c in response.get("tool_calls") or []
+        )
+        text = str(response.get("content") or "")
+        return ShownStep(step=step, who="agent", text=_cut(" → ".join(filter(None, [text, calls]))))
+    if isinstance(output, dict) and "observation" in output:
+        text = f"{output.get('name')}: {output['observation']}"
+        return ShownStep(step=step, who="tool", text=_cut(text))
+    if isinstance(output, dict) and "result" in output:
+        result = output["result"]
+        said = result.get("text") if isinstance(result, dict) else result
+        return ShownStep(step=step, who="agent", text=_cut(str(said)))
+    return ShownStep(step=step, who=step.kind, text=_cut(_compact(output)))
+
+
+def _compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MOST_CHARS else text[: MOST_CHARS - 1] + "…"

@@ -1,0 +1,117 @@
+"""What the dashboard tests share: the app (API and dashboard) served on a loopback socket, two
+tenants, and a logged-in browser-like client."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import httpx
+
+from steward.api import create_app
+from steward.domain import Approval, ApprovalStatus, Notification, TaskSpec
+from steward.domain.approval import args_hash
+from steward.domain.ids import new_id
+from steward.runtime.clock import Clock
+from steward.service import Service
+from steward.store import Fence, Store
+from tenancy_support import Tenant
+
+_CSRF = re.compile(r'name="csrf" value="([0-9a-f]*)"')
+
+
+def dashboard(owner: Service) -> object:
+    app = create_app(owner)
+    return app
+
+
+def csrf_of(html: str) -> str:
+    found = _CSRF.search(html)
+    assert found is not None, "the page has no form with a CSRF token"
+    return found.group(1)
+
+
+@dataclass
+class Site:
+    url: str
+    owner: Service
+    store: Store
+    clock: Clock
+    a: Tenant
+    b: Tenant
+    opened: list[httpx.AsyncClient] = field(default_factory=list)
+    """Clients to close when the test ends."""
+
+    def client(self) -> httpx.AsyncClient:
+        client = httpx.AsyncClient(base_url=self.url, timeout=30, follow_redirects=False)
+        self.opened.append(client)
+        return client
+
+    async def close(self) -> None:
+        for client in self.opened:
+            await client.aclose()
+
+    async def session(self, token: str) -> Session:
+        """A client logged in with ``token``, as a browser is after the login form."""
+        client = self.client()
+        form = await client.get("/login")
+        answer = await client.post("/login", data={"csrf": csrf_of(form.text), "token": token})
+        assert answer.status_code == 303, answer.text
+        inbox = await client.get("/inbox")  # not "/": that would mark everything seen
+        assert inbox.status_code == 200, inbox.text
+        return Session(client=client, csrf=csrf_of(inbox.text))
+
+
+@dataclass
+class Session:
+    client: httpx.AsyncClient
+    csrf: str
+    """The token every form of this session posts back."""
+
+    async def get(self, path: str) -> httpx.Response:
+        return await self.client.get(path)
+
+    async def post(self, path: str, **fields: str) -> httpx.Response:
+        return await self.client.post(path, data={"csrf": self.csrf, **fields})
+
+
+async def ask_approval(store: Store, clock: Clock, t: Tenant, *, to: str) -> Approval:
+    """A new pending approval, recorded the way a running task records one (fenced by its
+    lease), under the tenant's goal."""
+    task = await store.create_task(
+        TaskSpec(kind="noop", title=f"write to {to}"),
+        person_id=t.person.id,
+        goal_id=t.goal.id,
+        now=clock.now(),
+    )
+    [claim] = await store.claim_tasks(worker="w-web", limit=1, lease_seconds=3600, now=clock.now())
+    assert claim.task.id == task.id
+    args = {"to": to, "body": "hello"}
+    approval_id = new_id("apr")
+    return await store.request_approval(
+        Fence.of(claim),
+        Approval(
+            id=approval_id,
+            person_id=t.person.id,
+            task_id=task.id,
+            goal_id=t.goal.id,
+            step_seq=1,
+            tool="send_email",
+            args=args,
+            args_hash=args_hash("send_email", args),
+            reason="sending email asks first",
+            scopes=("email.send",),
+            status=ApprovalStatus.PENDING,
+            created_at=clock.now(),
+        ),
+        Notification(
+            id=new_id("ntf"),
+            person_id=t.person.id,
+            kind="approval",
+            title=f"may I email {to}?",
+            body="",
+            task_id=task.id,
+            ref=approval_id,
+            created_at=clock.now(),
+        ),
+    )
