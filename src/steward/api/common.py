@@ -72,3 +72,12 @@ def page(items: Sequence[Any], *, limit: int, offset: int) -> dict[str, Any]:
     shown = list(items[offset : offset + limit])
     more = len(items) > offset + limit
     return {"items": to_jsonable(shown), "next_offset": offset + limit if more else None}
+
+
+def seq_page(items: Sequence[Any], *, limit: int, cursor: str = "next_after") -> JSONResponse:
+    """One page of a listing read by position with one item to spare (``limit + 1`` items
+    after a seq): the page, and under ``cursor`` the seq to read after next (None on the
+    last page)."""
+    shown = list(items[:limit])
+    more = len(items) > limit and bool(shown)
+    return json({"items": shown, cursor: shown[-1].seq if more else None})

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from steward.api.common import MOST_PER_PAGE, Caller, json, page
+from steward.api.common import MOST_PER_PAGE, Caller, json, page, seq_page
 from steward.api.routes.work import Body, Limit, Offset
 
 router = APIRouter()
@@ -124,6 +124,4 @@ async def audit_log(
     limit: Annotated[int, Query(ge=1, le=MOST_PER_PAGE)] = 100,
 ) -> JSONResponse:
     entries = await svc.audit_log(person_id="", after_seq=after_seq, limit=limit + 1)
-    shown = entries[:limit]
-    more = len(entries) > limit
-    return json({"items": shown, "next_after_seq": shown[-1].seq if more and shown else None})
+    return seq_page(entries, limit=limit, cursor="next_after_seq")

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from steward.api.common import MOST_PER_PAGE, Caller, json, page
+from steward.api.common import MOST_PER_PAGE, Caller, json, page, seq_page
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
 from steward.domain.approval import ApprovalStatus
 from steward.domain.trigger import MissedPolicy
@@ -155,9 +155,7 @@ async def goal_timeline(
     limit: Limit = 100,
 ) -> JSONResponse:
     entries = await svc.feed(person_id="", goal_id=goal_id, after_seq=after, limit=limit + 1)
-    shown = entries[:limit]
-    more = len(entries) > limit
-    return json({"items": shown, "next_after": shown[-1].seq if more and shown else None})
+    return seq_page(entries, limit=limit)
 
 
 # --- tasks ---------------------------------------------------------------------------------
@@ -217,9 +215,7 @@ async def task_steps(
     limit: Limit = 100,
 ) -> JSONResponse:
     steps = await svc.steps(task_id, after=after, limit=limit + 1)
-    shown = steps[:limit]
-    more = len(steps) > limit
-    return json({"items": shown, "next_after": shown[-1].seq if more and shown else None})
+    return seq_page(steps, limit=limit)
 
 
 # --- triggers and events ---------------------------------------------------------------------
