@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from steward.cli.common import to_jsonable
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
 from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
 from steward.runtime.clock import SimulatedClock
 from steward.service import Service
+from steward.service.encode import to_jsonable
 from steward.store import Store
 from tenancy_support import Tenant, ids_of, make_tenant, state_of
 
@@ -53,7 +53,7 @@ CASES: dict[str, tuple[str, Call]] = {
     "task_detail": (READ, lambda s, t: s.task_detail(t.task.id)),
     "count_tasks": (OWN, lambda s, t: s.count_tasks()),
     "control_task": (CONTROL, lambda s, t: s.control_task(t.task.id, "pause")),
-    "list_tasks": (READ, lambda s, t: s.list_tasks(person_id=_pid(t))),
+    "list_tasks": (READ, lambda s, t: s.list_tasks(person_id=_pid(t), kind="noop")),
     "add_trigger": (
         CONTROL,
         lambda s, t: s.add_trigger(
@@ -61,6 +61,7 @@ CASES: dict[str, tuple[str, Call]] = {
         ),
     ),
     "feed": (READ, lambda s, t: s.feed(person_id=_pid(t), goal_id=t.goal.id)),
+    "feed_head": (READ, lambda s, t: s.feed_head(person_id=_pid(t))),
     "list_triggers": (READ, lambda s, t: s.list_triggers(person_id=_pid(t))),
     "webhook_secret": (CONTROL, lambda s, t: s.webhook_secret(t.trigger.id)),
     "set_trigger_enabled": (CONTROL, lambda s, t: s.set_trigger_enabled(t.trigger.id, False)),
@@ -82,6 +83,7 @@ CASES: dict[str, tuple[str, Call]] = {
     "list_notifications": (READ, lambda s, t: s.list_notifications(person_id=_pid(t))),
     "mark_read": (READ, lambda s, t: s.mark_read(t.notification)),
     "audit_log": (READ, lambda s, t: s.audit_log(person_id=_pid(t))),
+    "recent_audit": (READ, lambda s, t: s.recent_audit(person_id=_pid(t))),
     "verify_audit": (OWNER, lambda s, t: s.verify_audit()),
     "create_token": (
         CONTROL,
@@ -223,6 +225,9 @@ async def test_listings_without_a_person_are_the_tokens_own(
     assert (await as_a.ensure_person()).id == a.person.id
     assert (await as_a.person(None)).id == a.person.id
     assert {t.person_id for t in await as_a.list_tasks()} == {a.person.id}
+    assert [t.id for t in await as_a.list_tasks(kind="noop")] == [a.task.id]
+    assert await as_a.feed_head(person_id="") == (await as_a.feed(person_id=""))[-1].seq
+    assert {e.person_id for e in await as_a.recent_audit(person_id="")} == {a.person.id}
     assert [e.id for e in await as_a.list_effects()] == [a.effect.id]
     assert [e.id for e in await as_a.in_doubt_effects()] == [a.effect.id]
     assert await as_a.count_tasks() == {"running": 1}

@@ -21,6 +21,7 @@ from steward.domain import (
     Goal,
     GoalStatus,
     MissedPolicy,
+    Notification,
     Person,
     Task,
     TaskSpec,
@@ -382,7 +383,7 @@ async def test_expire_goals_by_deadline(store: Store, clock: SimulatedClock) -> 
 
 async def test_create_task_and_list(store: Store, clock: SimulatedClock) -> None:
     """A new task is pending at run_at with epoch 0 and no steps; list_tasks filters by person,
-    goal, status and parent; unknown persons, unknown goals and goals of another person are
+    goal, status and kind; unknown persons, unknown goals and goals of another person are
     NotFound and create nothing."""
     ada = await new_person(store, clock)
     bob = await new_person(store, clock)
@@ -424,6 +425,9 @@ async def test_create_task_and_list(store: Store, clock: SimulatedClock) -> None
     assert [x.id for x in await store.list_tasks(person_id=bob.id)] == [bobs.id]
     assert await store.list_tasks(status=[TaskStatus.RUNNING]) == []
     assert len(await store.list_tasks(status=[TaskStatus.PENDING])) == 3
+    assert [x.id for x in await store.list_tasks(kind="note")] == [t.id]
+    assert [x.id for x in await store.list_tasks(person_id=bob.id, kind="noop")] == [bobs.id]
+    assert await store.list_tasks(person_id=bob.id, kind="note") == []
     assert await store.count_tasks() == {"pending": 3}
 
 
@@ -1809,3 +1813,57 @@ async def test_prune_history_deletes_effects_of_finished_tasks(
     counts = await store.prune_history(before=clock.now() - timedelta(days=1))
     assert (counts["effects"], counts["tasks"]) == (1, 1)
     assert await store.list_effects() == [kept]
+
+
+async def test_recent_audit_reads_newest_first(store: Store, clock: SimulatedClock) -> None:
+    """The newest entries first, one person's or everyone's, before a seq and up to a limit: the
+    same entries the oldest-first read returns, in the other order."""
+    ada = await new_person(store, clock)
+    bob = await new_person(store, clock)
+    for n in range(5):
+        for who in (ada, bob):
+            await store.append_audit(
+                person_id=who.id, kind="test", actor="t", data={"n": n}, now=clock.now()
+            )
+            clock.advance(timedelta(seconds=1))
+    everyone = await store.list_audit(limit=1000)
+    adas = await store.list_audit(person_id=ada.id, limit=1000)
+    assert await store.list_recent_audit(limit=1000) == everyone[::-1]
+    assert await store.list_recent_audit(person_id=ada.id, limit=1000) == adas[::-1]
+    newest = await store.list_recent_audit(person_id=ada.id, limit=2)
+    assert [e.data["n"] for e in newest] == [4, 3]
+    older = await store.list_recent_audit(person_id=ada.id, before_seq=newest[-1].seq, limit=2)
+    assert [e.data["n"] for e in older] == [2, 1]
+    assert {e.person_id for e in older} == {ada.id}
+    first = await store.list_recent_audit(before_seq=everyone[0].seq, limit=10)
+    assert first == []
+    assert await store.list_recent_audit(person_id="per_missing") == []
+
+
+async def test_mark_read_is_the_persons_own(store: Store, clock: SimulatedClock) -> None:
+    """Marking read is idempotent; an unknown id, or another person's with ``person_id``, is
+    NotFound and changes nothing."""
+    ada = await new_person(store, clock)
+    bob = await new_person(store, clock)
+    ids = {}
+    for who in (ada, bob):
+        ids[who.id] = new_id("ntf")
+        await store.notify(
+            Notification(
+                id=ids[who.id],
+                person_id=who.id,
+                kind="info",
+                title="hello",
+                body="",
+                created_at=clock.now(),
+            )
+        )
+    for missing, mine in (("ntf_missing", None), ("ntf_missing", ada.id), (ids[bob.id], ada.id)):
+        with pytest.raises(NotFound):
+            await store.mark_read(missing, now=clock.now(), person_id=mine)
+    assert [n.read_at for n in await store.list_notifications(person_id=bob.id)] == [None]
+    await store.mark_read(ids[ada.id], now=clock.now(), person_id=ada.id)
+    clock.advance(timedelta(minutes=1))
+    await store.mark_read(ids[ada.id], now=clock.now(), person_id=ada.id)  # again: unchanged
+    [read] = await store.list_notifications(person_id=ada.id)
+    assert read.read_at == clock.now() - timedelta(minutes=1)

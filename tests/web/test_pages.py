@@ -3,11 +3,15 @@ changes its forms make."""
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 
 from steward.api.common import SESSION_COOKIE
 from steward.domain import ApprovalStatus
-from web.web_support import Site, ask_approval, csrf_of
+from steward.domain.memory_pass import MemoryPass, OperationKind, PassOperation, PassStatus
+from web.web_support import Session, Site, ask_approval, csrf_of
 
 PAGES = ("/", "/inbox", "/goals", "/chat", "/triggers", "/memory", "/skills", "/security")
 
@@ -140,6 +144,11 @@ async def test_every_form_post_needs_the_csrf_token(site: Site) -> None:
         "/memory/forget",
         f"/skills/{a.skill.id}/versions/1",
         f"/notifications/{a.notification}/read",
+        f"/effects/{a.effect.id}/resolve",
+        f"/passes/{a.memory_pass.id}",
+        "/rules",
+        f"/rules/{a.rule.id}/delete",
+        "/secrets/mail/delete",
         "/chat",
         "/logout",
     ]
@@ -147,6 +156,7 @@ async def test_every_form_post_needs_the_csrf_token(site: Site) -> None:
     for path in posts:
         for csrf in (None, "0" * 64, me.csrf[:-1]):
             fields = {"decision": "once", "action": "delete", "enabled": "false"}
+            fields |= {"applied": "yes", "pattern": "x.*", "mode": "deny"}
             if csrf is not None:
                 fields["csrf"] = csrf
             answer = await me.client.post(path, data=fields)
@@ -187,13 +197,27 @@ async def test_anothers_objects_are_not_found_and_unchanged(site: Site) -> None:
         (f"/memory/{b.memory.id}/versions/1", {}),
         (f"/skills/{b.skill.id}/versions/1", {}),
         (f"/chat/{b.task.id}", {"message": "hi"}),
+        (f"/notifications/{b.notification}/read", {}),
+        (f"/effects/{b.effect.id}/resolve", {"applied": "yes"}),
+        (f"/passes/{b.memory_pass.id}", {"decision": "approve"}),
+        (f"/rules/{b.rule.id}/delete", {}),
     ]:
         answer = await me.post(path, **fields)
         assert answer.status_code == 404, (path, answer.text)
     assert await _state(site) == before
     for path in PAGES:
         text = (await me.get(path)).text
-        for ident in (b.goal.id, b.approval.id, b.grant.id, b.memory.id, b.skill.id):
+        for ident in (
+            b.goal.id,
+            b.approval.id,
+            b.grant.id,
+            b.memory.id,
+            b.skill.id,
+            b.effect.id,
+            b.memory_pass.id,
+            b.rule.id,
+            b.notification,
+        ):
             assert ident not in text, (path, ident)
         assert "bob" not in text, path
 
@@ -331,3 +355,254 @@ async def test_chat_creates_an_agent_task(site: Site) -> None:
 async def test_static_files_are_served(site: Site, path: str) -> None:
     async with site.client() as client:
         assert (await client.get(path)).status_code == 200
+
+
+async def _same_as_missing(
+    me: Session, theirs: str, missing: str, path: str, **fields: str
+) -> None:
+    """Posting with another person's id answers exactly as with an id that does not exist."""
+    answers = []
+    for ident in (theirs, missing):
+        answer = await me.post(path.format(ident), **fields)
+        answers.append((answer.status_code, answer.text.replace(ident, "<id>")))
+    assert answers[0] == answers[1], path
+    assert answers[0][0] == 404, answers[0]
+    assert "Not found" in answers[0][1]
+
+
+async def test_anothers_ids_answer_as_missing_ones(site: Site) -> None:
+    me = await site.session(site.a.control)
+    b = site.b
+    await site.owner.put_secret(person_id=b.person.id, name="bank", value="pw", hosts=["b.io"])
+    before = await _state(site)
+    await _same_as_missing(me, b.notification, "ntf_missing", "/notifications/{}/read")
+    await _same_as_missing(me, b.effect.id, "eff_missing", "/effects/{}/resolve", applied="yes")
+    await _same_as_missing(me, b.memory_pass.id, "mps_missing", "/passes/{}", decision="reject")
+    await _same_as_missing(me, b.rule.id, "rul_missing", "/rules/{}/delete")
+    await _same_as_missing(me, "bank", "nothing-so-named", "/secrets/{}/delete")
+    assert await _state(site) == before
+
+
+async def test_marking_a_notification_read(site: Site) -> None:
+    me = await site.session(site.a.read)  # a reader may: it is the dashboard's bookkeeping
+    path = f"/notifications/{site.a.notification}/read"
+    assert "Mark read" in (await me.get("/inbox")).text
+    answer = await me.post(path)
+    assert answer.status_code == 303
+    inbox = (await me.get(answer.headers["location"])).text
+    assert "Marked read." in inbox
+    assert "Mark read" not in inbox
+    [read] = await site.owner.list_notifications(person_id=site.a.person.id)
+    assert read.read_at is not None
+    assert (await me.post(path)).status_code == 303  # already read: nothing to do
+    assert (await site.owner.list_notifications(person_id=site.a.person.id)) == [read]
+
+
+@pytest.mark.parametrize(("applied", "status"), [("yes", "succeeded"), ("no", "planned")])
+async def test_resolving_an_effect_in_doubt(site: Site, applied: str, status: str) -> None:
+    me = await site.session(site.a.control)
+    effect = site.a.effect
+    inbox = (await me.get("/inbox")).text
+    assert "Did this happen?" in inbox
+    assert f'id="{effect.id}"' in inbox
+    assert "ann@example.com" in inbox  # the exact arguments
+    bad = await me.post(f"/effects/{effect.id}/resolve", applied="maybe")
+    assert bad.status_code == 400
+    assert "applied must be one of yes, no" in bad.text
+    assert [e.status for e in await site.owner.in_doubt_effects(site.a.person.id)] == [
+        effect.status
+    ]
+    answer = await me.post(f"/effects/{effect.id}/resolve", applied=applied)
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/inbox"
+    inbox = (await me.get("/inbox")).text
+    said = "send_email happened" if applied == "yes" else "send_email did not happen"
+    assert said in inbox
+    assert f'id="{effect.id}"' not in inbox
+    [resolved] = await site.owner.list_effects(task_id=site.a.task.id)
+    assert resolved.status == status
+    again = await me.post(f"/effects/{effect.id}/resolve", applied="yes")
+    assert again.status_code == 409  # no longer in doubt: said on a page
+    assert "It changed meanwhile" in again.text
+
+
+async def test_held_memory_passes_are_applied_or_rejected(site: Site) -> None:
+    me = await site.session(site.a.control)
+    inbox = (await me.get("/inbox")).text
+    assert "Memory changes to review" in inbox
+    assert f'id="{site.a.memory_pass.id}"' in inbox
+    bad = await me.post(f"/passes/{site.a.memory_pass.id}", decision="later")
+    assert bad.status_code == 400
+    assert "decision must be one of approve, reject" in bad.text
+    rejected = await me.post(f"/passes/{site.a.memory_pass.id}", decision="reject")
+    assert rejected.status_code == 303
+    inbox = (await me.get("/inbox")).text
+    assert "Rejected: your memories are unchanged." in inbox
+    assert "Memory changes to review" not in inbox
+    memory = site.a.memory
+    held = await site.store.add_memory_pass(
+        MemoryPass(
+            id="mps_stale",
+            person_id=site.a.person.id,
+            task_id=None,
+            status=PassStatus.HELD,
+            operations=(
+                PassOperation(
+                    kind=OperationKind.ARCHIVE,
+                    memory_ids=(memory.id,),
+                    versions={memory.id: memory.version},
+                    before={memory.id: "ann lives in Lisbon"},
+                    after={memory.id: "ann lives in Lisbon (archived)"},
+                    reason="not recalled for a year",
+                ),
+            ),
+            active=1,
+            share=1.0,
+            created_at=site.clock.now(),
+        )
+    )
+    inbox = (await me.get("/inbox")).text
+    assert f'id="{held.id}"' in inbox
+    assert "archive: not recalled for a year" in inbox  # the diff, in words
+    assert "→ ann lives in Lisbon (archived)" in inbox
+    assert "1 of 1 active memories" in inbox
+    applied = await me.post(f"/passes/{held.id}", decision="approve")
+    assert applied.status_code == 303
+    assert "Applied 1 change(s)." in (await me.get("/inbox")).text
+    assert (await site.owner.memory_detail(memory.id)).memory.status == "archived"
+    passes = await site.owner.list_memory_passes(person_id=site.a.person.id)
+    assert {p.id: p.status for p in passes} == {
+        held.id: PassStatus.APPLIED,
+        site.a.memory_pass.id: PassStatus.REJECTED,
+    }
+    again = await me.post(f"/passes/{held.id}", decision="reject")
+    assert again.status_code == 409
+    assert "It changed meanwhile" in again.text
+
+
+async def test_security_rules_add_and_delete(site: Site) -> None:
+    me = await site.session(site.a.control)
+    page = (await me.get("/security")).text
+    assert f'id="{site.a.rule.id}"' in page
+    assert "email.*" in page
+    assert 'action="/rules"' in page
+    answer = await me.post(
+        "/rules", pattern="web.fetch", mode="deny", priority="5", reason="no browsing"
+    )
+    assert answer.status_code == 303
+    page = (await me.get("/security")).text
+    assert "Rule added: web.fetch → deny." in page
+    rules = {r.pattern: r for r in await site.owner.list_rules(person_id=site.a.person.id)}
+    added = rules["web.fetch"]
+    assert (added.mode, added.priority, added.reason) == ("deny", 5, "no browsing")
+    assert f'id="{added.id}"' in page
+    plain = await me.post("/rules", pattern="calendar.*", mode="ask", priority="")
+    assert plain.status_code == 303  # the priority may be left empty
+    before = await _state(site)
+    for fields, said in [
+        ({"pattern": "web.*", "mode": "sometimes"}, "unknown rule mode"),
+        ({"pattern": "no spaces here", "mode": "deny"}, "bad pattern"),
+        ({"pattern": "web.*", "mode": "deny", "priority": "high"}, "priority must be a whole"),
+        ({"pattern": "  ", "mode": "deny"}, "bad pattern"),
+        ({"mode": "deny"}, "no field 'pattern'"),
+    ]:
+        bad = await me.post("/rules", **fields)
+        assert bad.status_code == 400, fields
+        assert said in html.unescape(bad.text), (fields, bad.text)
+    assert await _state(site) == before
+    deleted = await me.post(f"/rules/{added.id}/delete")
+    assert deleted.status_code == 303
+    page = (await me.get("/security")).text
+    assert "Rule deleted." in page
+    assert f'id="{added.id}"' not in page
+    assert (await me.post(f"/rules/{added.id}/delete")).status_code == 404
+
+
+async def test_security_secrets_show_names_never_values(site: Site) -> None:
+    me = await site.session(site.a.control)
+    stored, ciphertext = await site.store.secret_ciphertext(site.a.person.id, "mail")
+    page = (await me.get("/security")).text
+    assert f'id="{stored.id}"' in page
+    assert "mail.x.io" in page  # where it may be sent
+    assert "pw-ann" not in page
+    assert ciphertext not in page
+    answer = await me.post("/secrets/mail/delete")
+    assert answer.status_code == 303
+    page = (await me.get("/security")).text
+    assert "Secret mail deleted" in page
+    assert f'id="{stored.id}"' not in page
+    assert await site.owner.list_secrets(person_id=site.a.person.id) == []
+    assert [s.name for s in await site.owner.list_secrets(person_id=site.b.person.id)] == ["mail"]
+    assert (await me.post("/secrets/mail/delete")).status_code == 404
+
+
+async def test_security_audit_log_is_newest_first(site: Site) -> None:
+    me = await site.session(site.a.control)
+    await me.post("/rules", pattern="web.fetch", mode="deny")
+    page = (await me.get("/security")).text
+    audit = page.split('class="feed audit"', 1)[1]
+    entries = await site.owner.audit_log(person_id=site.a.person.id, limit=10_000)
+    kinds = re.findall(r'<span class="kind">([^<]*)</span>', audit)
+    assert kinds == [e.kind for e in reversed(entries)][: len(kinds)]
+    assert kinds[0] == "rule"
+    assert len(kinds) == len(entries)  # fewer than the most shown
+
+
+async def test_a_read_token_sees_the_new_forms_but_cannot_use_them(site: Site) -> None:
+    me = await site.session(site.a.read)
+    a = site.a
+    inbox = (await me.get("/inbox")).text
+    assert f'action="/effects/{a.effect.id}/resolve"' in inbox
+    assert f'action="/passes/{a.memory_pass.id}"' in inbox
+    security = (await me.get("/security")).text
+    assert 'action="/rules"' in security
+    assert f'action="/rules/{a.rule.id}/delete"' in security
+    assert 'action="/secrets/mail/delete"' in security
+    before = await _state(site)
+    for path, fields in [
+        (f"/effects/{a.effect.id}/resolve", {"applied": "yes"}),
+        (f"/passes/{a.memory_pass.id}", {"decision": "approve"}),
+        ("/rules", {"pattern": "web.*", "mode": "deny"}),
+        (f"/rules/{a.rule.id}/delete", {}),
+        ("/secrets/mail/delete", {}),
+    ]:
+        answer = await me.post(path, **fields)
+        assert answer.status_code == 403, (path, answer.text)
+        assert "Not allowed" in answer.text
+        assert "does not have the 'control' scope" in html.unescape(answer.text)
+    assert await _state(site) == before
+
+
+async def test_chat_lists_only_conversations(site: Site) -> None:
+    me = await site.session(site.a.control)
+    await me.post("/chat", message="Find me a table for two")
+    page = (await me.get("/chat")).text
+    assert "Find me a table for two" in page
+    assert site.a.task.id not in page  # a noop task is no conversation
+
+
+async def test_live_pages_listen_from_the_persons_newest_entry(site: Site) -> None:
+    me = await site.session(site.a.control)
+    await site.owner.ask_agent(person_id=site.b.person.id, instructions="bob's, later")
+    head = await site.owner.feed_head(person_id=site.a.person.id)
+    assert head > 0
+    for path in ("/inbox", f"/goals/{site.a.goal.id}", f"/chat/{site.a.task.id}"):
+        assert f'data-after="{head}"' in (await me.get(path)).text, path
+
+
+async def test_a_mistyped_choice_is_refused_and_changes_nothing(site: Site) -> None:
+    me = await site.session(site.a.control)
+    before = await _state(site)
+    for path, fields, said in [
+        (
+            f"/triggers/{site.a.trigger.id}",
+            {"enabled": "yes"},
+            "enabled must be one of true, false",
+        ),
+        (f"/skills/{site.a.skill.id}/proposal", {"decision": "maybe"}, "decision must be one of"),
+        (f"/effects/{site.a.effect.id}/resolve", {}, "applied must be one of yes, no, not ''"),
+    ]:
+        answer = await me.post(path, **fields)
+        assert answer.status_code == 400, path
+        assert said in html.unescape(answer.text), (path, answer.text)
+    assert await _state(site) == before

@@ -44,6 +44,18 @@ class SecurityService(ServiceBase):
             person_id=self._for(person_id, READ), after_seq=after_seq, limit=limit
         )
 
+    async def recent_audit(
+        self, *, person_id: str, before_seq: int | None = None, limit: int = 200
+    ) -> list[AuditEntry]:
+        """The person's own audit entries before ``before_seq`` (None: from the newest), newest
+        first: what was decided lately, without reading the whole log."""
+        person_id = self._for(person_id, READ)
+        if (before_seq is not None and before_seq < 1) or not 1 <= limit <= 1000:
+            raise UsageError("before_seq is at least 1, and limit is from 1 to 1000")
+        return await self.store.list_recent_audit(
+            person_id=person_id, before_seq=before_seq, limit=limit
+        )
+
     async def verify_audit(self) -> AuditVerdict:
         """Check the whole hash chain; the verdict names the first entry that fails. The chain
         links everyone's entries, so this is the machine owner's."""

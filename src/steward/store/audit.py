@@ -68,6 +68,18 @@ class AuditQueries(TaskQueries):
             query = query.where(audit_log.c.person_id == person_id)
         return await self.backend.read(lambda conn: [_entry(r) for r in conn.execute(query)])
 
+    async def list_recent_audit(
+        self, *, person_id: str | None = None, before_seq: int | None = None, limit: int = 200
+    ) -> list[AuditEntry]:
+        """Entries before ``before_seq`` (None: from the newest), newest first: one person's,
+        or (None) everyone's."""
+        query = select(audit_log).order_by(audit_log.c.seq.desc()).limit(limit)
+        if before_seq is not None:
+            query = query.where(audit_log.c.seq < before_seq)
+        if person_id is not None:
+            query = query.where(audit_log.c.person_id == person_id)
+        return await self.backend.read(lambda conn: [_entry(r) for r in conn.execute(query)])
+
     async def verify_audit(self, *, page_size: int = 1000) -> AuditVerdict:
         """Verify the whole chain from its first entry, a page at a time. The chain is global
         (entries of all persons link to each other), so there is no per-person verification."""

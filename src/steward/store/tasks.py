@@ -191,14 +191,18 @@ class TaskQueries:
         person_id: str | None = None,
         goal_id: str | None = None,
         status: Sequence[TaskStatus] | None = None,
+        kind: str | None = None,
         parent_id: str | None = None,
         limit: int = 100,
     ) -> list[Task]:
+        """Newest first, filtered by every criterion given."""
         query = select(tasks).order_by(tasks.c.created_at.desc()).limit(limit)
         if person_id is not None:
             query = query.where(tasks.c.person_id == person_id)
         if goal_id is not None:
             query = query.where(tasks.c.goal_id == goal_id)
+        if kind is not None:
+            query = query.where(tasks.c.kind == kind)
         if parent_id is not None:
             query = query.where(tasks.c.parent_id == parent_id)
         if status:

@@ -5,6 +5,8 @@ twice)."""
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
+from typing import TypeVar
 from urllib.parse import parse_qs, quote
 
 from fastapi import Request
@@ -16,6 +18,10 @@ from steward.web.session import csrf_token, set_cookie
 FLASH_COOKIE = "steward_flash"
 MOST_BYTES = 256 * 1024
 """The largest form accepted (a memory's text is the longest field)."""
+
+T = TypeVar("T")
+DECISIONS = {"approve": True, "reject": False}
+"""What an approve-or-reject form's ``decision`` answers."""
 
 
 class Form:
@@ -37,6 +43,14 @@ class Form:
             return float(text)
         except ValueError:
             raise UsageError(f"{name} must be a number, not {text!r}") from None
+
+    def choice(self, name: str, choices: Mapping[str, T]) -> T:
+        """What the field's answer stands for in ``choices``; any other answer is refused (a
+        mistyped decision must not pass for one of them)."""
+        answer = self.text(name, "")
+        if answer not in choices:
+            raise UsageError(f"{name} must be one of {', '.join(choices)}, not {answer!r}")
+        return choices[answer]
 
     def integer(self, name: str) -> int:
         text = self.text(name, "").strip()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from steward.web import feed
 from steward.web.forms import done, posted
 from steward.web.render import page
 from steward.web.routing import pages
@@ -17,8 +16,8 @@ router = pages()
 
 @router.get("/chat")
 async def chats(request: Request, svc: Viewer) -> Response:
-    recent = [t for t in await svc.list_tasks(limit=100) if t.kind == "agent"]
-    return page(request, "chats.html", title="Chat", tasks=recent[:30])
+    recent = await svc.list_tasks(kind="agent", limit=30)
+    return page(request, "chats.html", title="Chat", tasks=recent)
 
 
 @router.post("/chat")
@@ -30,6 +29,7 @@ async def ask(request: Request, svc: Viewer) -> Response:
 
 @router.get("/chat/{task_id}")
 async def conversation(request: Request, svc: Viewer, task_id: str) -> Response:
+    after = await svc.feed_head(person_id="")  # read first: no change falls between
     task = await svc.get_task(task_id)
     asking = task.wait is not None and task.wait.kind == "input"
     return page(
@@ -39,7 +39,7 @@ async def conversation(request: Request, svc: Viewer, task_id: str) -> Response:
         task=task,
         steps=[shown(s) for s in await svc.steps(task_id)],
         asking=asking,
-        after=await feed.head(svc, request),
+        after=after,
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from steward.web import feed
 from steward.web.forms import back, done, posted
 from steward.web.render import page
 from steward.web.routing import pages
@@ -37,6 +36,7 @@ async def goals(request: Request, svc: Viewer) -> Response:
 
 @router.get("/goals/{goal_id}")
 async def goal(request: Request, svc: Viewer, goal_id: str) -> Response:
+    after = await svc.feed_head(person_id="")  # read first: no change falls between
     detail = await svc.goal_detail(goal_id)
     tasks = await svc.list_tasks(goal_id=goal_id, limit=100)
     steps = {}
@@ -53,7 +53,7 @@ async def goal(request: Request, svc: Viewer, goal_id: str) -> Response:
         steps=steps,
         actions=ACTIONS,
         timeline=list(reversed(await svc.timeline(goal_id, limit=200))),
-        after=await feed.head(svc, request),
+        after=after,
     )
 
 

@@ -44,7 +44,7 @@ async def home(request: Request, svc: Viewer, since: int | None = None) -> Respo
         seen=seen,
         refresh=f"/?since={seen}",  # a live update shows the same span, not just the newest
         news=len(entries),
-        after=max(newest, feed.cookie_seq(request, feed.CURSOR_COOKIE)),
+        after=newest,
     )
     # the next visit shows what happens after this one
     set_cookie(request, response, SEEN_COOKIE, str(newest), max_age=YEAR)

@@ -1,33 +1,40 @@
-"""``/inbox``: notifications, and approvals waiting for the person — the exact action, why it
-was asked, where untrusted argument values came from — with approve (once, for the task, for
-some hours, always) and deny."""
+"""``/inbox``: what waits for the person's decision — approvals (the exact action, why it was
+asked, where untrusted argument values came from; approve once, for the task, for some hours,
+always, or deny), effects nobody knows happened (it did, or it did not), memory changes held for
+review (apply or reject) — and notifications."""
 
 from __future__ import annotations
 
 from fastapi import Request, Response
 
 from steward.domain import Approval
+from steward.domain.memory_pass import PassStatus
 from steward.harness.provenance import untrusted_arguments
 from steward.service import Service
-from steward.web import feed
-from steward.web.forms import back, done, posted
+from steward.web.forms import DECISIONS, back, done, posted
 from steward.web.render import page
 from steward.web.routing import pages
 from steward.web.session import Viewer
 
 router = pages()
 
+OUTCOMES = {"yes": True, "no": False}
+"""How the in-doubt form says whether the effect happened."""
+
 
 @router.get("/inbox")
 async def inbox(request: Request, svc: Viewer) -> Response:
+    after = await svc.feed_head(person_id="")  # read first: no change falls between
     approvals = await svc.list_approvals(person_id="")
     return page(
         request,
         "inbox.html",
         title="Inbox",
         approvals=[(a, await _origins(svc, a)) for a in approvals],
+        effects=await svc.in_doubt_effects(),
+        passes=await svc.list_memory_passes(person_id="", status=PassStatus.HELD),
         notifications=await svc.list_notifications(person_id="", limit=100),
-        after=await feed.head(svc, request),
+        after=after,
     )
 
 
@@ -56,6 +63,31 @@ async def decide(request: Request, svc: Viewer, approval_id: str) -> Response:
     scope = {"once": "this once", "task": "for the rest of this task", "always": "always"}
     said = scope[decision] if hours is None else f"for {hours:g} hours"
     return done(request, back(form, "/inbox"), f"Approved {said}.")
+
+
+@router.post("/effects/{effect_id}/resolve")
+async def resolve(request: Request, svc: Viewer, effect_id: str) -> Response:
+    form = await posted(request)
+    applied = form.choice("applied", OUTCOMES)
+    effect = await svc.resolve_effect(effect_id, applied=applied)
+    if applied:
+        return done(request, "/inbox", f"Recorded: {effect.tool} happened; the task goes on.")
+    return done(request, "/inbox", f"Recorded: {effect.tool} did not happen; the task retries it.")
+
+
+@router.post("/passes/{pass_id}")
+async def decide_pass(request: Request, svc: Viewer, pass_id: str) -> Response:
+    form = await posted(request)
+    approve = form.choice("decision", DECISIONS)
+    decided = await svc.decide_memory_pass(pass_id, approve=approve)
+    if not approve:
+        return done(request, "/inbox", "Rejected: your memories are unchanged.")
+    skipped = sum(1 for op in decided.operations if op.skipped)
+    applied = len(decided.operations) - skipped
+    message = f"Applied {applied} change(s)"
+    if skipped:
+        message += f"; {skipped} skipped because their memories changed meanwhile"
+    return done(request, "/inbox", message + ".")
 
 
 @router.post("/notifications/{notification_id}/read")

@@ -1,12 +1,12 @@
-"""``/security``: connected accounts (disconnect), grants (revoke), rules, API tokens and the
-audit log — what the agent may do, and everything decided about it."""
+"""``/security``: connected accounts (disconnect), grants (revoke), rules (add, delete), secrets
+in the vault (names and hosts, never values; delete), API tokens and the audit log — what the
+agent may do, and everything decided about it."""
 
 from __future__ import annotations
 
 from fastapi import Request, Response
 
-from steward.domain.authority import AuditEntry
-from steward.service import Service
+from steward.domain import RuleMode
 from steward.web.forms import done, posted
 from steward.web.render import page
 from steward.web.routing import pages
@@ -15,7 +15,14 @@ from steward.web.session import Viewer
 router = pages()
 
 AUDIT_SHOWN = 200
-AUDIT_PAGE = 500
+MODES = {
+    RuleMode.DO: "do it",
+    RuleMode.DO_IF_PREAPPROVED: "do it if a grant covers it, otherwise ask",
+    RuleMode.ASK: "ask me first, every time",
+    RuleMode.HANDOFF: "hand it to me: I do it myself",
+    RuleMode.DENY: "never",
+}
+"""Each rule mode in words, as the add-rule form offers them."""
 
 
 @router.get("/security")
@@ -27,21 +34,11 @@ async def security(request: Request, svc: Viewer) -> Response:
         connections=await svc.list_connections(person_id=""),
         grants=await svc.list_grants(person_id=""),
         rules=await svc.list_rules(person_id=""),
+        modes=MODES,
+        secrets=await svc.list_secrets(person_id=""),
         tokens=await svc.list_tokens(person_id=""),
-        audit=list(reversed(await _newest_audit(svc))),
+        audit=await svc.recent_audit(person_id="", limit=AUDIT_SHOWN),
     )
-
-
-async def _newest_audit(svc: Service) -> list[AuditEntry]:
-    """The newest entries, oldest first (the facade reads the log forward only)."""
-    found: list[AuditEntry] = []
-    after = 0
-    while True:
-        batch = await svc.audit_log(person_id="", after_seq=after, limit=AUDIT_PAGE)
-        found = (found + batch)[-AUDIT_SHOWN:]
-        if len(batch) < AUDIT_PAGE:
-            return found
-        after = batch[-1].seq
 
 
 @router.post("/grants/{grant_id}/revoke")
@@ -58,3 +55,31 @@ async def disconnect(request: Request, svc: Viewer, connection_id: str) -> Respo
     revoked = len(result.revoked)
     message = f"{result.connection.name} disconnected"
     return done(request, "/security", f"{message}; {revoked} grant(s) it covered revoked.")
+
+
+@router.post("/rules")
+async def add_rule(request: Request, svc: Viewer) -> Response:
+    form = await posted(request)
+    priority = form.text("priority", "").strip()
+    rule = await svc.add_rule(
+        person_id="",
+        pattern=form.text("pattern").strip(),
+        mode=form.text("mode"),
+        priority=form.integer("priority") if priority else 0,
+        reason=form.text("reason", "").strip(),
+    )
+    return done(request, "/security", f"Rule added: {rule.pattern} → {rule.mode}.")
+
+
+@router.post("/rules/{rule_id}/delete")
+async def delete_rule(request: Request, svc: Viewer, rule_id: str) -> Response:
+    await posted(request)
+    await svc.delete_rule(rule_id, person_id="")
+    return done(request, "/security", "Rule deleted.")
+
+
+@router.post("/secrets/{name}/delete")
+async def delete_secret(request: Request, svc: Viewer, name: str) -> Response:
+    await posted(request)
+    await svc.delete_secret(name, person_id="")
+    return done(request, "/security", f"Secret {name} deleted: no task can use it any more.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from steward.web.forms import done, posted
+from steward.web.forms import DECISIONS, done, posted
 from steward.web.render import page
 from steward.web.routing import pages
 from steward.web.session import Viewer
@@ -50,6 +50,6 @@ async def restore(request: Request, svc: Viewer, skill_id: str, version: int) ->
 @router.post("/skills/{skill_id}/proposal")
 async def decide(request: Request, svc: Viewer, skill_id: str) -> Response:
     form = await posted(request)
-    approve = form.text("decision") == "approve"
+    approve = form.choice("decision", DECISIONS)
     decided = await svc.decide_skill_proposal(skill_id, approve=approve)
     return done(request, f"/skills/{decided.id}", "Applied." if approve else "Rejected.")

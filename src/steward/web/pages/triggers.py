@@ -22,6 +22,6 @@ async def triggers(request: Request, svc: Viewer) -> Response:
 @router.post("/triggers/{trigger_id}")
 async def switch(request: Request, svc: Viewer, trigger_id: str) -> Response:
     form = await posted(request)
-    enabled = form.text("enabled") == "true"
+    enabled = form.choice("enabled", {"true": True, "false": False})
     trigger = await svc.set_trigger_enabled(trigger_id, enabled)
     return done(request, "/triggers", f"{trigger.name} {'enabled' if enabled else 'disabled'}.")
