@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_data_dir
+from platformdirs import user_config_dir, user_data_dir
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
@@ -51,6 +51,11 @@ class Settings(BaseSettings):
     """``sqlite:///path`` or ``postgresql://…``; default: SQLite in :attr:`data_dir`."""
     person: str | None = None
     """Which person the CLI acts for (id); default: the only/first person."""
+
+    login_file: Path = Field(
+        default_factory=lambda: Path(user_config_dir("steward", appauthor=False)) / "login.json"
+    )
+    """Where ``steward login`` keeps the server and token the CLI then acts through."""
 
     host: str = "127.0.0.1"
     """Where ``steward up`` serves the API and the dashboard (``0.0.0.0`` to reach it from

@@ -1,6 +1,7 @@
 """Property-based API testing: Schemathesis generates requests from the OpenAPI document, valid
 and invalid, for every operation, and sends them to a real ``steward up`` process over a
-socket. No request may make the server fail (a 5xx)."""
+socket. No request may make the server fail (a 5xx), and every error it answers with is one
+the document declares: its media type, headers and problem schema."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import (
+    CheckContext,
+    content_type_conformance,
+    not_a_server_error,
+    response_headers_conformance,
+    response_schema_conformance,
+)
 
 from steward.runtime.clock import Clock
 from steward.service import Service
@@ -25,6 +32,15 @@ from steward.store import Store
 
 EXAMPLES = 25
 """Generated requests per operation (each operation is one test)."""
+
+
+def problems_as_declared(ctx: CheckContext, response: schemathesis.Response, case: Any) -> None:
+    """An error response is as the document declares it for its status (or ``default``).
+    Success responses are not checked: the document does not describe their bodies."""
+    if response.status_code >= 400:
+        content_type_conformance(ctx, response, case)
+        response_headers_conformance(ctx, response, case)
+        response_schema_conformance(ctx, response, case)
 
 
 async def _seed(url: str) -> str:
@@ -53,6 +69,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        errors="replace",  # a log line may hold bytes that are not UTF-8
         env=env,
     )
     try:
@@ -87,7 +104,7 @@ def test_no_request_makes_the_server_fail(served: tuple[str, str]) -> None:
             case.call_and_validate(
                 base_url=address,
                 headers={"Authorization": f"Bearer {token}"},
-                checks=[not_a_server_error],
+                checks=[not_a_server_error, problems_as_declared],
                 timeout=30,
             )
 

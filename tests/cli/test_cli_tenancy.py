@@ -123,6 +123,8 @@ NOT_DATA = {
     "db upgrade": "migrates the schema",
     "mcp": "serves MCP for one token: its tenancy is tested in tests/mcp_server",
     "demo": "runs the offline demo in a database of its own",
+    "login": "checks a token with a server and saves it: tested in test_remote.py",
+    "logout": "forgets the saved login",
 }
 """Commands that read or change no person's data through the facade."""
 LISTINGS = [
@@ -190,9 +192,14 @@ class World:
 
         return asyncio.run(read())
 
-    def run(self, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+    def run(
+        self, argv: list[str], env: dict[str, str], *, local: bool = True, input: str = ""
+    ) -> tuple[int, str]:
+        """Run a command in this process: on the world's database, or (not ``local``) where
+        ``env`` points it."""
+        where = ["--db", self.db] if local else []
         result = CliRunner().invoke(
-            app, [*argv, "--db", self.db], env={"COLUMNS": "300", **env}, input=""
+            app, [*argv, *where], env={"COLUMNS": "300", **env}, input=input
         )
         return result.exit_code, result.output
 

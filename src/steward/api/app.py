@@ -1,5 +1,6 @@
 """The HTTP API: versioned REST resources over the service facade, bearer-token auth on every
-route, errors as problem details (RFC 9457).
+route, errors as problem details (RFC 9457), declared as such in the OpenAPI document
+(:mod:`steward.api.openapi`).
 
 Every route acts through ``Service.authenticate(token)``: a service bound to the token's person
 and scopes, so tenancy and scopes are decided in one place, the facade, for every interface.
@@ -18,9 +19,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from steward import web
-from steward.api import mcp
+from steward.api import mcp, openapi
 from steward.api.common import problem
-from steward.api.routes import memory, security, skills, stream, webhooks, work
+from steward.api.routes import call, memory, security, skills, stream, webhooks, work
 from steward.errors import StewardError, UsageError
 from steward.service import Service
 
@@ -35,19 +36,24 @@ def create_app(service: Service) -> FastAPI:
     app = FastAPI(
         title="Steward",
         version=version("steward"),
-        description="A self-hosted personal agent runtime. Every route needs a bearer token.",
+        description=(
+            "A self-hosted personal agent runtime. Every route needs a bearer token (but the "
+            "webhook delivery, which is signed). Every error is a problem detail (RFC 9457, "
+            "`application/problem+json`)."
+        ),
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
     )
     app.state.service = service
     api = APIRouter(prefix=API_PREFIX)
-    for module in (work, security, memory, skills, stream, webhooks):
+    for module in (work, security, memory, skills, stream, webhooks, call):
         api.include_router(module.router)
     app.include_router(api)
     mcp.mount(app)
     web.mount(app)
     _handle_errors(app)
+    openapi.install(app, prefix=API_PREFIX)
 
     @app.middleware("http")
     async def server_timing(request: Request, call_next: Any) -> Any:

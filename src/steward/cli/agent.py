@@ -30,6 +30,7 @@ from steward.cli.common import (
     run,
     service,
 )
+from steward.cli.remote import remote_login, remote_service
 from steward.config import Settings
 from steward.domain import ApprovalStatus, Step, Task, TaskStatus
 from steward.domain.audience import Audience
@@ -46,7 +47,13 @@ POLL_SECONDS = 0.2
 
 @asynccontextmanager
 async def _live(db: str | None) -> AsyncIterator[Service]:
-    """A service with a runtime running in this process, streaming model text to the terminal."""
+    """A service with a runtime running in this process (or a server's, which runs tasks
+    itself)."""
+    login = remote_login(db)
+    if login is not None:
+        async with remote_service(login) as remote:
+            yield remote
+        return
     settings = Settings()
     store = await Store.open(db or settings.resolved_database_url())
     clock = Clock()

@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from steward.app import embedder_from
+from steward.cli.remote import TOKEN_ENV, remote_login, remote_service
 from steward.config import Settings
 from steward.errors import StewardError
 from steward.service import Service
@@ -40,8 +41,6 @@ AudienceOption = typer.Option(
     "agent may disclose here.",
 )
 PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
-TOKEN_ENV = "STEWARD_TOKEN"
-"""An API token: when set, commands act for its person only, within its scopes."""
 
 
 def configure_logging(level: str = "info") -> None:
@@ -82,6 +81,13 @@ async def as_caller(svc: Service) -> Service:
 
 @asynccontextmanager
 async def service(db: str | None) -> AsyncIterator[Service]:
+    """The facade a command acts through: a server's (:mod:`steward.cli.remote`), or one on
+    the database."""
+    login = remote_login(db)
+    if login is not None:
+        async with remote_service(login) as remote:
+            yield remote
+        return
     settings = Settings()
     url = db or settings.resolved_database_url()
     store = await Store.open(url)
@@ -91,6 +97,11 @@ async def service(db: str | None) -> AsyncIterator[Service]:
         )
     finally:
         await store.close()
+
+
+def working(what: str) -> AbstractContextManager[object]:
+    """A spinner on the terminal while a long operation runs (nothing when not a terminal)."""
+    return err_console.status(f"{what}…")
 
 
 def emit(items: Sequence[Any], columns: Sequence[str], *, as_json: bool, title: str = "") -> None:

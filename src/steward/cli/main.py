@@ -17,8 +17,17 @@ from steward.api import create_app
 from steward.api.server import serving
 from steward.app import build_harness, embedder_from
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
-from steward.cli.common import DbOption, configure_logging, console, err_console, run, service
+from steward.cli.common import (
+    DbOption,
+    configure_logging,
+    console,
+    err_console,
+    run,
+    service,
+    working,
+)
 from steward.cli.demo import demo
+from steward.cli.login import login, logout
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
 from steward.cli.memory import memory_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
@@ -60,6 +69,8 @@ app.command()(chat)
 app.command()(answer)
 app.command()(inbox)
 app.command("demo")(demo)
+app.command()(login)
+app.command()(logout)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
@@ -213,7 +224,8 @@ def prune(
 
     async def main() -> None:
         async with service(db) as svc:
-            counts = await svc.prune(older_than=timedelta(days=older_than_days))
+            with working("pruning history"):
+                counts = await svc.prune(older_than=timedelta(days=older_than_days))
             console.print(", ".join(f"{n} {what}" for what, n in counts.items()) + " deleted")
 
     run(main)

@@ -23,6 +23,7 @@ from steward.cli.common import (
     err_console,
     run,
     service,
+    working,
 )
 from steward.domain.memory import Memory, MemoryVersion
 from steward.domain.memory_pass import PassStatus
@@ -395,11 +396,12 @@ def memory_forget(
 
     async def main() -> None:
         async with service(db) as svc:
-            if conversation is not None:
-                done = await svc.forget_conversation(conversation)
-            else:
-                who = await svc.person(person)
-                done = await svc.forget_source(source or "", person_id=who.id)
+            with working("forgetting"):
+                if conversation is not None:
+                    done = await svc.forget_conversation(conversation)
+                else:
+                    who = await svc.person(person)
+                    done = await svc.forget_source(source or "", person_id=who.id)
         if as_json:
             _print_json(done)
             return
@@ -488,12 +490,13 @@ def memory_import(
     async def main() -> ImportReport:
         async with service(db) as svc:
             who = await svc.person(person)
-            return await svc.import_memories(
-                text,
-                person_id=who.id,
-                file_name="MEMORY.md" if stdin else file.name,
-                archive_missing=archive_missing,
-            )
+            with working("importing memories"):
+                return await svc.import_memories(
+                    text,
+                    person_id=who.id,
+                    file_name="MEMORY.md" if stdin else file.name,
+                    archive_missing=archive_missing,
+                )
 
     report = run(main)
     if as_json:

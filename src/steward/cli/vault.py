@@ -17,6 +17,7 @@ from steward.cli.common import (
     emit_one,
     run,
     service,
+    working,
 )
 
 secret_app = typer.Typer(
@@ -87,7 +88,8 @@ def vault_rotate(db: str | None = DbOption) -> None:
 
     async def main() -> None:
         async with service(db) as svc:
-            count = await svc.rotate_vault_key()
+            with working("re-encrypting every secret"):
+                count = await svc.rotate_vault_key()
         console.print(f"vault key rotated; {count} secret(s) re-encrypted")
 
     run(main)

@@ -8,7 +8,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+
 from steward.domain import (
+    Activation,
     Approval,
     ApprovalStatus,
     Budget,
@@ -39,6 +42,22 @@ from steward.service.base import ServiceBase
 
 APPROVAL_SCOPES = ("once", "task", "hours", "always")
 """What approving an action may also allow: see :meth:`Service.decide_approval`."""
+
+
+class GoalDetail(TypedDict):
+    """A goal with what it has spent so far."""
+
+    goal: Goal
+    usage: dict[str, float]
+    """Activations, steps, model tokens and cost, seconds of work."""
+
+
+class TaskDetail(TypedDict):
+    """A task with its activations and effects."""
+
+    task: Task
+    activations: list[Activation]
+    effects: list[Effect]
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -111,7 +130,7 @@ class WorkService(ServiceBase):
             person_id=self._for(person_id, READ), status=[status] if status else None, limit=limit
         )
 
-    async def goal_detail(self, goal_id: str) -> dict[str, Any]:
+    async def goal_detail(self, goal_id: str) -> GoalDetail:
         """A goal with what it has spent so far."""
         goal = await self._goal(goal_id, READ)
         return {"goal": goal, "usage": await self.store.goal_usage(goal_id)}
@@ -179,6 +198,11 @@ class WorkService(ServiceBase):
             person_id=person_id, after_seq=after_seq, goal_id=goal_id, limit=limit
         )
 
+    async def feed_head(self, *, person_id: str) -> int:
+        """The seq of the person's newest feed entry (0 while the feed is empty): where a live
+        view that has just read the current state starts listening."""
+        return await self.store.feed_head(person_id=self._for(person_id, READ))
+
     # --- tasks --------------------------------------------------------------------------
 
     async def create_task(
@@ -203,7 +227,7 @@ class WorkService(ServiceBase):
     async def get_task(self, task_id: str) -> Task:
         return await self._task(task_id, READ)
 
-    async def task_detail(self, task_id: str) -> dict[str, Any]:
+    async def task_detail(self, task_id: str) -> TaskDetail:
         """A task with its activations and effects."""
         return {
             "task": await self._task(task_id, READ),
@@ -225,19 +249,31 @@ class WorkService(ServiceBase):
         self._nudge()
         return task
 
-    async def list_tasks(self, **filters: Any) -> list[Task]:
+    async def list_tasks(
+        self,
+        *,
+        person_id: str | None = None,
+        goal_id: str | None = None,
+        status: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+    ) -> list[Task]:
+        """Tasks, newest first: everyone's (a bound service's person's), or one person's; only
+        those under ``goal_id``, in ``status`` or of ``kind`` (e.g. ``agent``) if given."""
         self._may(READ)
         if self.principal is not None:
-            filters["person_id"] = self._for(filters.get("person_id"), READ)
-        status = filters.pop("status", None)
-        if isinstance(status, str):
+            person_id = self._for(person_id, READ)
+        statuses = None
+        if status is not None:
             try:
-                filters["status"] = [TaskStatus(status)]
+                statuses = [TaskStatus(status)]
             except ValueError as exc:
                 raise UsageError(
                     f"unknown status {status!r}: {', '.join(s.value for s in TaskStatus)}"
                 ) from exc
-        return await self.store.list_tasks(**filters)
+        return await self.store.list_tasks(
+            person_id=person_id or None, goal_id=goal_id, status=statuses, kind=kind, limit=limit
+        )
 
     # --- triggers -----------------------------------------------------------------------
 
@@ -503,7 +539,9 @@ class WorkService(ServiceBase):
         )
 
     async def mark_read(self, notification_id: str) -> None:
-        """Mark read (a read token may: it is the dashboard's own bookkeeping)."""
+        """Mark read (a read token may: it is the dashboard's own bookkeeping). Marking one
+        already read changes nothing; an id that is not the person's is
+        :class:`~steward.errors.NotFound`, like one that does not exist."""
         self._may(READ)
         mine = None if self.principal is None else self.principal.person_id
         await self.store.mark_read(notification_id, now=self.clock.now(), person_id=mine)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from steward.api.common import MOST_PER_PAGE, Caller, json, page, seq_page
+from steward.api.common import MAX_SEQ, MOST_PER_PAGE, Caller, json, page, seq_page
 from steward.api.routes.work import Body, Limit, Offset
 
 router = APIRouter()
@@ -120,7 +120,9 @@ async def revoke_token(svc: Caller, token_id: str) -> JSONResponse:
 @router.get("/audit", tags=["security"], summary="The audit log, oldest first")
 async def audit_log(
     svc: Caller,
-    after_seq: Annotated[int, Query(ge=0, description="Entries after this sequence number.")] = 0,
+    after_seq: Annotated[
+        int, Query(ge=0, le=MAX_SEQ, description="Entries after this sequence number.")
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=MOST_PER_PAGE)] = 100,
 ) -> JSONResponse:
     entries = await svc.audit_log(person_id="", after_seq=after_seq, limit=limit + 1)

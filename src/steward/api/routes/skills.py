@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from steward.api.common import Caller, json
+from steward.api.common import MAX_SEQ, Caller, json
 from steward.api.routes.work import Body
 
 router = APIRouter(tags=["skills"])
@@ -43,8 +43,8 @@ async def skill_history(svc: Caller, skill: str) -> JSONResponse:
 async def skill_diff(
     svc: Caller,
     skill: str,
-    from_version: Annotated[int | None, Query(ge=1, alias="from")] = None,
-    to_version: Annotated[int | None, Query(ge=1, alias="to")] = None,
+    from_version: Annotated[int | None, Query(ge=1, le=MAX_SEQ, alias="from")] = None,
+    to_version: Annotated[int | None, Query(ge=1, le=MAX_SEQ, alias="to")] = None,
 ) -> JSONResponse:
     diff = await svc.skill_diff(
         skill, person_id="", from_version=from_version, to_version=to_version

@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from steward.api.common import Caller, bearer, token_of
+from steward.api.common import MAX_SEQ, Caller, bearer, token_of
 from steward.domain.feed import FeedEntry
 from steward.errors import UsageError
 from steward.service import Service
@@ -47,7 +47,8 @@ async def opening(
     request: Request,
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
     after: Annotated[
-        int | None, Query(ge=0, description="Resume after this seq (else Last-Event-ID).")
+        int | None,
+        Query(ge=0, le=MAX_SEQ, description="Resume after this seq (else Last-Event-ID)."),
     ] = None,
     goal_id: Annotated[str | None, Query(max_length=160)] = None,
 ) -> Opening:
@@ -98,6 +99,6 @@ def _seq(last_event_id: str | None) -> int:
         raise UsageError(
             f"Last-Event-ID must be an event id from this stream, not {last_event_id!r}"
         ) from None
-    if seq < 0:
-        raise UsageError("Last-Event-ID must not be negative")
+    if not 0 <= seq <= MAX_SEQ:
+        raise UsageError(f"Last-Event-ID must be between 0 and {MAX_SEQ}")
     return seq

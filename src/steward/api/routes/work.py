@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from steward.api.common import MOST_PER_PAGE, Caller, json, page, seq_page
+from steward.api.common import MAX_SEQ, MOST_PER_PAGE, Caller, json, page, seq_page
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
 from steward.domain.approval import ApprovalStatus
 from steward.domain.trigger import MissedPolicy
@@ -151,7 +151,7 @@ async def change_goal(svc: Caller, goal_id: str, body: GoalChange) -> JSONRespon
 async def goal_timeline(
     svc: Caller,
     goal_id: str,
-    after: Annotated[int, Query(ge=0, description="Entries after this seq.")] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_SEQ, description="Entries after this seq.")] = 0,
     limit: Limit = 100,
 ) -> JSONResponse:
     entries = await svc.feed(person_id="", goal_id=goal_id, after_seq=after, limit=limit + 1)
@@ -211,7 +211,7 @@ async def answer_task(svc: Caller, task_id: str, body: AnswerIn) -> JSONResponse
 async def task_steps(
     svc: Caller,
     task_id: str,
-    after: Annotated[int, Query(ge=0, description="Steps after this number.")] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_SEQ, description="Steps after this number.")] = 0,
     limit: Limit = 100,
 ) -> JSONResponse:
     steps = await svc.steps(task_id, after=after, limit=limit + 1)
