@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -26,3 +27,12 @@ async def site(store: Store, clock: SimulatedClock, tmp_path: Path) -> AsyncIter
             yield site
         finally:
             await site.close()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """Where browser tests put screenshots: ``$STEWARD_SCREENSHOTS``, else a temporary
+    directory."""
+    into = Path(os.environ.get("STEWARD_SCREENSHOTS") or tmp_path)
+    into.mkdir(parents=True, exist_ok=True)
+    return into

@@ -9,7 +9,6 @@ docs/screenshots/ are made with ``STEWARD_SCREENSHOTS=docs/screenshots``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,20 +21,10 @@ from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
 from tenancy_support import make_tenant
-from web.web_support import Site, ask_approval, dashboard
+from web.web_support import CHROMIUM, Site, ask_approval, dashboard, require_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 PHONE = {"width": 375, "height": 812}
 DESKTOP = {"width": 1280, "height": 800}
-
-
-def require_chromium() -> None:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing: install Debian's chromium to run the browser tests"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 @pytest.fixture
@@ -133,13 +122,6 @@ async def test_editing_a_memory_and_restoring_the_previous_version(
     detail = await web.owner.memory_detail(web.a.memory.id)
     assert [v.memory.content for v in detail.history][-1] == "ann lives in Lisbon"
     assert detail.memory.version == 3
-
-
-@pytest.fixture
-def shots(tmp_path: Path) -> Path:
-    into = Path(os.environ.get("STEWARD_SCREENSHOTS") or tmp_path)
-    into.mkdir(parents=True, exist_ok=True)
-    return into
 
 
 async def test_screenshots_of_every_page(browser: Browser, web: Site, shots: Path) -> None:

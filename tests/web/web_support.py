@@ -3,10 +3,13 @@ tenants, and a logged-in browser-like client."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
+import pytest
 
 from steward.api import create_app
 from steward.domain import Approval, ApprovalStatus, Notification, TaskSpec
@@ -18,6 +21,18 @@ from steward.store import Fence, Store
 from tenancy_support import Tenant
 
 _CSRF = re.compile(r'name="csrf" value="([0-9a-f]*)"')
+
+CHROMIUM = Path("/usr/bin/chromium")
+"""Debian's chromium, which Playwright drives (nothing downloads a browser build)."""
+
+
+def require_chromium() -> None:
+    """Skip without chromium, with a message; under ``CI=true``, fail instead."""
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: install Debian's chromium to run the browser tests"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
 
 
 def dashboard(owner: Service) -> object:
