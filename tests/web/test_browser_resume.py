@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -174,7 +175,7 @@ async def test_an_approval_appears_live_and_the_task_resumes_and_finishes(
     await expect(inbox.locator(".flash")).to_have_text("Approved this once.")
     await expect(panel.locator(".badge")).to_have_text("succeeded", timeout=LIVE)
     await expect(goal.locator("ul.feed")).to_contain_text(
-        "activation (approval) → succeed", timeout=LIVE
+        re.compile(r"woke for approval, \d+ steps: succeeded"), timeout=LIVE
     )
     await goal.screenshot(path=shots / "resume-finished.png")
 

@@ -44,6 +44,16 @@ APPROVAL_SCOPES = ("once", "task", "hours", "always")
 """What approving an action may also allow: see :meth:`Service.decide_approval`."""
 
 
+_ENDED = {
+    "succeed": "succeeded",
+    "fail": "failed",
+    "retry": "will retry",
+    "wait": "waiting",
+    "requeue": "requeued",
+}
+"""An activation's outcome as people read it."""
+
+
 class GoalDetail(TypedDict):
     """A goal with what it has spent so far."""
 
@@ -145,8 +155,8 @@ class WorkService(ServiceBase):
                     at=act.started_at,
                     kind="activation",
                     task_id=act.task_id,
-                    summary=f"activation ({act.reason}) → {act.outcome or 'running'}, "
-                    f"{act.steps} steps",
+                    summary=f"woke for {act.reason}, {act.steps} steps: "
+                    f"{_ENDED.get(act.outcome or '', act.outcome or 'running')}",
                     data={
                         "id": act.id,
                         "worker": act.worker,
@@ -161,7 +171,7 @@ class WorkService(ServiceBase):
                     at=rec.created_at,
                     kind=rec.kind,
                     task_id=rec.task_id,
-                    summary=f"{rec.kind}: {_short(rec.content)}",
+                    summary=_short(rec.content),
                     data=rec.content,
                 )
             )
