@@ -91,8 +91,8 @@ async def test_tenancy_and_scopes_hold(api: Api) -> None:
     ("body", "detail"),
     [
         ({"person_id": "", "title": "x", "deadline": "soon"}, "deadline: Input should be"),
-        ({"person_id": "", "title": "x", "colour": "red"}, "create_goal takes no argument"),
-        ({"person_id": ""}, "missing a required argument: 'title'"),
+        ({"person_id": "", "title": "x", "colour": "red"}, "colour: not an argument of"),
+        ({"person_id": ""}, "title: Field required"),
         ({"person_id": "", "title": "x", "budget": {"max_steps": 2**64}}, "budget.max_steps"),
     ],
 )
@@ -102,7 +102,7 @@ async def test_bad_arguments_are_refused_naming_them(
     before = await api.owner.list_goals(person_id=api.a.person.id)
     async with api.client(api.a.control) as client:
         response = await client.post("/call/create_goal", json=body)
-    assert response.status_code in (400, 422), response.text
+    assert response.status_code == 422, response.text
     assert response.headers["content-type"] == "application/problem+json"
     assert detail in response.json()["detail"], response.text
     assert await api.owner.list_goals(person_id=api.a.person.id) == before

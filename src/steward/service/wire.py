@@ -68,14 +68,21 @@ class WireMethod:
         return body
 
     def decode_call(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """The keyword arguments of a call (server side). Raises :class:`BadArguments` for values
-        of the wrong shape, :class:`UsageError` for a missing or unknown argument."""
+        """The keyword arguments of a call (server side). Raises :class:`BadArguments`, naming
+        each argument that is unknown, missing or of the wrong shape."""
         kwargs: dict[str, Any] = {}
-        errors: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = [
+            {"loc": (p.name,), "msg": "Field required"}
+            for p in self.signature.parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and p.default is p.empty
+            and p.name not in body
+        ]
         for name, value in body.items():
             adapter = self._adapter(name)
             if adapter is None:
-                raise UsageError(f"{self.name} takes no argument {name!r}")
+                errors.append({"loc": (name,), "msg": f"not an argument of {self.name}"})
+                continue
             too_big = list(_too_big(value, (name,)))
             if too_big:
                 errors += [{"loc": loc, "msg": "a number beyond 64 bits"} for loc in too_big]
@@ -86,10 +93,6 @@ class WireMethod:
                 errors += [{**e, "loc": (name, *e["loc"])} for e in exc.errors()]
         if errors:
             raise BadArguments(errors)
-        try:
-            self.signature.bind(**kwargs)
-        except TypeError as exc:
-            raise UsageError(f"{self.name}: {exc}") from None
         return kwargs
 
     def _adapter(self, name: str) -> TypeAdapter[Any] | None:
