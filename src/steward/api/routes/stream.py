@@ -99,6 +99,8 @@ def _seq(last_event_id: str | None) -> int:
         raise UsageError(
             f"Last-Event-ID must be an event id from this stream, not {last_event_id!r}"
         ) from None
-    if not 0 <= seq <= MAX_SEQ:
-        raise UsageError(f"Last-Event-ID must be between 0 and {MAX_SEQ}")
+    if seq < 0:
+        raise UsageError("Last-Event-ID must not be negative")
+    if seq > MAX_SEQ:
+        raise UsageError(f"Last-Event-ID must be at most {MAX_SEQ}")
     return seq
