@@ -1,30 +1,48 @@
-"""`steward memory` as processes: what an ask learned is listed with its provenance and is
-forgotten with its conversation; add, show, edit, delete, restore; MEMORY.md export, edit and
-import with a conflict; bad input is one clear error line."""
+"""`steward memory` end to end against a real SQLite database: what an ask learned is listed
+with its provenance and is forgotten with its conversation; add, show, edit, delete, restore;
+MEMORY.md export, edit and import with a conflict; bad input is one clear error line.
+
+Each command runs in this process through the Typer app, as the other CLI tests do: what is
+checked is each command's exit code, output streams and effect on the database, not the
+process around it (``steward ask`` as a process is covered by ``test_agent_cli.py``); a process
+per command cost seconds of interpreter start-up and imports each.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from typer.testing import CliRunner
+
+from steward.cli.main import app
 from steward.models.scripted import ScriptedModel, call_tool, say
 from steward.testing.model_server import run_model_server
 
 
-def steward(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Any:
+@dataclass(frozen=True)
+class Done:
+    """What a command left behind, as a finished process would: exit code, stdout, stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def steward(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Done:
     db = f"sqlite:///{tmp_path / 'cli.db'}"
-    return subprocess.run(
-        [sys.executable, "-m", "steward.cli.main", *args, "--db", db],
-        env=os.environ | (env or {}) | {"STEWARD_DATA_DIR": str(tmp_path), "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
+    result = CliRunner().invoke(
+        app,
+        [*args, "--db", db],
+        env=(env or {}) | {"STEWARD_DATA_DIR": str(tmp_path), "COLUMNS": "200"},
+        input="",
     )
+    # a crash is not an answer: only a clean exit (code 0, or 1 after one clear error line)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Done(result.exit_code, result.stdout, result.stderr)
 
 
 def ok(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> str:

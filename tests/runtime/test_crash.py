@@ -9,6 +9,12 @@ must agree: every task succeeded or waits on an in-doubt effect of a tool withou
 keys, every journalled success was applied exactly once, keyed effects were retried under the
 same key, unkeyed ones never sent twice.
 
+The processes are forked from a server process that imported Steward once (multiprocessing's
+forkserver), not started as ``python -m steward.cli.main``: each is still its own OS process,
+with its own connections, running the ``steward`` command line and dying by SIGKILL, but starts
+in milliseconds rather than after seconds of imports, so the kills hit workers at work, and
+twenty-odd restarts no longer cost most of the test's time.
+
 Two small deterministic tests at the end pin down the one window the chaos only hits sometimes:
 between committing the step that decides a task's outcome and applying that outcome.
 """
@@ -16,16 +22,16 @@ between committing the step that decides a task's outcome and applying that outc
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import random
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from steward.domain import Activation, Effect, Task, TaskSpec, TaskStatus
@@ -51,13 +57,60 @@ SETTLE_SECONDS = 120.0
 STALL_SECONDS = 20.0
 
 
-def spawn(role: str, db_url: str, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+PROCESSES = multiprocessing.get_context("forkserver")
+PROCESSES.set_forkserver_preload(["steward.cli.main", __name__])
+
+
+def steward(argv: list[str], log: str) -> None:
+    """In the child: ``steward <argv>``, its stdout discarded, its stderr appended to ``log``."""
+    for fd, path, flags in ((1, os.devnull, 0), (2, log, os.O_CREAT | os.O_APPEND)):
+        opened = os.open(path, os.O_WRONLY | flags)
+        os.dup2(opened, fd)
+        os.close(opened)
+    from steward.cli.main import app
+
+    app(argv, prog_name="steward")
+
+
+class Process:
+    """A ``steward`` process: what this test uses of :class:`subprocess.Popen`."""
+
+    def __init__(self, argv: list[str], log: Path) -> None:
+        self._process = PROCESSES.Process(target=steward, args=(argv, str(log)), daemon=True)
+        self._process.start()
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code, or minus the signal that killed it; None while it runs."""
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            self._process.kill()
+
+    def wait(self) -> int | None:
+        self._process.join()
+        return self.returncode
+
+
+def spawn(role: str, db_url: str, log: Path, *extra: str) -> Process:
     """Start ``steward <role>`` as its own OS process, its log appended to ``log``."""
-    cmd = [sys.executable, "-m", "steward.cli.main", role, "--db", db_url]
-    with log.open("ab") as err:
-        return subprocess.Popen(
-            [*cmd, "--log-level", "warning", *extra], stdout=subprocess.DEVNULL, stderr=err
-        )
+    return Process([role, "--db", db_url, "--log-level", "warning", *extra], log)
+
+
+async def applied_answers(url: str, keys: list[str]) -> dict[str, Any]:
+    """The service's first answer for each key, as ``GET /applied`` tells it; through one HTTP
+    client (:class:`EffectServiceClient` makes one per call, tens of milliseconds each)."""
+    answers: dict[str, Any] = {}
+    async with httpx.AsyncClient(base_url=url, timeout=10.0) as http:
+        for key in keys:
+            response = await http.get("/applied", params={"key": key})
+            response.raise_for_status()
+            answers[key] = response.json()["response"]
+    return answers
 
 
 def log_tails(logs: Path) -> str:
@@ -94,9 +147,9 @@ async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
     seed = int(os.environ.get("STEWARD_CRASH_SEED", time.time_ns() % 1_000_000))
     rng = random.Random(seed)
     store = await Store.open(db_url)
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: list[Process] = []
 
-    def start(role: str, name: str, *extra: str) -> subprocess.Popen[bytes]:
+    def start(role: str, name: str, *extra: str) -> Process:
         proc = spawn(role, db_url, tmp_path / f"{name}.log", *extra)
         procs.append(proc)
         return proc
@@ -183,11 +236,9 @@ async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
             final = await store.list_tasks(person_id=person.id, limit=TASKS + 1)
             effects = await store.list_effects(person_id=person.id, limit=TASKS * CALLS + 1)
             in_doubt = await store.list_effects(status=EffectStatus.IN_DOUBT)
-            first_answers = {
-                e.key: (await client.applied(e.key))["response"]
-                for e in effects
-                if e.status is EffectStatus.SUCCEEDED
-            }
+            first_answers = await applied_answers(
+                service.url, [e.key for e in effects if e.status is EffectStatus.SUCCEEDED]
+            )
             journals = {
                 t.id: (await store.list_steps(t.id), await store.list_activations(task_id=t.id))
                 for t in final
