@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from steward.domain import ApprovalStatus
 from steward.runtime.clock import SimulatedClock
@@ -21,7 +21,7 @@ from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
 from tenancy_support import make_tenant
-from web.web_support import CHROMIUM, Site, ask_approval, dashboard, require_chromium
+from web.web_support import Site, ask_approval, chromium, dashboard
 
 PHONE = {"width": 375, "height": 812}
 DESKTOP = {"width": 1280, "height": 800}
@@ -44,13 +44,8 @@ async def web(clock: SimulatedClock, tmp_path: Path) -> AsyncIterator[Site]:
 async def browser(web: Site) -> AsyncIterator[Browser]:
     """Chromium, closed before the site stops: a page's open event stream would otherwise
     keep the server waiting for it."""
-    require_chromium()
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with chromium() as launched:
+        yield launched
 
 
 async def logged_in(browser: Browser, site: Site, *, phone: bool = False) -> Page:

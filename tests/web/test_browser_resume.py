@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, async_playwright, expect
+from playwright.async_api import Browser, expect
 from pydantic import SecretStr
 
 from steward.app import build_harness
@@ -39,7 +39,7 @@ from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
 from steward.testing.model_server import ModelServer, run_model_server
-from web.web_support import CHROMIUM, dashboard, require_chromium
+from web.web_support import chromium, dashboard
 
 LOOPBACK = "127.0.0.1"
 SECRET = "mail"
@@ -133,13 +133,8 @@ async def world(store: Store, tmp_path: Path) -> AsyncIterator[World]:
 async def browser(world: World) -> AsyncIterator[Browser]:
     """Chromium, closed before the dashboard stops (its open event streams would keep the
     server waiting)."""
-    require_chromium()
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with chromium() as launched:
+        yield launched
 
 
 async def test_an_approval_appears_live_and_the_task_resumes_and_finishes(

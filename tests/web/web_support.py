@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
+from playwright.async_api import Browser, async_playwright
 
 from steward.api import create_app
 from steward.domain import Approval, ApprovalStatus, Notification, TaskSpec
@@ -24,6 +27,19 @@ _CSRF = re.compile(r'name="csrf" value="([0-9a-f]*)"')
 
 CHROMIUM = Path("/usr/bin/chromium")
 """Debian's chromium, which Playwright drives (nothing downloads a browser build)."""
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Browser]:
+    """Headless Debian chromium through Playwright (closed on the way out: close it before
+    the dashboard stops, or its pages' open event streams keep the server waiting)."""
+    require_chromium()
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        try:
+            yield launched
+        finally:
+            await launched.close()
 
 
 def require_chromium() -> None:
