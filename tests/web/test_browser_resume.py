@@ -1,5 +1,6 @@
 """The product issue's scenario in a real browser: log in with a token, see a pending approval
-appear live, approve it, and watch the task resume and finish.
+appear live, approve it, and watch the task resume and finish; and approve "always", revoke
+the grant that made, and see the next send held again.
 
 Unlike test_browser.py, a real runtime runs next to the dashboard, in the same event loop, as
 ``steward up`` runs them. Its worker drives the agent harness ``steward up`` builds; the model
@@ -88,7 +89,8 @@ async def world(store: Store, tmp_path: Path) -> AsyncIterator[World]:
     clock = Clock()
     office = FakeOffice(secret=secrets.token_urlsafe(16), every=3600)
     async with serving(office.app()) as office_url:
-        with run_model_server(ScriptedModel(script(office_url))) as model:
+        # the same agent for every task a test asks (each takes two model calls)
+        with run_model_server(ScriptedModel(script(office_url) * 3)) as model:
             settings = Settings(
                 data_dir=tmp_path,
                 model=model.model.name,
@@ -186,3 +188,52 @@ async def test_an_approval_appears_live_and_the_task_resumes_and_finishes(
     activations = await world.store.list_activations(task_id=task.id)
     assert [a.reason for a in activations][1:] == ["approval"]  # resumed by the decision
     assert world.model.requests == 2  # the held call was not asked again
+
+
+async def _until_done(world: World, task_id: str) -> None:
+    for _ in range(LIVE // 50):
+        if (await world.store.get_task(task_id)).status.terminal:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"task {task_id} did not finish")
+
+
+async def test_approved_always_then_the_grant_revoked_and_the_next_send_is_held_again(
+    browser: Browser, world: World
+) -> None:
+    page = await (await browser.new_context(base_url=world.url)).new_page()
+    await page.goto("/login")
+    await page.fill("#token", world.token)
+    await page.click("button.primary")
+    await page.goto("/inbox")
+    await expect(page.locator("body.live")).to_have_count(1)
+
+    first = await world.owner.ask_agent(
+        person_id=world.person.id, instructions=INSTRUCTIONS, goal_id=world.goal.id
+    )
+    await page.locator("article.approval button[value='always']").click(timeout=LIVE)
+    await expect(page.locator(".flash")).to_have_text("Approved always.")
+    await _until_done(world, first.id)
+    [grant] = await world.owner.list_grants(person_id=world.person.id)
+
+    # standing permission: the next send goes out without asking
+    second = await world.owner.ask_agent(
+        person_id=world.person.id, instructions=INSTRUCTIONS, goal_id=world.goal.id
+    )
+    await _until_done(world, second.id)
+    assert (await world.store.get_task(second.id)).status is TaskStatus.SUCCEEDED
+    assert world.office.sent == [MAIL, MAIL]
+
+    await page.goto("/security")
+    await page.locator(f"li[id='{grant.id}'] button", has_text="Revoke").click()
+    await expect(page.locator(".flash")).to_contain_text("Grant revoked")
+
+    # revoked: the same send is held for the person again, and nothing goes out
+    await page.goto("/inbox")
+    await expect(page.locator("body.live")).to_have_count(1)
+    third = await world.owner.ask_agent(
+        person_id=world.person.id, instructions=INSTRUCTIONS, goal_id=world.goal.id
+    )
+    await expect(page.locator("article.approval")).to_contain_text(SEND_PATH, timeout=LIVE)
+    assert (await world.store.get_task(third.id)).status is TaskStatus.WAITING
+    assert world.office.sent == [MAIL, MAIL]
