@@ -113,11 +113,17 @@ async def remember(svc: Caller, body: MemoryIn) -> JSONResponse:
     return json(written, 201)
 
 
-@router.get("/memories/export", summary="Every current memory as an editable MEMORY.md")
-async def export_memories(svc: Caller) -> PlainTextResponse:
-    return PlainTextResponse(
-        await svc.export_memories(person_id=""), media_type="text/markdown; charset=utf-8"
-    )
+class MarkdownResponse(PlainTextResponse):
+    media_type = "text/markdown"
+
+
+@router.get(
+    "/memories/export",
+    summary="Every current memory as an editable MEMORY.md",
+    response_class=MarkdownResponse,
+)
+async def export_memories(svc: Caller) -> MarkdownResponse:
+    return MarkdownResponse(await svc.export_memories(person_id=""))
 
 
 @router.post("/memories/import", summary="Read back an edited MEMORY.md; conflicts reported")
