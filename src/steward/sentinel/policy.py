@@ -488,9 +488,13 @@ def urls_of(args: dict[str, Any]) -> list[Url] | None:
     if found is None:
         return None
     try:
-        return [parse_url(text) for text in found]
+        return [_read_url(text) for text in found]
     except UrlRefused:
         return None
+
+
+_read_url = lru_cache(maxsize=4096)(parse_url)
+"""The policy reads the same URL for several constraints and the index keys."""
 
 
 def _has_urls(args: dict[str, Any]) -> bool:

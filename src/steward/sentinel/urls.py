@@ -65,10 +65,9 @@ class Url:
         return ip_of(self.host)
 
 
-@lru_cache(maxsize=4096)
 def parse_url(text: str) -> Url:
     """Read ``text`` as an http(s) URL; :class:`UrlRefused` with the reason if it cannot be
-    read unambiguously. (Cached: the policy reads the same URL for several constraints.)"""
+    read unambiguously."""
     if not isinstance(text, str):
         raise UrlRefused(f"a URL must be text, not {type(text).__name__}")
     stripped = text.strip()
@@ -80,7 +79,7 @@ def parse_url(text: str) -> Url:
         raise UrlRefused(f"{stripped!r} is not a valid URL ({exc})") from None
     if url.scheme not in SCHEMES:
         raise UrlRefused(f"{stripped!r} is not an http or https URL")
-    if url.userinfo or "@" in _authority(stripped):
+    if url.userinfo or "@" in authority_of(stripped):
         raise UrlRefused(f"{stripped!r} carries user information before its host")
     raw = url.raw_host.decode("ascii")
     if not raw:
@@ -165,7 +164,7 @@ def is_public(address: IPAddress) -> bool:
     return address.is_global and not address.is_multicast
 
 
-def _authority(text: str) -> str:
+def authority_of(text: str) -> str:
     """The part between ``//`` and the next ``/``, ``?`` or ``#``."""
     rest = text.partition("//")[2]
     return re.split(r"[/?#]", rest, maxsplit=1)[0]
