@@ -38,6 +38,7 @@ from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.policy import pinned_constraints
 from steward.sentinel.tokens import CONTROL, READ
+from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
 
 APPROVAL_SCOPES = ("once", "task", "hours", "always")
@@ -577,6 +578,13 @@ def _checked(spec: TaskSpec) -> TaskSpec:
     """A task spec as stored: a bad one is refused here, not discovered mid-run."""
     if spec.max_attempts < 1:
         raise UsageError("max_attempts must be at least 1")
+    if spec.kind == "http_post":
+        # where it may post is decided when it runs (connections change); what it names is
+        # read here, the way the sentinel and the broker will read it
+        url = spec.input.get("url")
+        if not isinstance(url, str):
+            raise UsageError("an http_post task needs input.url, the URL to post to")
+        parse_url(url)
     if "audience" in spec.input:
         audience = Audience.parse(str(spec.input["audience"]))  # kept in its one spelling
         spec = replace(spec, input={**spec.input, "audience": str(audience)})
