@@ -138,11 +138,14 @@ def recipient_key(text: str) -> str:
 
 
 def ip_of(host: str) -> IPAddress | None:
-    """``host`` as an IP address (canonical forms only), or None."""
+    """``host`` as an IP address (canonical forms only, no IPv6 zone), or None."""
     try:
-        return ipaddress.ip_address(host)
+        address = ipaddress.ip_address(host)
     except ValueError:
         return None
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
+        return None
+    return address
 
 
 def is_public(address: IPAddress) -> bool:
