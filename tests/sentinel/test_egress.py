@@ -32,9 +32,8 @@ from steward.sentinel.egress import (
     EgressFailed,
     EgressRefused,
     OAuthTokens,
-    exchange_code,
-    oauth_authorization_url,
 )
+from steward.sentinel.oauth import exchange_code, oauth_authorization_url
 from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import Store
 from steward.store.schema import metadata

@@ -20,8 +20,10 @@ Precedence — the first step that decides, decides:
    (``….send``, ``….write``, ``….delete``, ``….post``...) or drives a browser → **deny**,
    whatever grants or rules exist.
 3. **Connection bound** — every scope the tool needs must be offered, exactly, by an active
-   connection of the person (``email.read`` is not ``email.send``) → else **deny**. Tools with
-   no scopes skip this step.
+   connection of the person (``email.read`` is not ``email.send``), and when every connection
+   offering a scope names hosts, each URL host of the action must be one of them (a URL that
+   cannot be read is not) → else **deny**, whatever rules or grants say. Tools with no scopes
+   skip this step.
 4. **Rules** whose pattern (``*`` matches anything) matches the tool name or one of its scopes:
    the highest priority wins, ties go to the stricter mode (deny > handoff > ask >
    do_if_preapproved > do), then to the smaller rule id. ``do`` allows; ``do_if_preapproved``
@@ -33,15 +35,18 @@ A grant *covers* an action when it is live for it (not revoked; ``once``: unspen
 task or this task; ``task``: this task; ``session``: this session; ``until``: before its
 expiry; ``standing``), gives every scope the tool needs (a tool without scopes only through a
 ``tool`` constraint naming it), and its constraints hold on the arguments: ``tool`` (exact
-name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value, lower-
-cased), ``domains`` (each recipient's and URL's domain, or a subdomain of one), ``hosts`` (the
-host of ``url``/``endpoint``), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
+name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value, each one
+plain address, lower-cased, its domain normalised like a host), ``domains`` (each recipient's
+and URL's domain, or a subdomain of one; an IP address only exactly), ``hosts`` (the host of
+``url``/``endpoint``), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
 segments), ``max_amount`` (``amount`` at most it) and ``period_amount`` over
 ``period_seconds`` (the amounts of the actions it allowed in the trailing period, this one
 included, at most it: counted atomically by the store when the grant allows an action, so two
 racing actions cannot both use the last of an allowance). A constraint whose argument is
-missing or cannot be read fails: a constraint never passes by default. When several grants
-cover, a non-``once`` grant is preferred, so a one-time grant is not spent needlessly.
+missing or cannot be read fails: a constraint never passes by default. URLs and hosts are read
+by :mod:`steward.sentinel.urls`, as the grant builder and the egress broker read them. When
+several grants cover, a non-``once`` grant is preferred, so a one-time grant is not spent
+needlessly.
 
 What triggered the activation (``wake_reason``) is never consulted: a timer or an event cannot
 add authority; the goal's person's rules and grants bound every activation alike.
