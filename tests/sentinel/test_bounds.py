@@ -111,6 +111,7 @@ async def test_approve_always_binds_hosts_the_old_parser_could_not_read(
         ({"to": "Ada <ada@x.io>"}, "not one plain address"),
         ({"to": "ada@x.io, mallory@evil.example"}, "not one plain address"),
         ({"text": "hello"}, "names no recipient or URL"),
+        ({"to": "shop@x.io", "amount": "20 EUR"}, "not a plain number"),
     ],
 )
 async def test_a_lasting_approval_that_cannot_be_bound_is_refused_and_once_still_works(
@@ -119,9 +120,14 @@ async def test_a_lasting_approval_that_cannot_be_bound_is_refused_and_once_still
     sent: list[dict[str, Any]] = []
 
     @tool(effect=EffectClass.EXTERNAL, scopes=["api.call"])
-    async def act(url: str | None = None, to: str | None = None, text: str | None = None) -> str:
+    async def act(
+        url: str | None = None,
+        to: str | None = None,
+        text: str | None = None,
+        amount: str | None = None,
+    ) -> str:
         """Do something outside."""
-        sent.append({"url": url, "to": to, "text": text})
+        sent.append({"url": url, "to": to, "text": text, "amount": amount})
         return "done"
 
     harness = AgentHarness(
@@ -146,6 +152,23 @@ async def test_a_lasting_approval_that_cannot_be_bound_is_refused_and_once_still
     await worker.run_until_idle()
     assert len(sent) == 1
     assert (await store.get_task(task.id)).status is TaskStatus.SUCCEEDED
+
+
+def test_a_lasting_approval_of_a_payment_is_bound_to_its_payee_and_at_most_its_amount() -> None:
+    pinned = pinned_constraints({"to": "Shop@X.io", "amount": "20"})
+    assert pinned == {"recipients": ["shop@x.io"], "max_amount": 20.0}
+    made = replace(grant({"tool": "pay", **pinned}), scopes=("payment.send",))
+    bank = connection(scopes=("payment.send",))
+
+    def pay(to: str, amount: float) -> Verdict:
+        request = replace(
+            fetch("", tool_name="pay", scopes=("payment.send",)), args={"to": to, "amount": amount}
+        )
+        return evaluate(request, snapshot([bank], [made]), now=NOW, session_id=None).verdict
+
+    assert pay("shop@x.io", 20) is Verdict.ALLOW
+    assert pay("shop@x.io", 20.01) is Verdict.ASK
+    assert pay("mallory@x.io", 5) is Verdict.ASK
 
 
 # --- the connection's hosts -----------------------------------------------------------------

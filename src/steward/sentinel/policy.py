@@ -506,19 +506,27 @@ def _has_urls(args: dict[str, Any]) -> bool:
     return any(args.get(key) is not None for key in URL_ARGS)
 
 
-def pinned_constraints(args: dict[str, Any]) -> dict[str, list[str]]:
+def pinned_constraints(args: dict[str, Any]) -> dict[str, Any]:
     """The constraints that hold a lasting grant to exactly the recipients and hosts an
-    action touches (its controlling arguments). :class:`~steward.errors.UsageError`, saying
-    why, when that cannot be done: the action has no recipient or URL argument (nothing to
-    bind the grant to, so it would cover the tool for anyone and anywhere), or one of them
-    cannot be read unambiguously."""
+    action touches (its controlling arguments), and to at most its ``amount`` if it has one.
+    :class:`~steward.errors.UsageError`, saying why, when that cannot be done: the action has
+    no recipient or URL argument (nothing to bind the grant to, so it would cover the tool for
+    anyone and anywhere), or one of them, or its amount, cannot be read unambiguously."""
     has_recipients = any(args.get(key) is not None for key in RECIPIENT_ARGS)
     if not has_recipients and not _has_urls(args):
         raise UsageError(
             "this action names no recipient or URL that a lasting approval could be bound to; "
             "approve it once instead"
         )
-    pinned: dict[str, list[str]] = {}
+    pinned: dict[str, Any] = {}
+    if args.get("amount") is not None:
+        amount = number(args["amount"])
+        if amount is None:
+            raise UsageError(
+                "the amount of this action is not a plain number, so a lasting approval cannot "
+                "be bound to it; approve it once instead"
+            )
+        pinned["max_amount"] = amount
     if has_recipients:
         recipients = recipients_of(args)
         if not recipients:
