@@ -487,10 +487,11 @@ class WorkService(ServiceBase):
         Approving can also give lasting authority for the same tool (a grant, audited):
         ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for
         ``hours``), ``always`` (standing). A lasting grant never covers more than the action
-        approved: it is bound to this tool and to exactly this action's recipients and hosts
-        (:func:`~steward.sentinel.policy.pinned_constraints`). When it cannot be bound — the
-        action names no recipient or URL, or one of them cannot be read unambiguously (a
-        display name, a host that is not plainly a host) — the lasting scope is refused with
+        approved: it is bound to this tool, to exactly this action's recipients and hosts, and
+        to at most its amount (:func:`~steward.sentinel.policy.pinned_constraints`). When it
+        cannot be bound — the action names no recipient or URL, or one of them (or the amount)
+        cannot be read unambiguously (a display name, a host that is not plainly a host) —
+        the lasting scope is refused with
         a :class:`~steward.errors.UsageError` and nothing changes; the person can still
         approve it once."""
         approval = await self._approval(approval_id, CONTROL)
