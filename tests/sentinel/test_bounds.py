@@ -429,11 +429,14 @@ def test_a_grant_made_from_an_approval_never_covers_another_recipient(
     host=HOSTS,
     rule=st.sampled_from([None, RuleMode.DO, RuleMode.DO_IF_PREAPPROVED, RuleMode.ASK]),
     granted=st.booleans(),
+    named=st.booleans(),
 )
 def test_a_connection_bound_holds_whatever_rules_and_grants_say(
-    bound: list[str], host: str, rule: RuleMode | None, granted: bool
+    bound: list[str], host: str, rule: RuleMode | None, granted: bool, named: bool
 ) -> None:
-    url = f"https://{host}/x"
+    """Whatever rules and grants say, an action that is not denied names a host of the
+    connection (``named``: it names the first one as written, so passing is exercised too)."""
+    url = f"https://{bound[0] if named else host}/x"
     rules = (
         [] if rule is None else [Rule(id="r", person_id=ME, pattern="*", mode=rule, created_at=NOW)]
     )
