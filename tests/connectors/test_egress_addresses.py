@@ -195,3 +195,22 @@ async def test_ambiguous_urls_are_refused_before_anything_is_resolved(
         )
     assert resolver.asked == []
     assert internal.received == []
+
+
+async def test_when_a_checked_address_refuses_the_connection_the_next_one_is_tried(
+    store: Store, clock: SimulatedClock, internal: Internal
+) -> None:
+    """Only addresses that passed the check are tried, in the resolver's order; a refused
+    connection sent nothing, so trying the next is safe."""
+    resolver = Resolver({"two.example": ["127.0.0.2", "127.0.0.1"]})  # nothing on 127.0.0.2
+    broker, person, _ = await broker_for(store, clock, resolver)
+    await connect(store, clock, person, "two.example")
+    answer = await broker.request(
+        person_id=person,
+        method="POST",
+        url=f"http://two.example:{internal.port}/admin/reset",
+        actor="task:t",
+    )
+    assert answer.status == 200
+    assert resolver.asked == ["two.example"]
+    assert internal.received == [{"host": f"two.example:{internal.port}", "path": "/admin/reset"}]

@@ -301,7 +301,7 @@ class EgressBroker:
             info, ciphertext = await self._store.secret_ciphertext(person_id, name)
             await self._check_binding(person_id, actor, method, info, host, scheme)
             infos[name] = (info, ciphertext)
-        address = await self._address(person_id, actor, method, target)
+        addresses = await self._addresses(person_id, actor, method, target)
         # decrypt only once every secret passed its binding check
         secrets = {name: self._open(info, ct) for name, (info, ct) in infos.items()}
         for name, secret in secrets.items():
@@ -315,7 +315,7 @@ class EgressBroker:
         status: int | None = None
         try:
             response = await self._send(
-                method, url, headers, content, json, form, secrets, target, address
+                method, url, headers, content, json, form, secrets, target, addresses
             )
             status = response.status_code
             refreshable = [s for s in secrets.values() if s.oauth and s.oauth.refresh_token]
@@ -325,7 +325,7 @@ class EgressBroker:
                 redactor = _redactor(secrets)
                 _ACTIVE.set(redactor)
                 response = await self._send(
-                    method, url, headers, content, json, form, secrets, target, address
+                    method, url, headers, content, json, form, secrets, target, addresses
                 )
                 status = response.status_code
             return EgressResponse(
@@ -373,9 +373,11 @@ class EgressBroker:
         )
         raise EgressRefused(f"refused: {problem}; nothing was sent")
 
-    async def _address(self, person_id: str, actor: str, method: str, target: Url) -> IPAddress:
-        """The address to connect to: the host's first address, when every address it has is
-        public or an active connection of the person names the host."""
+    async def _addresses(
+        self, person_id: str, actor: str, method: str, target: Url
+    ) -> list[IPAddress]:
+        """The addresses to connect to, in the resolver's order: the host's, when every one
+        is public or an active connection of the person names the host."""
         if target.address is not None:
             addresses = [target.address]
         else:
@@ -399,7 +401,7 @@ class EgressBroker:
                 f"refused: {shown} is a local or private network address, and no connection "
                 f"of yours names {target.host} among its hosts; nothing was sent"
             )
-        return addresses[0]
+        return addresses
 
     async def _named_by_connection(self, person_id: str, host: str) -> bool:
         connections = await self._store.list_connections(person_id)
@@ -421,7 +423,7 @@ class EgressBroker:
         form: Mapping[str, str] | None,
         secrets: Mapping[str, _Secret],
         target: Url,
-        address: IPAddress,
+        addresses: Sequence[IPAddress],
     ) -> httpx.Response:
         values = {name: s.value for name, s in secrets.items()}
         url_values = {name: quote(v, safe="") for name, v in values.items()}
@@ -434,11 +436,10 @@ class EgressBroker:
         kwargs: dict[str, Any] = {"headers": sent, "extensions": {}}
         parsed = httpx.URL(final_url)
         if target.address is None:
-            # connect to the address that was checked; name the host in Host and TLS SNI
+            # connect to an address that was checked; name the host in Host and TLS SNI
             kwargs["headers"]["Host"] = parsed.netloc.decode("ascii")
             if target.scheme == "https":
                 kwargs["extensions"]["sni_hostname"] = target.host
-            parsed = parsed.copy_with(host=str(address))
         if isinstance(content, bytes):
             text = content.decode("utf-8", "surrogateescape")
             kwargs["content"] = substitute(text, values).encode("utf-8", "surrogateescape")
@@ -448,8 +449,18 @@ class EgressBroker:
             kwargs["json"] = _walk(body_json, lambda s: substitute(s, values))
         elif form is not None:
             kwargs["data"] = {k: substitute(v, values) for k, v in form.items()}
+
+        def at(address: IPAddress) -> httpx.URL:
+            return parsed if target.address is not None else parsed.copy_with(host=str(address))
+
+        *others, last = addresses
         async with self._client_factory(follow_redirects=False, timeout=self._timeout) as client:
-            return await client.request(method, parsed, **kwargs)
+            for address in others:
+                try:
+                    return await client.request(method, at(address), **kwargs)
+                except httpx.ConnectError:  # nothing was sent: try the next checked address
+                    continue
+            return await client.request(method, at(last), **kwargs)
 
     async def _refresh(self, person_id: str, name: str, secret: _Secret, actor: str) -> None:
         """Refresh an OAuth secret in place (one refresh at a time per secret: another request
@@ -486,7 +497,7 @@ class EgressBroker:
         endpoint_host = endpoint.host
         if endpoint.scheme != "https" and endpoint_host not in LOCAL_HOSTS:
             raise EgressRefused(f"OAuth token endpoint of {name!r} must use https")
-        await self._address(person_id, actor, "POST", endpoint)
+        await self._addresses(person_id, actor, "POST", endpoint)
         redactor = Redactor((name, value) for value in tokens.secret_values())
         data = {"secret": name, "host": endpoint_host, "ok": False}
         try:
