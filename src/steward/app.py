@@ -7,6 +7,8 @@ from datetime import timedelta
 
 from steward.config import Settings
 from steward.connectors.http import http_tool
+from steward.connectors.post import KIND as HTTP_POST
+from steward.connectors.post import http_post_kind
 from steward.errors import ConfigError
 from steward.harness.agent import AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
@@ -23,6 +25,7 @@ from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
 from steward.runtime.clock import Clock
+from steward.runtime.stepfn import StepHarness
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
 from steward.sentinel.vault import Vault, VaultKeys
@@ -95,6 +98,14 @@ def model_from(settings: Settings) -> Model:
     )
 
 
+def step_harness(broker: EgressBroker, sentinel: PolicySentinel) -> StepHarness:
+    """The built-in step functions, with ``http_post``: its requests are decided by
+    ``sentinel`` and sent through ``broker``, like the agent's."""
+    harness = builtin_harness()
+    harness.register(HTTP_POST, http_post_kind(broker, sentinel))
+    return harness
+
+
 async def build_harness(
     settings: Settings,
     store: Store,
@@ -108,6 +119,7 @@ async def build_harness(
     calls carry credentials only through the egress broker."""
     vault = Vault(VaultKeys.load(settings.data_dir))
     broker = EgressBroker(store, vault, audit=store.append_audit, now=clock.now)
+    sentinel = PolicySentinel(store, clock)
     tools: list[Tool] = [http_tool(broker)]
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
@@ -122,14 +134,14 @@ async def build_harness(
         summarizer=model if settings.model_summaries else None,
         workspace=Workspace(settings.workspace_dir),
         tools=tools,
-        sentinel=PolicySentinel(store, clock),
+        sentinel=sentinel,
         personal=PersonalMemory(book, skills=SkillLibrary(store, clock)),
         config=AgentConfig(
             budget=ActivationBudget(max_steps=settings.agent_max_steps),
             approval_ttl=timedelta(hours=settings.approval_ttl_hours),
         ),
         fallback=with_memory_jobs(
-            builtin_harness(),
+            step_harness(broker, sentinel),
             book,
             extractor=None if isinstance(model, UnconfiguredModel) else ModelExtractor(model),
         ),

@@ -36,12 +36,12 @@ import pytest
 
 from steward.domain import Activation, Effect, Task, TaskSpec, TaskStatus
 from steward.domain.journal import EffectStatus
-from steward.runtime.builtin import builtin_harness
 from steward.runtime.clock import Clock
 from steward.runtime.run import TaskRun
 from steward.runtime.worker import Worker
 from steward.store import Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
+from steward.testing.posting import connect_local_service, posting
 
 pytestmark = pytest.mark.slow
 
@@ -164,6 +164,7 @@ async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
             client = EffectServiceClient(service.url)
             now = datetime.now(UTC)
             person = await store.create_person(name="crash", now=now, max_concurrency=12)
+            await connect_local_service(store, person.id, service.url, now=now)
             tasks: list[Task] = []
             for i in range(TASKS):
                 keyed = i % UNKEYED_EVERY != 0
@@ -327,6 +328,7 @@ async def test_crash_after_the_deciding_step_applies_the_decided_outcome(db_url:
             client = EffectServiceClient(service.url)
             clock = Clock()
             person = await store.create_person(name="crash", now=clock.now())
+            await connect_local_service(store, person.id, service.url, now=clock.now())
             spec = TaskSpec(kind="http_post", input={"url": f"{service.url}/effect", "calls": 3})
             task = await store.create_task(spec, person_id=person.id, now=clock.now())
             async with asyncio.timeout(15):
@@ -335,7 +337,7 @@ async def test_crash_after_the_deciding_step_applies_the_decided_outcome(db_url:
                 (claim,) = await store.claim_tasks(
                     worker="doomed", limit=1, lease_seconds=30, now=clock.now()
                 )
-                outcome = await builtin_harness().activate(
+                outcome = await posting(store, clock).activate(
                     TaskRun(store=store, clock=clock, claim=claim)
                 )
                 assert outcome.kind == "succeed"
@@ -344,7 +346,7 @@ async def test_crash_after_the_deciding_step_applies_the_decided_outcome(db_url:
                 assert await store.reap_expired_leases(now=clock.now(), lease_now=lapsed) == [
                     task.id
                 ]
-                assert await Worker(store, builtin_harness(), clock).run_until_idle() == 1
+                assert await Worker(store, posting(store, clock), clock).run_until_idle() == 1
             done = await store.get_task(task.id)
             steps = await store.list_steps(task.id)
             effects = await store.list_effects(task_id=task.id)
@@ -372,11 +374,12 @@ async def test_graceful_stop_during_the_deciding_step_applies_the_decided_outcom
             client = EffectServiceClient(service.url)
             clock = Clock()
             person = await store.create_person(name="stop", now=clock.now())
+            await connect_local_service(store, person.id, service.url, now=clock.now())
             spec = TaskSpec(kind="http_post", input={"url": f"{service.url}/effect", "calls": 1})
             task = await store.create_task(spec, person_id=person.id, now=clock.now())
             key = f"{task.id}:1:0"
             await client.control(hold=True)
-            worker = Worker(store, builtin_harness(), clock)
+            worker = Worker(store, posting(store, clock), clock)
             stop = asyncio.Event()
             async with asyncio.timeout(15):
                 running = asyncio.create_task(worker.run(stop))
@@ -389,7 +392,7 @@ async def test_graceful_stop_during_the_deciding_step_applies_the_decided_outcom
                 await worker._draining.wait()
                 await client.control(hold=False)
                 await running
-                assert await Worker(store, builtin_harness(), clock).run_until_idle() <= 1
+                assert await Worker(store, posting(store, clock), clock).run_until_idle() <= 1
             done = await store.get_task(task.id)
             steps = await store.list_steps(task.id)
             stats = await client.stats()

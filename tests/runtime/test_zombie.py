@@ -28,6 +28,7 @@ from steward.domain.outcome import Succeed
 from steward.errors import LeaseLost
 from steward.store import Fence, FinalStep, Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
+from steward.testing.posting import connect_local_service
 
 pytestmark = pytest.mark.slow
 
@@ -129,6 +130,7 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
             client = EffectServiceClient(service.url)
             now = datetime.now(UTC)
             person = await store.create_person(name="zombie", now=now)
+            await connect_local_service(store, person.id, service.url, now=now)
             spec = TaskSpec(
                 kind="http_post",
                 input={"url": f"{service.url}/effect", "body": {"n": 1}, "calls": 2},

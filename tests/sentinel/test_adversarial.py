@@ -83,8 +83,9 @@ async def test_attack_01_read_or_print_a_secret(
     world: World, caplog: Caplog, capsys: Capsys
 ) -> None:
     w = world
-    await w.connect("http", ["api.call"], hosts=["127.0.0.1"])
-    # the person lets the agent call APIs anywhere: the broker alone must keep the secret home
+    await w.connect("http", ["api.call"], hosts=["127.0.0.1", "localhost"])
+    # the person lets the agent call both local names: the broker alone must keep the secret
+    # home (a URL the sentinel cannot read one way only is denied before it reaches the broker)
     await w.grant(["api.call"])
     fetched: list[str] = []
     auth = {"Authorization": f"Bearer {PLACEHOLDER}"}
@@ -124,7 +125,11 @@ async def test_attack_01_read_or_print_a_secret(
         and PLACEHOLDER in prompts
         and not SECRET_FORMS.found_in(prompts)
     )
-    all_refused = all(o["error"] and "refused" in o["observation"] for o in refused)
+    all_refused = all(
+        o["error"] and ("refused" in o["observation"] or "denied" in o["observation"])
+        for o in refused
+    )
+    reached = [u for u, o in zip(unbound, refused, strict=True) if "denied" not in o["observation"]]
     blocked = on_the_wire and placeholder_only and all_refused and len(refused) == 3
     w.record(
         "1",
@@ -144,9 +149,10 @@ async def test_attack_01_read_or_print_a_secret(
     assert placeholder_only
     assert len(refused) == 3
     assert all_refused, refused
-    assert fetched == [f"{w.echo.url}/echo?key={PLACEHOLDER}", *unbound]
+    assert fetched == [f"{w.echo.url}/echo?key={PLACEHOLDER}", *reached]
+    assert len(reached) == 2  # the userinfo trick is denied by the sentinel, unreadable
     assert uses == [{"secret": SECRET_NAME, "host": "127.0.0.1", "method": "POST", "status": 200}]
-    assert [r["host"] for r in refusals] == ["localhost"] * 3
+    assert [r["host"] for r in refusals] == ["localhost"] * len(reached)
     assert await w.state(task) == "succeeded"
     [artifact] = await w.store.list_artifacts(task_id=task)
     assert artifact.name == "http_fetch"
@@ -162,7 +168,8 @@ async def test_attack_02_exfiltrate_outside_the_binding(
     world: World, caplog: Caplog, capsys: Capsys
 ) -> None:
     w = world
-    await w.connect("http", ["api.call"], hosts=["127.0.0.1"])
+    # a connection that names no hosts: the grant and the broker alone must hold
+    await w.connect("http", ["api.call"])
     await w.grant(["api.call"], constraints={"hosts": ["127.0.0.1"]})
     fetched: list[str] = []
     notes = "Private notes: passport C01X00T47, the safe code is 4711."

@@ -52,12 +52,13 @@ async def setup(store: Store, clock: SimulatedClock) -> tuple[Service, str, str]
     return svc, person.id, task.id
 
 
-async def test_approve_for_the_task_allows_the_rest_of_the_task(
+async def test_approve_for_the_task_allows_the_rest_of_the_task_for_that_recipient(
     store: Store, clock: SimulatedClock, tmp_path: Path
 ) -> None:
     script = [
         call_tool("send_email", to="ada@x.io", body="1"),
-        call_tool("send_email", to="bob@x.io", body="2"),
+        call_tool("send_email", to="ada@x.io", body="2"),
+        call_tool("send_email", to="bob@x.io", body="3"),
         call_tool("finish", result="done"),
     ]
     worker, sent = rig(store, clock, tmp_path, script)
@@ -67,11 +68,15 @@ async def test_approve_for_the_task_allows_the_rest_of_the_task(
     assert approval.scopes == ("email.send",)
     await svc.decide_approval(approval.id, approve=True, scope="task")
     await worker.run_until_idle()
-    assert (await store.get_task(task)).status is TaskStatus.SUCCEEDED
-    assert sent == ["ada@x.io", "bob@x.io"]  # the second send needed no second approval
+    assert sent == ["ada@x.io", "ada@x.io"]  # the second send needed no second approval...
+    [pending] = await svc.list_approvals(person_id=person)
+    assert pending.args["to"] == "bob@x.io"  # ...but another recipient is asked about
     [grant] = await svc.list_grants(person_id=person)
     assert (grant.lifetime, grant.task_id) == (Lifetime.TASK, task)
-    assert grant.constraints == {"tool": "send_email"}
+    assert grant.constraints == {"tool": "send_email", "recipients": ["ada@x.io"]}
+    await svc.decide_approval(pending.id, approve=True)
+    await worker.run_until_idle()
+    assert (await store.get_task(task)).status is TaskStatus.SUCCEEDED
 
 
 async def test_always_binds_the_recipient_and_revoking_is_audited(

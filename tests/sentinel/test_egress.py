@@ -23,6 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from steward.domain import Connection
+from steward.domain.ids import new_id
 from steward.errors import NotFound
 from steward.runtime.clock import SimulatedClock
 from steward.sentinel.egress import (
@@ -30,9 +32,8 @@ from steward.sentinel.egress import (
     EgressFailed,
     EgressRefused,
     OAuthTokens,
-    exchange_code,
-    oauth_authorization_url,
 )
+from steward.sentinel.oauth import exchange_code, oauth_authorization_url
 from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import Store
 from steward.store.schema import metadata
@@ -162,6 +163,18 @@ async def setup(
     secret_store: Store, vault: Vault, service: Service, clock: SimulatedClock
 ) -> Setup:
     person = await secret_store.create_person(name="p", now=clock.now())
+    # the test service is on this machine: a connection must name it for the broker to go there
+    await secret_store.add_connection(
+        Connection(
+            id=new_id("con"),
+            person_id=person.id,
+            kind="http",
+            name="local test service",
+            scopes=("api.call",),
+            hosts=("127.0.0.1", "localhost"),
+            created_at=clock.now(),
+        )
+    )
     audits: list[dict[str, Any]] = []
 
     async def audit(**entry: Any) -> None:

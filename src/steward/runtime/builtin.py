@@ -4,22 +4,17 @@
 * ``note`` — writes ``input.text`` into its goal as a note, then succeeds.
 * ``wait_event`` — waits for an event of ``input.type`` matching ``input.match`` (optionally
   until ``input.timeout_seconds``), records it as evidence in the goal, succeeds.
-* ``http_post`` — for each of ``input.calls`` (default 1) steps, POSTs ``input.body`` to
-  ``input.url`` through the effect journal with an ``Idempotency-Key`` header;
-  ``input.idempotent`` says whether the service honours it (default true).
+
+``http_post`` sends a request out of the machine, so it is not here: it is registered where
+the application wires the sentinel and the egress broker (:mod:`steward.connectors.post`).
 """
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
-from typing import Any
-
-import httpx
 
 from steward.domain.outcome import Outcome, Succeed, Wait
 from steward.domain.task import WaitCondition
-from steward.errors import EffectFailed
 from steward.runtime.stepfn import StepContext, StepHarness
 
 
@@ -53,38 +48,9 @@ async def wait_event(ctx: StepContext) -> Outcome | None:
     return Succeed(result={"event": event, "timed_out": event is None})
 
 
-async def http_post(ctx: StepContext) -> Outcome | None:
-    url = str(ctx.input["url"])
-    body: dict[str, Any] = dict(ctx.input.get("body", {}))
-
-    async def call(key: str) -> Any:
-        async with httpx.AsyncClient(timeout=10.0) as client:
-            response = await client.post(
-                url,
-                json=body,
-                # the worker's pid lets test services and logs tell which process sent it
-                headers={"Idempotency-Key": key, "X-Steward-Worker": str(os.getpid())},
-            )
-        if 400 <= response.status_code < 500:
-            raise EffectFailed(f"{url} refused: {response.status_code} {response.text[:200]}")
-        response.raise_for_status()  # 5xx: outcome unknown, retried under the same key
-        return response.json()
-
-    result = await ctx.effect(
-        "http_post",
-        {"url": url, "body": body},
-        call,
-        idempotent=bool(ctx.input.get("idempotent", True)),
-    )
-    ctx.state.setdefault("results", []).append(result)
-    calls = int(ctx.input.get("calls", 1))
-    return Succeed(result=ctx.state["results"]) if len(ctx.state["results"]) >= calls else None
-
-
 def builtin_harness() -> StepHarness:
     harness = StepHarness()
     harness.register("noop", noop)
     harness.register("note", note)
     harness.register("wait_event", wait_event)
-    harness.register("http_post", http_post)
     return harness

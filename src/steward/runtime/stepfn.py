@@ -31,6 +31,11 @@ class StepContext:
         return self._run.task.id
 
     @property
+    def person_id(self) -> str:
+        """Whose authority the task runs under."""
+        return self._run.task.person_id
+
+    @property
     def input(self) -> dict[str, Any]:
         return self._run.task.input
 

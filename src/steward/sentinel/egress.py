@@ -19,6 +19,16 @@ While a request is in flight, log records of the HTTP libraries (``httpx``, ``ht
 their ``2`` successors) are redacted the same way, since they print URLs and, at debug level,
 response headers.
 
+Every request — with secrets or without — also passes an address check: the host is
+resolved (an IP literal is taken as is) and when any of its addresses is not a public one
+(loopback, link-local, private RFC 1918 and ULA, shared CGNAT, unspecified, reserved,
+multicast, also embedded in IPv6), the request is refused unless an active connection of the
+person names that host among its hosts. The request then goes to the address that was checked
+(the URL's host is replaced by it; the ``Host`` header and the TLS server name stay the host's,
+so certificates are verified against the name), so a DNS answer that changes between the
+check and the connection (rebinding) cannot move it elsewhere. OAuth token endpoints are
+checked the same way but connected to by name (Authlib makes that request).
+
 The broker does not decide whether an action is allowed: the harness runs a tool only after
 the sentinel allowed the action, and the tool then calls the broker. The broker re-checks the
 one thing that must hold whatever the sentinel decided — a secret goes only to its hosts. What
@@ -29,8 +39,8 @@ a write; that is the sentinel's decision to make.
 **OAuth 2.0.** A secret whose value is an :class:`OAuthTokens` JSON object stands for its
 access token. The broker refreshes it (Authlib, refresh-token grant) when it has expired — or
 is about to — and when the service answers 401, re-encrypts and stores the new token set, and
-retries once. :func:`oauth_authorization_url` and :func:`exchange_code` implement the
-authorization-code flow with PKCE (S256) that produces such a token set.
+retries once. :mod:`steward.sentinel.oauth` implements the authorization-code flow with PKCE
+(S256) that produces such a token set.
 """
 
 from __future__ import annotations
@@ -38,25 +48,37 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 import httpx2
 from authlib.common.errors import AuthlibBaseError
-from authlib.common.security import generate_token
 from authlib.integrations.httpx_client import AsyncOAuth2Client
-from authlib.oauth2.client import OAuth2Client
 
+from steward.domain.authority import Connection
 from steward.errors import StewardRuntimeError, UsageError
+from steward.sentinel.urls import (
+    IPAddress,
+    Url,
+    UrlRefused,
+    authority_of,
+    host_key,
+    ip_of,
+    is_public,
+    parse_url,
+)
 from steward.sentinel.vault import Redactor, SecretInfo, Vault, placeholders_in, substitute
 
 AuditFn = Callable[..., Awaitable[object]]
 """Called as ``audit(person_id=, kind=, actor=, data=, now=)``: ``store.append_audit`` fits."""
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+"""Resolves ``(host, port)`` to IP addresses (text); the system resolver by default."""
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 """Hosts a secret may be sent to over plain ``http``."""
@@ -81,7 +103,10 @@ class EgressFailed(StewardRuntimeError):
 
 
 class SecretStore(Protocol):
-    """The part of the store the broker needs (``steward.store.vault.SecretQueries``)."""
+    """The part of the store the broker needs (``steward.store.vault.SecretQueries``, and
+    the person's connections, for the hosts they name)."""
+
+    async def list_connections(self, person_id: str) -> list[Connection]: ...
 
     async def secret_ciphertext(self, person_id: str, name: str) -> tuple[SecretInfo, str]: ...
 
@@ -216,6 +241,12 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The host's addresses, as the operating system resolves them."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
 class EgressBroker:
     """Sends HTTP requests on behalf of tools, substituting secrets only for their hosts."""
 
@@ -229,8 +260,10 @@ class EgressBroker:
         now: Callable[[], datetime] = _utcnow,
         timeout_seconds: float = 30.0,
         oauth_leeway_seconds: float = 60.0,
+        resolve: Resolver = system_resolver,
     ) -> None:
         self._store = store
+        self._resolve = resolve
         self._vault = vault
         self._audit = audit
         self._client_factory = client_factory
@@ -254,18 +287,21 @@ class EgressBroker:
     ) -> EgressResponse:
         """Send one request for ``person_id``'s task; at most one of ``content``, ``json`` and
         ``form`` is the body. Raises :class:`EgressRefused` (nothing sent) when a secret would
-        go to a host it is not bound to, :class:`EgressFailed` when the request fails."""
+        go to a host it is not bound to, or the host is not a public address and no connection
+        names it; :class:`EgressFailed` when the request fails."""
         if sum(body is not None for body in (content, json, form)) > 1:
             raise UsageError("give at most one of content, json and form")
         method = method.upper()
         headers = dict(headers or {})
         names = _referenced(url, headers, content, json, form)
-        host, scheme = _target(url)
+        target = _target(url)
+        host, scheme = target.host, target.scheme
         infos: dict[str, tuple[SecretInfo, str]] = {}
         for name in sorted(names):
             info, ciphertext = await self._store.secret_ciphertext(person_id, name)
             await self._check_binding(person_id, actor, method, info, host, scheme)
             infos[name] = (info, ciphertext)
+        addresses = await self._addresses(person_id, actor, method, target)
         # decrypt only once every secret passed its binding check
         secrets = {name: self._open(info, ct) for name, (info, ct) in infos.items()}
         for name, secret in secrets.items():
@@ -278,7 +314,9 @@ class EgressBroker:
         token = _ACTIVE.set(redactor)
         status: int | None = None
         try:
-            response = await self._send(method, url, headers, content, json, form, secrets, host)
+            response = await self._send(
+                method, url, headers, content, json, form, secrets, target, addresses
+            )
             status = response.status_code
             refreshable = [s for s in secrets.values() if s.oauth and s.oauth.refresh_token]
             if response.status_code == 401 and refreshable:
@@ -287,7 +325,7 @@ class EgressBroker:
                 redactor = _redactor(secrets)
                 _ACTIVE.set(redactor)
                 response = await self._send(
-                    method, url, headers, content, json, form, secrets, host
+                    method, url, headers, content, json, form, secrets, target, addresses
                 )
                 status = response.status_code
             return EgressResponse(
@@ -319,7 +357,7 @@ class EgressBroker:
         self, person_id: str, actor: str, method: str, info: SecretInfo, host: str, scheme: str
     ) -> None:
         problem = None
-        if host not in info.hosts:
+        if host not in {host_key(h) for h in info.hosts}:
             problem = (
                 f"secret {info.name!r} may only be sent to {', '.join(info.hosts)}, not to {host}"
             )
@@ -334,6 +372,40 @@ class EgressBroker:
             {"secret": info.name, "host": host, "method": method, "allowed_hosts": info.hosts},
         )
         raise EgressRefused(f"refused: {problem}; nothing was sent")
+
+    async def _addresses(
+        self, person_id: str, actor: str, method: str, target: Url
+    ) -> list[IPAddress]:
+        """The addresses to connect to, in the resolver's order: the host's, when every one
+        is public or an active connection of the person names the host."""
+        if target.address is not None:
+            addresses = [target.address]
+        else:
+            try:
+                resolved = await self._resolve(target.host, target.port)
+            except OSError as exc:
+                raise EgressFailed(f"{method} to {target.host} failed: {exc}") from None
+            addresses = [a for a in (ip_of(text.partition("%")[0]) for text in resolved) if a]
+            if not addresses:
+                raise EgressFailed(f"{method} to {target.host} failed: it has no address")
+        private = [a for a in addresses if not is_public(a)]
+        if private and not await self._named_by_connection(person_id, target.host):
+            shown = target.host if target.address else f"{target.host} ({private[0]})"
+            await self._record(
+                person_id,
+                actor,
+                "egress_refused",
+                {"host": target.host, "address": str(private[0]), "method": method},
+            )
+            raise EgressRefused(
+                f"refused: {shown} is a local or private network address, and no connection "
+                f"of yours names {target.host} among its hosts; nothing was sent"
+            )
+        return addresses
+
+    async def _named_by_connection(self, person_id: str, host: str) -> bool:
+        connections = await self._store.list_connections(person_id)
+        return any(host in {host_key(h) for h in c.hosts} for c in connections if c.active)
 
     def _open(self, info: SecretInfo, ciphertext: str) -> _Secret:
         plaintext = self._vault.decrypt(ciphertext)
@@ -350,17 +422,24 @@ class EgressBroker:
         body_json: Any,
         form: Mapping[str, str] | None,
         secrets: Mapping[str, _Secret],
-        host: str,
+        target: Url,
+        addresses: Sequence[IPAddress],
     ) -> httpx.Response:
         values = {name: s.value for name, s in secrets.items()}
         url_values = {name: quote(v, safe="") for name, v in values.items()}
         final_url = substitute(url, url_values)
-        if _target(final_url)[0] != host:
+        final = _target(final_url)
+        if (final.scheme, final.host, final.port) != (target.scheme, target.host, target.port):
             # cannot happen with URL-encoded values; checked because it is the whole point
             raise EgressRefused(f"refused: substituting secrets changed the host of {url!r}")
-        kwargs: dict[str, Any] = {
-            "headers": {k: substitute(v, values) for k, v in headers.items()},
-        }
+        sent = {k: substitute(v, values) for k, v in headers.items() if k.lower() != "host"}
+        kwargs: dict[str, Any] = {"headers": sent, "extensions": {}}
+        parsed = httpx.URL(final_url)
+        if target.address is None:
+            # connect to an address that was checked; name the host in Host and TLS SNI
+            kwargs["headers"]["Host"] = parsed.netloc.decode("ascii")
+            if target.scheme == "https":
+                kwargs["extensions"]["sni_hostname"] = target.host
         if isinstance(content, bytes):
             text = content.decode("utf-8", "surrogateescape")
             kwargs["content"] = substitute(text, values).encode("utf-8", "surrogateescape")
@@ -370,8 +449,18 @@ class EgressBroker:
             kwargs["json"] = _walk(body_json, lambda s: substitute(s, values))
         elif form is not None:
             kwargs["data"] = {k: substitute(v, values) for k, v in form.items()}
+
+        def at(address: IPAddress) -> httpx.URL:
+            return parsed if target.address is not None else parsed.copy_with(host=str(address))
+
+        *others, last = addresses
         async with self._client_factory(follow_redirects=False, timeout=self._timeout) as client:
-            return await client.request(method, final_url, **kwargs)
+            for address in others:
+                try:
+                    return await client.request(method, at(address), **kwargs)
+                except httpx.ConnectError:  # nothing was sent: try the next checked address
+                    continue
+            return await client.request(method, at(last), **kwargs)
 
     async def _refresh(self, person_id: str, name: str, secret: _Secret, actor: str) -> None:
         """Refresh an OAuth secret in place (one refresh at a time per secret: another request
@@ -404,9 +493,11 @@ class EgressBroker:
     async def _refresh_at_endpoint(
         self, person_id: str, name: str, tokens: OAuthTokens, actor: str
     ) -> OAuthTokens:
-        endpoint_host, scheme = _target(tokens.token_endpoint)
-        if scheme != "https" and endpoint_host not in LOCAL_HOSTS:
+        endpoint = _target(tokens.token_endpoint)
+        endpoint_host = endpoint.host
+        if endpoint.scheme != "https" and endpoint_host not in LOCAL_HOSTS:
             raise EgressRefused(f"OAuth token endpoint of {name!r} must use https")
+        await self._addresses(person_id, actor, "POST", endpoint)
         redactor = Redactor((name, value) for value in tokens.secret_values())
         data = {"secret": name, "host": endpoint_host, "ok": False}
         try:
@@ -440,88 +531,6 @@ class EgressBroker:
             await self._audit(
                 person_id=person_id, kind=kind, actor=actor, data=data, now=self._now()
             )
-
-
-# --- OAuth authorization code flow with PKCE ----------------------------------------------------
-
-
-@dataclass(kw_only=True, frozen=True)
-class AuthorizationRequest:
-    """Where to send the person to authorize, and what to keep until they come back."""
-
-    url: str
-    """The authorization URL (with the S256 code challenge)."""
-    state: str
-    """Compare with the ``state`` the redirect brings back (CSRF protection)."""
-    code_verifier: str
-    """Keep server-side; :func:`exchange_code` needs it."""
-
-
-def oauth_authorization_url(
-    *,
-    authorization_endpoint: str,
-    client_id: str,
-    redirect_uri: str,
-    scope: str,
-    state: str | None = None,
-    **extra: str,
-) -> AuthorizationRequest:
-    """Start the authorization-code flow with PKCE (S256). ``extra`` are further parameters
-    (``access_type="offline"``, ``prompt="consent"``...)."""
-    _require_secure(authorization_endpoint, "authorization endpoint")
-    verifier = str(generate_token(64))
-    client = OAuth2Client(
-        None,
-        client_id=client_id,
-        redirect_uri=redirect_uri,
-        scope=scope,
-        code_challenge_method="S256",
-    )
-    url, state = client.create_authorization_url(
-        authorization_endpoint, state=state, code_verifier=verifier, **extra
-    )
-    return AuthorizationRequest(url=str(url), state=str(state), code_verifier=verifier)
-
-
-async def exchange_code(
-    *,
-    token_endpoint: str,
-    client_id: str,
-    client_secret: str | None,
-    redirect_uri: str,
-    code: str,
-    code_verifier: str,
-    now: datetime,
-    timeout_seconds: float = 30.0,
-) -> OAuthTokens:
-    """Exchange an authorization code (and its PKCE verifier) for a token set; encrypt
-    ``.to_secret()`` and store it with ``put_secret`` to use it through the broker."""
-    _require_secure(token_endpoint, "token endpoint")
-    try:
-        async with AsyncOAuth2Client(
-            client_id=client_id,
-            client_secret=client_secret,
-            redirect_uri=redirect_uri,
-            timeout=timeout_seconds,
-            follow_redirects=False,
-        ) as client:
-            token = await client.fetch_token(
-                token_endpoint,
-                grant_type="authorization_code",
-                code=code,
-                code_verifier=code_verifier,
-            )
-    except (AuthlibBaseError, httpx2.HTTPError, ValueError) as exc:
-        redactor = Redactor(("oauth", v) for v in (code, code_verifier, client_secret or ""))
-        detail = redactor.redact(f"{type(exc).__name__}: {exc}")
-        raise EgressFailed(f"exchanging the authorization code failed: {detail}") from None
-    return OAuthTokens.from_response(
-        token,
-        token_endpoint=token_endpoint,
-        client_id=client_id,
-        client_secret=client_secret,
-        now=now,
-    )
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -566,25 +575,16 @@ def _walk(value: Any, fn: Callable[[str], str]) -> Any:
     return value
 
 
-def _target(url: str) -> tuple[str, str]:
-    """(host, scheme) of ``url``; a placeholder may not stand for (part of) the host."""
-    host_and_port = urlsplit(url).netloc.rpartition("@")[2]
-    if "{" in host_and_port or "}" in host_and_port:
+def _target(url: str) -> Url:
+    """The URL as :func:`~steward.sentinel.urls.parse_url` reads it (the policy reads it the
+    same way); a placeholder may not stand for (part of) the host."""
+    authority = authority_of(url)
+    if "{" in authority or "}" in authority:
         raise EgressRefused(f"refused: {url!r} must name its host literally, not by placeholder")
     try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        raise UsageError(f"not a valid URL: {url!r} ({exc})") from None
-    host = parsed.host.lower().rstrip(".")
-    if not host or parsed.scheme not in ("http", "https"):
-        raise EgressRefused(f"refused: {url!r} needs an http or https scheme and a host")
-    return host, parsed.scheme
-
-
-def _require_secure(url: str, what: str) -> None:
-    host, scheme = _target(url)
-    if scheme != "https" and host not in LOCAL_HOSTS:
-        raise UsageError(f"the OAuth {what} must use https: {url!r}")
+        return parse_url(url)
+    except UrlRefused as exc:
+        raise EgressRefused(f"refused: {exc}; nothing was sent") from None
 
 
 def _redactor(secrets: Mapping[str, _Secret]) -> Redactor:

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from steward.domain.authority import Connection, Grant, Lifetime, Rule
+from steward.sentinel.urls import host_key, recipient_key
 from steward.store.authority import PolicyRead
 
 _ANY = ""
@@ -76,9 +77,15 @@ def _grant_keys(grant: Grant) -> Iterator[tuple[str, str]]:
             yield ("bind", f"task:{grant.task_id}")
         case _:
             yield ("bind", _ANY)
-    for dimension, key in (("recipient", "recipients"), ("host", "hosts"), ("domain", "domains")):
+    # filed under the form the policy compares in, so a host written as a U-label, with a
+    # trailing dot or in brackets is found by the action that names it
+    for dimension, key, normal in (
+        ("recipient", "recipients", recipient_key),
+        ("host", "hosts", host_key),
+        ("domain", "domains", host_key),
+    ):
         if key in constraints:
-            yield from ((dimension, str(v)) for v in constraints[key])
+            yield from ((dimension, normal(str(v)) or str(v)) for v in constraints[key])
         else:
             yield (dimension, _ANY)
 

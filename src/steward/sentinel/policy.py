@@ -20,8 +20,10 @@ Precedence — the first step that decides, decides:
    (``….send``, ``….write``, ``….delete``, ``….post``...) or drives a browser → **deny**,
    whatever grants or rules exist.
 3. **Connection bound** — every scope the tool needs must be offered, exactly, by an active
-   connection of the person (``email.read`` is not ``email.send``) → else **deny**. Tools with
-   no scopes skip this step.
+   connection of the person (``email.read`` is not ``email.send``), and when every connection
+   offering a scope names hosts, each URL host of the action must be one of them (a URL that
+   cannot be read is not) → else **deny**, whatever rules or grants say. Tools with no scopes
+   skip this step.
 4. **Rules** whose pattern (``*`` matches anything) matches the tool name or one of its scopes:
    the highest priority wins, ties go to the stricter mode (deny > handoff > ask >
    do_if_preapproved > do), then to the smaller rule id. ``do`` allows; ``do_if_preapproved``
@@ -33,15 +35,18 @@ A grant *covers* an action when it is live for it (not revoked; ``once``: unspen
 task or this task; ``task``: this task; ``session``: this session; ``until``: before its
 expiry; ``standing``), gives every scope the tool needs (a tool without scopes only through a
 ``tool`` constraint naming it), and its constraints hold on the arguments: ``tool`` (exact
-name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value, lower-
-cased), ``domains`` (each recipient's and URL's domain, or a subdomain of one), ``hosts`` (the
-host of ``url``/``endpoint``), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
+name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value, each one
+plain address, lower-cased, its domain normalised like a host), ``domains`` (each recipient's
+and URL's domain, or a subdomain of one; an IP address only exactly), ``hosts`` (the host of
+``url``/``endpoint``), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
 segments), ``max_amount`` (``amount`` at most it) and ``period_amount`` over
 ``period_seconds`` (the amounts of the actions it allowed in the trailing period, this one
 included, at most it: counted atomically by the store when the grant allows an action, so two
 racing actions cannot both use the last of an allowance). A constraint whose argument is
-missing or cannot be read fails: a constraint never passes by default. When several grants
-cover, a non-``once`` grant is preferred, so a one-time grant is not spent needlessly.
+missing or cannot be read fails: a constraint never passes by default. URLs and hosts are read
+by :mod:`steward.sentinel.urls`, as the grant builder and the egress broker read them. When
+several grants cover, a non-``once`` grant is preferred, so a one-time grant is not spent
+needlessly.
 
 What triggered the activation (``wake_reason``) is never consulted: a timer or an event cannot
 add authority; the goal's person's rules and grants bound every activation alike.
@@ -57,13 +62,15 @@ from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Protocol
-from urllib.parse import SplitResult, unquote, urlsplit
+from urllib.parse import unquote
 
-from steward.domain.authority import Grant, Lifetime, Rule, RuleMode
+from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
+from steward.errors import UsageError
 from steward.harness.sentinel import ActionRequest, Decision, Verdict
 from steward.harness.tools import EffectClass
 from steward.runtime.clock import Clock
 from steward.sentinel.index import ActionKeys, PolicyCache, PolicySnapshot
+from steward.sentinel.urls import Url, UrlRefused, host_key, ip_of, parse_url, recipient_key
 
 HARD_PAYMENT_CEILING = 500.0
 """Payments above this amount (in the payment's own currency) are always handed back."""
@@ -120,7 +127,6 @@ _LIFETIME_PREFERENCE = {
     Lifetime.TASK: 3,
     Lifetime.ONCE: 4,
 }
-_HOST = re.compile(r"^[a-z0-9.-]+$")
 _MODE_VERDICT = {
     RuleMode.DENY: Verdict.DENY,
     RuleMode.HANDOFF: Verdict.HANDOFF,
@@ -179,19 +185,9 @@ def evaluate(
                 reason=f"{request.tool} {why}; proactive research is read-only",
                 basis="mode:research",
             )
-    offered = {
-        scope
-        for c in snapshot.connections
-        if c.active and c.person_id == request.person_id
-        for scope in c.scopes
-    }
-    missing = [scope for scope in request.scopes if scope not in offered]
-    if missing:
-        return PolicyDecision(
-            verdict=Verdict.DENY,
-            reason=f"no connection allows {', '.join(missing)}",
-            basis="connection",
-        )
+    bound = _connection_bound(request, snapshot.connections)
+    if bound is not None:
+        return bound
     rule = winning_rule(request, snapshot.rules)
     if rule is not None:
         return _by_rule(rule, request, snapshot, now=now, session_id=session_id)
@@ -275,6 +271,47 @@ def _hard_limit(request: ActionRequest, ceiling: float) -> PolicyDecision | None
                 reason=f"a payment of {shown} is above the ceiling of {ceiling:g} (or not a "
                 "plain amount): only the person may make it",
                 basis="hard-limit:payment-ceiling",
+            )
+    return None
+
+
+def _connection_bound(
+    request: ActionRequest, connections: Sequence[Connection]
+) -> PolicyDecision | None:
+    """Deny unless every scope the action needs is offered by an active connection of the
+    person and, where every connection offering a scope names its hosts, each URL host of
+    the action is one of them (a connection without hosts does not bound hosts)."""
+    active = [c for c in connections if c.active and c.person_id == request.person_id]
+    hosts: list[str] | None = None
+    for scope in request.scopes:
+        offering = [c for c in active if scope in c.scopes]
+        if not offering:
+            missing = [s for s in request.scopes if not any(s in c.scopes for c in active)]
+            return PolicyDecision(
+                verdict=Verdict.DENY,
+                reason=f"no connection allows {', '.join(missing)}",
+                basis="connection",
+            )
+        if any(not c.hosts for c in offering) or not _has_urls(request.args):
+            continue
+        if hosts is None:
+            urls = urls_of(request.args)
+            if urls is None:
+                return PolicyDecision(
+                    verdict=Verdict.DENY,
+                    reason=f"the URL of {request.tool} cannot be read, so it cannot be held to "
+                    f"the hosts the connections for {scope} allow",
+                    basis="connection",
+                )
+            hosts = [u.host for u in urls]
+        allowed = {host_key(h) for c in offering for h in c.hosts}
+        outside = sorted({h for h in hosts if h not in allowed})
+        if outside:
+            return PolicyDecision(
+                verdict=Verdict.DENY,
+                reason=f"no connection for {scope} allows the host {', '.join(outside)} "
+                f"(only {', '.join(sorted(h for h in allowed if h))})",
+                basis="connection",
             )
     return None
 
@@ -368,10 +405,12 @@ def constraints_hold(constraints: dict[str, Any], tool: str, args: dict[str, Any
             ok = allowed == tool
         elif key == "recipients":
             found = recipients_of(args)
-            ok = bool(found) and all(r in allowed for r in found or ())
+            admitted = {recipient_key(a) for a in allowed}
+            ok = bool(found) and all(r in admitted for r in found or ())
         elif key == "hosts":
-            hosts = [u.hostname for u in urls_of(args) or ()]
-            ok = bool(hosts) and all(h in allowed for h in hosts)
+            hosts = [u.host for u in urls_of(args) or ()]
+            admitted = {host_key(a) for a in allowed}
+            ok = bool(hosts) and all(h in admitted for h in hosts)
         elif key == "domains":
             ok = _domains_hold(allowed, args)
         elif key == "path_prefix":
@@ -393,18 +432,20 @@ def constraints_hold(constraints: dict[str, Any], tool: str, args: dict[str, Any
 
 def _domains_hold(allowed: Sequence[str], args: dict[str, Any]) -> bool:
     domains = domains_of(args)
+    admitted = [host_key(a) for a in allowed]
     return bool(domains) and all(
-        any(d == a or d.endswith("." + a) for a in allowed) for d in domains or ()
+        any(d == a or (ip_of(d) is None and d.endswith("." + a)) for a in admitted if a)
+        for d in domains or ()
     )
 
 
 def domains_of(args: dict[str, Any]) -> list[str] | None:
-    """Domains of the action's recipients and URLs; None if one cannot be read."""
+    """Domains of the action's recipients and URLs (normalised like hosts); None if one
+    cannot be read."""
     recipients, urls = recipients_of(args), urls_of(args)
-    if recipients is None or urls is None or any("@" not in r for r in recipients):
+    if recipients is None or urls is None:
         return None
-    domains = [r.rpartition("@")[2] for r in recipients] + [u.hostname or "" for u in urls]
-    return domains if all(_HOST.match(d) for d in domains) else None
+    return [r.rpartition("@")[2] for r in recipients] + [u.host for u in urls]
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -435,27 +476,77 @@ def _values(args: dict[str, Any], keys: Sequence[str]) -> list[str] | None:
 
 
 def recipients_of(args: dict[str, Any]) -> list[str] | None:
-    """The action's recipients, stripped and lower-cased; None if one is not a string."""
+    """The action's recipients, each one plain address, stripped and lower-cased with its
+    domain normalised like a host; None if one cannot be read that way (not a string, a
+    display name, a list in one string, a domain that is not a host name)."""
     found = _values(args, RECIPIENT_ARGS)
-    return None if found is None else [r.strip().lower() for r in found]
+    if found is None:
+        return None
+    out = [recipient_key(value) for value in found]
+    return None if "" in out else out
 
 
-def urls_of(args: dict[str, Any]) -> list[SplitResult] | None:
-    """The action's URLs, parsed; None if one is not a string or has no plain host name."""
+def urls_of(args: dict[str, Any]) -> list[Url] | None:
+    """The action's URLs, read by :func:`~steward.sentinel.urls.parse_url`; None if one is
+    not a string or cannot be read unambiguously."""
     found = _values(args, URL_ARGS)
     if found is None:
         return None
-    parsed = []
-    for text in found:
+    try:
+        return [_read_url(text) for text in found]
+    except UrlRefused:
+        return None
+
+
+_read_url = lru_cache(maxsize=4096)(parse_url)
+"""The policy reads the same URL for several constraints and the index keys."""
+
+
+def _has_urls(args: dict[str, Any]) -> bool:
+    return any(args.get(key) is not None for key in URL_ARGS)
+
+
+def pinned_constraints(args: dict[str, Any]) -> dict[str, Any]:
+    """The constraints that hold a lasting grant to exactly the recipients and hosts an
+    action touches (its controlling arguments), and to at most its ``amount`` if it has one.
+    :class:`~steward.errors.UsageError`, saying why, when that cannot be done: the action has
+    no recipient or URL argument (nothing to bind the grant to, so it would cover the tool for
+    anyone and anywhere), or one of them, or its amount, cannot be read unambiguously."""
+    has_recipients = any(args.get(key) is not None for key in RECIPIENT_ARGS)
+    if not has_recipients and not _has_urls(args):
+        raise UsageError(
+            "this action names no recipient or URL that a lasting approval could be bound to; "
+            "approve it once instead"
+        )
+    pinned: dict[str, Any] = {}
+    if args.get("amount") is not None:
+        amount = number(args["amount"])
+        if amount is None:
+            raise UsageError(
+                "the amount of this action is not a plain number, so a lasting approval cannot "
+                "be bound to it; approve it once instead"
+            )
+        pinned["max_amount"] = amount
+    if has_recipients:
+        recipients = recipients_of(args)
+        if not recipients:
+            raise UsageError(
+                "a recipient of this action is not one plain address, so a lasting approval "
+                "cannot be bound to it; approve it once instead"
+            )
+        pinned["recipients"] = sorted(set(recipients))
+    if _has_urls(args):
+        values = _values(args, URL_ARGS)
+        if not values:
+            raise UsageError("the URL of this action cannot be read; approve it once instead")
         try:
-            url = urlsplit(text.strip())
-        except ValueError:
-            return None
-        host = url.hostname
-        if not host or not _HOST.match(host) or "\\" in url.netloc:
-            return None
-        parsed.append(url)
-    return parsed
+            hosts = {parse_url(text).host for text in values}
+        except UrlRefused as exc:
+            raise UsageError(
+                f"{exc}; a lasting approval cannot be bound to its host: approve it once instead"
+            ) from None
+        pinned["hosts"] = sorted(hosts)
+    return pinned
 
 
 def number(value: Any) -> float | None:
@@ -489,7 +580,7 @@ def session_of(request: ActionRequest) -> str | None:
 def action_keys(request: ActionRequest, session_id: str | None) -> ActionKeys:
     """How the policy indexes find the grants and rules that could decide ``request``."""
     recipients = recipients_of(request.args) or []
-    hosts = [u.hostname for u in urls_of(request.args) or [] if u.hostname]
+    hosts = [u.host for u in urls_of(request.args) or []]
     domains = domains_of(request.args) or []
     parents: tuple[str, ...] = ()
     if domains:

@@ -36,8 +36,9 @@ from steward.domain.feed import FeedEntry
 from steward.domain.ids import new_id
 from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
-from steward.sentinel.policy import recipients_of, urls_of
+from steward.sentinel.policy import pinned_constraints
 from steward.sentinel.tokens import CONTROL, READ
+from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
 
 APPROVAL_SCOPES = ("once", "task", "hours", "always")
@@ -485,7 +486,14 @@ class WorkService(ServiceBase):
 
         Approving can also give lasting authority for the same tool (a grant, audited):
         ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for
-        ``hours``), ``always`` (standing, bound to this action's recipients/hosts)."""
+        ``hours``), ``always`` (standing). A lasting grant never covers more than the action
+        approved: it is bound to this tool, to exactly this action's recipients and hosts, and
+        to at most its amount (:func:`~steward.sentinel.policy.pinned_constraints`). When it
+        cannot be bound — the action names no recipient or URL, or one of them (or the amount)
+        cannot be read unambiguously (a display name, a host that is not plainly a host) —
+        the lasting scope is refused with
+        a :class:`~steward.errors.UsageError` and nothing changes; the person can still
+        approve it once."""
         approval = await self._approval(approval_id, CONTROL)
         decided_by = self._decider(decided_by)
         if scope not in APPROVAL_SCOPES:
@@ -520,14 +528,8 @@ class WorkService(ServiceBase):
             if hours is None or hours <= 0:
                 raise UsageError("approving for some hours needs hours > 0")
             expires_at = now + timedelta(hours=hours)
-        if scope == "always":
-            # "always for this recipient/host": bound to what this action touches
-            recipients = recipients_of(approval.args)
-            if recipients:
-                constraints["recipients"] = recipients
-            urls = urls_of(approval.args)
-            if urls:
-                constraints["hosts"] = sorted({u.hostname or "" for u in urls} - {""})
+        # bound to what this action touches, or refused: never wider than what was approved
+        constraints.update(pinned_constraints(approval.args))
         return Grant(
             id=new_id("grt"),
             person_id=approval.person_id,
@@ -577,6 +579,13 @@ def _checked(spec: TaskSpec) -> TaskSpec:
     """A task spec as stored: a bad one is refused here, not discovered mid-run."""
     if spec.max_attempts < 1:
         raise UsageError("max_attempts must be at least 1")
+    if spec.kind == "http_post":
+        # where it may post is decided when it runs (connections change); what it names is
+        # read here, the way the sentinel and the broker will read it
+        url = spec.input.get("url")
+        if not isinstance(url, str):
+            raise UsageError("an http_post task needs input.url, the URL to post to")
+        parse_url(url)
     if "audience" in spec.input:
         audience = Audience.parse(str(spec.input["audience"]))  # kept in its one spelling
         spec = replace(spec, input={**spec.input, "audience": str(audience)})

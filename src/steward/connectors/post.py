@@ -1,0 +1,91 @@
+"""The ``http_post`` task kind: a deterministic POST, through the sentinel and the egress broker.
+
+For each of ``input.calls`` (default 1) steps it POSTs ``input.body`` (JSON) to ``input.url``
+through the effect journal with an ``Idempotency-Key`` header; ``input.idempotent`` says
+whether the service honours it (default true).
+
+It lives here, not among the runtime's built-in kinds, because a request leaves the machine:
+right before each request (a retry under the same key included) the person's policy decides
+it like any action of the ``api.call`` scope — the connection must offer the scope and, if it
+names hosts, this host; a deny rule or a hard limit stops it — and the egress broker sends it,
+refusing a loopback, private or link-local address that no connection of the person names.
+The person wrote the exact URL and body when creating the task, so a verdict of *ask* counts
+as their approval of exactly this call; *deny* and *handoff* do not. A refusal fails the task
+with the reason, and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from steward.connectors.http import API_CALL
+from steward.domain.outcome import Fail, Outcome, Succeed
+from steward.errors import EffectFailed, StewardRuntimeError
+from steward.harness.sentinel import ActionRequest, Sentinel, Verdict
+from steward.harness.tools import EffectClass
+from steward.runtime.stepfn import Handler, StepContext
+from steward.sentinel.egress import EgressBroker, EgressRefused
+
+KIND = "http_post"
+
+
+class ServiceError(StewardRuntimeError):
+    """The service answered 5xx: whether it applied the effect is unknown (retried)."""
+
+
+def http_post_kind(broker: EgressBroker, sentinel: Sentinel) -> Handler:
+    """The ``http_post`` step function, checked by ``sentinel`` and sent by ``broker``."""
+
+    async def http_post(ctx: StepContext) -> Outcome | None:
+        url = str(ctx.input["url"])
+        body: dict[str, Any] = dict(ctx.input.get("body", {}))
+
+        async def call(key: str) -> Any:
+            request = ActionRequest(
+                person_id=ctx.person_id,
+                task_id=ctx.task_id,
+                goal_id=ctx.goal_id,
+                tool=KIND,
+                args={"url": url, "body": body},
+                effect=EffectClass.EXTERNAL,
+                scopes=(API_CALL,),
+                source="builtin",
+                wake_reason=str(ctx.wake.get("reason", "")),
+                task_input=ctx.input,
+            )
+            decision = await sentinel.check(request)
+            if decision.verdict in (Verdict.DENY, Verdict.HANDOFF):
+                raise EffectFailed(f"POST to {url} not sent: {decision.reason}")
+            try:
+                response = await broker.request(
+                    person_id=ctx.person_id,
+                    method="POST",
+                    url=url,
+                    json=body,
+                    # the worker's pid lets test services and logs tell which process sent it
+                    headers={"Idempotency-Key": key, "X-Steward-Worker": str(os.getpid())},
+                    actor=f"task:{ctx.task_id}",
+                )
+            except EgressRefused as exc:
+                raise EffectFailed(f"POST to {url} not sent: {exc}") from None
+            if 400 <= response.status < 500:
+                raise EffectFailed(f"{url} refused: {response.status} {response.text[:200]}")
+            if response.status >= 500:  # outcome unknown: retried under the same key
+                raise ServiceError(f"{url} answered {response.status}")
+            return response.json()
+
+        try:
+            result = await ctx.effect(
+                KIND,
+                {"url": url, "body": body},
+                call,
+                idempotent=bool(ctx.input.get("idempotent", True)),
+            )
+        except EffectFailed as exc:
+            return Fail(reason=str(exc))
+        ctx.state.setdefault("results", []).append(result)
+        calls = int(ctx.input.get("calls", 1))
+        return Succeed(result=ctx.state["results"]) if len(ctx.state["results"]) >= calls else None
+
+    return http_post
