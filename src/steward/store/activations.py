@@ -231,7 +231,8 @@ class ActivationQueries(TaskQueries):
                     values |= {
                         "status": "pending",
                         "run_at": now_f,
-                        "wake": rows.dump({"reason": outcome.reason}),
+                        # keep what woke it: a step cut off before its checkpoint still sees it
+                        "wake": rows.dump((rows.load(old_wake) or {}) | {"reason": outcome.reason}),
                     }
                 case "stop":
                     if outcome.control == "cancel":
