@@ -27,28 +27,27 @@ T = TypeVar("T")
 class DatabaseOutage:
     """The database being unreachable, as one process sees it."""
 
-    def __init__(self, clock: Clock, *, base_seconds: float = 0.5, cap_seconds: float = 15.0):
+    def __init__(
+        self, clock: Clock, *, base_seconds: float = 0.5, cap_seconds: float = 10.0
+    ) -> None:
         self.clock = clock
         self.base_seconds = base_seconds
+        """The first wait."""
         self.cap_seconds = cap_seconds
-        """Longest wait between tries: how late at most a process notices the database is back."""
+        """The longest wait: how late at most a loop notices that the database is back."""
         self.since: datetime | None = None
         """When the current outage was first seen (None: the database answers)."""
-        self.failures = 0
-        """Failed tries in the current outage."""
         self.count = 0
         """Outages seen since the process started."""
 
-    def failed(self, error: DatabaseUnavailable) -> float:
-        """Note a failed try; returns how long to wait before the next (backoff with jitter)."""
-        ceiling = min(self.cap_seconds, self.base_seconds * 2**self.failures)
-        delay = random.uniform(ceiling / 2, ceiling)
+    def noticed(self, error: DatabaseUnavailable) -> None:
+        """A try failed; the first failure of an outage is logged."""
         if self.since is None:
             self.since = self.clock.now()
             self.count += 1
-            log.warning(f"database unavailable, retrying in {delay:.1f}s: {error.reason}")
-        self.failures += 1
-        return delay
+            log.warning(
+                f"database unavailable, retrying in {self.base_seconds:.1f}s: {error.reason}"
+            )
 
     def ok(self) -> None:
         """The database answered."""
@@ -56,12 +55,20 @@ class DatabaseOutage:
             return
         took = (self.clock.now() - self.since).total_seconds()
         self.since = None
-        self.failures = 0
         log.warning(f"database available again after {took:.1f}s")
+
+    def backoff(self) -> float:
+        """How long to wait before the next try: about as long as the outage has lasted
+        (between the base and the cap, with jitter). Growing with the outage rather than with
+        the number of failed tries keeps it the same for however many loops are retrying."""
+        lasted = 0.0 if self.since is None else (self.clock.now() - self.since).total_seconds()
+        ceiling = min(self.cap_seconds, max(self.base_seconds, lasted))
+        return random.uniform(ceiling / 2, ceiling)
 
     async def wait(self, error: DatabaseUnavailable, stop: asyncio.Event | None = None) -> None:
         """Note a failed try and back off (less if ``stop`` is set meanwhile)."""
-        delay = self.failed(error)
+        self.noticed(error)
+        delay = self.backoff()
         await self.clock.sleep_until(self.clock.now() + timedelta(seconds=delay), stop)
 
     async def retry(self, op: Callable[[], Awaitable[T]]) -> T:

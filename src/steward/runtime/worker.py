@@ -173,7 +173,7 @@ class Worker:
         except DatabaseUnavailable as error:
             # cut off mid-way: what it committed stands (each write is fenced); hand the task
             # back to be resumed from its last checkpoint, as soon as the database answers
-            self.outage.failed(error)
+            self.outage.noticed(error)
             log.info("activation abandoned: database unavailable", task=claim.task.id)
             outcome = Requeue(reason="database unavailable")
             run.final_step = None
@@ -276,7 +276,7 @@ class Worker:
                 work.cancel()
                 return
             except DatabaseUnavailable as error:
-                self.outage.failed(error)  # the activation meets it too, at its next write
+                self.outage.noticed(error)  # the activation meets it too, at its next write
             except Exception:
                 log.exception("lease renewal failed; will retry", task=fence.task_id)
 
