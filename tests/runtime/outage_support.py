@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -77,6 +78,7 @@ def stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
     for proc in procs.values():
         if proc.poll() is None:
             proc.terminate()
+            proc.send_signal(signal.SIGCONT)  # a paused one, too
     for proc in procs.values():
         try:
             proc.wait(timeout=30)
