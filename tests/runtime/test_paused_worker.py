@@ -102,7 +102,6 @@ async def test_a_paused_worker_loses_its_row_lock_and_its_task_is_taken_over(
         paused = await pause_in_transaction(store, db_url, person.id, task.id, procs, tmp_path, env)
         procs["scheduler"] = spawn("scheduler", db_url, tmp_path / "scheduler.log")
         procs["b"] = spawn("worker", db_url, tmp_path / "b.log")
-        del procs["a"]  # stopped on purpose
 
         async def taken_over() -> bool:
             return (await store.get_task(task.id)).epoch >= 2
@@ -119,7 +118,6 @@ async def test_a_paused_worker_loses_its_row_lock_and_its_task_is_taken_over(
             return (await store.get_task(task.id)).status.terminal
 
         await until(finished, "worker B to finish the task", procs, tmp_path, start_deadline())
-        procs["a"] = paused.proc
         paused.proc.send_signal(signal.SIGCONT)
 
         async def a_went_on() -> bool:
@@ -157,7 +155,6 @@ async def test_a_transaction_let_go_after_its_lease_expired_does_not_commit(
         )
         env = {"STEWARD_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS": "0"}
         paused = await pause_in_transaction(store, db_url, person.id, task.id, procs, tmp_path, env)
-        del procs["a"]
 
         with psycopg.connect(db_url, autocommit=True) as admin:
 
@@ -170,7 +167,6 @@ async def test_a_transaction_let_go_after_its_lease_expired_does_not_commit(
                 return row is not None and bool(row[0])
 
             await until(lease_over, "A's lease to expire", procs, tmp_path, 30)
-        procs["a"] = paused.proc
         paused.proc.send_signal(signal.SIGCONT)
 
         async def a_gave_up() -> bool:
