@@ -162,6 +162,7 @@ class Worker:
         log.debug("activation start", task=claim.task.id, reason=claim.activation.reason)
         work = asyncio.ensure_future(self._activate(run))
         beat = asyncio.ensure_future(self._heartbeat(run.fence, work))
+        cut_off = False
         try:
             outcome = await work
         except asyncio.CancelledError:
@@ -177,16 +178,17 @@ class Worker:
             log.info("activation abandoned: database unavailable", task=claim.task.id)
             outcome = Requeue(reason="database unavailable")
             run.final_step = None
+            cut_off = True
         finally:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
-        await self._finish(run, outcome)
+        await self._finish(run, outcome, cut_off=cut_off)
 
-    async def _finish(self, run: TaskRun, outcome: Outcome) -> None:
+    async def _finish(self, run: TaskRun, outcome: Outcome, *, cut_off: bool) -> None:
         """Write the outcome, trying again while the database is unavailable (until the worker
-        stops: the lease then lapses and the scheduler re-queues the task)."""
-        cut_off = False
+        stops: the lease then lapses and the scheduler re-queues the task). ``cut_off``: the
+        database went away during the activation or while writing its outcome."""
         while True:
             try:
                 await self.store.finish_activation(
@@ -199,8 +201,8 @@ class Worker:
                     final_step=run.final_step,
                 )
             except LeaseLost:
-                if cut_off:  # the cut-off commit landed after all, or the lease lapsed meanwhile
-                    log.info("outcome written before the outage, or lease lapsed", task=run.task.id)
+                if cut_off:  # the lease lapsed meanwhile, or the cut-off commit landed after all
+                    log.info("outcome not written after the outage: lease gone", task=run.task.id)
                 else:
                     log.warning("outcome rejected by fence", task=run.task.id, outcome=outcome.kind)
                 return
