@@ -91,3 +91,14 @@ def outage_lines(log: Path) -> tuple[int, int]:
     """How many outages the process logged, and how many ends of one."""
     text = log.read_text()
     return text.count(OUTAGE_LINE), text.count(BACK_LINE)
+
+
+async def all_back(procs: dict[str, subprocess.Popen[bytes]], logs: Path, seconds: float) -> None:
+    """Wait until every process that logged an outage has logged its end (a process backing
+    off notices that the database is back at its next try)."""
+
+    async def back() -> bool:
+        counts = [outage_lines(logs / f"{name}.log") for name in procs]
+        return all(outages == ends for outages, ends in counts)
+
+    await until(back, "every process to see the database back", procs, logs, seconds)

@@ -24,6 +24,7 @@ import psycopg
 import pytest
 
 from runtime.outage_support import (
+    all_back,
     log_tails,
     outage_lines,
     spawn,
@@ -186,6 +187,7 @@ async def test_workers_and_scheduler_ride_through_postgres_restarts(
             resumed.append((mode, after))
 
         await until(all_done, "every task to finish", procs, tmp_path, start_deadline(60))
+        await all_back(procs, tmp_path, start_deadline())
         tasks = [await store.get_task(t) for t in task_ids]
         unfinished = {t.id: (t.status, t.error) for t in tasks if t.status != TaskStatus.SUCCEEDED}
         assert not unfinished
@@ -212,8 +214,8 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_ridden_through(
 ) -> None:
     """Another process holds ``BEGIN IMMEDIATE`` for longer than any busy timeout (the 30 s
     default included; the processes here wait 2 s at a time): the worker that was running a task,
-    the scheduler and a worker started meanwhile (opening a current store takes no write lock)
-    all stay up and finish every task once the lock is released."""
+    the scheduler and a ``steward up`` started meanwhile (opening a current store takes no write
+    lock) all stay up and finish every task once the lock is released."""
     path = tmp_path / "steward.db"
     url = f"sqlite:///{path}"
     store = await Store.open(url)
@@ -248,7 +250,8 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_ridden_through(
         holder.execute("BEGIN IMMEDIATE")
         try:
             held_at = (await store.get_task(long_task)).step_seq
-            procs["worker2"] = spawn("worker", url, tmp_path / "worker2.log", env=env)
+            # a new process opens the store meanwhile: `steward up`, scheduler and worker in one
+            procs["up"] = spawn("up", url, tmp_path / "up.log", "--no-http", env=env)
             await asyncio.sleep(35)
             assert (await store.get_task(long_task)).step_seq == held_at
         finally:
@@ -262,6 +265,7 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_ridden_through(
         await store.request_control(long_task, "cancel", now=datetime.now(UTC))
         await create(steps=3, count=8)
         await until(all_done, "every task to finish", procs, tmp_path, start_deadline(30))
+        await all_back(procs, tmp_path, start_deadline())
         ends = {t: (await store.get_task(t)).status for t in task_ids}
         assert ends.pop(long_task) is TaskStatus.CANCELLED
         assert set(ends.values()) == {TaskStatus.SUCCEEDED}
@@ -275,5 +279,5 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_ridden_through(
         assert "Traceback" not in text, log_tails(tmp_path)
         outages, ends_logged = outage_lines(log)
         print(f"\n{name}: {outages} outage line(s), {ends_logged} back")
-        if name != "worker2":  # it may have started after the lock was released
+        if name != "up":  # it may have got going only after the lock was released
             assert outages == ends_logged == 1, log_tails(tmp_path)
