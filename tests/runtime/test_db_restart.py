@@ -261,7 +261,7 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_ridden_through(
         async def moving() -> bool:
             return (await store.get_task(long_task)).step_seq > held_at
 
-        await until(moving, "the running task to go on", procs, tmp_path, start_deadline())
+        resumed = await until(moving, "the task to go on", procs, tmp_path, start_deadline())
         await store.request_control(long_task, "cancel", now=datetime.now(UTC))
         await create(steps=3, count=8)
         await until(all_done, "every task to finish", procs, tmp_path, start_deadline(30))
@@ -281,3 +281,4 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_ridden_through(
         print(f"\n{name}: {outages} outage line(s), {ends_logged} back")
         if name != "up":  # it may have got going only after the lock was released
             assert outages == ends_logged == 1, log_tails(tmp_path)
+    print(f"lock held 35s; the running task went on {resumed:.1f}s after it was released")
