@@ -29,7 +29,7 @@ from steward.runtime.stepfn import StepHarness
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
 from steward.sentinel.vault import Vault, VaultKeys
-from steward.store import Store
+from steward.store import DatabaseLimits, Store
 
 NO_MODEL = (
     "no model is configured: set STEWARD_MODEL (and STEWARD_MODEL_BASE_URL for a local server "
@@ -68,6 +68,16 @@ def embedder_from(settings: Settings) -> Embedder | None:
 
         return MiniLMEmbedder()
     raise ConfigError(f"unknown embeddings {settings.embeddings!r}: use none, minilm or openai")
+
+
+def database_limits(settings: Settings) -> DatabaseLimits:
+    """How long the database may keep this process waiting (see :class:`DatabaseLimits`)."""
+    return DatabaseLimits(
+        busy_timeout_seconds=settings.database_busy_timeout_seconds,
+        statement_timeout_seconds=settings.database_statement_timeout_seconds,
+        lock_timeout_seconds=settings.database_lock_timeout_seconds,
+        idle_in_transaction_timeout_seconds=settings.database_idle_in_transaction_timeout_seconds,
+    )
 
 
 def memory_from(settings: Settings, store: Store, clock: Clock) -> MemoryBook:

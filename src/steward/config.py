@@ -93,6 +93,17 @@ class Settings(BaseSettings):
     approval_ttl_hours: float = Field(default=168.0, gt=0)
     """Undecided approvals expire after this."""
 
+    database_busy_timeout_seconds: float = Field(default=30.0, gt=0)
+    """SQLite: how long a write waits for another process's write lock; past it the write
+    fails, and the worker or scheduler backs off and tries again (it never exits)."""
+    database_statement_timeout_seconds: float = Field(default=60.0, ge=0)
+    """PostgreSQL: the longest a statement may run (0: no limit)."""
+    database_lock_timeout_seconds: float = Field(default=30.0, ge=0)
+    """PostgreSQL: the longest a statement waits for a lock (0: no limit)."""
+    database_idle_in_transaction_timeout_seconds: float = Field(default=30.0, ge=0)
+    """PostgreSQL: a session idle this long inside a transaction (its process paused or hung)
+    is ended by the server, releasing the task it held for another worker (0: no limit)."""
+
     embeddings: str = "none"
     """Semantic memory recall: ``none`` (lexical only), ``minilm`` (all-MiniLM-L6-v2 on the
     CPU, offline; the ``embeddings`` extra) or ``openai`` (an OpenAI-compatible

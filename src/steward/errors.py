@@ -106,6 +106,17 @@ class LeaseLost(StewardRuntimeError):
         self.epoch = epoch
 
 
+class DatabaseUnavailable(StewardRuntimeError):
+    """The database cannot be reached right now: restarting, failing over, refusing
+    connections, or locked by another process beyond the busy timeout. The operation did not
+    complete (a commit cut off mid-way may or may not have landed: the fence decides what a
+    retry may still write). Try again later."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"database unavailable: {reason}")
+        self.reason = reason
+
+
 class EffectInDoubt(StewardRuntimeError):
     """A side effect may or may not have happened, and the tool cannot tell; a person decides."""
 

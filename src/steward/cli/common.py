@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from steward.app import embedder_from
+from steward.app import database_limits, embedder_from
 from steward.cli.remote import TOKEN_ENV, remote_login, remote_service
 from steward.config import Settings
 from steward.errors import StewardError
@@ -90,7 +90,7 @@ async def service(db: str | None) -> AsyncIterator[Service]:
         return
     settings = Settings()
     url = db or settings.resolved_database_url()
-    store = await Store.open(url)
+    store = await Store.open(url, limits=database_limits(settings))
     try:
         yield await as_caller(
             Service(store, data_dir=settings.data_dir, embedder=embedder_from(settings))

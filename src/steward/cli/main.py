@@ -15,7 +15,7 @@ import typer
 
 from steward.api import create_app
 from steward.api.server import serving
-from steward.app import build_harness, embedder_from
+from steward.app import build_harness, database_limits, embedder_from
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import (
     DbOption,
@@ -39,6 +39,7 @@ from steward.domain.trigger import MissedPolicy
 from steward.memory.jobs import schedule_consolidation
 from steward.runtime.builtin import builtin_harness
 from steward.runtime.clock import Clock, SimulatedClock
+from steward.runtime.outage import DatabaseOutage
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.runtime.simulate import Outage, run_simulation
 from steward.service import Service
@@ -79,8 +80,10 @@ async def _serve(
     url: str, config: RuntimeConfig, *, banner: bool, http: tuple[str, int] | None = None
 ) -> None:
     settings = Settings()
-    store = await Store.open(url)
     clock = Clock()
+    # a database still starting (or failing over) is waited for, not a reason to exit
+    starting = DatabaseOutage(clock)
+    store = await starting.retry(lambda: Store.open(url, limits=database_limits(settings)))
     try:
         harness = await build_harness(settings, store, clock)
     except BaseException:
@@ -90,8 +93,9 @@ async def _serve(
     service = Service(
         store, clock, runtime, data_dir=settings.data_dir, embedder=embedder_from(settings)
     )
-    person = await service.ensure_person()
-    await schedule_consolidation(store, clock, person_id=person.id)  # nightly, once per person
+    person = await starting.retry(service.ensure_person)
+    # nightly, once per person
+    await starting.retry(lambda: schedule_consolidation(store, clock, person_id=person.id))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, runtime.stop)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from steward.runtime.clock import Clock
 from steward.runtime.harness import Harness
+from steward.runtime.outage import DatabaseOutage
 from steward.runtime.scheduler import Scheduler
 from steward.runtime.worker import Worker
 from steward.store import Store
@@ -41,6 +42,8 @@ class Runtime:
         self.config = config or RuntimeConfig()
         self.work_available = asyncio.Event()
         self.scheduler_wakeup = asyncio.Event()
+        self.outage = DatabaseOutage(clock)
+        """Database outages this process sees: every role logs through it, once per outage."""
         cfg = self.config
         self.scheduler = (
             Scheduler(
@@ -49,6 +52,7 @@ class Runtime:
                 max_sleep_seconds=cfg.poll_seconds,
                 on_work=self.work_available,
                 wakeup=self.scheduler_wakeup,
+                outage=self.outage,
             )
             if cfg.scheduler
             else None
@@ -63,6 +67,7 @@ class Runtime:
                 poll_seconds=cfg.poll_seconds,
                 retry_base_seconds=cfg.retry_base_seconds,
                 wakeup=self.work_available,
+                outage=self.outage,
             )
             for _ in range(cfg.workers)
         ]

@@ -3,6 +3,7 @@
 Each tick it fires due triggers (applying missed-run policies), routes inbox events to waiting
 tasks and event triggers, wakes tasks whose timed wait is over, re-queues tasks whose worker lost
 its lease, and expires goals past their deadline. Then it sleeps until the next known due time.
+While the database is unavailable it backs off and ticks again (a tick is safe to repeat).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from datetime import datetime, timedelta
 
 import structlog
 
+from steward.errors import DatabaseUnavailable
 from steward.runtime.clock import Clock
+from steward.runtime.outage import DatabaseOutage
 from steward.runtime.schedule import plan_firings
 from steward.runtime.worker import _either, default_worker_name
 from steward.store import Store
@@ -34,6 +37,7 @@ class Scheduler:
         max_sleep_seconds: float | None = 1.0,
         on_work: asyncio.Event | None = None,
         wakeup: asyncio.Event | None = None,
+        outage: DatabaseOutage | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -46,6 +50,8 @@ class Scheduler:
         """Set whenever a tick made tasks runnable, to wake in-process workers."""
         self.wakeup = wakeup or asyncio.Event()
         """Set it to tick now (a new event or trigger arrived in this process)."""
+        self.outage = outage or DatabaseOutage(clock)
+        """Database outages as this process sees them (shared by its loops)."""
         self.is_leader = False
         self.fired = 0
 
@@ -54,7 +60,12 @@ class Scheduler:
         try:
             while not stop.is_set():
                 self.wakeup.clear()
-                next_due = await self.tick()
+                try:
+                    next_due = await self.tick()
+                except DatabaseUnavailable as error:
+                    await self.outage.wait(error, stop)
+                    continue
+                self.outage.ok()
                 now = self.clock.now()
                 deadline = next_due or now + timedelta(days=3650)
                 if self.max_sleep_seconds is not None:

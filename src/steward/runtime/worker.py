@@ -3,7 +3,10 @@
 A worker holds no state of its own worth keeping: everything is in the store. While a task runs,
 its lease is renewed in the background; if renewal finds the lease gone (this process was
 paused, partitioned, or too slow), the activation is abandoned — every write it might still try
-would be rejected by the fence anyway.
+would be rejected by the fence anyway. When the database is unavailable (restarting, failing
+over), the worker stays up: it backs off and claims again later; an activation whose write
+failed is abandoned and its task re-queued once the database answers (it resumes from its last
+checkpoint, under whichever worker claims it next).
 """
 
 from __future__ import annotations
@@ -21,9 +24,16 @@ import structlog
 
 from steward.domain.outcome import Claim, Fail, Outcome, Requeue, Retry, Stop, Wait
 from steward.domain.task import WaitCondition
-from steward.errors import EffectInDoubt, LeaseLost, RetryLater, StopRequested
+from steward.errors import (
+    DatabaseUnavailable,
+    EffectInDoubt,
+    LeaseLost,
+    RetryLater,
+    StopRequested,
+)
 from steward.runtime.clock import Clock
 from steward.runtime.harness import Harness
+from steward.runtime.outage import DatabaseOutage
 from steward.runtime.run import TaskRun
 from steward.store import Fence, Store
 
@@ -52,6 +62,7 @@ class Worker:
         poll_seconds: float | None = 1.0,
         retry_base_seconds: float = 1.0,
         wakeup: asyncio.Event | None = None,
+        outage: DatabaseOutage | None = None,
     ) -> None:
         self.store = store
         self.harness = harness
@@ -65,6 +76,8 @@ class Worker:
         self.retry_base_seconds = retry_base_seconds
         self.wakeup = wakeup or asyncio.Event()
         """Set it to make the worker look for work now."""
+        self.outage = outage or DatabaseOutage(clock)
+        """Database outages as this process sees them (shared by its loops)."""
         self._running: dict[str, asyncio.Task[None]] = {}
         self._draining = asyncio.Event()
         self.activations = 0
@@ -75,10 +88,13 @@ class Worker:
         try:
             while not stop.is_set():
                 self.wakeup.clear()
-                claimed = await self.claim_and_start()
-                if claimed:
-                    continue
-                await self._idle(stop)
+                try:
+                    claimed = await self.claim_and_start()
+                    self.outage.ok()
+                    if not claimed:
+                        await self._idle(stop)
+                except DatabaseUnavailable as error:
+                    await self.outage.wait(error, stop)
         finally:
             self.clock.unregister()
             self._draining.set()
@@ -146,6 +162,7 @@ class Worker:
         log.debug("activation start", task=claim.task.id, reason=claim.activation.reason)
         work = asyncio.ensure_future(self._activate(run))
         beat = asyncio.ensure_future(self._heartbeat(run.fence, work))
+        cut_off = False
         try:
             outcome = await work
         except asyncio.CancelledError:
@@ -154,22 +171,49 @@ class Worker:
         except LeaseLost:
             log.warning("activation rejected by fence", task=claim.task.id)
             return
+        except DatabaseUnavailable as error:
+            # cut off mid-way: what it committed stands (each write is fenced); hand the task
+            # back to be resumed from its last checkpoint, as soon as the database answers
+            self.outage.noticed(error)
+            log.info("activation abandoned: database unavailable", task=claim.task.id)
+            outcome = Requeue(reason="database unavailable")
+            run.final_step = None
+            cut_off = True
         finally:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
-        try:
-            await self.store.finish_activation(
-                run.fence,
-                outcome,
-                now=self.clock.now(),
-                steps_taken=run.steps + (run.final_step is not None),
-                usage=run.usage,
-                lease_now=self.clock.lease_now(),
-                final_step=run.final_step,
-            )
-        except LeaseLost:
-            log.warning("outcome rejected by fence", task=claim.task.id, outcome=outcome.kind)
+        await self._finish(run, outcome, cut_off=cut_off)
+
+    async def _finish(self, run: TaskRun, outcome: Outcome, *, cut_off: bool) -> None:
+        """Write the outcome, trying again while the database is unavailable (until the worker
+        stops: the lease then lapses and the scheduler re-queues the task). ``cut_off``: the
+        database went away during the activation or while writing its outcome."""
+        while True:
+            try:
+                await self.store.finish_activation(
+                    run.fence,
+                    outcome,
+                    now=self.clock.now(),
+                    steps_taken=run.steps + (run.final_step is not None),
+                    usage=run.usage,
+                    lease_now=self.clock.lease_now(),
+                    final_step=run.final_step,
+                )
+            except LeaseLost:
+                if cut_off:  # the lease lapsed meanwhile, or the cut-off commit landed after all
+                    log.info("outcome not written after the outage: lease gone", task=run.task.id)
+                else:
+                    log.warning("outcome rejected by fence", task=run.task.id, outcome=outcome.kind)
+                return
+            except DatabaseUnavailable as error:
+                if self._draining.is_set():
+                    return
+                cut_off = True
+                await self.outage.wait(error, self._draining)
+                continue
+            self.outage.ok()
+            return
 
     async def _activate(self, run: TaskRun) -> Outcome:
         refusal = await self._over_budget(run)
@@ -188,7 +232,7 @@ class Worker:
             if delay is None:
                 delay = backoff_seconds(run.task.attempts, base=self.retry_base_seconds)
             return Retry(reason=retry.reason, delay_seconds=delay)
-        except (LeaseLost, asyncio.CancelledError):
+        except (LeaseLost, DatabaseUnavailable, asyncio.CancelledError):
             raise
         except Exception as exc:
             log.exception("step failed", task=run.task.id)
@@ -233,6 +277,8 @@ class Worker:
             except LeaseLost:
                 work.cancel()
                 return
+            except DatabaseUnavailable as error:
+                self.outage.noticed(error)  # the activation meets it too, at its next write
             except Exception:
                 log.exception("lease renewal failed; will retry", task=fence.task_id)
 

@@ -2,7 +2,8 @@
 
 ``await Store.open(url)`` picks a backend from the URL (``sqlite:///path`` or
 ``postgresql://…``), brings the schema to the current revision and returns one async interface
-that both backends implement with the same SQL.
+that both backends implement with the same SQL. A database that cannot be reached raises
+:class:`~steward.errors.DatabaseUnavailable`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from steward.store import migrate
 from steward.store.activations import ActivationQueries, FinalStep
 from steward.store.audit import AuditQueries
 from steward.store.authority import AuthorityQueries
-from steward.store.backend import Backend
+from steward.store.backend import Backend, DatabaseLimits
 from steward.store.effects import EffectQueries
 from steward.store.feed import FeedQueries
 from steward.store.inbox import InboxQueries
@@ -30,7 +31,7 @@ from steward.store.tasks import Fence
 from steward.store.tokens import TokenQueries
 from steward.store.vault import SecretQueries
 
-__all__ = ["Fence", "FinalStep", "Store"]
+__all__ = ["DatabaseLimits", "Fence", "FinalStep", "Store"]
 
 
 class Store(
@@ -56,10 +57,19 @@ class Store(
         self.backend = backend
 
     @classmethod
-    async def open(cls, url: str, *, migrate_schema: bool = True) -> Store:
-        backend = _backend_for(url)
-        if migrate_schema:
-            await asyncio.to_thread(migrate.upgrade, backend.migration_engine)
+    async def open(
+        cls, url: str, *, migrate_schema: bool = True, limits: DatabaseLimits | None = None
+    ) -> Store:
+        backend = _backend_for(url, limits)
+        try:
+            if migrate_schema:
+                await asyncio.to_thread(_migrate_if_behind, backend)
+        except BaseException as exc:
+            await backend.close()
+            error = backend.classify(exc) if isinstance(exc, Exception) else exc
+            if error is exc:
+                raise
+            raise error from exc
         return cls(backend)
 
     @property
@@ -74,7 +84,14 @@ class Store(
         await self.backend.close()
 
 
-def _backend_for(url: str) -> Backend:
+def _migrate_if_behind(backend: Backend) -> None:
+    """Migrate only when the schema is behind: a read decides, so opening a current database
+    never waits for (nor takes) the write lock another process may hold for a long time."""
+    if migrate.current_revision(backend.engine) != migrate.head_revision():
+        migrate.upgrade(backend.migration_engine)
+
+
+def _backend_for(url: str, limits: DatabaseLimits | None) -> Backend:
     try:
         parsed = make_url(url)
     except Exception as exc:
@@ -87,11 +104,11 @@ def _backend_for(url: str) -> Backend:
             )
         from steward.store.sqlite import SQLiteBackend
 
-        return SQLiteBackend(url)
+        return SQLiteBackend(url, limits)
     if parsed.get_backend_name() in ("postgresql", "postgres"):
         from steward.store.postgres import PostgresBackend
 
-        return PostgresBackend(url)
+        return PostgresBackend(url, limits)
     raise ConfigError(
         f"unsupported database {parsed.get_backend_name()!r}: use sqlite:///path or postgresql://…"
     )

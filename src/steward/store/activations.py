@@ -91,6 +91,7 @@ class ActivationQueries(TaskQueries):
             row = task_update.run(conn, params).fetchone()
             if row is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
+            self._hold(conn, fence, lease_now, row[3])
             step_insert.run(conn, params)
             if usage is not None:
                 conn.execute(
@@ -121,7 +122,9 @@ class ActivationQueries(TaskQueries):
                 wake=None,
                 updated_at=bindparam("now"),
             )
-            .returning(tasks.c.control, tasks.c.person_id, tasks.c.goal_id)
+            .returning(
+                tasks.c.control, tasks.c.person_id, tasks.c.goal_id, tasks.c.lease_expires_at
+            )
         )
 
     # --- ending an activation -----------------------------------------------------------
@@ -156,12 +159,14 @@ class ActivationQueries(TaskQueries):
                     tasks.c.goal_id,
                     tasks.c.title,
                     tasks.c.kind,
+                    tasks.c.lease_expires_at,
                 ).where(self._fenced(fence, lease_now))
             ).first()
             if current is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
             attempts, max_attempts, parent_id, person_id, control, old_wake = current[:6]
-            goal_id, title, task_kind = current[6:]
+            goal_id, title, task_kind, expires = current[6:]
+            self._hold(conn, fence, lease_now, expires)
             if final_step is not None:
                 step_params = {
                     "task_id": fence.task_id,
@@ -226,7 +231,8 @@ class ActivationQueries(TaskQueries):
                     values |= {
                         "status": "pending",
                         "run_at": now_f,
-                        "wake": rows.dump({"reason": outcome.reason}),
+                        # keep what woke it: a step cut off before its checkpoint still sees it
+                        "wake": rows.dump((rows.load(old_wake) or {}) | {"reason": outcome.reason}),
                     }
                 case "stop":
                     if outcome.control == "cancel":

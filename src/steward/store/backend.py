@@ -11,13 +11,61 @@ import abc
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import ClauseElement, ColumnElement, Connection, Engine, Insert, Select, Table
+from sqlalchemy import (
+    ClauseElement,
+    ColumnElement,
+    Connection,
+    Engine,
+    Insert,
+    Select,
+    Table,
+    select,
+)
 from sqlalchemy.exc import DBAPIError
+
+from steward.errors import DatabaseUnavailable, LeaseLost
 
 T = TypeVar("T")
 Op = Callable[[Connection], T]
+
+_LEASES = "steward.leases"
+"""Key in a connection's info: the leases the open transaction's fenced writes relied on."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class DatabaseLimits:
+    """How long the database may keep one process waiting, so that a paused or stuck process
+    holds up the others only that long."""
+
+    busy_timeout_seconds: float = 30.0
+    """SQLite: how long a write waits for another process's write lock before it fails as
+    :class:`~steward.errors.DatabaseUnavailable` (the runtime then retries)."""
+    statement_timeout_seconds: float = 60.0
+    """PostgreSQL: the longest a statement may run (0: no limit)."""
+    lock_timeout_seconds: float = 30.0
+    """PostgreSQL: the longest a statement waits for a lock (0: no limit)."""
+    idle_in_transaction_timeout_seconds: float = 30.0
+    """PostgreSQL: a session idle this long inside a transaction (its process paused or hung)
+    is ended by the server, which releases its row locks so another worker can take its task
+    over (0: no limit)."""
+
+
+def hold_lease(conn: Connection, task_id: str, epoch: int, expires_at: float) -> None:
+    """Note that the open transaction's fenced write relied on a lease valid until
+    ``expires_at`` (database time); :meth:`Backend.check_leases` re-checks it before commit."""
+    held: dict[tuple[str, int], float] = conn.info.setdefault(_LEASES, {})
+    key = (task_id, epoch)
+    held[key] = min(expires_at, held.get(key, expires_at))
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """A driver's message on one line (they span several, with hints), bounded."""
+    orig = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    text = " ".join(str(orig).split()) or type(orig).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Prepared:
@@ -83,15 +131,48 @@ class Backend(abc.ABC):
 
     def _read_sync(self, op: Op[T]) -> T:
         try:
+            try:
+                with self.engine.connect() as conn:
+                    return op(conn)
+            except DBAPIError as exc:
+                if not exc.connection_invalidated:
+                    raise
+            # the pooled connection had died (the database restarted): the pool has been
+            # invalidated, and a read is safe to run again on a fresh connection
             with self.engine.connect() as conn:
                 return op(conn)
-        except DBAPIError as exc:
-            if not exc.connection_invalidated:
-                raise
-        # the pooled connection had died (the database restarted): the pool has been
-        # invalidated, and a read is safe to run again on a fresh connection
-        with self.engine.connect() as conn:
-            return op(conn)
+        except Exception as exc:
+            raise self.classify(exc) from exc
+
+    @abc.abstractmethod
+    def unavailable_reason(self, exc: BaseException) -> str | None:
+        """Why ``exc`` means the database cannot be reached for now (restarting, refusing
+        connections, locked beyond the busy timeout), or None if it is some other failure."""
+
+    def classify(self, exc: Exception) -> Exception:
+        """``exc`` as :class:`DatabaseUnavailable` when it is one, else unchanged."""
+        if isinstance(exc, DatabaseUnavailable):
+            return exc
+        reason = self.unavailable_reason(exc)
+        return exc if reason is None else DatabaseUnavailable(reason)
+
+    @staticmethod
+    def begin_fenced(conn: Connection) -> None:
+        """Forget leases noted by an earlier transaction on this (pooled) connection."""
+        conn.info.pop(_LEASES, None)
+
+    def check_leases(self, conn: Connection) -> None:
+        """The last statement before commit: every lease a fenced write of this transaction
+        relied on must still be valid by database time *now*. The fence itself is checked when
+        its statement runs; a process paused between that statement and COMMIT would otherwise
+        commit after its lease expired. Raises LeaseLost (the transaction rolls back)."""
+        held: dict[tuple[str, int], float] | None = conn.info.pop(_LEASES, None)
+        if not held:
+            return
+        now = self.prepared("db-now", lambda: select(self.db_now())).run(conn, {}).fetchone()[0]
+        for (task_id, epoch), expires_at in held.items():
+            if expires_at < now:
+                raise LeaseLost(task_id, epoch)
 
     @abc.abstractmethod
     def db_now(self) -> ColumnElement[float]:

@@ -2,7 +2,10 @@
 
 Transactions run on a small thread pool with a connection pool; row claims use
 ``FOR UPDATE SKIP LOCKED`` so concurrent workers never wait on each other's candidates.
-Serialization failures and deadlocks are retried.
+Serialization failures and deadlocks are retried. Every session is bounded (statement, lock
+and idle-in-transaction timeouts, :class:`~steward.store.backend.DatabaseLimits`), so a paused
+or hung process cannot keep a task's row locked past them; a server that restarts, fails over or
+refuses connections surfaces as :class:`~steward.errors.DatabaseUnavailable`.
 """
 
 from __future__ import annotations
@@ -12,33 +15,71 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import psycopg
 from sqlalchemy import ColumnElement, Insert, Select, Table, create_engine, literal_column
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import NullPool
 
-from steward.store.backend import Backend, Op, T
+from steward.store.backend import Backend, DatabaseLimits, Op, T, one_line
 
 _RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
+_UNAVAILABLE_SQLSTATES = {
+    "57P01",  # admin_shutdown: the server is stopping or restarting
+    "57P02",  # crash_shutdown
+    "57P03",  # cannot_connect_now: the database system is starting up
+    "53300",  # too_many_connections
+    "55P03",  # lock_not_available: lock_timeout (a paused process holds the lock)
+    "57014",  # query_canceled: statement_timeout
+    "25P03",  # idle_in_transaction_session_timeout
+}
+CONNECT_TIMEOUT_SECONDS = 10
+"""A host that does not answer at all (a failover in progress) fails the connect this soon."""
+
+
+def _session_options(limits: DatabaseLimits) -> str:
+    settings = {
+        "statement_timeout": limits.statement_timeout_seconds,
+        "lock_timeout": limits.lock_timeout_seconds,
+        "idle_in_transaction_session_timeout": limits.idle_in_transaction_timeout_seconds,
+    }
+    return " ".join(f"-c {name}={round(s * 1000)}" for name, s in settings.items())
 
 
 class PostgresBackend(Backend):
     name = "postgresql"
 
-    def __init__(self, url: str, *, pool_size: int = 6) -> None:
+    def __init__(
+        self, url: str, limits: DatabaseLimits | None = None, *, pool_size: int = 6
+    ) -> None:
         super().__init__(read_threads=pool_size)
         parsed = make_url(url)
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
         self.url = parsed.render_as_string(hide_password=True)
+        bounded = {
+            "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+            "options": _session_options(limits or DatabaseLimits()),
+        }
         # Reads check a pooled connection optimistically: a read that finds it dead is simply
         # run again (Backend.read), which saves the pre-ping round trip on the sentinel's hot
         # path. Writes ping first: a write that fails while committing cannot be blindly rerun.
-        self.engine = create_engine(parsed, pool_size=pool_size * 2, max_overflow=4)
-        self._write_engine = create_engine(
-            parsed, pool_size=pool_size * 2, max_overflow=4, pool_pre_ping=True
+        self.engine = create_engine(
+            parsed, pool_size=pool_size * 2, max_overflow=4, connect_args=bounded
         )
-        self.migration_engine = self._write_engine
+        self._write_engine = create_engine(
+            parsed,
+            pool_size=pool_size * 2,
+            max_overflow=4,
+            pool_pre_ping=True,
+            connect_args=bounded,
+        )
+        # Migrations may rightly run longer than any statement timeout (an index on a big
+        # table); they run once, at start-up, on a connection of their own.
+        self.migration_engine = create_engine(
+            parsed, poolclass=NullPool, connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+        )
         self._writers = ThreadPoolExecutor(pool_size, thread_name_prefix="steward-write")
 
     async def write(self, op: Op[T], *, durable: bool = False) -> T:
@@ -50,13 +91,32 @@ class PostgresBackend(Backend):
         for attempt in range(8):
             try:
                 with self._write_engine.begin() as conn:
-                    return op(conn)
+                    self.begin_fenced(conn)
+                    result = op(conn)
+                    self.check_leases(conn)
+                    return result
             except DBAPIError as exc:
                 code = getattr(exc.orig, "sqlstate", None)
                 if code not in _RETRYABLE_SQLSTATES or attempt == 7:
-                    raise
+                    raise self.classify(exc) from exc
                 time.sleep(0.005 * 2**attempt)
+            except psycopg.Error as exc:  # from a prepared statement on the driver's cursor
+                raise self.classify(exc) from exc
         raise AssertionError("unreachable")
+
+    def unavailable_reason(self, exc: BaseException) -> str | None:
+        invalidated = isinstance(exc, DBAPIError) and exc.connection_invalidated
+        orig = exc.orig if isinstance(exc, DBAPIError) else exc
+        code = getattr(orig, "sqlstate", None)
+        # no SQLSTATE: the connection itself failed (refused, reset, closed by the server)
+        lost = code is None and isinstance(orig, psycopg.OperationalError | psycopg.InterfaceError)
+        if (
+            invalidated
+            or lost
+            or (code is not None and (code.startswith("08") or code in _UNAVAILABLE_SQLSTATES))
+        ):
+            return one_line(exc)
+        return None
 
     def db_now(self) -> ColumnElement[float]:
         return literal_column("CAST(extract(epoch from clock_timestamp()) AS double precision)")
@@ -75,4 +135,5 @@ class PostgresBackend(Backend):
     async def close(self) -> None:
         self._writers.shutdown(wait=True)
         self._write_engine.dispose()
+        self.migration_engine.dispose()
         await super().close()

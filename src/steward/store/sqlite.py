@@ -4,7 +4,9 @@ Measured on this project's machine, crossing threads costs more than the SQL: a 
 statement (aiosqlite) gives ~600 checkpoints/s, one hop per transaction ~2,100/s. So every write
 transaction is one hop into a single writer thread, and whatever queued up while the previous
 commit ran is committed together in the next one (group commit). A batch in which any operation
-raises is rolled back and its operations re-run one by one, so one failure never sinks another.
+raises is rolled back and its operations re-run one by one, so one failure never sinks another
+(unless the database is locked by another process beyond the busy timeout: then the whole
+batch fails as :class:`~steward.errors.DatabaseUnavailable`, for the caller to retry later).
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from steward.store.backend import Backend, Op, T
+from steward.errors import DatabaseUnavailable
+from steward.store.backend import Backend, DatabaseLimits, Op, T, one_line
 
 MAX_BATCH = 256
-BUSY_TIMEOUT_MS = 30_000
 MMAP_BYTES = 256 * 1024 * 1024
 """Of the database file each connection maps (no more is mapped than the file holds)."""
 
@@ -69,11 +71,19 @@ def _switch_to_wal(cursor: Any, attempts: int = 50) -> None:
             time.sleep(0.05)
 
 
+def _drop(conn: Connection | None) -> None:
+    """Close a writer connection that failed, to reconnect afresh next time."""
+    if conn is not None:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
 class SQLiteBackend(Backend):
     name = "sqlite"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, limits: DatabaseLimits | None = None) -> None:
         super().__init__(read_threads=2)
+        self._busy_timeout_ms = round((limits or DatabaseLimits()).busy_timeout_seconds * 1000)
         parsed = make_url(url)
         database = parsed.database or ""
         if database and database != ":memory:":
@@ -96,13 +106,12 @@ class SQLiteBackend(Backend):
         self._thread = threading.Thread(target=self._writer, name="steward-writer", daemon=True)
         self._thread.start()
 
-    @staticmethod
-    def _configure(engine: Any, *, begin: str) -> None:
+    def _configure(self, engine: Any, *, begin: str) -> None:
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:
             dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
             cur = dbapi_conn.cursor()
-            cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            cur.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
             # WAL is a property of the file: switch once. Switching takes an exclusive lock
             # that does not wait on the busy handler, so don't ask again when it is set.
             if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
@@ -160,34 +169,58 @@ class SQLiteBackend(Backend):
                 except Exception as exc:
                     # The database cannot be reached: fail this batch rather than the thread
                     # (which would leave every later write waiting forever); reconnect next time.
-                    self._deliver(batch, [(job.future, None, exc) for job in batch])
-                    if conn is not None:
-                        with contextlib.suppress(Exception):
-                            conn.close()
-                        conn = None
+                    error = self.classify(exc)
+                    self._deliver(batch, [(job.future, None, error) for job in batch])
+                    _drop(conn)
+                    conn = None
                 else:
-                    self._run_batch(conn, batch)
+                    if self._run_batch(conn, batch) is not None:
+                        _drop(conn)
+                        conn = None
                 if stop:
                     return
         finally:
             if conn is not None:
                 conn.close()
 
-    def _run_batch(self, conn: Connection, batch: list[_Job]) -> None:
+    def _run_batch(self, conn: Connection, batch: list[_Job]) -> DatabaseUnavailable | None:
+        """Run the batch in one transaction and deliver its results. When the database was
+        unavailable every job of the batch gets that error, which is returned: the caller
+        drops the connection (a failed BEGIN may leave it in an unknown state)."""
         outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
         try:
             with conn.begin():
+                self.begin_fenced(conn)
                 values = [job.op(conn) for job in batch]
+                self.check_leases(conn)
         except BaseException as exc:
-            if len(batch) == 1:
-                outcomes.append((batch[0].future, None, exc))
-            else:
-                for job in batch:
-                    self._run_batch(conn, [job])
-                return
+            reason = self.unavailable_reason(exc)
+            if reason is not None:
+                # re-running the jobs one by one would wait out the busy timeout for each
+                error = DatabaseUnavailable(reason)
+                self._deliver(batch, [(job.future, None, error) for job in batch])
+                return error
+            if len(batch) > 1:
+                for done, job in enumerate(batch):
+                    failed = self._run_batch(conn, [job])
+                    if failed is not None:
+                        rest = batch[done + 1 :]
+                        self._deliver(rest, [(j.future, None, failed) for j in rest])
+                        return failed
+                return None
+            outcomes.append((batch[0].future, None, exc))
         else:
             outcomes = [(job.future, v, None) for job, v in zip(batch, values, strict=True)]
         self._deliver(batch, outcomes)
+        return None
+
+    def unavailable_reason(self, exc: BaseException) -> str | None:
+        orig = getattr(exc, "orig", None) or exc
+        if isinstance(orig, sqlite3.OperationalError) and (
+            "locked" in str(orig) or "busy" in str(orig)
+        ):
+            return f"{one_line(orig)} (another process held its write lock too long)"
+        return None
 
     @staticmethod
     def _deliver(

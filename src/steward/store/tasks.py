@@ -3,8 +3,10 @@
 Every write made on behalf of a running task is *fenced*: it only applies while the task is
 ``running`` at the claiming epoch with an unexpired lease (by database time). A worker that lost
 its lease — paused, partitioned, a zombie — gets :class:`~steward.errors.LeaseLost` and changes
-nothing. What a claimed task commits as it runs (its steps, its outcome) is in
-:mod:`steward.store.activations`.
+nothing. The fenced statement locks the task row, and the lease it relied on is checked once
+more by database time as the last statement before COMMIT (:meth:`Backend.check_leases`), so a
+transaction paused in between does not commit after its lease expired. What a claimed task
+commits as it runs (its steps, its outcome) is in :mod:`steward.store.activations`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from steward.domain.ids import new_id
 from steward.domain.outcome import Claim
 from steward.errors import InvalidTransition, LeaseLost, NotFound
 from steward.store import rows
-from steward.store.backend import Backend
+from steward.store.backend import Backend, hold_lease
 from steward.store.feed import append_feed
 from steward.store.schema import activations, goals, persons, tasks
 from steward.store.waking import (
@@ -78,14 +80,22 @@ class TaskQueries:
 
     def _touch_fenced(self, conn: Connection, fence: Fence, lease_now: datetime | None) -> None:
         """Check the fence (and lock the task row) inside a transaction, or raise LeaseLost."""
-        res = conn.execute(
+        row = conn.execute(
             update(tasks)
             .where(self._fenced(fence, lease_now))
             .values(epoch=tasks.c.epoch)
-            .returning(tasks.c.id)
-        )
-        if res.first() is None:
+            .returning(tasks.c.lease_expires_at)
+        ).first()
+        if row is None:
             raise LeaseLost(fence.task_id, fence.epoch)
+        self._hold(conn, fence, lease_now, row[0])
+
+    @staticmethod
+    def _hold(conn: Connection, fence: Fence, lease_now: datetime | None, expires: float) -> None:
+        """Have the lease a fenced write relied on re-checked by database time at commit (a
+        simulated clock judges leases by its own time, when each statement runs)."""
+        if lease_now is None:
+            hold_lease(conn, fence.task_id, fence.epoch, expires)
 
     # --- create and read ----------------------------------------------------------------
 
@@ -332,6 +342,7 @@ class TaskQueries:
         now_sql = self._now_sql(lease_now)
 
         def op(conn: Connection) -> str | None:
+            self._touch_fenced(conn, fence, lease_now)  # the old lease, checked again at commit
             row = conn.execute(
                 update(tasks)
                 .where(self._fenced(fence, lease_now))

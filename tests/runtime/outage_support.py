@@ -1,0 +1,104 @@
+"""Real ``steward`` processes for the outage tests: spawn them, wait on them, read their logs."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from steward.errors import DatabaseUnavailable
+
+OUTAGE_LINE = "database unavailable, retrying in"
+BACK_LINE = "database available again"
+
+
+@functools.cache
+def start_seconds() -> float:
+    """How long a ``steward`` process takes to import here, now (3 s at rest, 10 s under load):
+    deadlines for processes to get going scale with it."""
+    began = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import steward.cli.main"], check=True)
+    return time.monotonic() - began
+
+
+def start_deadline(extra: float = 0.0) -> float:
+    """Seconds to allow for processes to start and do ``extra`` seconds of work."""
+    return 30.0 + 10 * start_seconds() + extra
+
+
+def spawn(
+    role: str, db_url: str, log: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``steward <role>`` as its own OS process, its log in ``log``."""
+    cmd = [sys.executable, "-m", "steward.cli.main", role, "--db", db_url]
+    with log.open("ab") as err:
+        return subprocess.Popen(
+            [*cmd, "--log-level", "warning", *extra],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=os.environ | (env or {}),
+        )
+
+
+def log_tails(logs: Path) -> str:
+    return "\n".join(f"--- {f.name}\n{f.read_text()[-3000:]}" for f in sorted(logs.glob("*.log")))
+
+
+async def until(
+    check: Callable[[], Awaitable[bool]],
+    what: str,
+    procs: dict[str, subprocess.Popen[bytes]],
+    logs: Path,
+    seconds: float,
+) -> float:
+    """Poll ``check`` until true (a database outage meanwhile is waited out); fail early if one
+    of ``procs`` exited, or after ``seconds``. Returns the seconds it took."""
+    began = time.monotonic()
+    while True:
+        try:
+            if await check():
+                return time.monotonic() - began
+        except DatabaseUnavailable:
+            pass
+        dead = {name: p.returncode for name, p in procs.items() if p.poll() is not None}
+        if dead or time.monotonic() - began > seconds:
+            pytest.fail(f"timed out waiting for {what}; exited: {dead}\n{log_tails(logs)}")
+        await asyncio.sleep(0.05)
+
+
+def stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.terminate()
+            proc.send_signal(signal.SIGCONT)  # a paused one, too
+    for proc in procs.values():
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def outage_lines(log: Path) -> tuple[int, int]:
+    """How many outages the process logged, and how many ends of one."""
+    text = log.read_text()
+    return text.count(OUTAGE_LINE), text.count(BACK_LINE)
+
+
+async def all_back(procs: dict[str, subprocess.Popen[bytes]], logs: Path, seconds: float) -> None:
+    """Wait until every process that logged an outage has logged its end (a process backing
+    off notices that the database is back at its next try)."""
+
+    async def back() -> bool:
+        counts = [outage_lines(logs / f"{name}.log") for name in procs]
+        return all(outages == ends for outages, ends in counts)
+
+    await until(back, "every process to see the database back", procs, logs, seconds)
