@@ -28,15 +28,21 @@ Precedence — the first step that decides, decides:
    allows if a live grant covers the action, else asks; the others are their verdicts.
 5. **Default** — READ/LOCAL tools run; EXTERNAL/UNKNOWN ones run if a live grant covers them,
    else ask.
+6. **Data flow** — an *allow* from the steps above becomes **ask** when a controlling argument's
+   value first came from others' text (``request.tainted``) and no covering grant names that
+   exact value (in its ``recipients`` or ``hosts``), or when the person's sensitive data would
+   leave (``request.data_classes``) and no covering grant names each kind in its ``data``
+   constraint. Deny and hand-off are never softened by it.
 
 A grant *covers* an action when it is live for it (not revoked; ``once``: unspent and for no
 task or this task; ``task``: this task; ``session``: this session; ``until``: before its
 expiry; ``standing``), gives every scope the tool needs (a tool without scopes only through a
 ``tool`` constraint naming it), and its constraints hold on the arguments: ``tool`` (exact
 name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value, lower-
-cased), ``domains`` (each recipient's and URL's domain, or a subdomain of one), ``hosts`` (the
-host of ``url``/``endpoint``), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
-segments), ``max_amount`` (``amount`` at most it) and ``period_amount`` over
+cased; for a tool that declares argument roles, its RECIPIENT and PAYEE arguments),
+``domains`` (each recipient's and URL's domain, or a subdomain of one), ``hosts`` (the host of
+``url``/``endpoint``, or of a tool's HOST arguments), ``path_prefix`` (their path, at a ``/``
+boundary, with no dot segments), ``max_amount`` (``amount`` at most it) and ``period_amount`` over
 ``period_seconds`` (the amounts of the actions it allowed in the trailing period, this one
 included, at most it: counted atomically by the store when the grant allows an action, so two
 racing actions cannot both use the last of an allowance). A constraint whose argument is
@@ -51,7 +57,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
@@ -60,7 +66,8 @@ from typing import Any, Protocol
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from steward.domain.authority import Grant, Lifetime, Rule, RuleMode
-from steward.harness.sentinel import ActionRequest, Decision, Verdict
+from steward.domain.roles import Role
+from steward.harness.sentinel import ActionRequest, Decision, Verdict, provenance_reason
 from steward.harness.tools import EffectClass
 from steward.runtime.clock import Clock
 from steward.sentinel.index import ActionKeys, PolicyCache, PolicySnapshot
@@ -148,9 +155,13 @@ class PolicyDecision:
     charge: float | None = None
     """An amount to count against the allowing grant's per-period ceiling before the action
     runs (when it would go over, the answer becomes ask)."""
+    vouched: bool = False
+    """The request's tainted values and sensitive data are each named by a covering grant."""
 
     def decision(self) -> Decision:
-        return Decision(verdict=self.verdict, reason=self.reason, rule=self.basis)
+        return Decision(
+            verdict=self.verdict, reason=self.reason, rule=self.basis, vouched=self.vouched
+        )
 
 
 def evaluate(
@@ -162,6 +173,20 @@ def evaluate(
     payment_ceiling: float = HARD_PAYMENT_CEILING,
 ) -> PolicyDecision:
     """Decide ``request`` on ``snapshot`` (see the module docstring for the order)."""
+    decided = _decide(
+        request, snapshot, now=now, session_id=session_id, payment_ceiling=payment_ceiling
+    )
+    return _data_flow(decided, request, snapshot, now=now, session_id=session_id)
+
+
+def _decide(
+    request: ActionRequest,
+    snapshot: PolicySnapshot,
+    *,
+    now: datetime,
+    session_id: str | None,
+    payment_ceiling: float,
+) -> PolicyDecision:
     if snapshot.person_id != request.person_id:
         return PolicyDecision(
             verdict=Verdict.DENY,
@@ -249,6 +274,51 @@ def _allowed_by(grant: Grant, request: ActionRequest, reason: str) -> PolicyDeci
 
 
 # --- the steps ------------------------------------------------------------------------------
+
+
+def _data_flow(
+    decided: PolicyDecision,
+    request: ActionRequest,
+    snapshot: PolicySnapshot,
+    *,
+    now: datetime,
+    session_id: str | None,
+) -> PolicyDecision:
+    """An allow stands for tainted values and sensitive data only when the person's grants name
+    each of them (step 6)."""
+    if decided.verdict is not Verdict.ALLOW or not (request.tainted or request.data_classes):
+        return decided
+    grants = [g for g in snapshot.grants if covers(g, request, now=now, session_id=session_id)]
+    unnamed = {
+        path: why
+        for path, why in request.untrusted_args.items()
+        if not any(_names(g, request.tainted.get(path, "")) for g in grants)
+    }
+    missing = tuple(
+        kind
+        for kind in request.data_classes
+        if not any(str(kind) in g.constraints.get("data", ()) for g in grants)
+    )
+    if not unnamed and not missing:
+        return replace(decided, vouched=True)
+    left = replace(request, untrusted_args=unnamed, data_classes=missing)
+    return PolicyDecision(
+        verdict=Verdict.ASK,
+        reason=provenance_reason(left),
+        basis="provenance",
+        rule_id=decided.rule_id,
+    )
+
+
+def _names(grant: Grant, value: str) -> bool:
+    """The grant names ``value`` exactly: as a recipient, a host, or a URL's host."""
+    named = {*grant.constraints.get("recipients", ()), *grant.constraints.get("hosts", ())}
+    text = value.strip().lower()
+    try:
+        host = urlsplit(text).hostname
+    except ValueError:
+        host = None
+    return bool(text) and (text in named or (host is not None and host in named))
 
 
 def _in_category(scope: str, roots: Sequence[str]) -> bool:
@@ -358,24 +428,32 @@ def covers(grant: Grant, request: ActionRequest, *, now: datetime, session_id: s
             return False
     elif constraints.get("tool") != request.tool:
         return False
-    return constraints_hold(constraints, request.tool, request.args)
+    return constraints_hold(constraints, request.tool, request.args, request.roles)
 
 
-def constraints_hold(constraints: dict[str, Any], tool: str, args: dict[str, Any]) -> bool:
-    """Every constraint holds on the arguments; one that cannot be checked does not hold."""
+def constraints_hold(
+    constraints: dict[str, Any],
+    tool: str,
+    args: dict[str, Any],
+    roles: Mapping[str, Role] | None = None,
+) -> bool:
+    """Every constraint holds on the arguments; one that cannot be checked does not hold.
+    ``roles`` are the tool's argument roles, if it declares them."""
     for key, allowed in constraints.items():
         if key == "tool":
             ok = allowed == tool
         elif key == "recipients":
-            found = recipients_of(args)
+            found = recipients_of(args, roles)
             ok = bool(found) and all(r in allowed for r in found or ())
         elif key == "hosts":
-            hosts = [u.hostname for u in urls_of(args) or ()]
+            hosts = [u.hostname for u in urls_of(args, roles) or ()]
             ok = bool(hosts) and all(h in allowed for h in hosts)
         elif key == "domains":
-            ok = _domains_hold(allowed, args)
+            ok = _domains_hold(allowed, args, roles)
+        elif key == "data":
+            ok = True  # it lets the person's data of these kinds leave; it narrows nothing
         elif key == "path_prefix":
-            urls = urls_of(args)
+            urls = urls_of(args, roles)
             ok = bool(urls) and all(_under(u.path, allowed) for u in urls or ())
         elif key in ("max_amount", "period_amount"):
             amount = number(args.get("amount"))
@@ -391,16 +469,18 @@ def constraints_hold(constraints: dict[str, Any], tool: str, args: dict[str, Any
     return True
 
 
-def _domains_hold(allowed: Sequence[str], args: dict[str, Any]) -> bool:
-    domains = domains_of(args)
+def _domains_hold(
+    allowed: Sequence[str], args: dict[str, Any], roles: Mapping[str, Role] | None
+) -> bool:
+    domains = domains_of(args, roles)
     return bool(domains) and all(
         any(d == a or d.endswith("." + a) for a in allowed) for d in domains or ()
     )
 
 
-def domains_of(args: dict[str, Any]) -> list[str] | None:
+def domains_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[str] | None:
     """Domains of the action's recipients and URLs; None if one cannot be read."""
-    recipients, urls = recipients_of(args), urls_of(args)
+    recipients, urls = recipients_of(args, roles), urls_of(args, roles)
     if recipients is None or urls is None or any("@" not in r for r in recipients):
         return None
     domains = [r.rpartition("@")[2] for r in recipients] + [u.hostname or "" for u in urls]
@@ -434,15 +514,28 @@ def _values(args: dict[str, Any], keys: Sequence[str]) -> list[str] | None:
     return out
 
 
-def recipients_of(args: dict[str, Any]) -> list[str] | None:
+def _keys(
+    roles: Mapping[str, Role] | None, wanted: tuple[Role, ...], names: Sequence[str]
+) -> Sequence[str]:
+    """The arguments in ``wanted`` roles; by name only for a tool that declares no roles."""
+    if roles is None:
+        return names
+    return [name for name, role in roles.items() if role in wanted]
+
+
+def recipients_of(
+    args: dict[str, Any], roles: Mapping[str, Role] | None = None
+) -> list[str] | None:
     """The action's recipients, stripped and lower-cased; None if one is not a string."""
-    found = _values(args, RECIPIENT_ARGS)
+    found = _values(args, _keys(roles, (Role.RECIPIENT, Role.PAYEE), RECIPIENT_ARGS))
     return None if found is None else [r.strip().lower() for r in found]
 
 
-def urls_of(args: dict[str, Any]) -> list[SplitResult] | None:
+def urls_of(
+    args: dict[str, Any], roles: Mapping[str, Role] | None = None
+) -> list[SplitResult] | None:
     """The action's URLs, parsed; None if one is not a string or has no plain host name."""
-    found = _values(args, URL_ARGS)
+    found = _values(args, _keys(roles, (Role.HOST,), URL_ARGS))
     if found is None:
         return None
     parsed = []
@@ -488,9 +581,9 @@ def session_of(request: ActionRequest) -> str | None:
 
 def action_keys(request: ActionRequest, session_id: str | None) -> ActionKeys:
     """How the policy indexes find the grants and rules that could decide ``request``."""
-    recipients = recipients_of(request.args) or []
-    hosts = [u.hostname for u in urls_of(request.args) or [] if u.hostname]
-    domains = domains_of(request.args) or []
+    recipients = recipients_of(request.args, request.roles) or []
+    hosts = [u.hostname for u in urls_of(request.args, request.roles) or [] if u.hostname]
+    domains = domains_of(request.args, request.roles) or []
     parents: tuple[str, ...] = ()
     if domains:
         parts = domains[0].split(".")
@@ -599,6 +692,7 @@ class PolicySentinel:
                 "wake": request.wake_reason,
                 "audience": str(request.audience),
                 "untrusted_args": request.untrusted_args,
+                **({"data": list(request.data_classes)} if request.data_classes else {}),
                 **({"charged": decided.charge} if decided.charge is not None else {}),
             },
             now=self.clock.now(),
