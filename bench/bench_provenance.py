@@ -35,23 +35,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_support import fresh_database, quiet_logs  # noqa: E402
-
-import steward  # noqa: E402
-from steward.domain import Grant, Lifetime, TaskSpec  # noqa: E402
-from steward.domain.ids import new_id  # noqa: E402
-from steward.harness.agent import AgentHarness  # noqa: E402
-from steward.harness.tools import EffectClass, Tool, tool  # noqa: E402
-from steward.harness.workspace import Workspace  # noqa: E402
-from steward.models.base import ModelResponse  # noqa: E402
-from steward.models.scripted import ScriptedModel, call_tool  # noqa: E402
-from steward.runtime.clock import SimulatedClock  # noqa: E402
-from steward.runtime.worker import Worker  # noqa: E402
-from steward.sentinel.policy import PolicySentinel  # noqa: E402
-from steward.service import Service  # noqa: E402
-from steward.store import Store  # noqa: E402
+import steward
+from bench_support import fresh_database, quiet_logs
+from steward.domain import Grant, Lifetime, TaskSpec
+from steward.domain.ids import new_id
+from steward.harness.agent import AgentHarness
+from steward.harness.tools import EffectClass, Tool, tool
+from steward.harness.workspace import Workspace
+from steward.models.base import ModelResponse
+from steward.models.scripted import ScriptedModel, call_tool
+from steward.runtime.clock import SimulatedClock
+from steward.runtime.worker import Worker
+from steward.sentinel.policy import PolicySentinel
+from steward.service import Service
+from steward.store import Store
 
 try:
     from steward.domain.roles import Role
@@ -456,11 +453,11 @@ async def main(argv: Sequence[str]) -> None:
     parser.add_argument("--detail", action="store_true", help="print every scenario's asks")
     options = parser.parse_args(argv)
     quiet_logs()
+    source = Path(steward.__file__).resolve().parent.parent  # noqa: ASYNC240 - once, at start
     results = []
     for name in ("asks", "grants"):
         with fresh_database("sqlite") as url:
             results.append(await configuration(name, url))
-    source = Path(steward.__file__).resolve().parent.parent
     if options.json:
         print(json.dumps({"steward": str(source), "roles": ROLES, "results": results}, indent=2))
         return
