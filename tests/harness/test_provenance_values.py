@@ -34,7 +34,10 @@ def flagged(
         ("Meet on 1 May 2024", ["meet", "on", "2024-05-01"]),
         ("2024/5/1 and 2024-05-01T10:30:00Z", ["2024-05-01", "and", "2024-05-01", "10:30"]),
         ("wire 4,500.00 now", ["wire", "4500", "now"]),
-        ("ＲＩＶＥＲＳＩＤＥ   View\tHotel.", ["riverside", "view", "hotel"]),
+        (
+            "\uff32\uff29\uff36\uff25\uff32\uff33\uff29\uff24\uff25   View\tHotel.",
+            ["riverside", "view", "hotel"],
+        ),
         ("mail Attacker@Evil.example.", ["mail", "attacker@evil.example"]),
     ],
 )

@@ -284,10 +284,12 @@ class _Activation(WaitingActivation):
         self._account(response.usage, model_calls=1)
         self.state["pending"] = [c.to_json() for c in response.tool_calls]
         self.state["answer"] = None if response.tool_calls else response.to_json()
-        await self._commit(
-            kind="model",
-            output={"response": response.to_json(), "context_tokens": context.tokens},
-        )
+        output: dict[str, Any] = {"response": response.to_json(), "context_tokens": context.tokens}
+        read = provenance.sources(self.state)
+        if read and not response.tool_calls:
+            # an answer in words (a chat reply, a result) after others' text may be theirs
+            output["untrusted_sources"] = read
+        await self._commit(kind="model", output=output)
         failpoint("agent.after_model_step")
         return response
 
