@@ -162,3 +162,14 @@ def test_only_outgoing_arguments_are_scanned_for_sensitive_data() -> None:
     told = {"to": "bob@x.example", "body": "FYI: Ann is expecting a baby in March!"}
     assert provenance.data_classes(told, roles, private) == (DataClass.PRIVATE,)
     assert provenance.data_classes({"body": "a baby in"}, roles, private) == ()
+
+
+def test_a_text_too_long_for_the_record_counts_as_containing_everything() -> None:
+    """Past what a filter can tell apart, every controlling value the person did not give
+    asks; the record stays small."""
+    words = provenance.FULL_AT // provenance.LONGEST + 100
+    state = read(" ".join(f"w{i}" for i in range(words)))
+    roles = {"to": Role.RECIPIENT}
+    assert flagged(state, {"to": "anything@else.example"}, roles)
+    assert not flagged(state, {"to": "me@home.example"}, roles, trusted="mail me@home.example")
+    assert len(json.dumps(state)) < 500

@@ -22,8 +22,9 @@ mail does not taint a date the model worked out.
 
 Bounded: each untrusted source is remembered as a fixed-size Bloom filter of its word sequences
 (one to four words; a longer value must have every four-word window in one source), zlib-packed
-in the task state; past :data:`MAX_SOURCES` the oldest are merged into one. A filter never
-forgets, and its false positives only make an action ask.
+in the task state; past :data:`MAX_SOURCES` the oldest are merged into one, and a text too long
+for a filter (:data:`FULL_AT`) counts as containing everything. A filter never forgets, and its
+false positives only make an action ask.
 
 Confidentiality (:func:`data_classes`): the person's card numbers (Luhn-checked), identity
 numbers and health terms in an argument whose value leaves (content, free text) are named on the
@@ -54,6 +55,10 @@ HASHES = 4
 """Bit positions per word sequence."""
 LONGEST = 4
 """Longest word sequence remembered; longer values are checked window by window."""
+FULL_AT = FILTER_BITS // 2
+"""A text with more distinct word sequences than this (about 4,000 words) would fill its filter
+past use: it is recorded as containing every value, so each controlling value the person did
+not give asks. Hashing it would cost more and tell nothing."""
 MAX_SOURCES = 8
 """Untrusted sources remembered separately; older ones are merged into one filter."""
 EARLIER = "earlier untrusted content"
@@ -169,10 +174,11 @@ def _contains(text: Sequence[str], value: Sequence[str]) -> bool:
 class _Filter:
     """A Bloom filter of word sequences, packed for the task state."""
 
-    def __init__(self, packed: str | None = None) -> None:
-        self.bits = bytearray(
-            zlib.decompress(base64.b64decode(packed)) if packed else bytes(FILTER_BITS // 8)
-        )
+    def __init__(self, packed: str | None = None, *, full: bool = False) -> None:
+        if packed:
+            self.bits = bytearray(zlib.decompress(base64.b64decode(packed)))
+        else:
+            self.bits = bytearray((b"\xff" if full else b"\x00") * (FILTER_BITS // 8))
 
     @staticmethod
     def _positions(phrase: str) -> Iterator[int]:
@@ -226,9 +232,11 @@ def read_untrusted(state: Mapping[str, Any]) -> bool:
 def remember(state: dict[str, Any], text: str, *, source: str, step: int) -> None:
     """Record that the task read an untrusted text: its word sequences, under ``source``."""
     state[READ_UNTRUSTED] = True
-    record = _Filter()
-    for phrase in _phrases(tokens(text)):
-        record.add(phrase)
+    phrases = set(_phrases(tokens(text)))
+    record = _Filter(full=len(phrases) > FULL_AT)
+    if len(phrases) <= FULL_AT:
+        for phrase in phrases:
+            record.add(phrase)
     _append(state, {"source": source, "step": step, "filter": record.pack()})
 
 
