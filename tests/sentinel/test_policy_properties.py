@@ -6,6 +6,7 @@ grant naming that exact value, nor the person's sensitive data without a grant n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from hypothesis import given, settings
@@ -157,3 +158,33 @@ def test_tainted_values_and_sensitive_data_need_a_grant_naming_them(
         assert any(value in g.constraints.get("recipients", ()) for g in covering)
     for kind in request.data_classes:
         assert any(str(kind) in g.constraints.get("data", ()) for g in covering)
+
+
+def test_the_payment_ceiling_and_allowances_read_the_amount_role() -> None:
+    """A tool whose amount argument is not called ``amount`` is still held to the ceiling and
+    to a grant's ``max_amount``."""
+    pay = ActionRequest(
+        person_id=PERSON,
+        task_id=TASK,
+        goal_id=None,
+        tool="transfer",
+        args={"total": "5000", "amount": 1},
+        effect=EffectClass.EXTERNAL,
+        scopes=("payment.send",),
+        source="python",
+        wake_reason="start",
+        roles={"total": Role.AMOUNT},
+    )
+    assert decide(pay, [], []) is Verdict.HANDOFF
+    small = replace(pay, args={"total": 40, "amount": 1})
+    capped = Grant(
+        id="g1",
+        person_id=PERSON,
+        scopes=("payment.send",),
+        lifetime=Lifetime.STANDING,
+        constraints={"max_amount": 10.0},
+        issued_by="person",
+        created_at=NOW,
+    )
+    assert decide(small, [capped], []) is Verdict.ASK  # 40 is over the grant's 10
+    assert decide(replace(small, args={"total": 9}), [capped], []) is Verdict.ALLOW

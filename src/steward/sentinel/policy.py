@@ -13,8 +13,8 @@ Precedence — the first step that decides, decides:
 1. **Hard limits** — nothing lifts them, not a ``do`` rule nor a standing grant: a tool whose
    scopes (or, for tools nobody gave scopes, whose name) fall in ``account.password``,
    ``account.2fa``, ``account.delete`` or ``credentials.share``, and a ``payment`` scope with an
-   ``amount`` argument above the ceiling (or one that is not a plain finite number) →
-   **handoff**: the person does it themselves.
+   amount (an AMOUNT argument; ``amount`` for a tool without roles) above the ceiling (or one
+   that is not a plain finite number) → **handoff**: the person does it themselves.
 2. **Read-only modes** — a task whose input has ``mode: research`` (proactive research) may only
    read and keep private notes: a tool that is not READ/LOCAL, needs a scope that writes
    (``….send``, ``….write``, ``….delete``, ``….post``...) or drives a browser → **deny**,
@@ -42,12 +42,14 @@ name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` 
 cased; for a tool that declares argument roles, its RECIPIENT and PAYEE arguments),
 ``domains`` (each recipient's and URL's domain, or a subdomain of one), ``hosts`` (the host of
 ``url``/``endpoint``, or of a tool's HOST arguments), ``path_prefix`` (their path, at a ``/``
-boundary, with no dot segments), ``max_amount`` (``amount`` at most it) and ``period_amount`` over
-``period_seconds`` (the amounts of the actions it allowed in the trailing period, this one
-included, at most it: counted atomically by the store when the grant allows an action, so two
-racing actions cannot both use the last of an allowance). A constraint whose argument is
-missing or cannot be read fails: a constraint never passes by default. When several grants
-cover, a non-``once`` grant is preferred, so a one-time grant is not spent needlessly.
+boundary, with no dot segments), ``max_amount`` (the amounts at most it) and
+``period_amount`` over ``period_seconds`` (the amounts of the actions it allowed in the trailing
+period, this one included, at most it: counted atomically by the store when the grant allows an
+action, so two racing actions cannot both use the last of an allowance); ``data`` names the
+kinds of the person's sensitive data the actions may carry out (step 6) and narrows nothing. A
+constraint whose argument is missing or cannot be read fails: a constraint never passes by
+default. When several grants cover, a non-``once`` grant is preferred, so a one-time grant is
+not spent needlessly.
 
 What triggered the activation (``wake_reason``) is never consulted: a timer or an event cannot
 add authority; the goal's person's rules and grants bound every activation alike.
@@ -269,7 +271,7 @@ def _allowed_by(grant: Grant, request: ActionRequest, reason: str) -> PolicyDeci
         basis=f"grant:{grant.id}",
         grant_id=grant.id,
         spend=grant.id if grant.lifetime is Lifetime.ONCE else None,
-        charge=number(request.args.get("amount")) if metered else None,
+        charge=_charge(request) if metered else None,
     )
 
 
@@ -336,10 +338,10 @@ def _hard_limit(request: ActionRequest, ceiling: float) -> PolicyDecision | None
                 basis=f"hard-limit:{limit.name}",
             )
     pays = any(_in_category(s, ("payment",)) for s in request.scopes)
-    if pays and "amount" in request.args:
-        amount = number(request.args["amount"])
+    for given in amounts_of(request.args, request.roles) if pays else []:
+        amount = number(given)
         if amount is None or amount > ceiling:
-            shown = request.args["amount"] if amount is None else f"{amount:g}"
+            shown = given if amount is None else f"{amount:g}"
             return PolicyDecision(
                 verdict=Verdict.HANDOFF,
                 reason=f"a payment of {shown} is above the ceiling of {ceiling:g} (or not a "
@@ -456,8 +458,8 @@ def constraints_hold(
             urls = urls_of(args, roles)
             ok = bool(urls) and all(_under(u.path, allowed) for u in urls or ())
         elif key in ("max_amount", "period_amount"):
-            amount = number(args.get("amount"))
-            ok = amount is not None and amount <= allowed
+            amounts = [number(given) for given in amounts_of(args, roles)]
+            ok = bool(amounts) and all(a is not None and a <= allowed for a in amounts)
             # an allowance is only counted with its window
             ok = ok and (key == "max_amount" or "period_seconds" in constraints)
         elif key == "period_seconds":
@@ -549,6 +551,21 @@ def urls_of(
             return None
         parsed.append(url)
     return parsed
+
+
+def amounts_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[Any]:
+    """The action's amounts as given: its AMOUNT arguments (``amount`` for a tool that declares
+    no roles)."""
+    keys = _keys(roles, (Role.AMOUNT,), ("amount",))
+    return [args[key] for key in keys if key in args and args[key] is not None]
+
+
+def _charge(request: ActionRequest) -> float | None:
+    """What the action counts against a per-period allowance (its amounts together)."""
+    found = [number(given) for given in amounts_of(request.args, request.roles)]
+    if not found or any(a is None for a in found):
+        return None
+    return sum(a for a in found if a is not None)
 
 
 def number(value: Any) -> float | None:
