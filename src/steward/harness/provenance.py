@@ -44,7 +44,8 @@ import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from steward.domain.roles import DataClass, Role
@@ -109,10 +110,12 @@ _DATES = (
     (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b"), (3, 2, 1, None)),  # 1 may 2024
 )
 _TOKEN = re.compile(r"\w+(?:[.@+\-/:,'&%?=#~]+\w+)*")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 
 
-def _iso(match: re.Match[str], groups: tuple[int, int, int, int | None]) -> str:
+def _iso(match: re.Match[str], *, groups: tuple[int, int, int, int | None]) -> str:
+    """The date ``match`` found, as ``YYYY-MM-DD`` (and ``HH:MM`` when it had a time)."""
     year, month, day, clock = groups
     raw_month = match.group(month)
     month_number = int(raw_month) if raw_month.isdigit() else _MONTHS[raw_month.rstrip(".")]
@@ -127,21 +130,17 @@ def _iso(match: re.Match[str], groups: tuple[int, int, int, int | None]) -> str:
 
 
 def _canonical(token: str) -> str:
-    if _NUMBER.match(token):
-        try:
-            number = Decimal(token.replace(",", ""))
-        except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
-            return token
-        text = format(number.normalize(), "f")
-        return text
-    return token
+    """A number as its canonical decimal (``4,500.00`` → ``4500``); other tokens as they are."""
+    if not _NUMBER.match(token):
+        return token
+    return format(Decimal(token.replace(",", "")).normalize(), "f")
 
 
 def tokens(text: str) -> list[str]:
     """The normalised whole tokens of ``text``, in order."""
     folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
     for pattern, groups in _DATES:
-        folded = pattern.sub(lambda m, g=groups: _iso(m, g), folded)  # type: ignore[misc]
+        folded = pattern.sub(partial(_iso, groups=groups), folded)
     return [_canonical(token) for token in _TOKEN.findall(folded)]
 
 
@@ -328,7 +327,7 @@ def untrusted_arguments(
             continue
         words = tokens(leaf)
         if role is Role.TIME:
-            dated = [w for w in words if re.match(r"^\d{4}-\d{2}-\d{2}$", w)]
+            dated = [w for w in words if _ISO_DATE.match(w)]
             words = dated or words  # the date selects; a time of day alone is too common
         if not words or _contains(trusted, words):
             continue
