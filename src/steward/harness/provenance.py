@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 from steward.domain.roles import DataClass, Role
 
@@ -153,6 +154,18 @@ def _phrases(words: Sequence[str]) -> Iterator[str]:
             yield " ".join(words[start : start + size])
 
 
+def _hosts(words: Iterable[str]) -> Iterator[str]:
+    """The hosts of the URLs among ``words``."""
+    for word in words:
+        if "://" in word:
+            try:
+                host = urlsplit(word).hostname
+            except ValueError:
+                continue
+            if host:
+                yield host
+
+
 def _windows(words: Sequence[str]) -> list[str]:
     """What must all be in one source for the whole value to be there."""
     if len(words) <= LONGEST:
@@ -231,7 +244,8 @@ def read_untrusted(state: Mapping[str, Any]) -> bool:
 def remember(state: dict[str, Any], text: str, *, source: str, step: int) -> None:
     """Record that the task read an untrusted text: its word sequences, under ``source``."""
     state[READ_UNTRUSTED] = True
-    phrases = set(_phrases(tokens(text)))
+    words = tokens(text)
+    phrases = {*_phrases(words), *_hosts(words)}
     record = _Filter(full=len(phrases) > FULL_AT)
     if len(phrases) <= FULL_AT:
         for phrase in phrases:
@@ -319,6 +333,7 @@ def untrusted_arguments(
     if not seen:
         return {}
     trusted = tokens(trusted_text)
+    trusted_hosts = set(_hosts(trusted))
     flagged: dict[str, Taint] = {}
     for path, role, leaf in _leaves(args, roles):
         if role is not None and not role.controlling:
@@ -329,6 +344,11 @@ def untrusted_arguments(
         if role is Role.TIME:
             dated = [w for w in words if _ISO_DATE.match(w)]
             words = dated or words  # the date selects; a time of day alone is too common
+        if role in (Role.HOST, None) and len(words) == 1 and "://" in words[0]:
+            # where a request goes is its host: a path or query the model added changes nothing
+            words = list(_hosts(words)) or words
+            if trusted_hosts.intersection(words):
+                continue
         if not words or _contains(trusted, words):
             continue
         windows = _windows(words)
