@@ -111,6 +111,9 @@ _DATES = (
     (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b"), (3, 2, 1, None)),  # 1 may 2024
 )
 _TOKEN = re.compile(r"\w+(?:[.@+\-/:,'&%?=#~]+\w+)*")
+_LIST = re.compile(r"[;\n|]+|,(?!\d)")
+"""Where a controlling value is a list of values (``ada@x.example, mallory@evil.example``):
+each is judged alone (a comma between digits is a thousands separator)."""
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 
@@ -338,25 +341,41 @@ def untrusted_arguments(
     for path, role, leaf in _leaves(args, roles):
         if role is not None and not role.controlling:
             continue
-        if role is None and not _looks_controlling(leaf):
-            continue
-        words = tokens(leaf)
-        if role is Role.TIME:
-            dated = [w for w in words if _ISO_DATE.match(w)]
-            words = dated or words  # the date selects; a time of day alone is too common
-        if role in (Role.HOST, None) and len(words) == 1 and "://" in words[0]:
-            # where a request goes is its host: a path or query the model added changes nothing
-            words = list(_hosts(words)) or words
-            if trusted_hosts.intersection(words):
+        for part in _LIST.split(leaf):
+            if role is None and not _looks_controlling(part):
                 continue
-        if not words or _contains(trusted, words):
-            continue
-        windows = _windows(words)
-        for source, step, record in seen:
-            if all(window in record for window in windows):
+            found = _first_seen(tokens(part), role, trusted, trusted_hosts, seen)
+            if found is not None:
+                source, step = found
                 flagged[path] = Taint(value=leaf, source=source, step=step, guessed=role is None)
                 break
     return flagged
+
+
+def _first_seen(
+    words: list[str],
+    role: Role | None,
+    trusted: Sequence[str],
+    trusted_hosts: set[str],
+    seen: Sequence[tuple[str, int, _Filter]],
+) -> tuple[str, int] | None:
+    """The first untrusted source (and step) where a value was seen, if the person's text does
+    not have it."""
+    if role is Role.TIME:
+        dated = [w for w in words if _ISO_DATE.match(w)]
+        words = dated or words  # the date selects; a time of day alone is too common
+    if role in (Role.HOST, None) and len(words) == 1 and "://" in words[0]:
+        # where a request goes is its host: a path or query the model added changes nothing
+        words = list(_hosts(words)) or words
+        if trusted_hosts.intersection(words):
+            return None
+    if not words or _contains(trusted, words):
+        return None
+    windows = _windows(words)
+    for source, step, record in seen:
+        if all(window in record for window in windows):
+            return source, step
+    return None
 
 
 def _leaves(
