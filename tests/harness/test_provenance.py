@@ -7,9 +7,11 @@ from typing import Annotated, Any
 
 from harness.conftest import agent_worker
 from steward.domain import ApprovalStatus, Person, TaskSpec, TaskStatus
+from steward.domain.audience import PRIVATE, PUBLIC
 from steward.domain.roles import Role
 from steward.harness import provenance
 from steward.harness.agent import AgentHarness
+from steward.harness.personal import NoPersonalContext, Recalled, RecallQuery
 from steward.harness.sentinel import AllowAll
 from steward.harness.tools import EffectClass, tool
 from steward.harness.workspace import Workspace
@@ -286,3 +288,43 @@ async def test_card_numbers_leaving_make_the_action_ask(
     [approval] = await store.list_approvals(task_id=task)
     assert "your sensitive data would leave (card)" in approval.reason
     assert sent == []
+
+
+class Remembers(NoPersonalContext):
+    """A memory layer that recalls one private memory and one the group may hear."""
+
+    async def recall(self, query: RecallQuery) -> list[Recalled]:
+        return [
+            Recalled(id="m1", text="(fact) Ann is expecting a baby in March", audience=PRIVATE),
+            Recalled(id="m2", text="(fact) Team lunch is on Fridays at noon", audience=PUBLIC),
+        ]
+
+
+async def test_a_private_memory_leaving_makes_the_action_ask(
+    store: Store, clock: SimulatedClock, person: Person, workspace: Workspace
+) -> None:
+    sent: list[str] = []
+
+    @tool(effect=EffectClass.EXTERNAL, scopes=["email.send"])
+    async def send_email(
+        to: Annotated[str, Role.RECIPIENT], body: Annotated[str, Role.CONTENT]
+    ) -> str:
+        """Send an email."""
+        sent.append(body)
+        return "sent"
+
+    script = [
+        call_tool("send_email", to="bob@corp.example", body="Team lunch is on Fridays at noon"),
+        call_tool("send_email", to="bob@corp.example", body="Ann is expecting a baby in March!"),
+    ]
+    h = AgentHarness(
+        model=ScriptedModel(script),
+        workspace=workspace,
+        tools=[send_email],
+        sentinel=AllowAll(),
+        personal=Remembers(),
+    )
+    task = await run_task(store, clock, person, h, "Tell bob@corp.example the news")
+    [approval] = await store.list_approvals(task_id=task)
+    assert approval.reason == "your sensitive data would leave (private) and no grant allows it"
+    assert sent == ["Team lunch is on Fridays at noon"]
