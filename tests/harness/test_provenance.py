@@ -12,7 +12,7 @@ from steward.domain.roles import Role
 from steward.harness import provenance
 from steward.harness.agent import AgentHarness
 from steward.harness.personal import NoPersonalContext, Recalled, RecallQuery
-from steward.harness.sentinel import AllowAll
+from steward.harness.sentinel import AllowAll, DefaultSentinel
 from steward.harness.tools import EffectClass, tool
 from steward.harness.workspace import Workspace
 from steward.models.scripted import ScriptedModel, call_tool
@@ -328,3 +328,19 @@ async def test_a_private_memory_leaving_makes_the_action_ask(
     [approval] = await store.list_approvals(task_id=task)
     assert approval.reason == "your sensitive data would leave (private) and no grant allows it"
     assert sent == ["Team lunch is on Fridays at noon"]
+
+
+async def test_an_action_asked_about_anyway_still_shows_where_its_values_came_from(
+    store: Store, clock: SimulatedClock, person: Person, workspace: Workspace
+) -> None:
+    """Every external effect asks (the default sentinel): the approval still says the file id
+    came from the mail."""
+    done: list[str] = []
+    script = [call_tool("read_email"), call_tool("delete_file", file_id="13")]
+    h = files_harness(workspace, done, script, sentinel=DefaultSentinel())
+    task = await run_task(store, clock, person, h, "Summarise my newest email")
+    [approval] = await store.list_approvals(task_id=task)
+    assert approval.reason == (
+        "delete_file acts on the world; untrusted input: file_id: '13' only in untrusted "
+        "content from read_email (step 2)"
+    )

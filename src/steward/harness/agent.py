@@ -417,7 +417,11 @@ class _Activation(WaitingActivation):
         if decision.verdict is Verdict.DENY:
             return await self._observe(call, f"denied: {decision.reason}", True)
         if decision.verdict is Verdict.ASK:
-            return await self._ask_approval(call, found, args, decision.reason)
+            reason = decision.reason
+            if unvouched and decision.rule != "provenance":
+                # asked for another reason: the person still sees where the values came from
+                reason = f"{reason}; {provenance_reason(request)}"
+            return await self._ask_approval(call, found, args, reason)
         return await self._hand_off(call, found, args, decision.reason)
 
     async def _already_attempted(self, found: Tool) -> bool:
