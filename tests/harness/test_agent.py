@@ -158,7 +158,11 @@ async def test_goal_task_runs_three_activations_over_days_through_a_real_socket(
 
     done = await store.get_task(task_id)
     assert done.status is S.SUCCEEDED
-    assert done.result == {"text": "The venue is the Old Mill; Ana confirmed."}
+    assert done.result == {
+        "text": "The venue is the Old Mill; Ana confirmed.",
+        # the answer came after others' text (the reply event): it says so
+        "untrusted_sources": ["event:reply.received (step 6)"],
+    }
     assert model.calls == server.requests == 5
     # the third request's last message is the observation of the event
     third, _ = model.requests[2]
@@ -742,7 +746,10 @@ async def test_one_event_satisfies_only_one_wait(
     await scheduler.tick()
     await worker.run_until_idle()
     done = await store.get_task(task_id)
-    assert done.result == {"text": "first / second"}
+    assert done.result == {
+        "text": "first / second",
+        "untrusted_sources": ["event:reply.received (step 3)", "event:reply.received (step 6)"],
+    }
 
 
 async def test_event_arriving_while_the_task_is_busy_is_not_lost(
@@ -763,4 +770,7 @@ async def test_event_arriving_while_the_task_is_busy_is_not_lost(
     clock.advance(timedelta(minutes=1))
     await worker.run_until_idle()
     done = await store.get_task(task_id)
-    assert done.result == {"text": "first / second"}
+    assert done.result == {
+        "text": "first / second",
+        "untrusted_sources": ["event:reply.received (step 3)", "event:reply.received (step 6)"],
+    }

@@ -25,14 +25,9 @@ from steward.models import ScriptedModel
 from steward.models.scripted import call_tool
 from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
+from steward.sentinel.arguments import pinned_constraints, recipients_of, urls_of
 from steward.sentinel.index import PolicySnapshot
-from steward.sentinel.policy import (
-    PolicySentinel,
-    evaluate,
-    pinned_constraints,
-    recipients_of,
-    urls_of,
-)
+from steward.sentinel.policy import PolicySentinel, evaluate
 from steward.sentinel.urls import UrlRefused, host_key, is_public, parse_url
 from steward.service import Service
 from steward.store import Store

@@ -12,12 +12,12 @@ import pytest
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.harness.sentinel import ActionRequest, Verdict
 from steward.harness.tools import EffectClass
+from steward.sentinel.arguments import number
 from steward.sentinel.index import PolicySnapshot
 from steward.sentinel.policy import (
     HARD_PAYMENT_CEILING,
     PolicyDecision,
     evaluate,
-    number,
     session_of,
 )
 

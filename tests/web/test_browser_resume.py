@@ -181,7 +181,10 @@ async def test_an_approval_appears_live_and_the_task_resumes_and_finishes(
     assert sent.authorized  # the broker put the secret on the wire
     done = await world.store.get_task(task.id)
     assert done.status is TaskStatus.SUCCEEDED
-    assert done.result == {"text": "Sent Dana the reply."}
+    assert done.result == {
+        "text": "Sent Dana the reply.",
+        "untrusted_sources": ["http_fetch (step 3)"],  # the API's answer is others' text
+    }
     [approval] = await world.owner.list_approvals(person_id=world.person.id, status=None)
     assert approval.status is ApprovalStatus.APPROVED
     assert approval.task_id == task.id

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import typer
+from rich.markup import escape
 
 from steward.app import build_harness, embedder_from
 from steward.cli.common import (
@@ -169,6 +170,9 @@ def _final(task: Task) -> None:
         result = task.result or {}
         text = result.get("text") if isinstance(result, dict) else result
         console.print(f"\n[bold green]done[/bold green]: {text}")
+        read = result.get("untrusted_sources") if isinstance(result, dict) else None
+        if read:
+            console.print(f"  written after reading others' text: {escape(', '.join(read))}")
     elif task.status.terminal:
         console.print(f"\n[bold red]{task.status.value}[/bold red]: {task.error}")
         raise typer.Exit(1)

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from steward.domain.roles import Role
 from steward.harness.tools import EffectClass, Tool, ToolContext, ToolError, tool
 from steward.sentinel.egress import EgressBroker, EgressRefused
 
@@ -29,10 +30,12 @@ def http_tool(broker: EgressBroker) -> Tool:
     @tool(effect=EffectClass.EXTERNAL, scopes=[API_CALL], untrusted_output=True)
     async def http_fetch(
         ctx: ToolContext,
-        url: Annotated[str, Field(description="https URL (plain http only to localhost)")],
+        url: Annotated[
+            str, Role.HOST, Field(description="https URL (plain http only to localhost)")
+        ],
         method: Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"] = "GET",
-        headers: dict[str, str] | None = None,
-        body: str | None = None,
+        headers: Annotated[dict[str, str] | None, Role.CONTENT] = None,
+        body: Annotated[str | None, Role.CONTENT] = None,
     ) -> dict[str, Any]:
         """Call a web API. Write {{secret:<name>}} where a credential goes (a header, the
         query); you never see its value."""

@@ -32,9 +32,10 @@ from steward.domain import (
     TaskSpec,
     WaitCondition,
 )
-from steward.domain.audience import Audience
+from steward.domain.audience import PRIVATE, Audience
 from steward.domain.ids import effect_key
 from steward.domain.outcome import Fail, Outcome, Succeed
+from steward.domain.roles import DataClass
 from steward.errors import (
     EffectFailed,
     NotFound,
@@ -75,7 +76,13 @@ from steward.harness.personal import (
     Recalled,
     RecallQuery,
 )
-from steward.harness.sentinel import ActionRequest, DefaultSentinel, Sentinel, Verdict
+from steward.harness.sentinel import (
+    ActionRequest,
+    DefaultSentinel,
+    Sentinel,
+    Verdict,
+    provenance_reason,
+)
 from steward.harness.tools import Tool, ToolArgumentError, ToolContext, ToolRegistry
 from steward.harness.waiting import WaitingActivation
 from steward.harness.workspace import Workspace
@@ -209,9 +216,7 @@ class _Activation(WaitingActivation):
         inherited = self.task.input.get("provenance")
         if isinstance(inherited, dict) and self.run.seq == 0:
             # a subtask still cannot be steered by what its parent read in others' text
-            self.state["taint"] = list(inherited.get("taint", []))
-            if inherited.get(provenance.READ_UNTRUSTED):
-                self.state[provenance.READ_UNTRUSTED] = True
+            provenance.adopt(self.state, inherited)
         waiting = self.state.get("waiting")
         if waiting is not None:
             outcome = await self._resume(waiting)
@@ -279,10 +284,12 @@ class _Activation(WaitingActivation):
         self._account(response.usage, model_calls=1)
         self.state["pending"] = [c.to_json() for c in response.tool_calls]
         self.state["answer"] = None if response.tool_calls else response.to_json()
-        await self._commit(
-            kind="model",
-            output={"response": response.to_json(), "context_tokens": context.tokens},
-        )
+        output: dict[str, Any] = {"response": response.to_json(), "context_tokens": context.tokens}
+        read = provenance.sources(self.state)
+        if read and not response.tool_calls:
+            # an answer in words (a chat reply, a result) after others' text may be theirs
+            output["untrusted_sources"] = read
+        await self._commit(kind="model", output=output)
         failpoint("agent.after_model_step")
         return response
 
@@ -400,16 +407,21 @@ class _Activation(WaitingActivation):
             return await self._execute(call, found, args)
         request = self._request(found, args)
         decision = await self.h.sentinel.check(request)
-        if decision.verdict is Verdict.ALLOW and request.untrusted_args:
-            # whatever the policy says, values from others' text do not steer an action
-            reason = "; ".join(f"{k}: {v}" for k, v in sorted(request.untrusted_args.items()))
-            return await self._ask_approval(call, found, args, f"untrusted input: {reason}")
+        unvouched = request.untrusted_args or request.data_classes
+        if decision.verdict is Verdict.ALLOW and unvouched and not decision.vouched:
+            # unless the sentinel found the person's grant for them, values from others' text
+            # do not steer an action, and the person's sensitive data does not leave
+            return await self._ask_approval(call, found, args, provenance_reason(request))
         if decision.verdict is Verdict.ALLOW:
             return await self._execute(call, found, args)
         if decision.verdict is Verdict.DENY:
             return await self._observe(call, f"denied: {decision.reason}", True)
         if decision.verdict is Verdict.ASK:
-            return await self._ask_approval(call, found, args, decision.reason)
+            reason = decision.reason
+            if unvouched and decision.rule != "provenance":
+                # asked for another reason: the person still sees where the values came from
+                reason = f"{reason}; {provenance_reason(request)}"
+            return await self._ask_approval(call, found, args, reason)
         return await self._hand_off(call, found, args, decision.reason)
 
     async def _already_attempted(self, found: Tool) -> bool:
@@ -423,15 +435,17 @@ class _Activation(WaitingActivation):
         return await self.store.get_effect_by_key(key) is not None
 
     def _request(self, found: Tool, args: dict[str, Any]) -> ActionRequest:
-        untrusted: dict[str, str] = {}
+        roles = dict(found.roles) if found.roles is not None else None
+        flagged: dict[str, provenance.Taint] = {}
+        classes: tuple[DataClass, ...] = ()
         if found.effect.journalled:
-            flagged = provenance.untrusted_arguments(
-                args, self.state.get("taint", []), self._trusted_text()
+            flagged = provenance.untrusted_arguments(args, self.state, self._trusted_text(), roles)
+            private = (
+                [r.text for r in self._recalled[0] if r.audience == PRIVATE]
+                if self._recalled is not None
+                else []
             )
-            untrusted = {
-                path: f"{t.value!r} only in untrusted content from {t.source} (step {t.step})"
-                for path, t in flagged.items()
-            }
+            classes = provenance.data_classes(args, roles, private)
         return ActionRequest(
             person_id=self.task.person_id,
             task_id=self.task.id,
@@ -443,13 +457,16 @@ class _Activation(WaitingActivation):
             source=found.source,
             wake_reason=str((self.state.get("wake") or {}).get("reason", "")),
             task_input=self.task.input,
-            untrusted_args=untrusted,
+            roles=roles,
+            untrusted_args={path: t.describe() for path, t in flagged.items()},
+            tainted={path: t.value for path, t in flagged.items()},
+            data_classes=classes,
             audience=Audience.of_task(self.task.input),
         )
 
     def _trusted_text(self) -> str:
         """What the person (not a third party, not the model) said: the task, the goal, their
-        answers."""
+        answers, and the memories they keep (recalled for this activation)."""
         inherited = self.task.input.get("provenance")
         if isinstance(inherited, dict):
             # a subtask's instructions are the model's words: trust what the parent trusted
@@ -460,6 +477,8 @@ class _Activation(WaitingActivation):
         if self.goal is not None:
             goal = self.goal
             parts += [goal.title, goal.instructions, *goal.constraints, *goal.sources]
+        if self._recalled is not None:
+            parts += [r.text for r in self._recalled[0]]
         return "\n".join(parts)
 
     async def _execute(self, call: ToolCall, found: Tool, args: dict[str, Any]) -> Outcome | None:
@@ -639,11 +658,19 @@ class _Activation(WaitingActivation):
         return {"call_id": call.id, "name": call.name, "observation": observation}
 
     async def _finish(self, finish: Finish, call: ToolCall | None = None) -> Outcome:
-        result = {"text": finish.result, **({"data": finish.data} if finish.data else {})}
+        result: dict[str, Any] = {"text": finish.result}
+        if finish.data:
+            result["data"] = finish.data
+        read = provenance.sources(self.state)
+        if read:
+            # an answer written after reading others' text may be shaped by it: say so
+            result["untrusted_sources"] = read
         if self.task.goal_id is not None and self.task.parent_id is None:
             await self.run.write_goal(record=("result", result))
         await skilluse.settle(self.h.personal, self.task, self.state, success=True)
-        output = self._tool_output(call, "finished") if call else {"result": result}
+        output: dict[str, Any] = self._tool_output(call, "finished") if call else {"result": result}
+        if read:
+            output["untrusted_sources"] = read
         self.run.decide(kind="tool" if call else "finish", output=output)
         return Succeed(result=result)
 
@@ -676,8 +703,7 @@ class _Activation(WaitingActivation):
         if self.task.input.get("mode") == "research":
             child_input["mode"] = "research"  # a subtask of read-only research is read-only
         child_input["provenance"] = {
-            "taint": list(self.state.get("taint", [])),
-            provenance.READ_UNTRUSTED: provenance.read_untrusted(self.state),
+            **provenance.inherit(self.state),
             "trusted": self._trusted_text(),
         }
         child = await self.run.spawn(

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from steward.domain import WaitCondition
+from steward.domain.roles import Role
 from steward.harness.tools import EffectClass, Tool, ToolArgumentError, ToolContext, tool
 
 
@@ -139,8 +140,12 @@ _Json = dict[str, Any]
 
 @tool(name="finish")
 async def finish_tool(
-    result: Annotated[str, Field(description="The final answer or outcome, for the person.")],
-    data: Annotated[_Json | None, Field(description="Structured result, if any.")] = None,
+    result: Annotated[
+        str, Role.FREE_TEXT, Field(description="The final answer or outcome, for the person.")
+    ],
+    data: Annotated[
+        _Json | None, Role.FREE_TEXT, Field(description="Structured result, if any.")
+    ] = None,
 ) -> Finish:
     """Finish this task successfully with a result. Use when the task is done."""
     return Finish(result=result, data=data or {})
@@ -148,7 +153,7 @@ async def finish_tool(
 
 @tool(name="fail")
 async def fail_tool(
-    reason: Annotated[str, Field(description="Why the task cannot be completed.")],
+    reason: Annotated[str, Role.FREE_TEXT, Field(description="Why the task cannot be completed.")],
 ) -> Abort:
     """Give up on this task for good, with the reason. Not for temporary trouble."""
     return Abort(reason=reason)
@@ -157,7 +162,7 @@ async def fail_tool(
 @tool(name="wait_until")
 async def wait_until_tool(
     ctx: ToolContext,
-    at: Annotated[str | None, Field(description="ISO-8601 time with offset.")] = None,
+    at: Annotated[str | None, Role.TIME, Field(description="ISO-8601 time with offset.")] = None,
     delay_seconds: Annotated[float | None, Field(description="Or: seconds from now.", gt=0)] = None,
 ) -> Suspend:
     """Pause this task until a time; it resumes then, using no resources meanwhile."""
@@ -179,8 +184,12 @@ async def wait_until_tool(
 @tool(name="wait_for_event")
 async def wait_for_event_tool(
     ctx: ToolContext,
-    event_type: Annotated[str, Field(description="Event type, e.g. 'email.received'.")],
-    match: Annotated[_Json | None, Field(description="Payload fields that must be equal.")] = None,
+    event_type: Annotated[
+        str, Role.IDENTIFIER, Field(description="Event type, e.g. 'email.received'.")
+    ],
+    match: Annotated[
+        _Json | None, Role.IDENTIFIER, Field(description="Payload fields that must be equal.")
+    ] = None,
     timeout_seconds: Annotated[float | None, Field(description="Give up after this.", gt=0)] = None,
 ) -> Suspend:
     """Pause this task until an event of this type (matching the filter) arrives."""
@@ -196,7 +205,7 @@ async def wait_for_event_tool(
 @tool(name="ask_person")
 async def ask_person_tool(
     ctx: ToolContext,
-    question: Annotated[str, Field(description="The question, self-contained.")],
+    question: Annotated[str, Role.CONTENT, Field(description="The question, self-contained.")],
     timeout_hours: Annotated[
         float | None, Field(description="Stop waiting after this.", gt=0)
     ] = None,
@@ -211,12 +220,18 @@ async def ask_person_tool(
 
 @tool(name="spawn_subtask", effect=EffectClass.LOCAL)
 async def spawn_subtask_tool(
-    title: Annotated[str, Field(description="Short label.")],
-    instructions: Annotated[str, Field(description="Everything the subtask needs to know.")],
-    tools: Annotated[list[str] | None, Field(description="Tools it may use.")] = None,
-    acceptance: Annotated[str, Field(description="When its result is acceptable.")] = "",
+    title: Annotated[str, Role.FREE_TEXT, Field(description="Short label.")],
+    instructions: Annotated[
+        str, Role.FREE_TEXT, Field(description="Everything the subtask needs to know.")
+    ],
+    tools: Annotated[
+        list[str] | None, Role.IDENTIFIER, Field(description="Tools it may use.")
+    ] = None,
+    acceptance: Annotated[
+        str, Role.FREE_TEXT, Field(description="When its result is acceptable.")
+    ] = "",
     required_keys: Annotated[
-        list[str] | None, Field(description="Keys its finish data must contain.")
+        list[str] | None, Role.FREE_TEXT, Field(description="Keys its finish data must contain.")
     ] = None,
 ) -> Spawn:
     """Start a subtask with its own instructions and tools, and wait for its result."""
@@ -233,9 +248,11 @@ async def spawn_subtask_tool(
 @tool(name="write_goal", effect=EffectClass.LOCAL)
 async def write_goal_tool(
     kind: Annotated[Literal["note", "result", "evidence"], Field(description="Record kind.")],
-    content: Annotated[str, Field(description="What to record.")],
-    data: Annotated[_Json | None, Field(description="Structured details.")] = None,
-    state: Annotated[_Json | None, Field(description="Goal-state keys to set.")] = None,
+    content: Annotated[str, Role.CONTENT, Field(description="What to record.")],
+    data: Annotated[_Json | None, Role.CONTENT, Field(description="Structured details.")] = None,
+    state: Annotated[
+        _Json | None, Role.CONTENT, Field(description="Goal-state keys to set.")
+    ] = None,
 ) -> GoalWrite:
     """Write a note, result or evidence into the goal, and optionally update its state."""
     return GoalWrite(kind=kind, content=content, data=data or {}, state=state or {})
@@ -243,7 +260,9 @@ async def write_goal_tool(
 
 @tool(name="update_progress", effect=EffectClass.LOCAL)
 async def update_progress_tool(
-    updates: Annotated[_Json, Field(description="Keys to set; null removes a key.")],
+    updates: Annotated[
+        _Json, Role.FREE_TEXT, Field(description="Keys to set; null removes a key.")
+    ],
 ) -> Progress:
     """Save this task's progress (plan, done items, open questions). Progress survives
     restarts and compaction, unlike the conversation: keep what matters here."""
@@ -252,14 +271,17 @@ async def update_progress_tool(
 
 @tool(name="propose_memory", effect=EffectClass.LOCAL)
 async def propose_memory_tool(
-    content: Annotated[str, Field(description="One self-contained statement.")],
+    content: Annotated[str, Role.CONTENT, Field(description="One self-contained statement.")],
     kind: Annotated[
         Literal["preference", "fact", "relationship", "decision", "episode", "note"],
         Field(description="What sort of memory."),
     ] = "note",
-    subjects: Annotated[list[str] | None, Field(description="Who/what it is about.")] = None,
+    subjects: Annotated[
+        list[str] | None, Role.FREE_TEXT, Field(description="Who/what it is about.")
+    ] = None,
     slot: Annotated[
         str | None,
+        Role.IDENTIFIER,
         Field(
             description="For a standing fact or preference: what it is the value of "
             "(home_city, seat_preference); a newer one replaces the older. Not for one-off "
@@ -267,7 +289,7 @@ async def propose_memory_tool(
         ),
     ] = None,
     valid_from: Annotated[
-        str | None, Field(description="ISO date from which it is true, if not today.")
+        str | None, Role.TIME, Field(description="ISO date from which it is true, if not today.")
     ] = None,
     importance: Annotated[float, Field(ge=0, le=1, description="0 to 1.")] = 0.5,
 ) -> Remember:
@@ -286,7 +308,9 @@ async def propose_memory_tool(
 
 @tool(name="load_skill")
 async def load_skill_tool(
-    name: Annotated[str, Field(description="The skill's name, as in the skill index.")],
+    name: Annotated[
+        str, Role.IDENTIFIER, Field(description="The skill's name, as in the skill index.")
+    ],
 ) -> LoadSkill:
     """Read a skill from the index in full (procedure, inputs, checks) before following it."""
     if not name.strip():
@@ -297,18 +321,31 @@ async def load_skill_tool(
 @tool(name="propose_skill", effect=EffectClass.LOCAL)
 async def propose_skill_tool(
     name: Annotated[
-        str, Field(description="Short name (fetch-invoice-total); an indexed one to change it.")
+        str,
+        Role.IDENTIFIER,
+        Field(description="Short name (fetch-invoice-total); an indexed one to change it."),
     ],
-    description: Annotated[str, Field(description="One line: what it does.")],
+    description: Annotated[str, Role.FREE_TEXT, Field(description="One line: what it does.")],
     procedure: Annotated[
-        str, Field(description="The steps that worked, in Markdown, shortest path first.")
+        str,
+        Role.FREE_TEXT,
+        Field(description="The steps that worked, in Markdown, shortest path first."),
     ],
-    when_to_use: Annotated[str, Field(description="The situations it is for.")] = "",
-    when_not: Annotated[str, Field(description="Look-alike situations it is not for.")] = "",
-    inputs: Annotated[list[str] | None, Field(description="What it needs to be told.")] = None,
-    checks: Annotated[list[str] | None, Field(description="How to verify it worked.")] = None,
+    when_to_use: Annotated[
+        str, Role.FREE_TEXT, Field(description="The situations it is for.")
+    ] = "",
+    when_not: Annotated[
+        str, Role.FREE_TEXT, Field(description="Look-alike situations it is not for.")
+    ] = "",
+    inputs: Annotated[
+        list[str] | None, Role.FREE_TEXT, Field(description="What it needs to be told.")
+    ] = None,
+    checks: Annotated[
+        list[str] | None, Role.FREE_TEXT, Field(description="How to verify it worked.")
+    ] = None,
     workflow: Annotated[
         list[_Json] | None,
+        Role.CONTENT,
         Field(description='Tool calls that do it, if mechanical: [{"tool": ..., "arguments": {}}]'),
     ] = None,
 ) -> ProposeSkill:
@@ -330,7 +367,9 @@ async def propose_skill_tool(
 
 @tool(name="read_artifact")
 async def read_artifact_tool(
-    artifact_id: Annotated[str, Field(description="The artifact id from an excerpt.")],
+    artifact_id: Annotated[
+        str, Role.IDENTIFIER, Field(description="The artifact id from an excerpt.")
+    ],
     offset: Annotated[int, Field(ge=0)] = 0,
     length: Annotated[int, Field(gt=0, le=20000)] = 4000,
 ) -> ReadArtifact:

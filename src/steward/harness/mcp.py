@@ -29,6 +29,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation, RequestParamsMeta
 
+from steward.domain.roles import Role
 from steward.errors import ConfigError, EffectFailed, StewardRuntimeError
 from steward.harness.tools import EffectClass, Tool, ToolArgumentError, ToolContext
 
@@ -36,6 +37,9 @@ log = structlog.get_logger(__name__)
 
 SERVER_NAME: Final = re.compile(r"^[a-zA-Z0-9_-]{1,32}$")
 IDEMPOTENCY_META_KEY: Final = "dev.steward/idempotency-key"
+ROLES_META_KEY: Final = "dev.steward/roles"
+"""Where a server may describe its tool's argument roles, in the tool's ``_meta``:
+``{"dev.steward/roles": {"to": "recipient", "body": "content"}}``."""
 """``_meta`` key of a ``tools/call`` carrying :attr:`ToolContext.idempotency_key`, for servers
 that dedupe retries (those are the ones to configure ``idempotent = true``)."""
 
@@ -85,12 +89,15 @@ class McpToolPolicy:
     untrusted: bool = True
     """Its results may carry other people's text (mail, pages, files); set false only for a
     tool whose output the person controls."""
+    roles: dict[str, Role] | None = None
+    """Its argument roles (``roles = {to = "recipient"}``); None: as the server describes them
+    (:data:`ROLES_META_KEY`), else none, and its values are judged by their shape."""
 
     @classmethod
     def from_dict(cls, data: Any, *, where: str) -> McpToolPolicy:
         """Parse a config table; ``where`` names it in error messages."""
         table = _table(data, where)
-        _no_unknown_keys(table, {"effect", "scopes", "idempotent", "untrusted"}, where)
+        _no_unknown_keys(table, {"effect", "scopes", "idempotent", "untrusted", "roles"}, where)
         effect = table.get("effect", EffectClass.UNKNOWN.value)
         known = [e.value for e in EffectClass]
         if effect not in known:
@@ -106,7 +113,19 @@ class McpToolPolicy:
             scopes=tuple(_strings(table.get("scopes", []), f"{where}.scopes")),
             idempotent=idempotent,
             untrusted=untrusted,
+            roles=parse_roles(table["roles"], f"{where}.roles") if "roles" in table else None,
         )
+
+
+def parse_roles(data: Any, where: str) -> dict[str, Role]:
+    """``{argument: role}`` from config or a server's description."""
+    known = [r.value for r in Role]
+    roles = {}
+    for name, role in _string_map(data, where).items():
+        if role not in known:
+            raise ConfigError(f"{where}.{name}: role must be one of {', '.join(known)}")
+        roles[name] = Role(role)
+    return roles
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -305,6 +324,7 @@ class McpToolSource:
                 )
                 continue
             policy = self.config.policy(spec.name)
+            roles = policy.roles if policy.roles is not None else _described_roles(spec)
             converted[name] = Tool(
                 name=name,
                 description=spec.description or spec.title or spec.name,
@@ -315,6 +335,7 @@ class McpToolSource:
                 idempotent=policy.idempotent,
                 untrusted_output=policy.untrusted,
                 scopes=policy.scopes,
+                roles=roles,
                 timeout_seconds=self.config.timeout_seconds + _SHUTDOWN_GRACE_SECONDS,
                 source=self.source,
             )
@@ -491,3 +512,21 @@ async def load_mcp_tools(configs: Sequence[McpServerConfig]) -> list[Tool]:
         for index, config in enumerate(configs):
             group.start_soon(load, index, config)
     return [tool for tools in found for tool in tools]
+
+
+def _described_roles(spec: mcp_types.Tool) -> dict[str, Role] | None:
+    """The roles the server describes for its tool, if it does and they make sense; a
+    description that does not is ignored (logged): the tool then declares none."""
+    described = (spec.meta or {}).get(ROLES_META_KEY)
+    if described is None:
+        return None
+    try:
+        roles = parse_roles(described, f"tool {spec.name!r} {ROLES_META_KEY}")
+    except ConfigError as exc:
+        log.warning("mcp tool roles ignored", tool=spec.name, error=str(exc))
+        return None
+    properties = set((spec.input_schema or {}).get("properties", {}))
+    if not set(roles) <= properties:
+        log.warning("mcp tool roles name unknown arguments; ignored", tool=spec.name)
+        return None
+    return roles

@@ -38,6 +38,9 @@ class Recalled:
     """What to show the model."""
     provenance: str = ""
     """Where it came from, shown with it."""
+    audience: Audience | None = None
+    """Who a memory is kept for (its private ones never leave without a grant); None for a
+    skill."""
     workflow: tuple[dict[str, Any], ...] = ()
     """For a skill with a workflow: its tool calls (``{"tool", "arguments"}``), which the
     harness can run without a model."""

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from steward.domain.audience import PRIVATE, Audience
+from steward.domain.roles import DataClass, Role
 from steward.harness.tools import EffectClass
 
 
@@ -51,10 +52,18 @@ class ActionRequest:
     """Why the activation started (a trigger or event never adds authority)."""
     task_input: dict[str, Any] = field(default_factory=dict)
     """The task's input (its instructions, mode), for policies that look at it."""
+    roles: dict[str, Role] | None = None
+    """The tool's argument roles (None: it declares none)."""
     untrusted_args: dict[str, str] = field(default_factory=dict)
-    """Arguments whose values come only from untrusted content, with where they came from.
-    Whatever the sentinel answers, the harness asks the person before such an external action
-    runs."""
+    """Controlling arguments whose values first came from untrusted content, with where they
+    came from. Unless the sentinel vouches for them (:attr:`Decision.vouched`), the harness asks
+    the person before such an external action runs."""
+    tainted: dict[str, str] = field(default_factory=dict)
+    """The same arguments' values, as given (``{"to": "mallory@evil.example"}``): a grant
+    that names the exact value vouches for it."""
+    data_classes: tuple[DataClass, ...] = ()
+    """Kinds of the person's sensitive data the outgoing arguments carry; each needs a grant
+    naming it."""
     audience: Audience = PRIVATE
     """Who hears the conversation the task belongs to (inherited by subtasks)."""
 
@@ -69,6 +78,9 @@ class Decision:
     """Why, in words for the model and the person."""
     rule: str | None = None
     """The rule or grant that decided, for the audit log."""
+    vouched: bool = False
+    """The sentinel checked the request's tainted arguments and found a grant naming each
+    value: the harness need not ask about them."""
 
 
 class Sentinel(Protocol):
@@ -97,3 +109,15 @@ class AllowAll:
 
     async def check(self, request: ActionRequest) -> Decision:
         return Decision(verdict=Verdict.ALLOW, reason="allow-all sentinel", rule="allow-all")
+
+
+def provenance_reason(request: ActionRequest) -> str:
+    """Why an action with tainted arguments or sensitive data is put to the person."""
+    parts = []
+    if request.untrusted_args:
+        said = "; ".join(f"{k}: {v}" for k, v in sorted(request.untrusted_args.items()))
+        parts.append(f"untrusted input: {said}")
+    if request.data_classes:
+        kinds = ", ".join(str(c) for c in request.data_classes)
+        parts.append(f"your sensitive data would leave ({kinds}) and no grant allows it")
+    return "; ".join(parts)

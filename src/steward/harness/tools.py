@@ -4,6 +4,11 @@ A tool declares its :class:`EffectClass` (the sentinel decides by it), whether i
 idempotency keys, an optional reconcile hook and the scopes it needs. Arguments arrive from the
 model as JSON text and are validated against a pydantic model built from the function's type
 hints before anything runs; a bad argument becomes an observation for the model, not a crash.
+
+Arguments that matter to the security plane carry a :class:`~steward.domain.roles.Role`
+(``to: Annotated[str, Role.RECIPIENT]``): the policy and provenance read roles, never names or
+value shapes. A tool that declares no roles (an undescribed MCP tool) is judged by the shape of
+its values instead, and its decisions say so.
 """
 
 from __future__ import annotations
@@ -11,15 +16,17 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, get_type_hints, overload
+from types import MappingProxyType
+from typing import Annotated, Any, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from steward.domain.roles import Role
 from steward.errors import EffectFailed, UsageError
 from steward.models.base import ToolSpec
 from steward.runtime.run import Reconcile
@@ -106,10 +113,18 @@ class Tool:
     untrusted_output: bool = False
     """Its results carry text from others (mail bodies, web pages, shared files): values in
     them cannot steer an external action without the person's approval."""
+    roles: Mapping[str, Role] | None = None
+    """What each argument that matters is for (arguments not named steer nothing and carry
+    nothing out); None: the tool declares no roles, so its values are judged by their shape."""
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.match(self.name):
             raise UsageError(f"tool name {self.name!r} must match {TOOL_NAME.pattern}")
+        if self.roles is not None:
+            unknown = sorted(set(self.roles) - set(self.parameters.get("properties", {})))
+            if unknown:
+                raise UsageError(f"tool {self.name}: roles name no parameter: {unknown}")
+            object.__setattr__(self, "roles", MappingProxyType(dict(self.roles)))
 
     @property
     def spec(self) -> ToolSpec:
@@ -165,7 +180,10 @@ def tool(
     """Make a :class:`Tool` from an async function with type-hinted parameters.
 
     Parameters become the JSON schema (use ``Annotated[T, Field(description=...)]`` to describe
-    them); a parameter annotated :class:`ToolContext` is injected rather than asked of the model.
+    them, and put a :class:`~steward.domain.roles.Role` in the ``Annotated`` to say what the
+    argument is for); a parameter annotated :class:`ToolContext` is injected rather than asked
+    of the model. A tool with no role on any parameter declares no roles (see
+    :attr:`Tool.roles`).
     Usable bare (``@tool``) or with options (``@tool(effect=EffectClass.EXTERNAL)``).
     """
 
@@ -174,12 +192,22 @@ def tool(
             raise UsageError(f"tool {func.__name__} must be an async function")
         hints = get_type_hints(func, include_extras=True)
         fields: dict[str, Any] = {}
+        roles: dict[str, Role] = {}
         context_param: str | None = None
         for param in inspect.signature(func).parameters.values():
             hint = hints.get(param.name, Any)
             if hint is ToolContext:
                 context_param = param.name
                 continue
+            if get_origin(hint) is Annotated:
+                base, *extras = get_args(hint)
+                declared = [extra for extra in extras if isinstance(extra, Role)]
+                if len(declared) > 1:
+                    raise UsageError(f"tool {func.__name__}: {param.name} has several roles")
+                if declared:
+                    roles[param.name] = declared[0]
+                    rest = [extra for extra in extras if not isinstance(extra, Role)]
+                    hint = Annotated[(base, *rest)] if rest else base
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[param.name] = (hint, default)
         model = create_model(
@@ -213,6 +241,7 @@ def tool(
             scopes=tuple(scopes),
             timeout_seconds=timeout_seconds,
             untrusted_output=untrusted_output,
+            roles=roles or None,
         )
 
     return build(fn) if fn is not None else build

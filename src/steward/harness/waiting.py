@@ -254,6 +254,8 @@ class WaitingActivation(abc.ABC):
         children = [await self.store.get_task(c) for c in waiting.get("children", [])]
         if any(not child.status.terminal for child in children):
             return Wait(condition=condition)
+        for child in children:
+            provenance.absorb(self.state, child.state, child_id=child.id)
         report = [
             {"task": c.id, "status": c.status.value, "result": c.result, "error": c.error}
             for c in children

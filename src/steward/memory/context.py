@@ -37,6 +37,7 @@ class PersonalMemory:
                 id=h.memory.id,
                 text=f"({h.memory.kind}) {h.memory.content}",
                 provenance=h.memory.provenance(),
+                audience=h.memory.audience,
             )
             for h in hits
         ]

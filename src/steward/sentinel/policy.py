@@ -13,8 +13,8 @@ Precedence — the first step that decides, decides:
 1. **Hard limits** — nothing lifts them, not a ``do`` rule nor a standing grant: a tool whose
    scopes (or, for tools nobody gave scopes, whose name) fall in ``account.password``,
    ``account.2fa``, ``account.delete`` or ``credentials.share``, and a ``payment`` scope with an
-   ``amount`` argument above the ceiling (or one that is not a plain finite number) →
-   **handoff**: the person does it themselves.
+   amount (an AMOUNT argument; ``amount`` for a tool without roles) above the ceiling (or one
+   that is not a plain finite number) → **handoff**: the person does it themselves.
 2. **Read-only modes** — a task whose input has ``mode: research`` (proactive research) may only
    read and keep private notes: a tool that is not READ/LOCAL, needs a scope that writes
    (``….send``, ``….write``, ``….delete``, ``….post``...) or drives a browser → **deny**,
@@ -30,23 +30,30 @@ Precedence — the first step that decides, decides:
    allows if a live grant covers the action, else asks; the others are their verdicts.
 5. **Default** — READ/LOCAL tools run; EXTERNAL/UNKNOWN ones run if a live grant covers them,
    else ask.
+6. **Data flow** — an *allow* from the steps above becomes **ask** when a controlling argument's
+   value first came from others' text (``request.tainted``) and no covering grant names that
+   exact value (in its ``recipients`` or ``hosts``), or when the person's sensitive data would
+   leave (``request.data_classes``) and no covering grant names each kind in its ``data``
+   constraint. Deny and hand-off are never softened by it.
 
 A grant *covers* an action when it is live for it (not revoked; ``once``: unspent and for no
 task or this task; ``task``: this task; ``session``: this session; ``until``: before its
 expiry; ``standing``), gives every scope the tool needs (a tool without scopes only through a
 ``tool`` constraint naming it), and its constraints hold on the arguments: ``tool`` (exact
-name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value, each one
-plain address, lower-cased, its domain normalised like a host), ``domains`` (each recipient's
-and URL's domain, or a subdomain of one; an IP address only exactly), ``hosts`` (the host of
-``url``/``endpoint``), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
-segments), ``max_amount`` (``amount`` at most it) and ``period_amount`` over
+name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value; for a
+tool that declares argument roles, its RECIPIENT and PAYEE arguments; each one plain address,
+lower-cased, its domain normalised like a host), ``domains`` (each recipient's and URL's domain,
+or a subdomain of one; an IP address only exactly), ``hosts`` (the host of ``url``/``endpoint``,
+or of a tool's HOST arguments), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
+segments), ``max_amount`` (the amounts at most it) and ``period_amount`` over
 ``period_seconds`` (the amounts of the actions it allowed in the trailing period, this one
 included, at most it: counted atomically by the store when the grant allows an action, so two
-racing actions cannot both use the last of an allowance). A constraint whose argument is
-missing or cannot be read fails: a constraint never passes by default. URLs and hosts are read
-by :mod:`steward.sentinel.urls`, as the grant builder and the egress broker read them. When
-several grants cover, a non-``once`` grant is preferred, so a one-time grant is not spent
-needlessly.
+racing actions cannot both use the last of an allowance); ``data`` names the kinds of the
+person's sensitive data the actions may carry out (step 6) and narrows nothing. A constraint
+whose argument is missing or cannot be read fails: a constraint never passes by default. URLs
+and hosts are read by :mod:`steward.sentinel.urls`, as the grant builder and the egress broker
+read them. When several grants cover, a non-``once`` grant is preferred, so a one-time grant is
+not spent needlessly.
 
 What triggered the activation (``wake_reason``) is never consulted: a timer or an event cannot
 add authority; the goal's person's rules and grants bound every activation alike.
@@ -54,23 +61,30 @@ add authority; the goal's person's rules and grants bound every activation alike
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import datetime
-from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Protocol
 from urllib.parse import unquote
 
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
-from steward.errors import UsageError
-from steward.harness.sentinel import ActionRequest, Decision, Verdict
+from steward.domain.roles import Role
+from steward.harness.sentinel import ActionRequest, Decision, Verdict, provenance_reason
 from steward.harness.tools import EffectClass
 from steward.runtime.clock import Clock
+from steward.sentinel.arguments import (
+    amounts_of,
+    domains_of,
+    has_urls,
+    number,
+    recipients_of,
+    urls_of,
+)
 from steward.sentinel.index import ActionKeys, PolicyCache, PolicySnapshot
-from steward.sentinel.urls import Url, UrlRefused, host_key, ip_of, parse_url, recipient_key
+from steward.sentinel.urls import UrlRefused, host_key, ip_of, parse_url, recipient_key
 
 HARD_PAYMENT_CEILING = 500.0
 """Payments above this amount (in the payment's own currency) are always handed back."""
@@ -111,8 +125,6 @@ WRITE_VERBS = frozenset(
     {"send", "write", "delete", "post", "create", "update", "modify", "publish", "share"}
 )
 """Last parts of a scope that change something outside (refused in read-only modes)."""
-RECIPIENT_ARGS = ("to", "cc", "bcc", "recipient", "recipients")
-URL_ARGS = ("url", "endpoint")
 _STRICTNESS = {
     RuleMode.DO: 0,
     RuleMode.DO_IF_PREAPPROVED: 1,
@@ -154,9 +166,13 @@ class PolicyDecision:
     charge: float | None = None
     """An amount to count against the allowing grant's per-period ceiling before the action
     runs (when it would go over, the answer becomes ask)."""
+    vouched: bool = False
+    """The request's tainted values and sensitive data are each named by a covering grant."""
 
     def decision(self) -> Decision:
-        return Decision(verdict=self.verdict, reason=self.reason, rule=self.basis)
+        return Decision(
+            verdict=self.verdict, reason=self.reason, rule=self.basis, vouched=self.vouched
+        )
 
 
 def evaluate(
@@ -168,6 +184,20 @@ def evaluate(
     payment_ceiling: float = HARD_PAYMENT_CEILING,
 ) -> PolicyDecision:
     """Decide ``request`` on ``snapshot`` (see the module docstring for the order)."""
+    decided = _decide(
+        request, snapshot, now=now, session_id=session_id, payment_ceiling=payment_ceiling
+    )
+    return _data_flow(decided, request, snapshot, now=now, session_id=session_id)
+
+
+def _decide(
+    request: ActionRequest,
+    snapshot: PolicySnapshot,
+    *,
+    now: datetime,
+    session_id: str | None,
+    payment_ceiling: float,
+) -> PolicyDecision:
     if snapshot.person_id != request.person_id:
         return PolicyDecision(
             verdict=Verdict.DENY,
@@ -240,11 +270,56 @@ def _allowed_by(grant: Grant, request: ActionRequest, reason: str) -> PolicyDeci
         basis=f"grant:{grant.id}",
         grant_id=grant.id,
         spend=grant.id if grant.lifetime is Lifetime.ONCE else None,
-        charge=number(request.args.get("amount")) if metered else None,
+        charge=_charge(request) if metered else None,
     )
 
 
 # --- the steps ------------------------------------------------------------------------------
+
+
+def _data_flow(
+    decided: PolicyDecision,
+    request: ActionRequest,
+    snapshot: PolicySnapshot,
+    *,
+    now: datetime,
+    session_id: str | None,
+) -> PolicyDecision:
+    """An allow stands for tainted values and sensitive data only when the person's grants name
+    each of them (step 6)."""
+    if decided.verdict is not Verdict.ALLOW or not (request.tainted or request.data_classes):
+        return decided
+    grants = [g for g in snapshot.grants if covers(g, request, now=now, session_id=session_id)]
+    unnamed = {
+        path: why
+        for path, why in request.untrusted_args.items()
+        if not any(_names(g, request.tainted.get(path, "")) for g in grants)
+    }
+    missing = tuple(
+        kind
+        for kind in request.data_classes
+        if not any(str(kind) in g.constraints.get("data", ()) for g in grants)
+    )
+    if not unnamed and not missing:
+        return replace(decided, vouched=True)
+    left = replace(request, untrusted_args=unnamed, data_classes=missing)
+    return PolicyDecision(
+        verdict=Verdict.ASK,
+        reason=provenance_reason(left),
+        basis="provenance",
+        rule_id=decided.rule_id,
+    )
+
+
+def _names(grant: Grant, value: str) -> bool:
+    """The grant names ``value`` exactly: as a recipient, a host, or a URL's host (each read
+    as the constraints read them)."""
+    named = {recipient_key(r) for r in grant.constraints.get("recipients", ())}
+    named |= {host_key(h) for h in grant.constraints.get("hosts", ())}
+    candidates = {recipient_key(value), host_key(value)}
+    with suppress(UrlRefused):  # not a URL: compared as an address or a host only
+        candidates.add(parse_url(value).host)
+    return bool((candidates & named) - {""})
 
 
 def _in_category(scope: str, roots: Sequence[str]) -> bool:
@@ -262,10 +337,10 @@ def _hard_limit(request: ActionRequest, ceiling: float) -> PolicyDecision | None
                 basis=f"hard-limit:{limit.name}",
             )
     pays = any(_in_category(s, ("payment",)) for s in request.scopes)
-    if pays and "amount" in request.args:
-        amount = number(request.args["amount"])
+    for given in amounts_of(request.args, request.roles) if pays else []:
+        amount = number(given)
         if amount is None or amount > ceiling:
-            shown = request.args["amount"] if amount is None else f"{amount:g}"
+            shown = given if amount is None else f"{amount:g}"
             return PolicyDecision(
                 verdict=Verdict.HANDOFF,
                 reason=f"a payment of {shown} is above the ceiling of {ceiling:g} (or not a "
@@ -292,10 +367,10 @@ def _connection_bound(
                 reason=f"no connection allows {', '.join(missing)}",
                 basis="connection",
             )
-        if any(not c.hosts for c in offering) or not _has_urls(request.args):
+        if any(not c.hosts for c in offering) or not has_urls(request.args, request.roles):
             continue
         if hosts is None:
-            urls = urls_of(request.args)
+            urls = urls_of(request.args, request.roles)
             if urls is None:
                 return PolicyDecision(
                     verdict=Verdict.DENY,
@@ -395,30 +470,38 @@ def covers(grant: Grant, request: ActionRequest, *, now: datetime, session_id: s
             return False
     elif constraints.get("tool") != request.tool:
         return False
-    return constraints_hold(constraints, request.tool, request.args)
+    return constraints_hold(constraints, request.tool, request.args, request.roles)
 
 
-def constraints_hold(constraints: dict[str, Any], tool: str, args: dict[str, Any]) -> bool:
-    """Every constraint holds on the arguments; one that cannot be checked does not hold."""
+def constraints_hold(
+    constraints: dict[str, Any],
+    tool: str,
+    args: dict[str, Any],
+    roles: Mapping[str, Role] | None = None,
+) -> bool:
+    """Every constraint holds on the arguments; one that cannot be checked does not hold.
+    ``roles`` are the tool's argument roles, if it declares them."""
     for key, allowed in constraints.items():
         if key == "tool":
             ok = allowed == tool
         elif key == "recipients":
-            found = recipients_of(args)
+            found = recipients_of(args, roles)
             admitted = {recipient_key(a) for a in allowed}
             ok = bool(found) and all(r in admitted for r in found or ())
         elif key == "hosts":
-            hosts = [u.host for u in urls_of(args) or ()]
+            hosts = [u.host for u in urls_of(args, roles) or ()]
             admitted = {host_key(a) for a in allowed}
             ok = bool(hosts) and all(h in admitted for h in hosts)
         elif key == "domains":
-            ok = _domains_hold(allowed, args)
+            ok = _domains_hold(allowed, args, roles)
+        elif key == "data":
+            ok = True  # it lets the person's data of these kinds leave; it narrows nothing
         elif key == "path_prefix":
-            urls = urls_of(args)
+            urls = urls_of(args, roles)
             ok = bool(urls) and all(_under(u.path, allowed) for u in urls or ())
         elif key in ("max_amount", "period_amount"):
-            amount = number(args.get("amount"))
-            ok = amount is not None and amount <= allowed
+            amounts = [number(given) for given in amounts_of(args, roles)]
+            ok = bool(amounts) and all(a is not None and a <= allowed for a in amounts)
             # an allowance is only counted with its window
             ok = ok and (key == "max_amount" or "period_seconds" in constraints)
         elif key == "period_seconds":
@@ -430,22 +513,15 @@ def constraints_hold(constraints: dict[str, Any], tool: str, args: dict[str, Any
     return True
 
 
-def _domains_hold(allowed: Sequence[str], args: dict[str, Any]) -> bool:
-    domains = domains_of(args)
+def _domains_hold(
+    allowed: Sequence[str], args: dict[str, Any], roles: Mapping[str, Role] | None
+) -> bool:
+    domains = domains_of(args, roles)
     admitted = [host_key(a) for a in allowed]
     return bool(domains) and all(
         any(d == a or (ip_of(d) is None and d.endswith("." + a)) for a in admitted if a)
         for d in domains or ()
     )
-
-
-def domains_of(args: dict[str, Any]) -> list[str] | None:
-    """Domains of the action's recipients and URLs (normalised like hosts); None if one
-    cannot be read."""
-    recipients, urls = recipients_of(args), urls_of(args)
-    if recipients is None or urls is None:
-        return None
-    return [r.rpartition("@")[2] for r in recipients] + [u.host for u in urls]
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -460,109 +536,12 @@ def _under(path: str, prefix: str) -> bool:
     return decoded == base or decoded.startswith(base + "/")
 
 
-def _values(args: dict[str, Any], keys: Sequence[str]) -> list[str] | None:
-    """Every string under ``keys`` (a string or a list of them); None if any is something
-    else."""
-    out: list[str] = []
-    for key in keys:
-        if key not in args or args[key] is None:
-            continue
-        value = args[key]
-        items = value if isinstance(value, list | tuple) else [value]
-        if not all(isinstance(item, str) for item in items):
-            return None
-        out.extend(items)
-    return out
-
-
-def recipients_of(args: dict[str, Any]) -> list[str] | None:
-    """The action's recipients, each one plain address, stripped and lower-cased with its
-    domain normalised like a host; None if one cannot be read that way (not a string, a
-    display name, a list in one string, a domain that is not a host name)."""
-    found = _values(args, RECIPIENT_ARGS)
-    if found is None:
+def _charge(request: ActionRequest) -> float | None:
+    """What the action counts against a per-period allowance (its amounts together)."""
+    found = [number(given) for given in amounts_of(request.args, request.roles)]
+    if not found or any(a is None for a in found):
         return None
-    out = [recipient_key(value) for value in found]
-    return None if "" in out else out
-
-
-def urls_of(args: dict[str, Any]) -> list[Url] | None:
-    """The action's URLs, read by :func:`~steward.sentinel.urls.parse_url`; None if one is
-    not a string or cannot be read unambiguously."""
-    found = _values(args, URL_ARGS)
-    if found is None:
-        return None
-    try:
-        return [_read_url(text) for text in found]
-    except UrlRefused:
-        return None
-
-
-_read_url = lru_cache(maxsize=4096)(parse_url)
-"""The policy reads the same URL for several constraints and the index keys."""
-
-
-def _has_urls(args: dict[str, Any]) -> bool:
-    return any(args.get(key) is not None for key in URL_ARGS)
-
-
-def pinned_constraints(args: dict[str, Any]) -> dict[str, Any]:
-    """The constraints that hold a lasting grant to exactly the recipients and hosts an
-    action touches (its controlling arguments), and to at most its ``amount`` if it has one.
-    :class:`~steward.errors.UsageError`, saying why, when that cannot be done: the action has
-    no recipient or URL argument (nothing to bind the grant to, so it would cover the tool for
-    anyone and anywhere), or one of them, or its amount, cannot be read unambiguously."""
-    has_recipients = any(args.get(key) is not None for key in RECIPIENT_ARGS)
-    if not has_recipients and not _has_urls(args):
-        raise UsageError(
-            "this action names no recipient or URL that a lasting approval could be bound to; "
-            "approve it once instead"
-        )
-    pinned: dict[str, Any] = {}
-    if args.get("amount") is not None:
-        amount = number(args["amount"])
-        if amount is None:
-            raise UsageError(
-                "the amount of this action is not a plain number, so a lasting approval cannot "
-                "be bound to it; approve it once instead"
-            )
-        pinned["max_amount"] = amount
-    if has_recipients:
-        recipients = recipients_of(args)
-        if not recipients:
-            raise UsageError(
-                "a recipient of this action is not one plain address, so a lasting approval "
-                "cannot be bound to it; approve it once instead"
-            )
-        pinned["recipients"] = sorted(set(recipients))
-    if _has_urls(args):
-        values = _values(args, URL_ARGS)
-        if not values:
-            raise UsageError("the URL of this action cannot be read; approve it once instead")
-        try:
-            hosts = {parse_url(text).host for text in values}
-        except UrlRefused as exc:
-            raise UsageError(
-                f"{exc}; a lasting approval cannot be bound to its host: approve it once instead"
-            ) from None
-        pinned["hosts"] = sorted(hosts)
-    return pinned
-
-
-def number(value: Any) -> float | None:
-    """A finite amount, or None (booleans, text that is not a plain number, NaN, infinity)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float | Decimal):
-        amount = float(value)
-    elif isinstance(value, str):
-        try:
-            amount = float(value.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    return amount if math.isfinite(amount) else None
+    return sum(a for a in found if a is not None)
 
 
 # --- the sentinel ---------------------------------------------------------------------------
@@ -579,9 +558,9 @@ def session_of(request: ActionRequest) -> str | None:
 
 def action_keys(request: ActionRequest, session_id: str | None) -> ActionKeys:
     """How the policy indexes find the grants and rules that could decide ``request``."""
-    recipients = recipients_of(request.args) or []
-    hosts = [u.host for u in urls_of(request.args) or []]
-    domains = domains_of(request.args) or []
+    recipients = recipients_of(request.args, request.roles) or []
+    hosts = [u.host for u in urls_of(request.args, request.roles) or []]
+    domains = domains_of(request.args, request.roles) or []
     parents: tuple[str, ...] = ()
     if domains:
         parts = domains[0].split(".")
@@ -690,6 +669,7 @@ class PolicySentinel:
                 "wake": request.wake_reason,
                 "audience": str(request.audience),
                 "untrusted_args": request.untrusted_args,
+                **({"data": list(request.data_classes)} if request.data_classes else {}),
                 **({"charged": decided.charge} if decided.charge is not None else {}),
             },
             now=self.clock.now(),

@@ -36,7 +36,7 @@ from steward.domain.feed import FeedEntry
 from steward.domain.ids import new_id
 from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
-from steward.sentinel.policy import pinned_constraints
+from steward.sentinel.arguments import pinned_constraints
 from steward.sentinel.tokens import CONTROL, READ
 from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
@@ -488,7 +488,7 @@ class WorkService(ServiceBase):
         ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for
         ``hours``), ``always`` (standing). A lasting grant never covers more than the action
         approved: it is bound to this tool, to exactly this action's recipients and hosts, and
-        to at most its amount (:func:`~steward.sentinel.policy.pinned_constraints`). When it
+        to at most its amount (:func:`~steward.sentinel.arguments.pinned_constraints`). When it
         cannot be bound — the action names no recipient or URL, or one of them (or the amount)
         cannot be read unambiguously (a display name, a host that is not plainly a host) —
         the lasting scope is refused with

@@ -37,6 +37,7 @@ from sqlalchemy import (
 from sqlalchemy import Connection as SqlConnection
 
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
+from steward.domain.roles import DataClass
 from steward.errors import NotFound, UsageError
 from steward.store import rows
 from steward.store.audit import append_in
@@ -69,10 +70,11 @@ CONSTRAINT_KEYS = frozenset(
         "max_amount",
         "period_amount",
         "period_seconds",
+        "data",
     }
 )
 """Constraints the evaluator enforces. Anything else is refused rather than silently ignored."""
-_LIST_CONSTRAINTS = ("recipients", "domains", "hosts")
+_LIST_CONSTRAINTS = ("recipients", "domains", "hosts", "data")
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -525,6 +527,11 @@ def normalize_constraints(constraints: dict[str, Any]) -> dict[str, Any]:
             ):
                 raise UsageError(f"grant: {key} must be a non-empty list of strings")
             out[key] = sorted({v.strip().lower() for v in values})
+    unknown_data = sorted(set(out.get("data", ())) - {str(kind) for kind in DataClass})
+    if unknown_data:
+        raise UsageError(
+            f"grant: unknown data kinds {unknown_data}; use {sorted(str(k) for k in DataClass)}"
+        )
     if "tool" in constraints:
         tool = constraints["tool"]
         if not isinstance(tool, str) or not TOOL_NAME.match(tool):

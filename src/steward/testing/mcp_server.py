@@ -51,7 +51,7 @@ def build_server() -> MCPServer:
         """Add two integers."""
         return a + b
 
-    @server.tool()
+    @server.tool(meta={"dev.steward/roles": {"text": "free_text"}})  # argument roles
     def echo(text: Annotated[str, Field(description="Text to send back")]) -> str:
         """Return the text unchanged."""
         return text

@@ -4,7 +4,7 @@ person answered."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from steward.domain import Step
@@ -21,6 +21,15 @@ class ShownStep:
 
 
 def shown(step: Step) -> ShownStep:
+    said = _shown(step)
+    read = step.output.get("untrusted_sources") if isinstance(step.output, dict) else None
+    if not read:
+        return said
+    # an answer written after reading others' text: the person sees that, and from where
+    return replace(said, text=f"{said.text} [after reading others' text: {', '.join(read)}]")
+
+
+def _shown(step: Step) -> ShownStep:
     output: Any = step.output
     if step.kind == "user" and isinstance(output, dict):
         return ShownStep(step=step, who="you", text=_cut(str(output.get("content", ""))))

@@ -43,7 +43,8 @@ async def _origins(svc: Service, approval: Approval) -> dict[str, str]:
     where. The task's record of such values is the only source: an approval does not keep
     them itself."""
     task = await svc.get_task(approval.task_id)
-    flagged = untrusted_arguments(approval.args, task.state.get("taint", []), trusted_text="")
+    # the approval does not keep the tool's roles: every argument that looks consequential
+    flagged = untrusted_arguments(approval.args, task.state, trusted_text="", roles=None)
     return {
         path: f"{t.value!r} appeared in untrusted content from {t.source} (step {t.step})"
         for path, t in flagged.items()

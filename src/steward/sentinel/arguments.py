@@ -1,0 +1,161 @@
+"""What an action's arguments say, read one way for everything that decides on them.
+
+The policy's constraints and index keys, the connection bound and the grant builder (approve →
+lasting) all read recipients, URLs, hosts and amounts here. A tool that declares argument roles
+(:class:`~steward.domain.roles.Role`) is read by its roles only; a tool that declares none (an
+MCP tool nobody classified) by the conventional argument names. A value that cannot be read
+unambiguously reads as None, and every caller treats that as "does not hold".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from steward.domain.roles import Role
+from steward.errors import UsageError
+from steward.sentinel.urls import Url, UrlRefused, parse_url, recipient_key
+
+RECIPIENT_ARGS = ("to", "cc", "bcc", "recipient", "recipients")
+"""Recipient arguments of a tool without roles."""
+URL_ARGS = ("url", "endpoint")
+"""URL arguments of a tool without roles."""
+
+
+def domains_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[str] | None:
+    """Domains of the action's recipients and URLs (normalised like hosts); None if one
+    cannot be read."""
+    recipients, urls = recipients_of(args, roles), urls_of(args, roles)
+    if recipients is None or urls is None:
+        return None
+    return [r.rpartition("@")[2] for r in recipients] + [u.host for u in urls]
+
+
+def _values(args: dict[str, Any], keys: Sequence[str]) -> list[str] | None:
+    """Every string under ``keys`` (a string or a list of them); None if any is something
+    else."""
+    out: list[str] = []
+    for key in keys:
+        if key not in args or args[key] is None:
+            continue
+        value = args[key]
+        items = value if isinstance(value, list | tuple) else [value]
+        if not all(isinstance(item, str) for item in items):
+            return None
+        out.extend(items)
+    return out
+
+
+def _keys(
+    roles: Mapping[str, Role] | None, wanted: tuple[Role, ...], names: Sequence[str]
+) -> Sequence[str]:
+    """The arguments in ``wanted`` roles; by name only for a tool that declares no roles."""
+    if roles is None:
+        return names
+    return [name for name, role in roles.items() if role in wanted]
+
+
+def recipients_of(
+    args: dict[str, Any], roles: Mapping[str, Role] | None = None
+) -> list[str] | None:
+    """The action's recipients, each one plain address, stripped and lower-cased with its
+    domain normalised like a host; None if one cannot be read that way (not a string, a
+    display name, a list in one string, a domain that is not a host name)."""
+    found = _values(args, _keys(roles, (Role.RECIPIENT, Role.PAYEE), RECIPIENT_ARGS))
+    if found is None:
+        return None
+    out = [recipient_key(value) for value in found]
+    return None if "" in out else out
+
+
+def urls_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[Url] | None:
+    """The action's URLs, read by :func:`~steward.sentinel.urls.parse_url`; None if one is
+    not a string or cannot be read unambiguously."""
+    found = _values(args, _keys(roles, (Role.HOST,), URL_ARGS))
+    if found is None:
+        return None
+    try:
+        return [_read_url(text) for text in found]
+    except UrlRefused:
+        return None
+
+
+_read_url = lru_cache(maxsize=4096)(parse_url)
+"""The policy reads the same URL for several constraints and the index keys."""
+
+
+def has_urls(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> bool:
+    """The action gives a value to a URL argument (a HOST role, for a tool with roles)."""
+    return any(args.get(key) is not None for key in _keys(roles, (Role.HOST,), URL_ARGS))
+
+
+def pinned_constraints(
+    args: dict[str, Any], roles: Mapping[str, Role] | None = None
+) -> dict[str, Any]:
+    """The constraints that hold a lasting grant to exactly the recipients and hosts an
+    action touches (its controlling arguments), and to at most its ``amount`` if it has one.
+    :class:`~steward.errors.UsageError`, saying why, when that cannot be done: the action has
+    no recipient or URL argument (nothing to bind the grant to, so it would cover the tool for
+    anyone and anywhere), or one of them, or its amount, cannot be read unambiguously."""
+    recipient_keys = _keys(roles, (Role.RECIPIENT, Role.PAYEE), RECIPIENT_ARGS)
+    has_recipients = any(args.get(key) is not None for key in recipient_keys)
+    if not has_recipients and not has_urls(args, roles):
+        raise UsageError(
+            "this action names no recipient or URL that a lasting approval could be bound to; "
+            "approve it once instead"
+        )
+    pinned: dict[str, Any] = {}
+    amounts = [number(given) for given in amounts_of(args, roles)]
+    if amounts:
+        if any(amount is None for amount in amounts):
+            raise UsageError(
+                "the amount of this action is not a plain number, so a lasting approval cannot "
+                "be bound to it; approve it once instead"
+            )
+        pinned["max_amount"] = max(amount for amount in amounts if amount is not None)
+    if has_recipients:
+        recipients = recipients_of(args, roles)
+        if not recipients:
+            raise UsageError(
+                "a recipient of this action is not one plain address, so a lasting approval "
+                "cannot be bound to it; approve it once instead"
+            )
+        pinned["recipients"] = sorted(set(recipients))
+    if has_urls(args, roles):
+        values = _values(args, _keys(roles, (Role.HOST,), URL_ARGS))
+        if not values:
+            raise UsageError("the URL of this action cannot be read; approve it once instead")
+        try:
+            hosts = {parse_url(text).host for text in values}
+        except UrlRefused as exc:
+            raise UsageError(
+                f"{exc}; a lasting approval cannot be bound to its host: approve it once instead"
+            ) from None
+        pinned["hosts"] = sorted(hosts)
+    return pinned
+
+
+def amounts_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[Any]:
+    """The action's amounts as given: its AMOUNT arguments (``amount`` for a tool that declares
+    no roles)."""
+    keys = _keys(roles, (Role.AMOUNT,), ("amount",))
+    return [args[key] for key in keys if key in args and args[key] is not None]
+
+
+def number(value: Any) -> float | None:
+    """A finite amount, or None (booleans, text that is not a plain number, NaN, infinity)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float | Decimal):
+        amount = float(value)
+    elif isinstance(value, str):
+        try:
+            amount = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return amount if math.isfinite(amount) else None
