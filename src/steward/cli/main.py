@@ -100,7 +100,11 @@ async def _serve(
             address = None
             if http is not None:  # the API and the dashboard, in this process and loop
                 address = await stack.enter_async_context(
-                    serving(create_app(service), host=http[0], port=http[1])
+                    serving(
+                        create_app(service, streams_per_person=settings.streams_per_person),
+                        host=http[0],
+                        port=http[1],
+                    )
                 )
             if banner:
                 _banner(settings, store, harness.model.name, person, config, address)

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from steward.domain.audience import Audience
 from steward.domain.ids import new_id
+from steward.domain.limits import MAX_JSON_CHARS, check_text
 from steward.domain.memory import (
     Memory,
     MemoryHit,
@@ -290,6 +291,7 @@ class MemoryService(ServiceBase):
         applied when a line is malformed; a bullet whose memory changed since the export is a
         conflict, never overwritten; new bullets come from ``import:<file name>``."""
         person_id = self._for(person_id, CONTROL)
+        check_text(markdown, "a MEMORY.md import", most=MAX_JSON_CHARS)
         ref = re.sub(r"[\s:]+", "_", file_name.strip())[:300] or "MEMORY.md"
         return await import_markdown(
             self.memory,
