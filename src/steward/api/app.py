@@ -15,20 +15,20 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
-from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 
 from steward import web
 from steward.api import mcp, openapi
 from steward.api.common import problem
-from steward.api.guard import CRASHED, Guard, log_crash
+from steward.api.guard import CRASHED, BodyTooLarge, Guard, log_crash
 from steward.api.routes import call, memory, security, skills, stream, webhooks, work
 from steward.errors import StewardError, UsageError
 from steward.service import Service
+from steward.service.hooks import MAX_BODY as MAX_DELIVERY
 
 API_PREFIX = "/api/v1"
 MAX_BODY = 2_000_000
-"""Bytes in one request body (a route may set its own): a larger one is a 413, refused before
-it is read or parsed."""
+"""Bytes in one request body (a webhook delivery's: :data:`MAX_DELIVERY`): a larger one is a
+413, refused before it is read or parsed."""
 
 
 def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER_PERSON) -> FastAPI:
@@ -46,7 +46,6 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
-        max_body_size=MAX_BODY,
     )
     app.state.service = service
     app.state.streams = stream.Streams(streams_per_person)
@@ -59,7 +58,14 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     _handle_errors(app)
     openapi.install(app, prefix=API_PREFIX)
 
-    app.add_middleware(Guard, api_prefix=API_PREFIX, unsigned=(f"{API_PREFIX}/hooks/",))
+    hooks = f"{API_PREFIX}/hooks/"
+    app.add_middleware(
+        Guard,
+        api_prefix=API_PREFIX,
+        unsigned=(hooks,),
+        max_body=MAX_BODY,
+        max_bodies={hooks: MAX_DELIVERY},
+    )
     return app
 
 
@@ -77,10 +83,9 @@ def _handle_errors(app: FastAPI) -> None:
         return problem(422, "Invalid request", "; ".join(problems), errors=problems)
 
     @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        if exc.status_code == 413:
-            most = request.scope.get(MAX_BODY_SIZE_SCOPE_KEY, MAX_BODY)
-            return problem(413, "Content too large", f"a request body here is at most {most} bytes")
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        if isinstance(exc, BodyTooLarge):
+            return problem(413, "Content too large", str(exc.detail))
         return problem(exc.status_code, "HTTP error", str(exc.detail))
 
 

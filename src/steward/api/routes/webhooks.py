@@ -10,7 +10,6 @@ from fastapi.responses import JSONResponse
 
 from steward.api.common import Caller, json
 from steward.service import Service
-from steward.service.hooks import MAX_BODY
 
 router = APIRouter(tags=["webhooks"])
 
@@ -45,7 +44,6 @@ async def webhook_secret(svc: Caller, request: Request, trigger_id: str) -> JSON
     status_code=202,
     summary="Deliver an event to a trigger (signed as Standard Webhooks; no bearer token)",
     openapi_extra={"security": []},
-    max_body_size=MAX_BODY,
 )
 async def deliver(
     request: Request,
