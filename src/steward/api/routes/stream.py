@@ -94,7 +94,6 @@ async def opening(
     "/stream",
     response_class=EventSourceResponse,
     summary="The feed as Server-Sent Events (resumes after Last-Event-ID)",
-    responses={429: {"description": "Too many live streams open for this person"}},
 )
 async def stream(
     request: Request, start: Annotated[Opening, Depends(opening)]
