@@ -23,6 +23,7 @@ from api_support import Api, delivery
 from steward import logs
 from steward.api import create_app
 from steward.api.app import API_PREFIX
+from steward.cli.common import configure_logging
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.limits import MAX_DEPTH
 from steward.errors import TooLarge, UsageError
@@ -127,11 +128,6 @@ BAD_REQUESTS: dict[str, tuple[Callable[[Api], dict[str, Any]], int, str]] = {
         413,
         "at most 2000000 bytes",
     ),
-    "a feed position beyond any": (
-        lambda api: {"method": "GET", "url": "/stream", "params": {"after": str(10**20)}},
-        422,
-        "after",
-    ),
 }
 
 
@@ -203,6 +199,7 @@ async def test_the_facade_refuses_what_no_interface_may_store(
 # --- failures are logged briefly -----------------------------------------------------------------
 
 
+@pytest.mark.timeout(120)  # today's main rendered the deep local for minutes
 async def test_a_failure_is_one_short_record_without_locals_or_credentials(
     store: Store, clock: SimulatedClock, tmp_path: Path
 ) -> None:
@@ -234,7 +231,7 @@ def test_a_logged_failure_shows_frames_but_no_locals_or_credentials(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     saved = structlog.get_config()
-    logs.configure("info")
+    configure_logging("info")  # as every steward process does
     try:
         log = structlog.get_logger("test")
         token = "stw_" + "s3cret" * 6
