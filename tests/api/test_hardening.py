@@ -23,7 +23,6 @@ from api_support import Api, delivery
 from steward import logs
 from steward.api import create_app
 from steward.api.app import API_PREFIX
-from steward.cli.common import configure_logging
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.limits import MAX_DEPTH
 from steward.errors import TooLarge, UsageError
@@ -231,7 +230,7 @@ def test_a_logged_failure_shows_frames_but_no_locals_or_credentials(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     saved = structlog.get_config()
-    configure_logging("info")  # as every steward process does
+    logs.configure("info")  # as every steward process does
     try:
         log = structlog.get_logger("test")
         token = "stw_" + "s3cret" * 6
