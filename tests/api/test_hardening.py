@@ -181,6 +181,17 @@ async def test_the_facade_refuses_what_no_interface_may_store(
             TooLarge,
             "goal",
         ),
+        (
+            owner.add_trigger(
+                person_id=pid,
+                kind=TriggerKind.CRON,
+                spec="0 9 * * *",
+                task=TaskSpec(kind="noop"),
+                grace_seconds=1e300,
+            ),
+            UsageError,
+            "grace_seconds",
+        ),
         (owner.add_grant(person_id=pid, scopes=["a.b"], hours=1e300), UsageError, "hours"),
         (owner.add_grant(person_id=pid, scopes=["a.b"], hours=float("nan")), UsageError, "hours"),
         (owner.add_grant(person_id=pid, scopes=["a.b"], constraints=deep), TooLarge, "grant"),

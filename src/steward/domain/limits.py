@@ -73,6 +73,15 @@ def hours_ahead(hours: float, what: str) -> timedelta:
     return timedelta(hours=hours)
 
 
+def seconds_span(seconds: float, what: str) -> timedelta:
+    """``seconds`` as a span: from zero to :data:`MAX_HOURS` (an absurd number would
+    overflow a time wherever it is used later, in the scheduler say)."""
+    most = MAX_HOURS * 3600
+    if not (isinstance(seconds, int | float) and math.isfinite(seconds) and 0 <= seconds <= most):
+        raise UsageError(f"{what} must be from 0 to {most} seconds (ten years)")
+    return timedelta(seconds=seconds)
+
+
 def check_seq(seq: int, what: str) -> None:
     """Refuse a position outside ``0..MAX_SEQ``."""
     if not 0 <= seq <= MAX_SEQ:

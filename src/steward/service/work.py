@@ -34,7 +34,7 @@ from steward.domain import (
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.feed import FeedEntry
 from steward.domain.ids import new_id
-from steward.domain.limits import check_json, check_seq, check_text
+from steward.domain.limits import check_json, check_seq, check_text, seconds_span
 from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.policy import recipients_of, urls_of
@@ -312,6 +312,7 @@ class WorkService(ServiceBase):
         validate_spec(kind, spec, zone)
         task = _checked(task)
         check_json([name, match], "a trigger")
+        seconds_span(grace_seconds, "grace_seconds")
         if missed_cap < 0:
             raise UsageError("missed_cap cannot be negative")
         now = self.clock.now()
