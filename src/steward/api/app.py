@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from steward import web
 from steward.api import mcp, openapi
 from steward.api.common import problem
-from steward.api.guard import CRASHED, BodyTooLarge, Guard, log_crash
+from steward.api.guard import CRASHED, BodyTooLarge, Guard, log_crash, too_large
 from steward.api.routes import call, memory, security, skills, stream, webhooks, work
 from steward.errors import StewardError, UsageError
 from steward.service import Service
@@ -85,7 +85,7 @@ def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
         if isinstance(exc, BodyTooLarge):
-            return problem(413, "Content too large", str(exc.detail))
+            return too_large(exc.most)
         return problem(exc.status_code, "HTTP error", str(exc.detail))
 
 

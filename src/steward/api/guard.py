@@ -47,7 +47,7 @@ class BodyTooLarge(HTTPException):
     as a problem detail wherever the body is being read)."""
 
     def __init__(self, most: int) -> None:
-        super().__init__(413, f"a request body here is at most {most} bytes")
+        super().__init__(413, "request body too large")
         self.most = most
 
 
@@ -84,7 +84,7 @@ class Guard:
         path: str = scope.get("path", "")
         most = next((n for p, n in self.max_bodies.items() if path.startswith(p)), self.max_body)
         if _declared_length(scope) > most:
-            await _too_large(most)(scope, receive, send)
+            await too_large(most)(scope, receive, send)
             return
         started = time.perf_counter()
         responding = False
@@ -104,16 +104,15 @@ class Guard:
                 responding = True
                 # how long the server spent, for the person's browser tools and for bench/
                 spent = (time.perf_counter() - started) * 1000
-                message.setdefault("headers", []).append(
-                    (b"server-timing", f"app;dur={spent:.1f}".encode())
-                )
+                timing = (b"server-timing", f"app;dur={spent:.1f}".encode())
+                message["headers"] = [*message.get("headers", ()), timing]
             await send(message)
 
         try:
             await self.app(scope, counted, timed)
         except BodyTooLarge:  # read outside a route (its handler answers one inside)
             if not responding:
-                await _too_large(most)(scope, receive, send)
+                await too_large(most)(scope, receive, send)
         except Exception as exc:
             await log_crash(scope, exc)
             if not responding:  # else the stream is cut: nothing more can be said in it
@@ -137,5 +136,6 @@ def _declared_length(scope: Scope) -> int:
     return 0
 
 
-def _too_large(most: int) -> JSONResponse:
+def too_large(most: int) -> JSONResponse:
+    """The answer to a body over ``most`` bytes."""
     return problem(413, "Content too large", f"a request body here is at most {most} bytes")
