@@ -59,6 +59,7 @@ async def answered_meanwhile(api: Api, bad: Awaitable[httpx.Response]) -> httpx.
     async with api.client(api.b.read) as other:
         meanwhile = await asyncio.wait_for(other.get("/goals"), WAIT)
     assert meanwhile.status_code == 200
+    assert meanwhile.headers["server-timing"].startswith("app;dur=")
     return await asyncio.wait_for(sent, WAIT)
 
 
