@@ -197,6 +197,7 @@ async def test_the_facade_refuses_what_no_interface_may_store(
         (owner.add_grant(person_id=pid, scopes=["a.b"], hours=float("nan")), UsageError, "hours"),
         (owner.add_grant(person_id=pid, scopes=["a.b"], constraints=deep), TooLarge, "grant"),
         (owner.ask_agent(person_id=pid, instructions="x", budget=deep), TooLarge, "a task"),
+        (owner.remember(person_id=pid, content="x", subjects=["y" * 2_000_000]), TooLarge, "subj"),
         (owner.feed(person_id=pid, after_seq=10**20), UsageError, "after_seq"),
     ]
     for call, error, naming in refused:

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from steward.domain.audience import Audience
 from steward.domain.ids import new_id
-from steward.domain.limits import MAX_JSON_CHARS, check_text
+from steward.domain.limits import MAX_JSON_CHARS, check_json, check_text
 from steward.domain.memory import (
     Memory,
     MemoryHit,
@@ -180,6 +180,7 @@ class MemoryService(ServiceBase):
         """Remember what the person states. Each statement is its own source, so forgetting it
         purges just that statement and blocks nothing else the person says later."""
         person_id = self._for(person_id, CONTROL)
+        check_json(list(subjects), "a memory's subjects")
         return await self.memory.write(
             person_id=person_id,
             content=content,
@@ -212,6 +213,7 @@ class MemoryService(ServiceBase):
         """Change a memory (a new version; the old one stays in its history). With
         ``expected_version``, a memory changed meanwhile is a :class:`Conflict`."""
         await self._memory(memory_id, CONTROL)
+        check_json(list(subjects or ()), "a memory's subjects")
         return await self.memory.edit(
             memory_id,
             actor=self._changer(),
