@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import httpx
 
 from steward.service import Service
+from steward.service.hooks import sign
 from tenancy_support import Tenant
 
 
@@ -57,3 +59,13 @@ class EventReader:
                 name, _, value = line.partition(":")
                 fields[name] = value.removeprefix(" ")
         raise AssertionError(f"the stream ended after {len(found)} of {count} events")
+
+
+def delivery(secret: str, body: bytes, *, at: datetime, delivery_id: str = "d-1") -> dict[str, str]:
+    """The headers a sender puts on a webhook delivery sent at ``at`` (Standard Webhooks)."""
+    stamp = int(at.timestamp())
+    return {
+        "webhook-id": delivery_id,
+        "webhook-timestamp": str(stamp),
+        "webhook-signature": sign(secret, delivery_id, stamp, body),
+    }

@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     """Default step budget of one agent activation."""
     approval_ttl_hours: float = Field(default=168.0, gt=0)
     """Undecided approvals expire after this."""
+    streams_per_person: int = Field(default=16, ge=1)
+    """Live streams (SSE) one person may have open at once on the API; one more is a 429."""
 
     database_busy_timeout_seconds: float = Field(default=30.0, gt=0)
     """SQLite: how long a write waits for another process's write lock; past it the write

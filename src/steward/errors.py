@@ -90,6 +90,18 @@ class Forbidden(UsageError):
     status_code = 403
 
 
+class TooLarge(UsageError):
+    """A request, or a value to store, beyond a limit (the message names the limit)."""
+
+    status_code = 413
+
+
+class TooMany(UsageError):
+    """More at once than a person may have open (the message names the limit)."""
+
+    status_code = 429
+
+
 # --- runtime errors ------------------------------------------------------------------------
 
 

@@ -35,7 +35,7 @@ import pytest
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel
 
-from api_support import Api
+from api_support import Api, delivery
 from conftest import START
 from steward.api import create_app
 from steward.api.app import API_PREFIX
@@ -47,7 +47,6 @@ from steward.domain.skill import SkillContent
 from steward.memory.skills import SkillLibrary
 from steward.runtime.clock import SimulatedClock
 from steward.service import Service
-from steward.service.hooks import sign
 from steward.store import Store
 from steward.testing.http_server import serving
 from tenancy_support import Tenant, make_tenant, state_of
@@ -176,10 +175,7 @@ class Case:
         path = self.route.format(**{p: fill[p](side) for p in self.placeholders})
         params = self.params(side) if self.params else {}
         if self.scope == SIGNED:
-            headers = {
-                "X-Steward-Signature": sign(side.hook_secret, DELIVERY),
-                "X-Steward-Delivery": "delivery-1",
-            }
+            headers = delivery(side.hook_secret, DELIVERY, at=START, delivery_id="delivery-1")
             return Request(self.method, path, params, content=DELIVERY, headers=headers)
         if body is None and self.body is not None:
             body = self.body(side)
@@ -871,10 +867,12 @@ async def test_every_route_needs_credentials(world: World, case: Case) -> None:
         headers = dict(request.headers)
         token = world.api.a.control
         for refused in (
-            {**headers, "X-Steward-Signature": "sha256=" + "0" * 64},
-            {**headers, "X-Steward-Signature": "garbage"},
-            {**headers, "X-Steward-Signature": sign(world.b.hook_secret, DELIVERY)},
-            {**headers, "X-Steward-Signature": sign(world.a.hook_secret, b"{}")},
+            {**headers, "webhook-signature": "v1," + "A" * 44},
+            {**headers, "webhook-signature": "garbage"},
+            delivery(world.b.hook_secret, DELIVERY, at=START, delivery_id="delivery-1"),
+            # signed for another body, or another id: a replay under a new id
+            {**delivery(world.a.hook_secret, b"{}", at=START), "webhook-id": "delivery-1"},
+            {**headers, "webhook-id": "delivery-2"},
         ):
             async with world.client(token) as client:  # a token is no signature
                 assert_problem(await send(client, replace(request, headers=refused)), 401)
@@ -898,7 +896,9 @@ async def test_a_delivery_without_a_signature_is_unauthorized(world: World) -> N
     before = await world.states()
     async with world.client(None) as client:
         answer = await client.post(
-            f"/hooks/{world.a.hook}", content=DELIVERY, headers={"X-Steward-Delivery": "d-1"}
+            f"/hooks/{world.a.hook}",
+            content=DELIVERY,
+            headers={"webhook-id": "d-1", "webhook-timestamp": str(int(START.timestamp()))},
         )
     assert_problem(Answer(answer.status_code, answer.headers, answer.text), 401)
     assert await world.states() == before
@@ -996,7 +996,7 @@ async def test_bad_input_is_refused_and_changes_nothing(world: World, case: Case
             refused.append((replace(mine, path=path), 422, "version"))
     if case.scope == SIGNED:  # signed, but not a JSON object
         for content in (b"[1]", b"{not json"):
-            headers = {**mine.headers, "X-Steward-Signature": sign(world.a.hook_secret, content)}
+            headers = delivery(world.a.hook_secret, content, at=START, delivery_id="delivery-1")
             refused.append((replace(mine, content=content, headers=headers), 400, "JSON object"))
     async with world.client(world.api.a.control) as client:
         for request, status, named in refused:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from api_support import Api
+from api_support import Api, delivery
 from steward.domain import TaskSpec, TriggerKind
 from steward.runtime.clock import SimulatedClock
-from steward.service.hooks import sign
 from steward.store import Store
 
 
@@ -36,20 +35,20 @@ async def test_a_signed_delivery_is_taken_once_and_fires_the_goals_trigger(
         forged = await hook.post(
             f"/hooks/{trigger.id}",
             content=body,
-            headers={"X-Steward-Signature": sign("guessed", body), "X-Steward-Delivery": "d-1"},
+            headers=delivery("whsec_Z3Vlc3NlZA==", body, at=clock.now()),
         )
         assert forged.status_code == 401
         assert forged.headers["content-type"] == "application/problem+json"
         assert await store.list_events(person_id=a.person.id, limit=100) == events_before
 
-        headers = {"X-Steward-Signature": sign(secret, body), "X-Steward-Delivery": "d-1"}
+        headers = delivery(secret, body, at=clock.now())
         taken = await hook.post(f"/hooks/{trigger.id}", content=body, headers=headers)
         again = await hook.post(f"/hooks/{trigger.id}", content=body, headers=headers)
-        # the same body under another delivery id is another delivery
+        # the same body signed under another delivery id is another delivery
         other = await hook.post(
             f"/hooks/{trigger.id}",
             content=body,
-            headers=headers | {"X-Steward-Delivery": "d-2"},
+            headers=delivery(secret, body, at=clock.now(), delivery_id="d-2"),
         )
 
     assert (taken.status_code, taken.json()["duplicate"]) == (202, False)
@@ -71,7 +70,7 @@ async def test_a_signed_delivery_is_taken_once_and_fires_the_goals_trigger(
 
 
 async def test_a_delivery_needs_this_triggers_current_secret_and_a_json_object(
-    api: Api, store: Store
+    api: Api, store: Store, clock: SimulatedClock
 ) -> None:
     a, b = api.a, api.b
     mine = await api.owner.add_trigger(
@@ -104,7 +103,7 @@ async def test_a_delivery_needs_this_triggers_current_secret_and_a_json_object(
             answer = await hook.post(
                 f"/hooks/{trigger_id}",
                 content=content,
-                headers={"X-Steward-Signature": sign(secret, content), "X-Steward-Delivery": "x"},
+                headers=delivery(secret, content, at=clock.now(), delivery_id="x"),
             )
         return answer.status_code
 

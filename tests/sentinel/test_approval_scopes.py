@@ -118,6 +118,9 @@ async def test_approve_for_hours_expires_and_bad_scopes_change_nothing(
         await svc.decide_approval(approval.id, approve=True, scope="forever")
     with pytest.raises(UsageError, match="hours > 0"):
         await svc.decide_approval(approval.id, approve=True, scope="hours")
+    for absurd in (1e300, float("inf"), float("nan"), -1.0):  # 1e300 overflowed a timedelta
+        with pytest.raises(UsageError, match="at most"):
+            await svc.decide_approval(approval.id, approve=True, scope="hours", hours=absurd)
     assert (await svc.get_approval(approval.id)).status.value == "pending"
     await svc.decide_approval(approval.id, approve=True, scope="hours", hours=2)
     [grant] = await svc.list_grants(person_id=person)

@@ -215,7 +215,9 @@ async def test_approved_always_then_the_grant_revoked_and_the_next_send_is_held_
         person_id=world.person.id, instructions=INSTRUCTIONS, goal_id=world.goal.id
     )
     await page.locator("article.approval button[value='always']").click(timeout=LIVE)
-    await expect(page.locator(".flash")).to_have_text("Approved always.")
+    await expect(page.locator(".flash")).to_have_text(
+        "Approved always, for the same recipients and sites."
+    )
     await _until_done(world, first.id)
     [grant] = await world.owner.list_grants(person_id=world.person.id)
 

@@ -228,7 +228,7 @@ async def test_approving_from_the_inbox_records_the_decision(site: Site) -> None
     assert answer.status_code == 303
     assert answer.headers["location"] == "/inbox"
     inbox = await me.get("/inbox")
-    assert "Approved for the rest of this task." in inbox.text
+    assert "Approved for the rest of this task, for the same recipients and sites." in inbox.text
     decided = await site.owner.get_approval(site.a.approval.id)
     assert decided.status is ApprovalStatus.APPROVED
     assert decided.decided_by == f"token:{site.a.token.id}"

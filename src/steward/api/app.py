@@ -8,11 +8,9 @@ and scopes, so tenancy and scopes are decided in one place, the facade, for ever
 
 from __future__ import annotations
 
-import time
 from importlib.metadata import version
 from typing import Any
 
-import structlog
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -21,18 +19,22 @@ from starlette.exceptions import HTTPException
 from steward import web
 from steward.api import mcp, openapi
 from steward.api.common import problem
+from steward.api.guard import CRASHED, BodyTooLarge, Guard, log_crash, too_large
 from steward.api.routes import call, memory, security, skills, stream, webhooks, work
 from steward.errors import StewardError, UsageError
 from steward.service import Service
-
-log = structlog.get_logger(__name__)
+from steward.service.hooks import MAX_BODY as MAX_DELIVERY
 
 API_PREFIX = "/api/v1"
+MAX_BODY = 2_000_000
+"""Bytes in one request body (a webhook delivery's: :data:`MAX_DELIVERY`): a larger one is a
+413, refused before it is read or parsed."""
 
 
-def create_app(service: Service) -> FastAPI:
+def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER_PERSON) -> FastAPI:
     """The API, MCP at ``/mcp`` and the dashboard at ``/``, for ``service``, an owner's
-    facade: each request acts through the facade bound to its token (or session)."""
+    facade: each request acts through the facade bound to its token (or session); a person has
+    at most ``streams_per_person`` live streams open at once."""
     app = FastAPI(
         title="Steward",
         version=version("steward"),
@@ -46,6 +48,7 @@ def create_app(service: Service) -> FastAPI:
         redoc_url=None,
     )
     app.state.service = service
+    app.state.streams = stream.Streams(streams_per_person)
     api = APIRouter(prefix=API_PREFIX)
     for module in (work, security, memory, skills, stream, webhooks, call):
         api.include_router(module.router)
@@ -55,25 +58,24 @@ def create_app(service: Service) -> FastAPI:
     _handle_errors(app)
     openapi.install(app, prefix=API_PREFIX)
 
-    @app.middleware("http")
-    async def server_timing(request: Request, call_next: Any) -> Any:
-        # how long the server spent, for the person's browser tools and for bench/
-        started = time.perf_counter()
-        response = await call_next(request)
-        spent = (time.perf_counter() - started) * 1000
-        response.headers["Server-Timing"] = f"app;dur={spent:.1f}"
-        return response
-
+    hooks = f"{API_PREFIX}/hooks/"
+    app.add_middleware(
+        Guard,
+        api_prefix=API_PREFIX,
+        unsigned=(hooks,),
+        max_body=MAX_BODY,
+        max_bodies={hooks: MAX_DELIVERY},
+    )
     return app
 
 
 def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(StewardError)
-    async def steward_error(_request: Request, exc: StewardError) -> JSONResponse:
+    async def steward_error(request: Request, exc: StewardError) -> JSONResponse:
         if isinstance(exc, UsageError):
             return problem(exc.status_code, type(exc).__name__, str(exc))
-        log.error("request failed", error=repr(exc))
-        return problem(500, "Internal error", "Steward failed to do this; see its log")
+        await log_crash(request.scope, exc)
+        return problem(500, "Internal error", CRASHED)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -82,12 +84,9 @@ def _handle_errors(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        if isinstance(exc, BodyTooLarge):
+            return too_large(exc.most)
         return problem(exc.status_code, "HTTP error", str(exc.detail))
-
-    @app.exception_handler(Exception)
-    async def crash(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("request crashed", error=repr(exc))
-        return problem(500, "Internal error", "Steward failed to do this; see its log")
 
 
 def _where(error: dict[str, Any]) -> str:

@@ -16,8 +16,6 @@ from steward.service.encode import to_jsonable
 
 PROBLEM = "application/problem+json"
 MOST_PER_PAGE = 500
-MAX_SEQ = 2**63 - 1
-"""The largest sequence number or version a database integer holds (a larger one is a 422)."""
 
 bearer = HTTPBearer(
     auto_error=False,

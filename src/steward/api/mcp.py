@@ -156,9 +156,9 @@ def build_server(service: Service, *, token: str | None = None) -> MCPServer:
         scope: Annotated[
             Literal["once", "task", "hours", "always"],
             Field(
-                description="What approving also allows: just this action (once), the same tool "
-                "for the rest of this task (task), for some hours (hours, with `hours`), or "
-                "always for the same recipients and hosts (always)."
+                description="What approving also allows: just this action (once), or the same "
+                "tool for the same recipients and hosts (at most the same amount) for the rest "
+                "of this task (task), for some hours (hours, with `hours`), or always (always)."
             ),
         ] = "once",
         hours: Annotated[

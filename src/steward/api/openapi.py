@@ -118,7 +118,8 @@ RESPONSES: Document = {
     ),
     "OtherProblem": _problem(
         "Any other error, as a problem detail: 400 when Steward refuses the request on its "
-        "merits (an unknown status, a deadline in the past, ...), 500 when Steward failed."
+        "merits (an unknown status, a deadline in the past, ...), 413 when the body, or a value "
+        "in it, is beyond a limit (the detail names it), 500 when Steward failed."
     ),
 }
 """The problem responses the rules declare, under ``components/responses``."""
@@ -144,7 +145,10 @@ SPECIAL: dict[tuple[str, str], dict[int, Document | Declared]] = {
     # --- object ids outside the path (a filter, a body's goal), looked up as the token's
     # person's: 404 like an id in the path
     ("get", "/effects"): {404: Declared.SHARED},
-    ("get", "/stream"): {404: Declared.SHARED},
+    ("get", "/stream"): {
+        404: Declared.SHARED,
+        429: _problem("The person has as many live streams open as allowed: close one first."),
+    },
     ("post", "/tasks"): {404: Declared.SHARED},
     ("post", "/triggers"): {404: Declared.SHARED},
     # --- changes the object's state or version may refuse ------------------------------------

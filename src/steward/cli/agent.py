@@ -324,8 +324,8 @@ def _decide_command(name: str, approve: bool, doc: str) -> None:
         for_: str = typer.Option(
             "once",
             "--for",
-            help="Approving also allows: once, task (rest of this task), hours, always "
-            "(this tool for these recipients/hosts).",
+            help="Approving also allows, for this tool and these recipients/hosts only: once, "
+            "task (rest of this task), hours, always.",
         ),
         hours: float | None = typer.Option(None, help="With --for hours: how many."),
         db: str | None = DbOption,

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
-import structlog
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -22,6 +19,7 @@ from steward.app import database_limits, embedder_from
 from steward.cli.remote import TOKEN_ENV, remote_login, remote_service
 from steward.config import Settings
 from steward.errors import StewardError
+from steward.logs import configure as configure_logging
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Store
@@ -41,25 +39,6 @@ AudienceOption = typer.Option(
     "agent may disclose here.",
 )
 PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
-
-
-def configure_logging(level: str = "info") -> None:
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.getLevelNamesMapping()[level.upper()]
-        ),
-        logger_factory=structlog.PrintLoggerFactory(_Stderr()),  # type: ignore[arg-type]
-    )
-
-
-class _Stderr:
-    """Whatever ``sys.stderr`` is at write time (test runners swap and close it)."""
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
 
 
 def run(coro: Callable[[], Awaitable[T]]) -> T:

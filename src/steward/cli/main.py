@@ -19,7 +19,6 @@ from steward.app import build_harness, database_limits, embedder_from
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import (
     DbOption,
-    configure_logging,
     console,
     err_console,
     run,
@@ -36,6 +35,7 @@ from steward.cli.vault import secret_app, vault_app
 from steward.config import Settings
 from steward.domain import Person, TaskSpec, TriggerKind
 from steward.domain.trigger import MissedPolicy
+from steward.logs import configure as configure_logging
 from steward.memory.jobs import schedule_consolidation
 from steward.runtime.builtin import builtin_harness
 from steward.runtime.clock import Clock, SimulatedClock
@@ -104,7 +104,11 @@ async def _serve(
             address = None
             if http is not None:  # the API and the dashboard, in this process and loop
                 address = await stack.enter_async_context(
-                    serving(create_app(service), host=http[0], port=http[1])
+                    serving(
+                        create_app(service, streams_per_person=settings.streams_per_person),
+                        host=http[0],
+                        port=http[1],
+                    )
                 )
             if banner:
                 _banner(settings, store, harness.model.name, person, config, address)

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from steward.domain.audience import Audience
 from steward.domain.ids import new_id
+from steward.domain.limits import MAX_JSON_CHARS, check_json, check_text
 from steward.domain.memory import (
     Memory,
     MemoryHit,
@@ -179,6 +180,7 @@ class MemoryService(ServiceBase):
         """Remember what the person states. Each statement is its own source, so forgetting it
         purges just that statement and blocks nothing else the person says later."""
         person_id = self._for(person_id, CONTROL)
+        check_json(list(subjects), "a memory's subjects")
         return await self.memory.write(
             person_id=person_id,
             content=content,
@@ -211,6 +213,7 @@ class MemoryService(ServiceBase):
         """Change a memory (a new version; the old one stays in its history). With
         ``expected_version``, a memory changed meanwhile is a :class:`Conflict`."""
         await self._memory(memory_id, CONTROL)
+        check_json(list(subjects or ()), "a memory's subjects")
         return await self.memory.edit(
             memory_id,
             actor=self._changer(),
@@ -290,6 +293,7 @@ class MemoryService(ServiceBase):
         applied when a line is malformed; a bullet whose memory changed since the export is a
         conflict, never overwritten; new bullets come from ``import:<file name>``."""
         person_id = self._for(person_id, CONTROL)
+        check_text(markdown, "a MEMORY.md import", most=MAX_JSON_CHARS)
         ref = re.sub(r"[\s:]+", "_", file_name.strip())[:300] or "MEMORY.md"
         return await import_markdown(
             self.memory,

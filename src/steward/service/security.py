@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
 from steward.domain import (
@@ -18,6 +17,7 @@ from steward.domain import (
     RuleMode,
 )
 from steward.domain.ids import new_id
+from steward.domain.limits import check_json, hours_ahead
 from steward.errors import ConfigError, UsageError
 from steward.sentinel.audit import AuditVerdict
 from steward.sentinel.tokens import CONTROL, READ
@@ -92,6 +92,7 @@ class SecurityService(ServiceBase):
         person_id = self._for(person_id, CONTROL)
         if not scopes:
             raise UsageError("a connection exposes at least one scope (e.g. email.read)")
+        check_json([kind, name, list(scopes), list(hosts)], "a connection")
         return await self.store.add_connection(
             Connection(
                 id=new_id("con"),
@@ -131,8 +132,8 @@ class SecurityService(ServiceBase):
         """A grant the person gives directly: standing, or for ``hours`` from now."""
         person_id = self._for(person_id, CONTROL)
         issued_by = self._decider(issued_by)
-        if hours is not None and hours <= 0:
-            raise UsageError("a grant for some hours needs hours > 0")
+        lasts = None if hours is None else hours_ahead(hours, "a grant's hours")
+        check_json([list(scopes), constraints, reason], "a grant")
         now = self.clock.now()
         return await self.store.add_grant(
             Grant(
@@ -141,7 +142,7 @@ class SecurityService(ServiceBase):
                 scopes=tuple(scopes),
                 lifetime=Lifetime.STANDING if hours is None else Lifetime.UNTIL,
                 constraints=constraints or {},
-                expires_at=None if hours is None else now + timedelta(hours=hours),
+                expires_at=None if lasts is None else now + lasts,
                 issued_by=issued_by,
                 reason=reason,
                 created_at=now,
@@ -163,6 +164,7 @@ class SecurityService(ServiceBase):
         except ValueError as exc:
             modes = ", ".join(m.value for m in RuleMode)
             raise UsageError(f"unknown rule mode {mode!r}; use one of {modes}") from exc
+        check_json([pattern, priority, reason], "a rule")
         return await self.store.add_rule(
             Rule(
                 id=new_id("rul"),
@@ -193,6 +195,7 @@ class SecurityService(ServiceBase):
         person_id = self._for(person_id, CONTROL)
         if not value:
             raise UsageError("the secret's value is empty")
+        check_json([name, value, list(hosts)], "a secret")
         return await self.store.put_secret(
             person_id=person_id,
             name=name,

@@ -34,6 +34,7 @@ from steward.domain import (
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.feed import FeedEntry
 from steward.domain.ids import new_id
+from steward.domain.limits import check_json, check_seq, check_text, hours_ahead, seconds_span
 from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.arguments import pinned_constraints
@@ -104,6 +105,9 @@ class WorkService(ServiceBase):
         person_id = self._for(person_id, CONTROL)
         if not title.strip():
             raise UsageError("a goal needs a title")
+        check_json(
+            [title, instructions, list(constraints), stop_condition, list(sources)], "a goal"
+        )
         if report_policy not in ("all", "actionable", "none"):
             raise UsageError("report policy must be one of: all, actionable, none")
         if deadline is not None and deadline <= self.clock.now():
@@ -203,8 +207,9 @@ class WorkService(ServiceBase):
         person_id = self._for(person_id, READ)
         if goal_id is not None:
             await self._goal(goal_id, READ)
-        if after_seq < 0 or not 1 <= limit <= 1000:
-            raise UsageError("after_seq must not be negative, and limit is from 1 to 1000")
+        check_seq(after_seq, "after_seq")
+        if not 1 <= limit <= 1000:
+            raise UsageError("limit is from 1 to 1000")
         return await self.store.feed_since(
             person_id=person_id, after_seq=after_seq, goal_id=goal_id, limit=limit
         )
@@ -307,6 +312,8 @@ class WorkService(ServiceBase):
         zone = timezone or person.timezone
         validate_spec(kind, spec, zone)
         task = _checked(task)
+        check_json([name, match], "a trigger")
+        seconds_span(grace_seconds, "grace_seconds")
         if missed_cap < 0:
             raise UsageError("missed_cap cannot be negative")
         now = self.clock.now()
@@ -362,6 +369,7 @@ class WorkService(ServiceBase):
         person_id = self._for(person_id, CONTROL)
         if not type:
             raise UsageError("an event needs a type")
+        check_json([type, source, dedupe_key, payload], "an event")
         event, created = await self.store.add_event(
             person_id=person_id,
             type=type,
@@ -457,6 +465,7 @@ class WorkService(ServiceBase):
         await self._task(task_id, CONTROL)
         if not answer.strip():
             raise UsageError("the answer is empty")
+        check_text(answer, "the answer")
         await self.store.answer_input(task_id, answer, now=self.clock.now())
         self._nudge()
 
@@ -525,9 +534,9 @@ class WorkService(ServiceBase):
         lifetime = {"task": Lifetime.TASK, "hours": Lifetime.UNTIL, "always": Lifetime.STANDING}
         expires_at = None
         if scope == "hours":
-            if hours is None or hours <= 0:
+            if hours is None:
                 raise UsageError("approving for some hours needs hours > 0")
-            expires_at = now + timedelta(hours=hours)
+            expires_at = now + hours_ahead(hours, "approving for some hours")
         # bound to what this action touches, or refused: never wider than what was approved
         constraints.update(pinned_constraints(approval.args))
         return Grant(
@@ -579,6 +588,7 @@ def _checked(spec: TaskSpec) -> TaskSpec:
     """A task spec as stored: a bad one is refused here, not discovered mid-run."""
     if spec.max_attempts < 1:
         raise UsageError("max_attempts must be at least 1")
+    check_json([spec.kind, spec.title, spec.input], "a task")
     if spec.kind == "http_post":
         # where it may post is decided when it runs (connections change); what it names is
         # read here, the way the sentinel and the broker will read it

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 
 from steward.domain.feed import FeedEntry
+from steward.domain.limits import MAX_SEQ
 from steward.service import Service
 
 PAGE = 1000
@@ -25,4 +26,6 @@ async def since(svc: Service, after: int, *, most: int) -> list[FeedEntry]:
 
 def cookie_seq(request: Request, name: str) -> int:
     value = request.cookies.get(name, "")
-    return int(value) if value.isdigit() else 0
+    # a cookie is the browser's to change: one that is not a seq starts from the beginning
+    seq = int(value) if value.isascii() and value.isdigit() and len(value) < 20 else 0
+    return seq if seq <= MAX_SEQ else 0

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from steward.api.common import MAX_SEQ, MOST_PER_PAGE, Caller, json, page, seq_page
+from steward.api.common import MOST_PER_PAGE, Caller, json, page, seq_page
 from steward.api.routes.work import Body, Limit, Offset
+from steward.domain.limits import MAX_SEQ
 
 router = APIRouter()
 

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from steward.api.common import MAX_SEQ, Caller, json
+from steward.api.common import Caller, json
 from steward.api.routes.work import Body
+from steward.domain.limits import MAX_SEQ
 
 router = APIRouter(tags=["skills"])
 

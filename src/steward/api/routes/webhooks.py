@@ -1,4 +1,5 @@
-"""Webhook deliveries, and the secret that signs them."""
+"""Webhook deliveries, and the secret that signs them (the Standard Webhooks scheme, see
+:mod:`steward.service.hooks`)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,13 @@ async def webhook_secret(svc: Caller, request: Request, trigger_id: str) -> JSON
         {
             "url": url,
             "secret": secret,
-            "signature_header": "X-Steward-Signature: sha256=<hex HMAC-SHA256 of the body>",
-            "delivery_header": "X-Steward-Delivery: <unique id per delivery>",
+            "scheme": "Standard Webhooks (https://www.standardwebhooks.com)",
+            "headers": {
+                "webhook-id": "<unique id per delivery>",
+                "webhook-timestamp": "<Unix seconds when sent; refused 5 minutes either side>",
+                "webhook-signature": 'v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>" '
+                "under the base64-decoded secret after whsec_>",
+            },
         },
         201,
     )
@@ -36,19 +42,24 @@ async def webhook_secret(svc: Caller, request: Request, trigger_id: str) -> JSON
     "/hooks/{trigger_id}",
     name="deliver",
     status_code=202,
-    summary="Deliver an event to a trigger (signed; no bearer token)",
+    summary="Deliver an event to a trigger (signed as Standard Webhooks; no bearer token)",
     openapi_extra={"security": []},
 )
 async def deliver(
     request: Request,
     trigger_id: str,
     # optional here: a delivery without a signature is refused as unauthorized, not invalid
-    x_steward_signature: Annotated[str, Header(max_length=200)] = "",
-    x_steward_delivery: Annotated[str, Header(max_length=200)] = "",
+    webhook_id: Annotated[str, Header(max_length=200)] = "",
+    webhook_timestamp: Annotated[str, Header(max_length=20)] = "",
+    webhook_signature: Annotated[str, Header(max_length=1000)] = "",
 ) -> JSONResponse:
     service: Service = request.app.state.service
     body = await request.body()
     event, created = await service.receive_webhook(
-        trigger_id, body, signature=x_steward_signature, delivery_id=x_steward_delivery
+        trigger_id,
+        body,
+        delivery_id=webhook_id,
+        timestamp=webhook_timestamp,
+        signature=webhook_signature,
     )
     return json({"event_id": event.id, "duplicate": not created}, 202)

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from steward.api.common import MAX_SEQ, MOST_PER_PAGE, Caller, json, page, seq_page
+from steward.api.common import MOST_PER_PAGE, Caller, json, page, seq_page
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
 from steward.domain.approval import ApprovalStatus
+from steward.domain.limits import MAX_SEQ
 from steward.domain.trigger import MissedPolicy
 
 router = APIRouter()

@@ -3,11 +3,12 @@ what was done and decided, what waits for the person, and what each goal has cos
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request, Response
+from fastapi import Query, Request, Response
 
 from steward.domain import TaskStatus
+from steward.domain.limits import MAX_SEQ
 from steward.web import feed
 from steward.web.digest import digest
 from steward.web.render import page
@@ -22,7 +23,9 @@ YEAR = 365 * 24 * 3600
 
 
 @router.get("/")
-async def home(request: Request, svc: Viewer, since: int | None = None) -> Response:
+async def home(
+    request: Request, svc: Viewer, since: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None
+) -> Response:
     seen = feed.cookie_seq(request, SEEN_COOKIE) if since is None else since
     entries = await feed.since(svc, seen, most=MOST_SHOWN)
     goals = await svc.list_goals(person_id="")

@@ -63,6 +63,8 @@ async def decide(request: Request, svc: Viewer, approval_id: str) -> Response:
     await svc.decide_approval(approval_id, approve=True, note=note, scope=decision, hours=hours)
     scope = {"once": "this once", "task": "for the rest of this task", "always": "always"}
     said = scope[decision] if hours is None else f"for {hours:g} hours"
+    if decision != "once":  # a lasting approval is pinned to what this action touches
+        said += ", for the same recipients and sites"
     return done(request, back(form, "/inbox"), f"Approved {said}.")
 
 
