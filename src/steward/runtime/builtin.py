@@ -5,7 +5,8 @@
 * ``wait_event`` — waits for an event of ``input.type`` matching ``input.match`` (optionally
   until ``input.timeout_seconds``), records it as evidence in the goal, succeeds.
 * ``http_post`` — for each of ``input.calls`` (default 1) steps, POSTs ``input.body`` to
-  ``input.url`` through the effect journal with an ``Idempotency-Key`` header;
+  ``input.url`` through the effect journal with an ``Idempotency-Key`` header and the
+  lease's fencing token as ``X-Steward-Fence: <task>:<epoch>``;
   ``input.idempotent`` says whether the service honours it (default true).
 """
 
@@ -57,13 +58,18 @@ async def http_post(ctx: StepContext) -> Outcome | None:
     url = str(ctx.input["url"])
     body: dict[str, Any] = dict(ctx.input.get("body", {}))
 
-    async def call(key: str) -> Any:
+    async def call(key: str, fence: str) -> Any:
         async with httpx.AsyncClient(timeout=10.0) as client:
             response = await client.post(
                 url,
                 json=body,
-                # the worker's pid lets test services and logs tell which process sent it
-                headers={"Idempotency-Key": key, "X-Steward-Worker": str(os.getpid())},
+                # the worker's pid lets test services and logs tell which process sent it; the
+                # fence (task:epoch) lets a service refuse a worker that lost the task
+                headers={
+                    "Idempotency-Key": key,
+                    "X-Steward-Fence": fence,
+                    "X-Steward-Worker": str(os.getpid()),
+                },
             )
         if 400 <= response.status_code < 500:
             raise EffectFailed(f"{url} refused: {response.status_code} {response.text[:200]}")
