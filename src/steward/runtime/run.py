@@ -235,6 +235,7 @@ class TaskRun:
             deadline = started + window.lease_seconds_left * SEND_SHARE
             failpoint("effect.after_mark_sent")
             if _elapsed() < deadline:  # the last check: the request starts next, no await between
+                failpoint("effect.before_request")  # inside the residual window (see above)
                 break
             log.warning("effect not sent: its send deadline passed", key=effect.key)
             effect = await self._set(
