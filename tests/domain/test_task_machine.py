@@ -657,8 +657,6 @@ class EffectLifecycle(TaskLifecycle):
             if new is E.SENT:
                 e.attempts += 1
                 e.send_deadline = m.lease_expires
-            elif e.status is E.SENT and new is E.PLANNED:
-                e.attempts -= 1
             e.status = new
             e.history.append(new)
             assert effect.status is new

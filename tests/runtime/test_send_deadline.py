@@ -270,6 +270,36 @@ async def test_a_sender_past_its_send_deadline_records_that_it_did_not_send(
     assert effect.error == "not sent: its send deadline passed before the request started"
 
 
+async def test_an_in_doubt_effect_not_resent_in_time_stays_in_doubt(
+    store: Store, clock: SimulatedClock, person: Person
+) -> None:
+    """Re-sending an in-doubt effect under its key, past the send deadline before the request:
+    not sent, and back in doubt (an earlier send may have happened), its count unchanged."""
+    run = await _claimed_run(store, clock, person)
+    planned = await store.plan_effect(
+        run.fence,
+        key=effect_key(run.task.id, 1, 0),
+        step_seq=1,
+        tool="pay",
+        args={"amount": 5},
+        idempotent=True,
+        now=clock.now(),
+        lease_now=clock.lease_now(),
+    )
+    await store.mark_effect_sent(
+        run.fence, planned.id, now=clock.now(), lease_now=clock.lease_now()
+    )
+    clock.advance(timedelta(seconds=30))  # the lease expires now: still held, nothing left
+
+    async def call(key: str, fence: str) -> Any:
+        raise AssertionError("not sent past its deadline")
+
+    with pytest.raises(RetryLater, match="send deadline"):
+        await run.effect("pay", {"amount": 5}, call, idempotent=True)
+    effect = await store.get_effect(planned.id)
+    assert (effect.status, effect.attempts) == (EffectStatus.IN_DOUBT, 1)
+
+
 async def test_a_sender_hands_the_fencing_token_to_the_service(
     store: Store, clock: SimulatedClock, person: Person
 ) -> None:

@@ -220,6 +220,8 @@ class TaskRun:
         return f"{self.fence.task_id}:{self.fence.epoch}"
 
     async def _send(self, effect: Effect, call: EffectCall) -> Any:
+        # what it goes back to if it is not sent after all: an effect in doubt stays in doubt
+        unsent = effect.status
         for _ in range(SEND_TRIES):
             started = _elapsed()
             try:
@@ -238,10 +240,14 @@ class TaskRun:
                 failpoint("effect.before_request")  # inside the residual window (see above)
                 break
             log.warning("effect not sent: its send deadline passed", key=effect.key)
-            effect = await self._set(
-                effect,
-                EffectStatus.PLANNED,
+            effect = await self.store.set_effect_status(
+                self.fence,
+                effect.id,
+                unsent,
+                now=self.clock.now(),
                 error="not sent: its send deadline passed before the request started",
+                lease_now=self.clock.lease_now(),
+                not_sent=True,
             )
         else:
             raise RetryLater(f"effect {effect.tool} could not start within its send deadline")

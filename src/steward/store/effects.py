@@ -84,11 +84,15 @@ class EffectQueries(TaskQueries):
         result: Any = None,
         error: str | None = None,
         lease_now: datetime | None = None,
+        not_sent: bool = False,
     ) -> Effect:
         """Move an effect along its status machine under the task's fence. Marking it ``sent``
         (see :meth:`mark_effect_sent`) is durable, so after a power loss it is never mistaken
-        for one not yet sent."""
-        window = await self._set_status(fence, effect_id, status, now, result, error, lease_now)
+        for one not yet sent. ``not_sent``: its sender knows it did not start the request (its
+        send deadline passed first), so that send is not counted in ``attempts``."""
+        window = await self._set_status(
+            fence, effect_id, status, now, result, error, lease_now, not_sent
+        )
         return window.effect
 
     async def mark_effect_sent(
@@ -98,7 +102,7 @@ class EffectQueries(TaskQueries):
         lease's expiry. Raises :class:`EffectMaybeInFlight` for an in-doubt effect without an
         idempotency key whose earlier sender may still be sending it."""
         return await self._set_status(
-            fence, effect_id, EffectStatus.SENT, now, None, None, lease_now
+            fence, effect_id, EffectStatus.SENT, now, None, None, lease_now, False
         )
 
     async def _set_status(
@@ -110,6 +114,7 @@ class EffectQueries(TaskQueries):
         result: Any,
         error: str | None,
         lease_now: datetime | None,
+        not_sent: bool,
     ) -> SendWindow:
         now_f = rows.ts(now)
         now_sql = self._now_sql(lease_now)
@@ -131,8 +136,10 @@ class EffectQueries(TaskQueries):
                 values["attempts"] = current.attempts + 1
                 values["send_deadline"] = expires
                 seconds = max(0.0, float(expires) - float(db_now))
-            elif current.status is EffectStatus.SENT and status is EffectStatus.PLANNED:
-                values["attempts"] = current.attempts - 1  # its sender knows it did not send
+            elif not_sent:
+                if current.status is not EffectStatus.SENT:
+                    raise InvalidTransition(f"effect {effect_id} is {current.status}, not sent")
+                values["attempts"] = current.attempts - 1
             if result is not None:
                 values["result"] = rows.dump(result)
             if error is not None:
