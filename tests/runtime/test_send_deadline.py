@@ -344,3 +344,32 @@ async def test_not_applied_is_refused_until_the_send_deadline_and_says_when(
     clock.advance(timedelta(seconds=11))
     resolved = await service.resolve_effect(effect.id, applied=False)
     assert resolved.status is EffectStatus.PLANNED
+
+
+async def test_a_reconciled_not_applied_effect_is_not_resent_before_the_send_deadline(
+    store: Store, clock: SimulatedClock, person: Person
+) -> None:
+    """A reconcile hook that says "not applied" while the effect's sender may still be sending
+    it does not get it sent again: the step is retried once the deadline has passed."""
+    run = await _claimed_run(store, clock, person)
+    sends: list[str] = []
+
+    async def reset(key: str, fence: str) -> Any:
+        raise ConnectionResetError("connection reset by peer")
+
+    async def call(key: str, fence: str) -> Any:
+        sends.append(key)
+        return {"ok": True}
+
+    async def not_applied(key: str) -> tuple[bool, Any] | None:
+        return False, None
+
+    with pytest.raises(RetryLater):
+        await run.effect("pay", {}, reset, idempotent=False)
+    clock.advance(timedelta(seconds=10))
+    again = TaskRun(store=store, clock=clock, claim=run.claim)  # the step runs again
+    with pytest.raises(RetryLater) as later:
+        await again.effect("pay", {}, call, idempotent=False, reconcile=not_applied)
+    assert later.value.delay_seconds == 20
+    assert sends == []
+    assert (await store.list_effects(task_id=run.task.id))[0].status is EffectStatus.IN_DOUBT
