@@ -6,6 +6,7 @@ task), a skill with two versions and two API tokens."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from steward.domain.approval import args_hash
 from steward.domain.ids import new_id
 from steward.domain.memory import Memory, MemoryKind, Source, SourceKind
 from steward.domain.memory_pass import MemoryPass, PassStatus
+from steward.domain.outcome import Retry
 from steward.domain.skill import Skill, SkillContent
 from steward.memory.skills import SkillLibrary
 from steward.runtime.clock import Clock
@@ -118,23 +120,40 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
     )
     token, control = await admin.create_token(person_id=pid, name="phone", scopes=["control"])
     _, read = await admin.create_token(person_id=pid, name="dashboard", scopes=["read"])
-    # what a worker running the task writes: an effect (left in doubt) and an approval
-    [claim] = await store.claim_tasks(
-        worker=f"w-{name}", limit=1, lease_seconds=3600, now=clock.now()
+    # what workers running the task write: an effect whose request failed, left in doubt
+    # (its send deadline, the lease's expiry judged by ``then``, has passed since: the person
+    # may decide it either way), and, in the retry running now, an approval
+    then = now - timedelta(hours=2)
+    [first] = await store.claim_tasks(
+        worker=f"w-{name}", limit=1, lease_seconds=3600, now=clock.now(), lease_now=then
     )
-    assert claim.task.id == task.id
-    fence = Fence.of(claim)
+    assert first.task.id == task.id
     planned = await store.plan_effect(
-        fence,
+        Fence.of(first),
         key=f"{task.id}.1.0",
         step_seq=1,
         tool="send_email",
         args={"to": f"{name}@example.com"},
         idempotent=False,
         now=now,
+        lease_now=then,
     )
     for status in (EffectStatus.SENT, EffectStatus.IN_DOUBT):
-        effect = await store.set_effect_status(fence, planned.id, status, now=now)
+        effect = await store.set_effect_status(
+            Fence.of(first), planned.id, status, now=now, lease_now=then
+        )
+    await store.finish_activation(
+        Fence.of(first),
+        Retry(reason="send_email: connection reset", delay_seconds=0),
+        now=now,
+        steps_taken=0,
+        lease_now=then,
+    )
+    [claim] = await store.claim_tasks(
+        worker=f"w-{name}", limit=1, lease_seconds=3600, now=clock.now()
+    )
+    assert claim.task.id == task.id
+    fence = Fence.of(claim)
     args = {"to": f"friend-of-{name}@example.com"}
     approval_id = new_id("apr")
     notification = new_id("ntf")

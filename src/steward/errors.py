@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 
@@ -72,6 +73,18 @@ class Conflict(UsageError):
     """The object changed since the caller read it; read it again and redo the change."""
 
     status_code = 409
+
+
+class EffectMaybeInFlight(Conflict):
+    """An effect whose outcome is unknown may still be on its way: the process that marked it
+    sent could start the request until ``not_before`` (by the database's clock). Until then
+    nobody may decide it did not happen, nor send it again without a key the service
+    dedupes."""
+
+    def __init__(self, message: str, *, not_before: datetime, seconds_left: float) -> None:
+        super().__init__(message)
+        self.not_before = not_before
+        self.seconds_left = seconds_left
 
 
 class ConfigError(UsageError):

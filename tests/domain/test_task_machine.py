@@ -42,7 +42,7 @@ from steward.domain.task import (
     can_transition,
     check_task_transition,
 )
-from steward.errors import InvalidTransition, LeaseLost
+from steward.errors import EffectMaybeInFlight, InvalidTransition, LeaseLost
 from steward.runtime.clock import SimulatedClock
 from steward.store import Fence, Store
 
@@ -112,6 +112,11 @@ EFFECT_ALLOWED = {
     (E.IN_DOUBT, E.FAILED),
     (E.IN_DOUBT, E.SENT),
     (E.IN_DOUBT, E.PLANNED),
+    # its task ended first; its sender knew it had not started the request; decided not
+    # applied after its task ended
+    (E.PLANNED, E.ABANDONED),
+    (E.SENT, E.PLANNED),
+    (E.IN_DOUBT, E.ABANDONED),
 }
 
 
@@ -126,7 +131,7 @@ def test_check_effect_transition(current: EffectStatus, new: EffectStatus) -> No
     else:
         with pytest.raises(InvalidTransition):
             check_effect_transition(current, new)
-    assert current.settled is (current in (E.SUCCEEDED, E.FAILED))
+    assert current.settled is (current in (E.SUCCEEDED, E.FAILED, E.ABANDONED))
 
 
 # --- the store against a model --------------------------------------------------------------
@@ -160,8 +165,11 @@ class EffectModel:
     id: str
     key: str
     task_id: str
+    idempotent: bool = False
     status: EffectStatus = E.PLANNED
     attempts: int = 0
+    send_deadline: datetime | None = None
+    """The lease's expiry when it was last marked sent."""
     history: list[EffectStatus] = field(default_factory=lambda: [E.PLANNED])
 
 
@@ -567,8 +575,21 @@ class EffectLifecycle(TaskLifecycle):
         elif op == "resolve_effect" and self.effect_model:
             self.resolve_effect(pick, applied=bool(delay))
         elif op not in EFFECT_OPS:
-            return super().act(task, args)
+            super().act(task, args)
+        self.close_effects_of_ended_tasks()
         return multiple()
+
+    def close_effects_of_ended_tasks(self) -> None:
+        """A task that ended leaves no effect sent without an answer (it goes in doubt) nor
+        an intent it never sent (abandoned)."""
+        for e in self.effect_model.values():
+            if self.model[e.task_id].status.terminal:
+                if e.status is E.SENT:
+                    e.status = E.IN_DOUBT
+                    e.history.append(e.status)
+                elif e.status is E.PLANNED:
+                    e.status = E.ABANDONED
+                    e.history.append(e.status)
 
     def pick_effect(self, pick: int) -> EffectModel:
         """Usually an effect whose task runs (where it can still move), else a recent one."""
@@ -605,7 +626,9 @@ class EffectLifecycle(TaskLifecycle):
             return
         assert effect.status is E.PLANNED
         assert effect.attempts == 0
-        self.effect_model[key] = EffectModel(id=effect.id, key=key, task_id=m.id)
+        self.effect_model[key] = EffectModel(
+            id=effect.id, key=key, task_id=m.id, idempotent=bool(index)
+        )
 
     def set_effect(self, which: str, pick: int, delay: int) -> None:
         e = self.pick_effect(pick)
@@ -625,10 +648,15 @@ class EffectLifecycle(TaskLifecycle):
         elif new not in EFFECT_TRANSITIONS.get(e.status, frozenset()):
             with pytest.raises(InvalidTransition):
                 self.run(call)
+        elif new is E.SENT and self.maybe_in_flight(e) and not e.idempotent:
+            # its last sender may still be sending it: not sent again without a key
+            with pytest.raises(EffectMaybeInFlight):
+                self.run(call)
         else:
             effect = self.run(call)
             if new is E.SENT:
                 e.attempts += 1
+                e.send_deadline = m.lease_expires
             e.status = new
             e.history.append(new)
             assert effect.status is new
@@ -636,21 +664,33 @@ class EffectLifecycle(TaskLifecycle):
 
     def resolve_effect(self, pick: int, applied: bool) -> None:
         e = self.pick_effect(pick)
-        call = self.store.resolve_effect(e.id, applied=applied, now=self.now)
+        call = self.store.resolve_effect(
+            e.id, applied=applied, now=self.now, lease_now=self.clock.lease_now()
+        )
         if e.status is not E.IN_DOUBT:
             # only an in-doubt effect is the person's to decide; a sent one is in flight
             with pytest.raises(InvalidTransition):
                 self.run(call)
             return
+        m = self.model[e.task_id]
+        if not applied and self.maybe_in_flight(e):
+            with pytest.raises(EffectMaybeInFlight):
+                self.run(call)
+            return
         effect = self.run(call)
-        e.status = E.SUCCEEDED if applied else E.PLANNED
+        if applied:
+            e.status = E.SUCCEEDED
+        else:
+            e.status = E.ABANDONED if m.status.terminal else E.PLANNED
         e.history.append(e.status)
         assert effect.status is e.status
-        m = self.model[e.task_id]
         if m.status is S.WAITING and m.wait_ref == e.id:
             m.status = S.PENDING
             m.run_at = self.now
             m.wait_ref = None
+
+    def maybe_in_flight(self, e: EffectModel) -> bool:
+        return e.send_deadline is not None and self.now <= e.send_deadline
 
     @invariant()
     def effects_follow_their_machine(self) -> None:

@@ -515,7 +515,7 @@ class Tool:
     def __init__(self) -> None:
         self.keys: list[str] = []
 
-    async def __call__(self, key: str) -> Any:
+    async def __call__(self, key: str, fence: str) -> Any:
         self.keys.append(key)
         return {"done": key}
 

@@ -32,7 +32,7 @@ from steward.domain import (
 )
 from steward.domain.ids import new_id
 from steward.domain.outcome import Claim, Fail, Outcome, Requeue, Retry, Stop, Succeed, Wait
-from steward.errors import InvalidTransition, LeaseLost, NotFound
+from steward.errors import EffectMaybeInFlight, InvalidTransition, LeaseLost, NotFound
 from steward.runtime.clock import SimulatedClock
 from steward.store import Fence, Store
 
@@ -1215,7 +1215,9 @@ async def test_effect_status_machine(
     store: Store, clock: SimulatedClock, request: pytest.FixtureRequest
 ) -> None:
     """planned → sent → in_doubt → sent → succeeded is allowed (sending counts attempts);
-    skipping or leaving a settled state raises InvalidTransition and changes nothing."""
+    skipping or leaving a settled state raises InvalidTransition and changes nothing. Sending
+    stores the lease's expiry as the send deadline; an in-doubt effect without a key the
+    service dedupes is not sent again before it has passed."""
     _, c = await _running(store, clock)
     fence = Fence.of(c)
     eff = await plan(store, clock, fence, f"{c.task.id}:1:0")
@@ -1225,10 +1227,18 @@ async def test_effect_status_machine(
     assert await store.get_effect_by_key(eff.key) == eff
     sent = await set_status(store, clock, fence, eff.id, EffectStatus.SENT)
     assert (sent.status, sent.attempts) == (EffectStatus.SENT, 1)
+    assert sent.send_deadline == clock.now() + timedelta(seconds=LEASE)
     doubt = await set_status(store, clock, fence, eff.id, EffectStatus.IN_DOUBT, error="timeout")
     assert (doubt.status, doubt.error) == (EffectStatus.IN_DOUBT, "timeout")
+    with pytest.raises(EffectMaybeInFlight):
+        await set_status(store, clock, fence, eff.id, EffectStatus.SENT)
+    assert await store.get_effect_by_key(eff.key) == doubt
+    clock.advance(timedelta(seconds=LEASE / 2))
+    await store.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now())
+    clock.advance(timedelta(seconds=LEASE / 2 + 1))  # past the deadline, within the lease
     resent = await set_status(store, clock, fence, eff.id, EffectStatus.SENT)
     assert resent.attempts == 2
+    assert resent.send_deadline == clock.now() + timedelta(seconds=LEASE / 2 - 1)
     clock.advance(timedelta(seconds=1))
     ok = await set_status(
         store, clock, fence, eff.id, EffectStatus.SUCCEEDED, result={"message_id": "m1"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import typer
@@ -18,6 +19,7 @@ from steward.cli.common import (
     service,
 )
 from steward.domain import Budget, GoalStatus, MissedPolicy, TaskSpec, TriggerKind
+from steward.domain.journal import resolution_summary
 from steward.service import parse_time
 from steward.service.encode import to_jsonable
 
@@ -407,14 +409,31 @@ def effect_resolve(
     applied: bool = typer.Option(
         ..., "--applied/--not-applied", help="Did the effect happen? Not applied: it will be sent."
     ),
+    result: str | None = typer.Option(
+        None,
+        "--result",
+        help="With --applied: what the service answered, as JSON. Left out, the task reads "
+        "that the effect happened and its result is unknown.",
+    ),
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Decide an in-doubt effect; its task resumes."""
+    """Decide an in-doubt effect; a task waiting on it resumes, an ended one stays ended."""
+    answer = None
+    if result is not None:
+        if not applied:
+            raise typer.BadParameter("--result goes only with --applied", param_hint="--result")
+        try:
+            answer = json.loads(result)
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"not JSON: {exc}", param_hint="--result") from exc
 
     async def main() -> None:
         async with service(db) as svc:
-            emit_one(await svc.resolve_effect(effect_id, applied=applied), as_json=as_json)
-            console.print("task woken")
+            effect = await svc.resolve_effect(effect_id, applied=applied, result=answer)
+            task = await svc.get_task(effect.task_id)
+            emit_one(effect, as_json=as_json)
+            if not as_json:
+                console.print(resolution_summary(effect, task.status))
 
     run(main)

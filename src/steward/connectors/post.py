@@ -1,14 +1,16 @@
 """The ``http_post`` task kind: a deterministic POST, through the sentinel and the egress broker.
 
 For each of ``input.calls`` (default 1) steps it POSTs ``input.body`` (JSON) to ``input.url``
-through the effect journal with an ``Idempotency-Key`` header; ``input.idempotent`` says
-whether the service honours it (default true).
+through the effect journal with an ``Idempotency-Key`` header and the lease's fencing token
+as ``X-Steward-Fence: <task>:<epoch>``; ``input.idempotent`` says whether the service honours
+the key (default true).
 
 It lives here, not among the runtime's built-in kinds, because a request leaves the machine:
-right before each request (a retry under the same key included) the person's policy decides
-it like any action of the ``api.call`` scope — the connection must offer the scope and, if it
-names hosts, this host; a deny rule or a hard limit stops it — and the egress broker sends it,
-refusing a loopback, private or link-local address that no connection of the person names.
+each time the step runs (a retry under the same key included), before the effect is marked
+sent, the person's policy decides it like any action of the ``api.call`` scope — the
+connection must offer the scope and, if it names hosts, this host; a deny rule or a hard
+limit stops it — and the egress broker sends it, refusing a loopback, private or link-local
+address that no connection of the person names.
 The person wrote the exact URL and body when creating the task, so a verdict of *ask* counts
 as their approval of exactly this call; *deny* and *handoff* do not. A refusal fails the task
 with the reason, and nothing is sent.
@@ -41,30 +43,39 @@ def http_post_kind(broker: EgressBroker, sentinel: Sentinel) -> Handler:
         url = str(ctx.input["url"])
         body: dict[str, Any] = dict(ctx.input.get("body", {}))
 
-        async def call(key: str) -> Any:
-            request = ActionRequest(
-                person_id=ctx.person_id,
-                task_id=ctx.task_id,
-                goal_id=ctx.goal_id,
-                tool=KIND,
-                args={"url": url, "body": body},
-                effect=EffectClass.EXTERNAL,
-                scopes=(API_CALL,),
-                source="builtin",
-                wake_reason=str(ctx.wake.get("reason", "")),
-                task_input=ctx.input,
-            )
-            decision = await sentinel.check(request)
-            if decision.verdict in (Verdict.DENY, Verdict.HANDOFF):
-                raise EffectFailed(f"POST to {url} not sent: {decision.reason}")
+        request = ActionRequest(
+            person_id=ctx.person_id,
+            task_id=ctx.task_id,
+            goal_id=ctx.goal_id,
+            tool=KIND,
+            args={"url": url, "body": body},
+            effect=EffectClass.EXTERNAL,
+            scopes=(API_CALL,),
+            source="builtin",
+            wake_reason=str(ctx.wake.get("reason", "")),
+            task_input=ctx.input,
+        )
+        # decided on every run of the step (a retry under the same key too), before the effect
+        # is marked sent: the send itself then stays within its deadline (see runtime.run)
+        decision = await sentinel.check(request)
+        if decision.verdict in (Verdict.DENY, Verdict.HANDOFF):
+            return Fail(reason=f"POST to {url} not sent: {decision.reason}")
+
+        async def call(key: str, fence: str) -> Any:
             try:
                 response = await broker.request(
                     person_id=ctx.person_id,
                     method="POST",
                     url=url,
                     json=body,
-                    # the worker's pid lets test services and logs tell which process sent it
-                    headers={"Idempotency-Key": key, "X-Steward-Worker": str(os.getpid())},
+                    # the worker's pid lets test services and logs tell which process sent
+                    # it; the fence (task:epoch) lets a service refuse a worker that lost
+                    # the task
+                    headers={
+                        "Idempotency-Key": key,
+                        "X-Steward-Fence": fence,
+                        "X-Steward-Worker": str(os.getpid()),
+                    },
                     actor=f"task:{ctx.task_id}",
                 )
             except EgressRefused as exc:

@@ -492,8 +492,8 @@ class _Activation(WaitingActivation):
         )
         if found.effect.journalled:
 
-            async def send(key: str) -> Any:
-                keyed = replace(ctx, idempotency_key=key)
+            async def send(key: str, fence: str) -> Any:
+                keyed = replace(ctx, idempotency_key=key, fence=fence)
                 return await asyncio.wait_for(found.invoke(args, keyed), found.timeout_seconds)
 
             try:

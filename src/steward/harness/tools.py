@@ -78,6 +78,10 @@ class ToolContext:
     """The person's workspace directory (created on demand)."""
     now: datetime
     """The clock's time when the call started."""
+    fence: str | None = None
+    """For journalled tools: the fencing token ``task:epoch`` of the lease the call is sent
+    under. A service that remembers the highest epoch it saw for a task can refuse a request
+    from a lower one: a worker that lost the task and came back late."""
 
 
 Invoke = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]

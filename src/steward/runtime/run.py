@@ -1,8 +1,39 @@
-"""What a harness holds during one activation: checkpoints, effects and goal writes, all fenced."""
+"""What a harness holds during one activation: checkpoints, effects and goal writes, all fenced.
+
+The fence guards the database, not the world: a worker that lost its lease cannot write, but
+nothing in the database stops it from sending a request it had already decided to send. So an
+effect is sent at most once like this:
+
+* Marking it ``sent`` is a fenced write that also stores a *send deadline*: the lease's expiry
+  at that moment, by the database's clock. The sender may start the request only within
+  :data:`SEND_SHARE` of the lease left then, measured from just before the marking on its
+  own monotonic clock (one that keeps counting while the process is stopped or the machine
+  sleeps), and checks that right before the request; past it, it does not send and records
+  that it did not (a fenced write: if its lease is gone, the effect stays ``sent`` and whoever
+  comes next treats it as in doubt).
+* Until the send deadline has passed, an in-doubt effect cannot be decided "not applied" (by
+  the person, or by a reconcile hook whose answer would lead to sending it again); and a new
+  owner, which can claim the task only after the lease expired, comes later anyway.
+* Every request carries the fencing token ``task:epoch`` (the built-in ``http_post`` sends it
+  as ``X-Steward-Fence``): a service that remembers the highest epoch it saw for a task can
+  refuse a request from an older one, whatever the timing.
+
+The residual window, honestly: a process paused (or a request delayed) between its last check
+of the deadline and its bytes reaching the service for longer than the margin between the
+sender's deadline and the stored one (half the lease left at marking, normally a third of the
+lease or more) can still deliver a request after someone decided, from the service's records,
+that it never came. The window includes what the tool does before its bytes leave (for
+``http_post``, the egress broker's address check: a name resolution and a read of the
+person's connections). A request to a service that checks the fencing token closes that window;
+for any other, the margin is the bound. The monotonic clock and the database's clock are
+assumed to run at the same rate (a step of the database host's wall clock moves the stored
+deadline by as much).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -11,18 +42,43 @@ import structlog
 from steward.domain import Effect, EffectStatus, Task, TaskSpec
 from steward.domain.goal import GoalRecordKind
 from steward.domain.ids import effect_key
+from steward.domain.journal import APPLIED_RESULT_UNKNOWN
 from steward.domain.outcome import Claim
-from steward.errors import EffectFailed, EffectInDoubt, RetryLater, StopRequested
+from steward.errors import (
+    EffectFailed,
+    EffectInDoubt,
+    EffectMaybeInFlight,
+    RetryLater,
+    StopRequested,
+)
 from steward.runtime.clock import Clock
+from steward.runtime.failpoints import failpoint
 from steward.store import Fence, FinalStep, Store
 
 log = structlog.get_logger(__name__)
 
-EffectCall = Callable[[str], Awaitable[Any]]
-"""Performs a side effect given its idempotency key; returns the tool's result."""
+EffectCall = Callable[[str, str], Awaitable[Any]]
+"""Performs a side effect given its idempotency key and the fencing token of the lease it is
+sent under (``task:epoch``, for services that can refuse an older epoch); returns the tool's
+result."""
 Reconcile = Callable[[str], Awaitable[tuple[bool, Any] | None]]
 """Asks the service whether the effect with this key happened: ``(True, result)``,
-``(False, None)`` for not applied, or None if it cannot tell."""
+``(False, None)`` for not applied, or None if it cannot tell. A result of None with
+``True`` is recorded as :data:`~steward.domain.journal.APPLIED_RESULT_UNKNOWN`."""
+
+SEND_SHARE = 0.5
+"""Of the lease left when an effect is marked sent, the share within which its request must
+start; the rest is margin for a request started just in time to reach the service."""
+SEND_TRIES = 3
+"""Times an activation marks an effect sent and misses its send deadline (a stalled process,
+a lease nearly out) before it gives the step back to be retried."""
+_BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def _elapsed() -> float:
+    """Seconds on a clock that never steps and, unlike :func:`time.monotonic` on Linux, keeps
+    counting while the machine is suspended: every kind of pause shows."""
+    return time.clock_gettime(_BOOTTIME) if _BOOTTIME is not None else time.monotonic()
 
 
 class TaskRun:
@@ -154,14 +210,51 @@ class TaskRun:
             if answer is not None:
                 applied, result = answer
                 if applied:
-                    return await self._set(effect, EffectStatus.SUCCEEDED, result=result)
-                return effect  # reconciled as not applied: send it
+                    known = APPLIED_RESULT_UNKNOWN if result is None else result
+                    return await self._set(effect, EffectStatus.SUCCEEDED, result=known)
+                # not applied: send it (the store refuses while its sender may still send)
+                return effect
         raise EffectInDoubt(effect.id, effect.key)
 
+    @property
+    def fence_token(self) -> str:
+        """``task:epoch``: what a service that checks fencing compares across requests."""
+        return f"{self.fence.task_id}:{self.fence.epoch}"
+
     async def _send(self, effect: Effect, call: EffectCall) -> Any:
-        await self._set(effect, EffectStatus.SENT)
+        # what it goes back to if it is not sent after all: an effect in doubt stays in doubt
+        unsent = effect.status
+        for _ in range(SEND_TRIES):
+            started = _elapsed()
+            try:
+                window = await self.store.mark_effect_sent(
+                    self.fence,
+                    effect.id,
+                    now=self.clock.now(),
+                    lease_now=self.clock.lease_now(),
+                )
+            except EffectMaybeInFlight as wait:
+                raise RetryLater(str(wait), delay_seconds=wait.seconds_left) from wait
+            effect = window.effect
+            deadline = started + window.lease_seconds_left * SEND_SHARE
+            failpoint("effect.after_mark_sent")
+            if _elapsed() < deadline:  # the last check: the request starts next, no await between
+                failpoint("effect.before_request")  # inside the residual window (see above)
+                break
+            log.warning("effect not sent: its send deadline passed", key=effect.key)
+            effect = await self.store.set_effect_status(
+                self.fence,
+                effect.id,
+                unsent,
+                now=self.clock.now(),
+                error="not sent: its send deadline passed before the request started",
+                lease_now=self.clock.lease_now(),
+                not_sent=True,
+            )
+        else:
+            raise RetryLater(f"effect {effect.tool} could not start within its send deadline")
         try:
-            result = await call(effect.key)
+            result = await call(effect.key, self.fence_token)
         except EffectFailed as exc:
             await self._set(effect, EffectStatus.FAILED, error=str(exc))
             raise

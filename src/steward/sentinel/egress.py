@@ -63,6 +63,7 @@ from authlib.integrations.httpx_client import AsyncOAuth2Client
 
 from steward.domain.authority import Connection
 from steward.errors import StewardRuntimeError, UsageError
+from steward.runtime.failpoints import failpoint
 from steward.sentinel.urls import (
     IPAddress,
     Url,
@@ -454,6 +455,7 @@ class EgressBroker:
             return parsed if target.address is not None else parsed.copy_with(host=str(address))
 
         *others, last = addresses
+        failpoint("egress.before_send")  # the last place a sender can stop before the bytes go
         async with self._client_factory(follow_redirects=False, timeout=self._timeout) as client:
             for address in others:
                 try:

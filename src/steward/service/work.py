@@ -406,12 +406,25 @@ class WorkService(ServiceBase):
             person_id = self._for(person_id, READ)
         return await self.store.list_effects(status=EffectStatus.IN_DOUBT, person_id=person_id)
 
-    async def resolve_effect(self, effect_id: str, *, applied: bool) -> Effect:
+    async def resolve_effect(self, effect_id: str, *, applied: bool, result: Any = None) -> Effect:
+        """Decide an in-doubt effect: it happened (``result``: what the service answered, if
+        known; without it the step reads an explicit "applied; result unknown" marker) or it
+        did not (refused while the worker that sent it may still be sending it; the message
+        says until when). A task waiting on it wakes; a task that has ended stays as it is
+        (:func:`~steward.domain.journal.resolution_summary` says what changed)."""
         self._may(CONTROL)
+        if result is not None and not applied:
+            raise UsageError("a result goes only with an effect that happened (applied)")
         effect = await self.store.get_effect(effect_id)
         task = await self.store.get_task(effect.task_id)
         self._owned("effect", effect_id, task.person_id)
-        effect = await self.store.resolve_effect(effect_id, applied=applied, now=self.clock.now())
+        effect = await self.store.resolve_effect(
+            effect_id,
+            applied=applied,
+            result=result,
+            now=self.clock.now(),
+            lease_now=self.clock.lease_now(),
+        )
         self._nudge()
         return effect
 

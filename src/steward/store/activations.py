@@ -20,7 +20,7 @@ from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.schema import activations, steps, tasks
-from steward.store.tasks import Fence, TaskQueries, _get_task
+from steward.store.tasks import Fence, TaskQueries, _get_task, close_effects_of_ended
 from steward.store.waking import (
     TERMINAL,
     _already_satisfied,
@@ -256,8 +256,10 @@ class ActivationQueries(TaskQueries):
                     usage=rows.dump(usage or {}),
                 )
             )
-            if values.get("status") in TERMINAL and parent_id is not None:
-                _wake_parent_if_children_done(conn, parent_id, now_f)
+            if values.get("status") in TERMINAL:
+                close_effects_of_ended(conn, [fence.task_id], values["status"], now_f)
+                if parent_id is not None:
+                    _wake_parent_if_children_done(conn, parent_id, now_f)
             ended = _get_task(conn, fence.task_id)
             # the feed last: its lock is taken after every row lock of the transaction
             if final_step is not None:

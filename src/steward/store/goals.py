@@ -15,7 +15,7 @@ from steward.errors import NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.schema import goal_records, goals, persons, tasks, triggers
-from steward.store.tasks import Fence, TaskQueries
+from steward.store.tasks import Fence, TaskQueries, close_effects_of_ended
 
 _IDLE_LIVE = ["pending", "waiting", "paused"]
 
@@ -241,13 +241,15 @@ def _apply_goal_status(conn: Connection, goal_id: str, status: GoalStatus, now_f
     )
     if not status.terminal:
         return
-    conn.execute(
+    cancelled = conn.execute(
         update(tasks)
         .where(tasks.c.goal_id == goal_id, tasks.c.status.in_(_IDLE_LIVE))
         .values(
             status="cancelled", finished_at=now_f, updated_at=now_f, error=f"goal {status.value}"
         )
-    )
+        .returning(tasks.c.id)
+    ).scalars()
+    close_effects_of_ended(conn, list(cancelled), "cancelled", now_f)
     conn.execute(
         update(tasks)
         .where(tasks.c.goal_id == goal_id, tasks.c.status == "running")

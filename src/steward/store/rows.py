@@ -178,6 +178,7 @@ def effect(row: Row[Any]) -> Effect:
         attempts=m["attempts"],
         created_at=dt(m["created_at"]),
         updated_at=dt(m["updated_at"]),
+        send_deadline=dt_opt(m["send_deadline"]),
     )
 
 

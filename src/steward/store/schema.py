@@ -154,6 +154,8 @@ effects = Table(
     Column("attempts", Integer, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    # lease expiry (database time) when last marked sent: see Effect.send_deadline
+    Column("send_deadline", Float),
     Index("ix_effects_task", "task_id"),
     Index("ix_effects_status", "status"),
 )

@@ -28,14 +28,14 @@ from sqlalchemy import (
     update,
 )
 
-from steward.domain import Activation, Task, TaskSpec, TaskStatus
+from steward.domain import Activation, EffectStatus, Task, TaskSpec, TaskStatus
 from steward.domain.ids import new_id
 from steward.domain.outcome import Claim
 from steward.errors import InvalidTransition, LeaseLost, NotFound
 from steward.store import rows
 from steward.store.backend import Backend, hold_lease
 from steward.store.feed import append_feed
-from steward.store.schema import activations, goals, persons, tasks
+from steward.store.schema import activations, effects, goals, persons, tasks
 from steward.store.waking import (
     TERMINAL,
     _already_satisfied,
@@ -410,8 +410,10 @@ class TaskQueries:
             else:
                 raise InvalidTransition(f"unknown control {control!r}")
             conn.execute(update(tasks).where(tasks.c.id == task_id).values(values))
-            if values.get("status") == "cancelled" and task.parent_id:
-                _wake_parent_if_children_done(conn, task.parent_id, now_f)
+            if values.get("status") == "cancelled":
+                close_effects_of_ended(conn, [task_id], "cancelled", now_f)
+                if task.parent_id:
+                    _wake_parent_if_children_done(conn, task.parent_id, now_f)
             changed = _get_task(conn, task_id)
             done = "asked" if changed.status is task.status else str(changed.status)
             append_feed(
@@ -527,8 +529,10 @@ class TaskQueries:
                     )
                     .values(ended_at=now_f, outcome="lost")
                 )
-                if values["status"] in TERMINAL and parent_id is not None:
-                    _wake_parent_if_children_done(conn, parent_id, now_f)
+                if values["status"] in TERMINAL:
+                    close_effects_of_ended(conn, [task_id], values["status"], now_f)
+                    if parent_id is not None:
+                        _wake_parent_if_children_done(conn, parent_id, now_f)
             return [row[0] for row in expired]
 
         return await self.backend.write(op)
@@ -565,3 +569,35 @@ def _get_task(conn: Connection, task_id: str) -> Task:
     if row is None:
         raise NotFound("task", task_id)
     return rows.task(row)
+
+
+def close_effects_of_ended(
+    conn: Connection, task_ids: Sequence[str] | Select[Any], ended: str, now_f: float
+) -> None:
+    """Every transaction that ends a task (any terminal status) calls this once it has.
+
+    An ended task never runs again, so it will neither learn the outcome of an effect it sent
+    without recording the answer, nor send one it only planned. The first go in doubt, where
+    the person sees and decides them (``effect list --in-doubt``); the second are closed as
+    ``abandoned``. A send deadline stays as it was: a worker that lost this task may still be
+    sending until then, and deciding "not applied" waits for it."""
+    said = ended.replace("_", "-")
+    mine = effects.c.task_id.in_(task_ids)
+    conn.execute(
+        update(effects)
+        .where(mine, effects.c.status == EffectStatus.SENT.value)
+        .values(
+            status=EffectStatus.IN_DOUBT.value,
+            error=f"outcome unknown: the task ended ({said}) before its answer was recorded",
+            updated_at=now_f,
+        )
+    )
+    conn.execute(
+        update(effects)
+        .where(mine, effects.c.status == EffectStatus.PLANNED.value)
+        .values(
+            status=EffectStatus.ABANDONED.value,
+            error=f"not sent: the task ended ({said}) first",
+            updated_at=now_f,
+        )
+    )

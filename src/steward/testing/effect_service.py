@@ -4,7 +4,7 @@ Run it as ``python -m steward.testing.effect_service --port 0 [--state FILE] [--
 the first line it prints is the port it bound (``--port 0`` picks a free one).
 
 It receives what the built-in ``http_post`` task kind sends (a JSON body, an
-``Idempotency-Key`` header and ``X-Steward-Worker: <pid>``):
+``Idempotency-Key`` header, ``X-Steward-Fence: <task>:<epoch>`` and ``X-Steward-Worker: <pid>``):
 
 * ``POST /effect`` — a service that honours idempotency keys: the first request with a key is
   applied, a repeat gets the stored first answer and is not applied again.
@@ -25,7 +25,10 @@ and the service-wide number of the application. Every request is counted on arri
     the service acted and answered, the worker never got to record it;
   - ``kill_after_answer_keys`` (list): always do so after the first request with these keys;
   - ``max_kills`` (int or null): stop the random kills after that many; ``seed`` (int): seeds
-    the draw.
+    the draw;
+  - ``check_fence`` (bool): act as a service that checks fencing tokens: it remembers the
+    highest epoch it saw per task and answers 409, applying nothing, to a request carrying a
+    lower one (a worker that lost the task and came back late).
 
   Killing is refused unless the service was started with ``--allow-kill``.
 
@@ -93,6 +96,8 @@ class Ledger:
         self.kill_ratio = 0.0
         self.kill_keys: set[str] = set()
         self.max_kills: int | None = None
+        self.check_fence = False
+        self.epochs: dict[str, int] = {}
         self.random_kills = 0
         self.killed: list[int] = []
         self.state_file = state_file
@@ -100,6 +105,16 @@ class Ledger:
             data = json.loads(state_file.read_text())
             self.seq = int(data["seq"])
             self.entries = {k: _Entry(**v) for k, v in data["entries"].items()}
+
+    def stale(self, fence: str | None) -> bool:
+        """Note a request's fencing token; whether it is older than one seen for its task."""
+        task, _, epoch = (fence or "").rpartition(":")
+        if not task or not epoch.isdigit():
+            return False
+        with self._lock:
+            highest = self.epochs.get(task, 0)
+            self.epochs[task] = max(highest, int(epoch))
+            return self.check_fence and int(epoch) < highest
 
     def receive(self, key: str, sender: int) -> int:
         """Count a request on arrival; returns how many requests this key has had."""
@@ -160,8 +175,11 @@ class Ledger:
                 self.max_kills = None if limit is None else int(limit)
             if "seed" in settings:
                 self._rng.seed(settings["seed"])
+            if "check_fence" in settings:
+                self.check_fence = bool(settings["check_fence"])
             return {
                 "hold": self.hold,
+                "check_fence": self.check_fence,
                 "kill_after_answer_ratio": self.kill_ratio,
                 "kill_after_answer_keys": sorted(self.kill_keys),
                 "max_kills": self.max_kills,
@@ -240,6 +258,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         sender = _pid(self.headers.get("X-Steward-Worker"))
         ordinal = ledger.receive(key, sender)
+        if ledger.stale(self.headers.get("X-Steward-Fence")):
+            self._answer(409, {"error": "stale fence: a newer epoch of this task was seen"})
+            return
         ledger.wait_released()
         answer = ledger.apply(key, honour_key=path == "/effect")
         kill = ledger.kill_decision(key, sender, ordinal)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fastapi import Request, Response
 
 from steward.domain import Approval
+from steward.domain.journal import resolution_summary
 from steward.domain.memory_pass import PassStatus
 from steward.harness.provenance import untrusted_arguments
 from steward.service import Service
@@ -73,9 +74,8 @@ async def resolve(request: Request, svc: Viewer, effect_id: str) -> Response:
     form = await posted(request)
     applied = form.choice("applied", OUTCOMES)
     effect = await svc.resolve_effect(effect_id, applied=applied)
-    if applied:
-        return done(request, "/inbox", f"Recorded: {effect.tool} happened; the task goes on.")
-    return done(request, "/inbox", f"Recorded: {effect.tool} did not happen; the task retries it.")
+    task = await svc.get_task(effect.task_id)
+    return done(request, "/inbox", resolution_summary(effect, task.status))
 
 
 @router.post("/passes/{pass_id}")
