@@ -8,7 +8,7 @@ from datetime import timedelta
 from steward.config import Settings
 from steward.connectors.http import http_tool
 from steward.errors import ConfigError
-from steward.harness.agent import AgentConfig, AgentHarness
+from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
 from steward.harness.tools import Tool
 from steward.harness.workspace import Workspace
@@ -23,6 +23,7 @@ from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
 from steward.runtime.clock import Clock
+from steward.runtime.stepfn import StepHarness
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
 from steward.sentinel.vault import Vault, VaultKeys
@@ -95,6 +96,20 @@ def model_from(settings: Settings) -> Model:
     )
 
 
+def step_functions(book: MemoryBook, model: Model) -> StepHarness:
+    """The step functions of every task kind but ``agent``: the built-in deterministic ones and
+    memory's jobs."""
+    extractor = None if isinstance(model, UnconfiguredModel) else ModelExtractor(model)
+    return with_memory_jobs(builtin_harness(), book, extractor=extractor)
+
+
+def task_kinds(store: Store, clock: Clock) -> frozenset[str]:
+    """Every task kind a worker runs: the facade refuses a task (or a trigger's task) of any
+    other kind at the door, rather than let it fail when it runs."""
+    steps = step_functions(MemoryBook(store, clock), UnconfiguredModel())
+    return frozenset({AGENT_KIND, *steps.kinds})
+
+
 async def build_harness(
     settings: Settings,
     store: Store,
@@ -106,7 +121,7 @@ async def build_harness(
     """The agent harness for ``agent`` tasks, with the built-in step functions for the rest;
     every proposed action passes the person's policy (:class:`PolicySentinel`), and web API
     calls carry credentials only through the egress broker."""
-    vault = Vault(VaultKeys.load(settings.data_dir))
+    vault = Vault(VaultKeys.load(settings.data_dir, stored_secrets=await store.count_secrets()))
     broker = EgressBroker(store, vault, audit=store.append_audit, now=clock.now)
     tools: list[Tool] = [http_tool(broker)]
     if settings.mcp_servers:
@@ -128,10 +143,6 @@ async def build_harness(
             budget=ActivationBudget(max_steps=settings.agent_max_steps),
             approval_ttl=timedelta(hours=settings.approval_ttl_hours),
         ),
-        fallback=with_memory_jobs(
-            builtin_harness(),
-            book,
-            extractor=None if isinstance(model, UnconfiguredModel) else ModelExtractor(model),
-        ),
+        fallback=step_functions(book, model),
         on_delta=on_delta,
     )

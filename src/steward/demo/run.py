@@ -15,7 +15,7 @@ from pathlib import Path
 
 from steward.api import create_app
 from steward.api.server import check_port_free, serving
-from steward.app import build_harness
+from steward.app import build_harness, task_kinds
 from steward.config import Settings, default_data_dir
 from steward.demo.office import FakeOffice
 from steward.demo.script import REAL_MODEL_HINT, DemoScript
@@ -98,7 +98,9 @@ async def running_demo(options: DemoOptions) -> AsyncIterator[RunningDemo]:
             model = ScriptedModel(DemoScript(office_url), name="demo-script")
             harness = await build_harness(settings, store, clock, model=model)
             runtime = Runtime(store, harness, clock, RuntimeConfig())
-            service = Service(store, clock, runtime, data_dir=data_dir)
+            service = Service(
+                store, clock, runtime, data_dir=data_dir, task_kinds=task_kinds(store, clock)
+            )
             seeded = await seed(
                 service, office=office_url, secret=office.secret, every=options.every
             )

@@ -54,7 +54,7 @@ class WebhookService(ServiceBase):
         await self.store.put_secret(
             person_id=trigger.person_id,
             name=secret_name(trigger_id),
-            ciphertext=self._vault().encrypt(secret),
+            ciphertext=(await self._vault()).encrypt(secret),
             hosts=(NOWHERE,),
             now=self.clock.now(),
             actor=self._decider("person"),
@@ -74,7 +74,8 @@ class WebhookService(ServiceBase):
             )
         except NotFound:
             raise Unauthorized(_REFUSED) from None
-        if not hmac.compare_digest(sign(self._vault().decrypt(ciphertext), body), signature):
+        key = (await self._vault()).decrypt(ciphertext)
+        if not hmac.compare_digest(sign(key, body), signature):
             raise Unauthorized(_REFUSED)
         delivery_id = delivery_id.strip()
         if not delivery_id or len(delivery_id) > 200:

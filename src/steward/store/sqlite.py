@@ -32,6 +32,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
+from steward.filemodes import private_dir, private_file, tighten
 from steward.store.backend import Backend, Op, T
 
 MAX_BATCH = 256
@@ -69,6 +70,17 @@ def _switch_to_wal(cursor: Any, attempts: int = 50) -> None:
             time.sleep(0.05)
 
 
+def _make_private(database: Path) -> None:
+    """Create the database file 0600 before SQLite does (it would make it 0644, and its
+    ``-wal`` and ``-shm`` with the same mode), or tighten one, and its companions, that other
+    users could read (see :mod:`steward.filemodes`)."""
+    if not database.parent.exists():  # the person's own directory is theirs to set
+        private_dir(database.parent)
+    private_file(database)
+    for suffix in ("-wal", "-shm", "-journal"):
+        tighten(database.with_name(database.name + suffix))
+
+
 class SQLiteBackend(Backend):
     name = "sqlite"
 
@@ -77,7 +89,7 @@ class SQLiteBackend(Backend):
         parsed = make_url(url)
         database = parsed.database or ""
         if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            _make_private(Path(database))
         self.path = database
         self.url = url
         # Readers: autocommit driver mode and deferred BEGIN, so WAL snapshots never block.
