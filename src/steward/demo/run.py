@@ -21,6 +21,7 @@ from steward.demo.office import FakeOffice
 from steward.demo.script import REAL_MODEL_HINT, DemoScript
 from steward.demo.seed import HOST, Seeded, seed
 from steward.errors import UsageError
+from steward.filemodes import private_dir
 from steward.models.scripted import ScriptedModel
 from steward.runtime.clock import Clock
 from steward.runtime.runtime import Runtime, RuntimeConfig
@@ -70,7 +71,7 @@ def fresh_data_dir(path: Path) -> Path:
                 "--data-dir a new or empty directory (the demo starts from scratch in it)"
             )
         shutil.rmtree(path)
-    path.mkdir(parents=True)
+    private_dir(path)
     (path / MARKER).write_text("made by `steward demo`; wiped by its next run\n")
     return path
 
