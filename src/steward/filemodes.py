@@ -47,8 +47,8 @@ def private_file(path: Path) -> Path:
     return path
 
 
-def tighten(path: Path) -> bool:
-    """Take group's and others' access away from ``path`` if it exists; True if it had any.
+def tighten(path: Path) -> None:
+    """Take group's and others' access away from ``path``, if it exists and has any.
 
     Only the owner's bits are kept, so a tightened directory stays usable and a file keeps its
     owner's read/write. A path that cannot be tightened (another user's) is refused: Steward
@@ -56,9 +56,9 @@ def tighten(path: Path) -> bool:
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
-        return False
+        return
     if not mode & _OTHERS:
-        return False
+        return
     try:
         path.chmod(mode & ~_OTHERS)
     except OSError as exc:
@@ -71,4 +71,3 @@ def tighten(path: Path) -> bool:
         f"{path} could be read by other users of this machine (mode {mode:04o}); Steward "
         f"made the {what} private (mode {mode & ~_OTHERS:04o})"
     )
-    return True

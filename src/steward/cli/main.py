@@ -157,7 +157,6 @@ def up(
 ) -> None:
     """Run scheduler, workers, the API and the dashboard in one process (embedded SQLite by
     default)."""
-    configure_logging(log_level)
     settings = Settings()
     http = None if no_http else (host or settings.host, settings.port if port is None else port)
     config = RuntimeConfig(workers=workers, concurrency=concurrency)
@@ -194,7 +193,6 @@ def worker(
     log_level: str = typer.Option("warning", help="debug, info, warning or error."),
 ) -> None:
     """Run a worker only (more can run on other hosts against PostgreSQL)."""
-    configure_logging(log_level)
     config = RuntimeConfig(scheduler=False, concurrency=concurrency, lease_seconds=lease_seconds)
     run(lambda: _serve(_url(db), config, banner=False), log_level=log_level)
 
@@ -205,7 +203,6 @@ def scheduler(
     log_level: str = typer.Option("warning", help="debug, info, warning or error."),
 ) -> None:
     """Run the scheduler role only (one is active across all hosts; others stand by)."""
-    configure_logging(log_level)
     run(lambda: _serve(_url(db), RuntimeConfig(workers=0), banner=False), log_level=log_level)
 
 
