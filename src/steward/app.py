@@ -16,14 +16,13 @@ from steward.memory.book import MemoryBook
 from steward.memory.context import PersonalMemory
 from steward.memory.embedding import Embedder, OpenAIEmbedder
 from steward.memory.extraction import ModelExtractor
-from steward.memory.jobs import with_memory_jobs
+from steward.memory.jobs import CONSOLIDATE, with_memory_jobs
 from steward.memory.skills import SkillLibrary
 from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, ToolSpec
 from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
 from steward.runtime.clock import Clock
-from steward.runtime.stepfn import StepHarness
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
 from steward.sentinel.vault import Vault, VaultKeys
@@ -96,18 +95,11 @@ def model_from(settings: Settings) -> Model:
     )
 
 
-def step_functions(book: MemoryBook, model: Model) -> StepHarness:
-    """The step functions of every task kind but ``agent``: the built-in deterministic ones and
-    memory's jobs."""
-    extractor = None if isinstance(model, UnconfiguredModel) else ModelExtractor(model)
-    return with_memory_jobs(builtin_harness(), book, extractor=extractor)
-
-
-def task_kinds(store: Store, clock: Clock) -> frozenset[str]:
-    """Every task kind a worker runs: the facade refuses a task (or a trigger's task) of any
-    other kind at the door, rather than let it fail when it runs."""
-    steps = step_functions(MemoryBook(store, clock), UnconfiguredModel())
-    return frozenset({AGENT_KIND, *steps.kinds})
+def task_kinds() -> frozenset[str]:
+    """The task kinds the harness :func:`build_harness` makes runs (a test holds the two
+    together): the facade refuses a task, or a trigger's task, of any other kind at the door,
+    rather than let it fail when a worker picks it up."""
+    return frozenset({AGENT_KIND, *builtin_harness().kinds, CONSOLIDATE})
 
 
 async def build_harness(
@@ -143,6 +135,10 @@ async def build_harness(
             budget=ActivationBudget(max_steps=settings.agent_max_steps),
             approval_ttl=timedelta(hours=settings.approval_ttl_hours),
         ),
-        fallback=step_functions(book, model),
+        fallback=with_memory_jobs(
+            builtin_harness(),
+            book,
+            extractor=None if isinstance(model, UnconfiguredModel) else ModelExtractor(model),
+        ),
         on_delta=on_delta,
     )

@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from steward.app import task_kinds
+from steward.app import build_harness, task_kinds
 from steward.cli.main import app
+from steward.config import Settings
 from steward.domain import TaskSpec, TriggerKind
 from steward.errors import UsageError
+from steward.harness.agent import AGENT_KIND
 from steward.runtime.clock import SimulatedClock
+from steward.runtime.stepfn import StepHarness
 from steward.service import Service
 from steward.store import Store
 
@@ -47,7 +50,7 @@ async def test_the_facade_refuses_an_unknown_kind_for_tasks_and_triggers(
     store: Store, clock: SimulatedClock
 ) -> None:
     """What the API, the dashboard and MCP call: the kinds come from the app's registry."""
-    svc = Service(store, clock, task_kinds=task_kinds(store, clock))
+    svc = Service(store, clock, task_kinds=task_kinds())
     person = await svc.ensure_person()
     _, token = await svc.create_token(person_id=person.id, name="t", scopes=["control", "read"])
     bound = await svc.authenticate(token)
@@ -63,5 +66,16 @@ async def test_the_facade_refuses_an_unknown_kind_for_tasks_and_triggers(
             )
     assert await store.list_tasks(person_id=person.id) == []
     assert await store.list_triggers(person_id=person.id) == []
-    for kind in sorted(task_kinds(store, clock)):
+    for kind in sorted(task_kinds()):
         await svc.create_task(person_id=person.id, spec=TaskSpec(kind=kind))
+
+
+async def test_the_kinds_checked_are_the_kinds_the_workers_run(
+    store: Store, clock: SimulatedClock, tmp_path: Path
+) -> None:
+    """``task_kinds`` names exactly what the harness a worker builds has registered: a kind
+    registered there and not listed would be refused at the door, one listed and not
+    registered accepted and then failed."""
+    harness = await build_harness(Settings(data_dir=tmp_path), store, clock)
+    assert isinstance(harness.fallback, StepHarness)
+    assert task_kinds() == {AGENT_KIND, *harness.fallback.kinds}

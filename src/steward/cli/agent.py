@@ -71,7 +71,7 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
                 runtime,
                 data_dir=settings.data_dir,
                 embedder=embedder_from(settings),
-                task_kinds=task_kinds(store, clock),
+                task_kinds=task_kinds(),
             )
         )
         running = asyncio.create_task(runtime.run())

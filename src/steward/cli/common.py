@@ -22,7 +22,6 @@ from steward.app import embedder_from, task_kinds
 from steward.cli.remote import TOKEN_ENV, remote_login, remote_service
 from steward.config import Settings, private_data_dir
 from steward.errors import StewardError
-from steward.runtime.clock import Clock
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Store
@@ -99,7 +98,7 @@ async def service(db: str | None) -> AsyncIterator[Service]:
                 store,
                 data_dir=settings.data_dir,
                 embedder=embedder_from(settings),
-                task_kinds=task_kinds(store, Clock()),
+                task_kinds=task_kinds(),
             )
         )
     finally:

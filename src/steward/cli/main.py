@@ -94,7 +94,7 @@ async def _serve(
         runtime,
         data_dir=settings.data_dir,
         embedder=embedder_from(settings),
-        task_kinds=task_kinds(store, clock),
+        task_kinds=task_kinds(),
     )
     person = await service.ensure_person()
     await schedule_consolidation(store, clock, person_id=person.id)  # nightly, once per person

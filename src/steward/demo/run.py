@@ -99,9 +99,7 @@ async def running_demo(options: DemoOptions) -> AsyncIterator[RunningDemo]:
             model = ScriptedModel(DemoScript(office_url), name="demo-script")
             harness = await build_harness(settings, store, clock, model=model)
             runtime = Runtime(store, harness, clock, RuntimeConfig())
-            service = Service(
-                store, clock, runtime, data_dir=data_dir, task_kinds=task_kinds(store, clock)
-            )
+            service = Service(store, clock, runtime, data_dir=data_dir, task_kinds=task_kinds())
             seeded = await seed(
                 service, office=office_url, secret=office.secret, every=options.every
             )
