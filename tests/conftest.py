@@ -4,6 +4,9 @@ PostgreSQL tests use ``$STEWARD_TEST_POSTGRES_URL`` (default: postgres on 127.0.
 database ``test``). Each test gets a fresh database. Without a server they skip locally with a
 message, and fail under ``CI=true``.
 
+Multi-process tests scale their deadlines with how long a ``steward`` process takes to start
+here (``startup_support``; the ``startup`` fixture measures it once per session).
+
 A test that takes the ``store`` fixture gets its fresh database as a copy of one migrated once
 per session (a file copy on SQLite; on PostgreSQL ``CREATE DATABASE ... TEMPLATE``, made ahead in
 background threads while earlier tests run, and dropped there too): the store would bring it
@@ -30,6 +33,7 @@ import psycopg
 import pytest
 import structlog
 
+from startup_support import measured, slowness
 from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 
@@ -204,3 +208,19 @@ START = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)  # a Monday
 @pytest.fixture
 def clock() -> SimulatedClock:
     return SimulatedClock(START)
+
+
+@pytest.fixture(scope="session")
+def startup() -> float:
+    """How many times slower than at rest a ``steward`` process starts on this machine now
+    (at least 1; measured once per session): multi-process tests stretch their bounds by it,
+    through ``startup_support.scaled``."""
+    return slowness()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    seconds = measured()
+    if seconds is not None:
+        terminalreporter.write_line(
+            f"steward start-up here: {seconds:.1f} s; process deadlines stretched x{slowness():.1f}"
+        )

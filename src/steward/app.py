@@ -10,7 +10,7 @@ from steward.connectors.http import http_tool
 from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
 from steward.errors import ConfigError
-from steward.harness.agent import AgentConfig, AgentHarness
+from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
 from steward.harness.tools import Tool
 from steward.harness.workspace import Workspace
@@ -18,7 +18,7 @@ from steward.memory.book import MemoryBook
 from steward.memory.context import PersonalMemory
 from steward.memory.embedding import Embedder, OpenAIEmbedder
 from steward.memory.extraction import ModelExtractor
-from steward.memory.jobs import with_memory_jobs
+from steward.memory.jobs import CONSOLIDATE, with_memory_jobs
 from steward.memory.skills import SkillLibrary
 from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, ToolSpec
 from steward.models.factory import build_model
@@ -116,6 +116,13 @@ def step_harness(broker: EgressBroker, sentinel: PolicySentinel) -> StepHarness:
     return harness
 
 
+def task_kinds() -> frozenset[str]:
+    """The task kinds the harness :func:`build_harness` makes runs (a test holds the two
+    together): the facade refuses a task, or a trigger's task, of any other kind at the door,
+    rather than let it fail when a worker picks it up."""
+    return frozenset({AGENT_KIND, *builtin_harness().kinds, HTTP_POST, CONSOLIDATE})
+
+
 async def build_harness(
     settings: Settings,
     store: Store,
@@ -127,7 +134,7 @@ async def build_harness(
     """The agent harness for ``agent`` tasks, with the built-in step functions for the rest;
     every proposed action passes the person's policy (:class:`PolicySentinel`), and web API
     calls carry credentials only through the egress broker."""
-    vault = Vault(VaultKeys.load(settings.data_dir))
+    vault = Vault(VaultKeys.load(settings.data_dir, stored_secrets=await store.count_secrets()))
     broker = EgressBroker(store, vault, audit=store.append_audit, now=clock.now)
     sentinel = PolicySentinel(store, clock)
     tools: list[Tool] = [http_tool(broker)]

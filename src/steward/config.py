@@ -22,6 +22,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from steward.filemodes import private_dir, tighten
+
 
 def default_data_dir() -> Path:
     return Path(user_data_dir("steward", appauthor=False))
@@ -137,3 +139,14 @@ class Settings(BaseSettings):
     @property
     def workspace_dir(self) -> Path:
         return self.data_dir / "workspace"
+
+
+def private_data_dir(settings: Settings) -> Path:
+    """The data directory, created if missing, made private before anything is read from or
+    written to it: only its owner may enter it (0700), and the config file and workspace in it
+    are tightened too (see :mod:`steward.filemodes`; the database files are the store's, the
+    vault key the vault's)."""
+    private_dir(settings.data_dir)
+    tighten(settings.data_dir / "steward.toml")
+    tighten(settings.workspace_dir)
+    return settings.data_dir

@@ -26,6 +26,7 @@ from schemathesis.checks import (
     response_schema_conformance,
 )
 
+from startup_support import scaled
 from steward.runtime.clock import Clock
 from steward.service import Service
 from steward.store import Store
@@ -78,7 +79,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
         yield address, token
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=scaled(30))
         # kept for a failing run; a 5xx fails the test itself (a stop may log the cancelled
         # keep-alive connections, which is no failure)
         Path(home / "server.log").write_text(out)

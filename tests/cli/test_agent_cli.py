@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from startup_support import scaled
 from steward.models.scripted import ScriptedModel, call_tool, say
 from steward.testing.model_server import run_model_server
 
@@ -20,7 +21,7 @@ def steward(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Compl
         env=os.environ | env | {"STEWARD_DATA_DIR": str(tmp_path), "COLUMNS": "200"},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         stdin=subprocess.DEVNULL,
     )
 

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from startup_support import scaled
 from steward.cli.main import app
 
 runner = CliRunner()
@@ -115,7 +116,7 @@ def test_up_runs_work_and_stops_cleanly(db: str, tmp_path: Path) -> None:
         assert refused.status_code == 401, refused.text
         assert refused.headers["content-type"] == "application/problem+json"
         task = cli_json(db, "task", "create", "noop", "--input", '{"steps": 3}')
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         status = ""
         while time.monotonic() < deadline:
             shown = cli_json(db, "task", "show", task["id"])  # type: ignore[index]
@@ -127,7 +128,7 @@ def test_up_runs_work_and_stops_cleanly(db: str, tmp_path: Path) -> None:
         assert shown["step_seq"] == 3  # type: ignore[index]
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=scaled(30))
     assert proc.returncode == 0, out
     assert "stopped" in out
 

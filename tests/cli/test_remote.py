@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli.test_cli_tenancy import LISTINGS, OWNER_ONLY, TARGETED, World
+from startup_support import scaled
 from steward.models.scripted import ScriptedModel, say
 from steward.testing.model_server import run_model_server
 
@@ -77,7 +78,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             yield Served(world=world, address=address, env=env, model_env=model_env)
         finally:
             proc.send_signal(signal.SIGTERM)
-            proc.communicate(timeout=30)
+            proc.communicate(timeout=scaled(30))
 
 
 def _outcome(code: int, out: str) -> tuple[int, str]:

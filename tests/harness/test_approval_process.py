@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from startup_support import scaled
 from steward.app import build_harness
 from steward.config import Settings
 from steward.domain import ApprovalStatus, Connection, TaskStatus
@@ -112,7 +113,7 @@ async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_p
             with (tmp_path / "worker.log").open("wb") as log:
                 # started once and polled below; nothing blocks on it
                 worker_proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)  # noqa: ASYNC220
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + scaled(60)
             while (await store.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
                 assert worker_proc.poll() is None, (tmp_path / "worker.log").read_text()
                 assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
@@ -144,5 +145,5 @@ async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_p
     finally:
         if worker_proc is not None:
             worker_proc.terminate()
-            worker_proc.wait(timeout=10)
+            worker_proc.wait(timeout=scaled(10))
         await store.close()

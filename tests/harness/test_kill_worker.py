@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.models.scripted import ScriptedModel, call_tool
 from steward.store import Store
@@ -78,7 +79,7 @@ async def test_killed_after_the_model_answered_reuses_the_answer_and_runs_the_to
             armed = env | {"STEWARD_FAILPOINTS": "agent.after_model_step"}
             doomed = start("worker", db_url, armed, log)
             procs.append(doomed)
-            assert await asyncio.to_thread(doomed.wait, 60) == 137, log.read_text()
+            assert await asyncio.to_thread(doomed.wait, scaled(60)) == 137, log.read_text()
             assert server.requests == 1
             assert not record.exists()  # died before the tool ran
             steps = await store.list_steps(task.id)
@@ -87,7 +88,7 @@ async def test_killed_after_the_model_answered_reuses_the_answer_and_runs_the_to
             # a scheduler reaps the expired lease; a fresh worker carries on
             procs.append(start("scheduler", db_url, env, log))
             procs.append(start("worker", db_url, env, log))
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + scaled(60)
             while (await store.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
                 assert time.monotonic() < deadline, log.read_text()
                 await asyncio.sleep(0.1)

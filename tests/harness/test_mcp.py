@@ -20,6 +20,7 @@ import psutil
 import pytest
 from structlog.testing import capture_logs
 
+from startup_support import scaled
 from steward.errors import ConfigError, StewardRuntimeError
 from steward.harness.mcp import (
     IDEMPOTENCY_META_KEY,
@@ -178,7 +179,7 @@ async def test_a_slow_call_times_out_and_the_server_is_stopped() -> None:
     # Long enough for the server to start on a busy machine, far short of the sleep.
     source = McpToolSource(stdio_config(timeout_seconds=4.0))
     call = asyncio.create_task(source.call_tool("slow", {"seconds": 60}))
-    for _ in range(200):  # the process is polled: nothing signals its start
+    for _ in range(int(scaled(200))):  # the process is polled: nothing signals its start
         if live_servers() or call.done():
             break
         await asyncio.sleep(0.02)

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from startup_support import scaled
 from steward.errors import RetryLater
 from steward.models import (
     ContextOverflow,
@@ -220,7 +221,10 @@ print(asyncio.run(model.complete([Message(role="user", content="hi")])).content)
 def test_serves_other_processes() -> None:
     with run_model_server(ScriptedModel([say("from the thread")])) as server:
         done = subprocess.run(
-            [sys.executable, "-c", CHILD, server.url], capture_output=True, text=True, timeout=30
+            [sys.executable, "-c", CHILD, server.url],
+            capture_output=True,
+            text=True,
+            timeout=scaled(30),
         )
         assert done.stdout.strip() == "from the thread", done.stderr
         assert server.requests == 1
@@ -245,5 +249,5 @@ def test_cli_serves_a_script_until_interrupted(tmp_path: Path) -> None:
             assert reply.json()["choices"][0]["message"]["content"] == "scripted hello"
         finally:
             cli.send_signal(signal.SIGINT)
-            _, errors = cli.communicate(timeout=10)
+            _, errors = cli.communicate(timeout=scaled(10))
     assert cli.returncode == 0, errors

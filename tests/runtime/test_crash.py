@@ -34,6 +34,7 @@ from typing import Any
 import httpx
 import pytest
 
+from startup_support import scaled
 from steward.domain import Activation, Effect, Task, TaskSpec, TaskStatus
 from steward.domain.journal import EffectStatus
 from steward.runtime.clock import Clock
@@ -43,7 +44,7 @@ from steward.store import Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 from steward.testing.posting import connect_local_service, posting
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("startup")]
 
 TASKS = 48
 CALLS = 3  # effectful steps per task
@@ -55,6 +56,11 @@ SERVICE_RANDOM_KILLS = 8
 TEST_KILLS = 8
 SETTLE_SECONDS = 120.0
 STALL_SECONDS = 20.0
+# LEASE_SECONDS and the two bounds above hold on a quiet machine; the test stretches them
+# (startup_support.scaled) by how much slower processes start here.
+SEEDS = 4
+"""Seeds tried until the run produced its precondition (an unkeyed effect answered to a worker
+the service then killed, which a random kill may pre-empt): a run without it is re-run."""
 
 
 PROCESSES = multiprocessing.get_context("forkserver")
@@ -140,11 +146,24 @@ def settled(tasks: list[Task]) -> bool:
 async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
     db_url: str, tmp_path: Path
 ) -> None:
+    """:func:`killed_workers_run`, with other seeds while a run's random kills pre-empt the
+    crash path it must exercise."""
+    seed = int(os.environ.get("STEWARD_CRASH_SEED", time.time_ns() % 1_000_000))
+    for attempt in range(SEEDS):
+        logs = tmp_path / f"seed{seed + attempt}"
+        logs.mkdir()
+        if await killed_workers_run(db_url, logs, seed + attempt):
+            return
+        print(f"\nseed {seed + attempt}: random kills pre-empted every unkeyed send; next seed")
+    pytest.fail(f"in {SEEDS} seeds from {seed}, no unkeyed effect was answered and then killed")
+
+
+async def killed_workers_run(db_url: str, tmp_path: Path, seed: int) -> bool:
     """Under SIGKILLs of workers before, during and right after effects, every task succeeds or
     waits on an in-doubt unkeyed effect; the service applied each journalled effect exactly once
     and received no request without a journalled intent; keyed effects were retried with the
-    same key; unkeyed ones in doubt were sent at most once; step journals are contiguous."""
-    seed = int(os.environ.get("STEWARD_CRASH_SEED", time.time_ns() % 1_000_000))
+    same key; unkeyed ones in doubt were sent at most once; step journals are contiguous.
+    False if the run did not exercise the unkeyed crash path (its invariants were checked)."""
     rng = random.Random(seed)
     store = await Store.open(db_url)
     procs: list[Process] = []
@@ -193,7 +212,7 @@ async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
                 seed=seed,
             )
 
-            lease = ("--lease-seconds", str(LEASE_SECONDS), "--concurrency", "4")
+            lease = ("--lease-seconds", str(scaled(LEASE_SECONDS)), "--concurrency", "4")
             scheduler = start("scheduler", "scheduler")
             workers = [start("worker", f"worker{n}", *lease) for n in range(WORKERS)]
             deaths = test_kills = 0
@@ -220,7 +239,8 @@ async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
                 if steps != progress:
                     progress, last_progress = steps, time.monotonic()
                 waited = time.monotonic() - began
-                if waited > SETTLE_SECONDS or time.monotonic() - last_progress > STALL_SECONDS:
+                stalled = time.monotonic() - last_progress > scaled(STALL_SECONDS)
+                if waited > scaled(SETTLE_SECONDS) or stalled:
                     counts: dict[str, int] = defaultdict(int)
                     for t in current:
                         counts[t.status.value] += 1
@@ -236,7 +256,7 @@ async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
             service_kills = (await client.control())["kills"]
             final = await store.list_tasks(person_id=person.id, limit=TASKS + 1)
             effects = await store.list_effects(person_id=person.id, limit=TASKS * CALLS + 1)
-            in_doubt = await store.list_effects(status=EffectStatus.IN_DOUBT)
+            in_doubt = await store.list_effects(person_id=person.id, status=EffectStatus.IN_DOUBT)
             first_answers = await applied_answers(
                 service.url, [e.key for e in effects if e.status is EffectStatus.SUCCEEDED]
             )
@@ -312,10 +332,10 @@ async def test_killed_workers_lose_no_task_and_apply_no_effect_twice(
     # unkeyed ones that the service answered to a worker it then killed: in doubt, sent once
     # (unless a random kill got there first, before the request went out)
     answered = [key for key in killed_unkeyed if key in stats]
-    assert answered
     for key in answered:
         assert journal[key].status is EffectStatus.IN_DOUBT, key
         assert (stats[key]["requests"], stats[key]["applied"]) == (1, 1), key
+    return bool(answered)
 
 
 async def test_crash_after_the_deciding_step_applies_the_decided_outcome(db_url: str) -> None:
@@ -331,7 +351,7 @@ async def test_crash_after_the_deciding_step_applies_the_decided_outcome(db_url:
             await connect_local_service(store, person.id, service.url, now=clock.now())
             spec = TaskSpec(kind="http_post", input={"url": f"{service.url}/effect", "calls": 3})
             task = await store.create_task(spec, person_id=person.id, now=clock.now())
-            async with asyncio.timeout(15):
+            async with asyncio.timeout(scaled(15)):
                 # An activation runs every step of the task, then its process dies right there,
                 # before the worker could apply the outcome.
                 (claim,) = await store.claim_tasks(
@@ -381,7 +401,7 @@ async def test_graceful_stop_during_the_deciding_step_applies_the_decided_outcom
             await client.control(hold=True)
             worker = Worker(store, posting(store, clock), clock)
             stop = asyncio.Event()
-            async with asyncio.timeout(15):
+            async with asyncio.timeout(scaled(15)):
                 running = asyncio.create_task(worker.run(stop))
                 while True:
                     if key in await client.stats():

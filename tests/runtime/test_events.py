@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from startup_support import scaled
 from steward.domain import FiringStatus, Goal, Person, TaskSpec, TaskStatus, TriggerKind
 from steward.domain.outcome import Wait
 from steward.domain.task import WaitCondition
@@ -264,7 +265,7 @@ async def test_event_arriving_as_the_task_goes_to_sleep_wakes_it(db_url: str, ri
 
 async def lock_waiters(watcher: psycopg.Connection[Any], *, at_least: int) -> None:
     """Wait until ``at_least`` sessions of this test's database wait for a lock."""
-    for _ in range(500):
+    for _ in range(int(scaled(500))):  # the database server is another process
         row = watcher.execute(
             "SELECT count(*) FROM pg_stat_activity"
             " WHERE datname = current_database() AND wait_event_type = 'Lock'"

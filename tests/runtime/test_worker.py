@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from startup_support import scaled
 from steward.domain import Budget, EffectStatus, Person, TaskSpec, TaskStatus
 from steward.domain.ids import effect_key
 from steward.domain.outcome import Claim, Outcome, Requeue, Succeed, Wait
@@ -495,7 +496,7 @@ async def test_child_finishing_as_parent_goes_to_sleep_wakes_it(
 
 async def lock_waiters(watcher: psycopg.Connection[Any], *, at_least: int) -> None:
     """Wait until ``at_least`` sessions of this test's database wait for a lock."""
-    for _ in range(500):
+    for _ in range(int(scaled(500))):  # the database server is another process
         row = watcher.execute(
             "SELECT count(*) FROM pg_stat_activity"
             " WHERE datname = current_database() AND wait_event_type = 'Lock'"

@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.journal import EffectStatus
 from steward.domain.outcome import Succeed
@@ -30,9 +31,10 @@ from steward.store import Fence, FinalStep, Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 from steward.testing.posting import connect_local_service
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("startup")]
 
 LEASE_SECONDS = 2.0
+"""On a quiet machine; stretched on a busy one, where a lease this short would lapse at random."""
 FENCE_LOG_LINES = (
     "activation rejected by fence",
     "outcome rejected by fence",
@@ -61,8 +63,9 @@ async def until(
     logs: Path,
     seconds: float = 30.0,
 ) -> None:
-    """Poll ``check`` until true; fail early if one of ``procs`` died, or after ``seconds``."""
-    deadline = time.monotonic() + seconds
+    """Poll ``check`` until true; fail early if one of ``procs`` died, or after ``seconds``
+    (on a quiet machine: stretched here by how much slower processes start)."""
+    deadline = time.monotonic() + scaled(seconds)
     while not await check():
         dead = {name: p.returncode for name, p in procs.items() if p.poll() is not None}
         if dead or time.monotonic() > deadline:
@@ -124,7 +127,7 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
     sent is applied once at the service, although both workers sent it under the same key."""
     store = await Store.open(db_url)
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    lease = ["--lease-seconds", str(LEASE_SECONDS)]
+    lease = ["--lease-seconds", str(scaled(LEASE_SECONDS))]
     try:
         with run_effect_service() as service:
             client = EffectServiceClient(service.url)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, expect
 
+from startup_support import scaled
 from steward.domain import ApprovalStatus
 from steward.runtime.clock import SimulatedClock
 from steward.service import Service
@@ -80,7 +81,7 @@ async def test_a_new_approval_appears_live_and_is_approved(browser: Browser, web
     await expect(page.locator("article.approval")).to_have_count(1)
     asked = await ask_approval(web.store, web.clock, web.a, to="carol@example.com")
     card = page.locator(f"article[id='{asked.id}']")
-    await expect(card).to_contain_text("carol@example.com", timeout=10_000)
+    await expect(card).to_contain_text("carol@example.com", timeout=scaled(10_000))
     await expect(page.locator("article.approval")).to_have_count(2)
     await card.locator("button[value='once']").click()
     await expect(page.locator(".flash")).to_have_text("Approved this once.")

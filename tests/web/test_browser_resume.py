@@ -25,6 +25,7 @@ import pytest
 from playwright.async_api import Browser, expect
 from pydantic import SecretStr
 
+from startup_support import scaled
 from steward.app import build_harness
 from steward.config import Settings
 from steward.connectors.http import API_CALL
@@ -47,7 +48,12 @@ SECRET = "mail"
 MAIL = {"to": DANA, "subject": "Re: Thursday?", "text": "Thursday at 10:00 works."}
 INSTRUCTIONS = f"Tell {DANA} that Thursday at 10:00 works."
 LIVE = 10_000
-"""Milliseconds to wait for what the runtime does in the background (it takes well under one)."""
+"""Milliseconds to wait for what the runtime does in the background (it takes well under one)
+on a quiet machine; :func:`live` stretches it for this one."""
+
+
+def live() -> float:
+    return scaled(LIVE)
 
 
 def script(office: str) -> list[ModelResponse]:
@@ -160,19 +166,19 @@ async def test_an_approval_appears_live_and_the_task_resumes_and_finishes(
         person_id=world.person.id, instructions=INSTRUCTIONS, goal_id=world.goal.id
     )
     card = inbox.locator("article.approval")
-    await expect(card).to_contain_text(SEND_PATH, timeout=LIVE)
+    await expect(card).to_contain_text(SEND_PATH, timeout=live())
     await expect(card).to_contain_text(placeholder(SECRET))
     await expect(card).not_to_contain_text(world.office.secret)
     panel = goal.locator(f"details[id='{task.id}']")
-    await expect(panel).to_contain_text("waits for approval", timeout=LIVE)
+    await expect(panel).to_contain_text("waits for approval", timeout=live())
     assert world.office.sent == []  # held: nothing went out yet
     await inbox.screenshot(path=shots / "resume-approval.png")
 
     await card.locator("button[value='once']").click()
     await expect(inbox.locator(".flash")).to_have_text("Approved this once.")
-    await expect(panel.locator(".badge")).to_have_text("succeeded", timeout=LIVE)
+    await expect(panel.locator(".badge")).to_have_text("succeeded", timeout=live())
     await expect(goal.locator("ul.feed")).to_contain_text(
-        re.compile(r"woke for approval, \d+ steps: succeeded"), timeout=LIVE
+        re.compile(r"woke for approval, \d+ steps: succeeded"), timeout=live()
     )
     await goal.screenshot(path=shots / "resume-finished.png")
 
@@ -194,7 +200,7 @@ async def test_an_approval_appears_live_and_the_task_resumes_and_finishes(
 
 
 async def _until_done(world: World, task_id: str) -> None:
-    for _ in range(LIVE // 50):
+    for _ in range(int(live()) // 50):
         if (await world.store.get_task(task_id)).status.terminal:
             return
         await asyncio.sleep(0.05)
@@ -214,7 +220,7 @@ async def test_approved_always_then_the_grant_revoked_and_the_next_send_is_held_
     first = await world.owner.ask_agent(
         person_id=world.person.id, instructions=INSTRUCTIONS, goal_id=world.goal.id
     )
-    await page.locator("article.approval button[value='always']").click(timeout=LIVE)
+    await page.locator("article.approval button[value='always']").click(timeout=live())
     await expect(page.locator(".flash")).to_have_text(
         "Approved always, for the same recipients and sites."
     )
@@ -239,6 +245,6 @@ async def test_approved_always_then_the_grant_revoked_and_the_next_send_is_held_
     third = await world.owner.ask_agent(
         person_id=world.person.id, instructions=INSTRUCTIONS, goal_id=world.goal.id
     )
-    await expect(page.locator("article.approval")).to_contain_text(SEND_PATH, timeout=LIVE)
+    await expect(page.locator("article.approval")).to_contain_text(SEND_PATH, timeout=live())
     assert (await world.store.get_task(third.id)).status is TaskStatus.WAITING
     assert world.office.sent == [MAIL, MAIL]

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import typer
 from rich.markup import escape
 
-from steward.app import build_harness, embedder_from
+from steward.app import build_harness, embedder_from, task_kinds
 from steward.cli.common import (
     AudienceOption,
     DbOption,
@@ -32,7 +32,7 @@ from steward.cli.common import (
     service,
 )
 from steward.cli.remote import remote_login, remote_service
-from steward.config import Settings
+from steward.config import Settings, private_data_dir
 from steward.domain import ApprovalStatus, Step, Task, TaskStatus
 from steward.domain.audience import Audience
 from steward.errors import UsageError
@@ -56,6 +56,7 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
             yield remote
         return
     settings = Settings()
+    private_data_dir(settings)
     store = await Store.open(db or settings.resolved_database_url())
     clock = Clock()
 
@@ -66,7 +67,12 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
         runtime = Runtime(store, harness, clock, RuntimeConfig(poll_seconds=0.5))
         svc = await as_caller(
             Service(
-                store, clock, runtime, data_dir=settings.data_dir, embedder=embedder_from(settings)
+                store,
+                clock,
+                runtime,
+                data_dir=settings.data_dir,
+                embedder=embedder_from(settings),
+                task_kinds=task_kinds(),
             )
         )
         running = asyncio.create_task(runtime.run())

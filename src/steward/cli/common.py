@@ -15,9 +15,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from steward.app import database_limits, embedder_from
+from steward.app import database_limits, embedder_from, task_kinds
 from steward.cli.remote import TOKEN_ENV, remote_login, remote_service
-from steward.config import Settings
+from steward.config import Settings, private_data_dir
 from steward.errors import StewardError
 from steward.logs import configure as configure_logging
 from steward.service import Service
@@ -41,9 +41,9 @@ AudienceOption = typer.Option(
 PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Person id.")
 
 
-def run(coro: Callable[[], Awaitable[T]]) -> T:
+def run(coro: Callable[[], Awaitable[T]], *, log_level: str = "warning") -> T:
     """Run an async command; a Steward error becomes one clear line and exit code 1."""
-    configure_logging("warning")
+    configure_logging(log_level)
     try:
         return asyncio.run(coro())  # type: ignore[arg-type]
     except StewardError as exc:
@@ -68,11 +68,17 @@ async def service(db: str | None) -> AsyncIterator[Service]:
             yield remote
         return
     settings = Settings()
+    private_data_dir(settings)
     url = db or settings.resolved_database_url()
     store = await Store.open(url, limits=database_limits(settings))
     try:
         yield await as_caller(
-            Service(store, data_dir=settings.data_dir, embedder=embedder_from(settings))
+            Service(
+                store,
+                data_dir=settings.data_dir,
+                embedder=embedder_from(settings),
+                task_kinds=task_kinds(),
+            )
         )
     finally:
         await store.close()

@@ -15,7 +15,7 @@ import typer
 
 from steward.api import create_app
 from steward.api.server import serving
-from steward.app import build_harness, database_limits, embedder_from
+from steward.app import build_harness, database_limits, embedder_from, task_kinds
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import (
     DbOption,
@@ -32,7 +32,7 @@ from steward.cli.memory import memory_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
 from steward.cli.skills import skill_app
 from steward.cli.vault import secret_app, vault_app
-from steward.config import Settings
+from steward.config import Settings, private_data_dir
 from steward.domain import Person, TaskSpec, TriggerKind
 from steward.domain.trigger import MissedPolicy
 from steward.logs import configure as configure_logging
@@ -80,6 +80,7 @@ async def _serve(
     url: str, config: RuntimeConfig, *, banner: bool, http: tuple[str, int] | None = None
 ) -> None:
     settings = Settings()
+    private_data_dir(settings)
     clock = Clock()
     # a database still starting (or failing over) is waited for, not a reason to exit
     starting = DatabaseOutage(clock)
@@ -91,7 +92,12 @@ async def _serve(
         raise
     runtime = Runtime(store, harness, clock, config)
     service = Service(
-        store, clock, runtime, data_dir=settings.data_dir, embedder=embedder_from(settings)
+        store,
+        clock,
+        runtime,
+        data_dir=settings.data_dir,
+        embedder=embedder_from(settings),
+        task_kinds=task_kinds(),
     )
     person = await starting.retry(service.ensure_person)
     # nightly, once per person
@@ -159,11 +165,10 @@ def up(
 ) -> None:
     """Run scheduler, workers, the API and the dashboard in one process (embedded SQLite by
     default)."""
-    configure_logging(log_level)
     settings = Settings()
     http = None if no_http else (host or settings.host, settings.port if port is None else port)
     config = RuntimeConfig(workers=workers, concurrency=concurrency)
-    asyncio.run(_serve(_url(db), config, banner=True, http=http))
+    run(lambda: _serve(_url(db), config, banner=True, http=http), log_level=log_level)
 
 
 @app.command()
@@ -196,9 +201,8 @@ def worker(
     log_level: str = typer.Option("warning", help="debug, info, warning or error."),
 ) -> None:
     """Run a worker only (more can run on other hosts against PostgreSQL)."""
-    configure_logging(log_level)
     config = RuntimeConfig(scheduler=False, concurrency=concurrency, lease_seconds=lease_seconds)
-    asyncio.run(_serve(_url(db), config, banner=False))
+    run(lambda: _serve(_url(db), config, banner=False), log_level=log_level)
 
 
 @app.command()
@@ -207,8 +211,7 @@ def scheduler(
     log_level: str = typer.Option("warning", help="debug, info, warning or error."),
 ) -> None:
     """Run the scheduler role only (one is active across all hosts; others stand by)."""
-    configure_logging(log_level)
-    asyncio.run(_serve(_url(db), RuntimeConfig(workers=0), banner=False))
+    run(lambda: _serve(_url(db), RuntimeConfig(workers=0), banner=False), log_level=log_level)
 
 
 @db_app.command("upgrade")

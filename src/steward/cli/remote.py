@@ -28,6 +28,7 @@ import httpx
 
 from steward.config import Settings
 from steward.errors import StewardRuntimeError, UsageError
+from steward.filemodes import private_dir, tighten
 from steward.service import Service
 from steward.service.wire import NOT_REMOTE, wire_method
 
@@ -61,6 +62,7 @@ def login_path() -> Path:
 def read_login() -> Login | None:
     path = login_path()
     try:
+        tighten(path)  # it holds a token
         saved = json.loads(path.read_text())
         return Login(server=str(saved["server"]), token=str(saved["token"]))
     except FileNotFoundError:
@@ -74,7 +76,7 @@ def read_login() -> Login | None:
 def save_login(login: Login) -> Path:
     """Write the login readable by this user only (it holds a token)."""
     path = login_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     partial = path.with_suffix(".tmp")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:

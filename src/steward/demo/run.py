@@ -15,12 +15,13 @@ from pathlib import Path
 
 from steward.api import create_app
 from steward.api.server import check_port_free, serving
-from steward.app import build_harness
+from steward.app import build_harness, task_kinds
 from steward.config import Settings, default_data_dir
 from steward.demo.office import FakeOffice
 from steward.demo.script import REAL_MODEL_HINT, DemoScript
 from steward.demo.seed import HOST, Seeded, seed
 from steward.errors import UsageError
+from steward.filemodes import private_dir
 from steward.models.scripted import ScriptedModel
 from steward.runtime.clock import Clock
 from steward.runtime.runtime import Runtime, RuntimeConfig
@@ -70,7 +71,7 @@ def fresh_data_dir(path: Path) -> Path:
                 "--data-dir a new or empty directory (the demo starts from scratch in it)"
             )
         shutil.rmtree(path)
-    path.mkdir(parents=True)
+    private_dir(path)
     (path / MARKER).write_text("made by `steward demo`; wiped by its next run\n")
     return path
 
@@ -98,7 +99,7 @@ async def running_demo(options: DemoOptions) -> AsyncIterator[RunningDemo]:
             model = ScriptedModel(DemoScript(office_url), name="demo-script")
             harness = await build_harness(settings, store, clock, model=model)
             runtime = Runtime(store, harness, clock, RuntimeConfig())
-            service = Service(store, clock, runtime, data_dir=data_dir)
+            service = Service(store, clock, runtime, data_dir=data_dir, task_kinds=task_kinds())
             seeded = await seed(
                 service, office=office_url, secret=office.secret, every=options.every
             )

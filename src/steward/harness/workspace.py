@@ -1,5 +1,6 @@
 """The person's workspace: a directory per person where large tool outputs become artifacts.
 
+Its files are private to the machine's user who runs Steward (directories 0700, files 0600).
 A large output enters the model's context only as a bounded excerpt with a reference; the whole
 of it stays on disk and in the artifact table, and the model can page through it with the
 ``read_artifact`` tool.
@@ -9,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from pathlib import Path
 from urllib.parse import quote
 
 from steward.domain import Artifact
 from steward.errors import UsageError
+from steward.filemodes import PRIVATE_FILE, private_dir
 
 
 def _safe(part: str) -> str:
@@ -42,9 +45,12 @@ class Workspace:
         path = self._resolve(person_id, relative)
 
         def write() -> None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
             tmp = path.with_suffix(path.suffix + ".tmp")
-            tmp.write_bytes(data)
+            tmp.unlink(missing_ok=True)  # a crashed write's leftover would keep its own mode
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
             tmp.replace(path)
 
         await asyncio.to_thread(write)

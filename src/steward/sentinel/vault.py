@@ -109,8 +109,17 @@ class VaultKeys:
     """Where they came from (``$STEWARD_VAULT_KEY`` or the key file's path), for messages."""
 
     @classmethod
-    def load(cls, data_dir: Path, *, environ: Mapping[str, str] | None = None) -> VaultKeys:
-        """Keys from the environment, else from ``data_dir/vault.key`` (created on first run)."""
+    def load(
+        cls,
+        data_dir: Path,
+        *,
+        stored_secrets: int = 0,
+        environ: Mapping[str, str] | None = None,
+    ) -> VaultKeys:
+        """Keys from the environment, else from ``data_dir/vault.key``, created on first run:
+        while no secret is stored (``stored_secrets``, as the database counts them). A key
+        file missing when secrets exist is refused, changing nothing: a new key would leave
+        them unreadable and encrypt new ones under a key the old ones cannot share."""
         env = os.environ if environ is None else environ
         old_env = [k.strip() for k in env.get(OLD_KEYS_ENV, "").split(",") if k.strip()]
         current = env.get(KEY_ENV, "").strip()
@@ -118,6 +127,8 @@ class VaultKeys:
             return cls._checked((current, *old_env), source=f"${KEY_ENV}")
         path = data_dir / KEY_FILE
         if not path.exists():
+            if stored_secrets:
+                raise MissingVaultKey(path, stored_secrets)
             _create_key_file(path, generate_key())
         return cls._checked((*_read_key_file(path), *old_env), source=str(path))
 
@@ -133,6 +144,22 @@ class VaultKeys:
                     "url-safe base64); make one with steward.sentinel.vault.generate_key()"
                 ) from None
         return cls(keys=tuple(dict.fromkeys(keys)), source=source)
+
+
+class MissingVaultKey(ConfigError):
+    """The key file is gone although the database holds secrets encrypted with it."""
+
+    def __init__(self, path: Path, stored: int) -> None:
+        super().__init__(
+            f"the vault key {path} is missing, but the database holds {stored} secret(s) "
+            "encrypted with it, which nothing else can decrypt. Restore the file from your "
+            f"backup (or set ${KEY_ENV} to the key), then start again. If the key is lost for "
+            f"good, delete the {stored} secret(s) you can no longer read (`steward secret "
+            "list`, `steward secret delete NAME`) and set them anew (a webhook's by asking "
+            "for a new one). Nothing was changed."
+        )
+        self.path = path
+        self.stored = stored
 
 
 class Vault:

@@ -13,6 +13,7 @@ owner's only.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -60,6 +61,7 @@ class ServiceBase:
         principal: Principal | None = None,
         data_dir: Path | None = None,
         embedder: Embedder | None = None,
+        task_kinds: Collection[str] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock or Clock()
@@ -71,6 +73,9 @@ class ServiceBase:
         """Where the vault's key file lives (None: no vault)."""
         self.embedder = embedder
         """Embeds memories for semantic recall (None: lexical only)."""
+        self.task_kinds = None if task_kinds is None else frozenset(task_kinds)
+        """The task kinds the workers run (``steward.app.task_kinds``): a new task or trigger
+        of another kind is refused (None: not checked, for tests that run no worker)."""
         self.memory = MemoryBook(store, self.clock, embedder=embedder)
         """The person's memories, with the rules every write follows."""
 
@@ -87,6 +92,7 @@ class ServiceBase:
             principal=Principal(person_id=found.person_id, token=found),
             data_dir=self.data_dir,
             embedder=self.embedder,
+            task_kinds=self.task_kinds,
         )
 
     def _may(self, scope: str) -> None:
@@ -130,10 +136,11 @@ class ServiceBase:
         self._owned("approval", approval_id, approval.person_id)
         return approval
 
-    def _vault(self) -> Vault:
+    async def _vault(self) -> Vault:
         if self.data_dir is None:
             raise ConfigError("no data directory is configured, so there is no vault key")
-        return Vault(VaultKeys.load(self.data_dir))
+        stored = await self.store.count_secrets()
+        return Vault(VaultKeys.load(self.data_dir, stored_secrets=stored))
 
     def _decider(self, given: str) -> str:
         return given if self.principal is None else self.principal.actor

@@ -22,6 +22,7 @@ from steward.domain.limits import check_json
 from steward.domain.trigger import TriggerKind
 from steward.errors import Conflict, NotFound, TooLarge, Unauthorized, UsageError
 from steward.sentinel.tokens import CONTROL
+from steward.sentinel.vault import MissingVaultKey
 from steward.service.base import ServiceBase
 
 SECRET_PREFIX = "whsec_"
@@ -75,7 +76,7 @@ class WebhookService(ServiceBase):
         await self.store.put_secret(
             person_id=trigger.person_id,
             name=secret_name(trigger_id),
-            ciphertext=self._vault().encrypt(secret),
+            ciphertext=(await self._vault()).encrypt(secret),
             hosts=(NOWHERE,),
             now=self.clock.now(),
             actor=self._decider("person"),
@@ -99,9 +100,11 @@ class WebhookService(ServiceBase):
             _, ciphertext = await self.store.secret_ciphertext(
                 trigger.person_id, secret_name(trigger_id)
             )
-            secret = self._vault().decrypt(ciphertext)
+            secret = (await self._vault()).decrypt(ciphertext)
             signed = _signed_by(secret, delivery_id, sent_at, body, signature)
         except (NotFound, binascii.Error):  # binascii: a secret from before v1 signing
+            raise Unauthorized(_REFUSED) from None
+        except MissingVaultKey:  # the owner is told where the key belongs; a sender is not
             raise Unauthorized(_REFUSED) from None
         if not signed:
             raise Unauthorized(_REFUSED)

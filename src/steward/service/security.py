@@ -199,7 +199,7 @@ class SecurityService(ServiceBase):
         return await self.store.put_secret(
             person_id=person_id,
             name=name,
-            ciphertext=self._vault().encrypt(value),
+            ciphertext=(await self._vault()).encrypt(value),
             hosts=hosts,
             now=self.clock.now(),
             actor=self._decider("person"),
@@ -224,6 +224,7 @@ class SecurityService(ServiceBase):
         if self.data_dir is None:
             raise ConfigError("no data directory is configured, so there is no vault key")
         from_env = bool(os.environ.get(KEY_ENV, "").strip())
+        await self._vault()  # no new key while the one the stored secrets need is missing
         keys = VaultKeys.load(self.data_dir) if from_env else rotate_key_file(self.data_dir)
         count = await self.store.rewrap_secrets(Vault(keys).rotate, now=self.clock.now())
         if not from_env:

@@ -231,7 +231,7 @@ class WorkService(ServiceBase):
     ) -> Task:
         person_id = self._for(person_id, CONTROL)
         task = await self.store.create_task(
-            _checked(spec),
+            _checked(spec, self.task_kinds),
             person_id=person_id,
             goal_id=goal_id,
             run_at=run_at,
@@ -311,7 +311,7 @@ class WorkService(ServiceBase):
         person = await self.store.get_person(self._for(person_id, CONTROL))
         zone = timezone or person.timezone
         validate_spec(kind, spec, zone)
-        task = _checked(task)
+        task = _checked(task, self.task_kinds)
         check_json([name, match], "a trigger")
         seconds_span(grace_seconds, "grace_seconds")
         if missed_cap < 0:
@@ -597,8 +597,12 @@ def _short(content: dict[str, Any], width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _checked(spec: TaskSpec) -> TaskSpec:
+def _checked(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
     """A task spec as stored: a bad one is refused here, not discovered mid-run."""
+    if kinds is not None and spec.kind not in kinds:
+        raise UsageError(
+            f"unknown task kind {spec.kind!r}: the workers run {', '.join(sorted(kinds))}"
+        )
     if spec.max_attempts < 1:
         raise UsageError("max_attempts must be at least 1")
     check_json([spec.kind, spec.title, spec.input], "a task")

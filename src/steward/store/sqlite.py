@@ -35,6 +35,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from steward.errors import DatabaseUnavailable
+from steward.filemodes import private_dir, private_file, tighten
 from steward.store.backend import Backend, DatabaseLimits, Op, T, one_line
 
 MAX_BATCH = 256
@@ -78,6 +79,17 @@ def _drop(conn: Connection | None) -> None:
             conn.close()
 
 
+def _make_private(database: Path) -> None:
+    """Create the database file 0600 before SQLite does (it would make it 0644, and its
+    ``-wal`` and ``-shm`` with the same mode), or tighten one, and its companions, that other
+    users could read (see :mod:`steward.filemodes`)."""
+    if not database.parent.exists():  # the person's own directory is theirs to set
+        private_dir(database.parent)
+    private_file(database)
+    for suffix in ("-wal", "-shm", "-journal"):
+        tighten(database.with_name(database.name + suffix))
+
+
 class SQLiteBackend(Backend):
     name = "sqlite"
 
@@ -87,7 +99,7 @@ class SQLiteBackend(Backend):
         parsed = make_url(url)
         database = parsed.database or ""
         if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            _make_private(Path(database))
         self.path = database
         self.url = url
         # Readers: autocommit driver mode and deferred BEGIN, so WAL snapshots never block.

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, select, update
+from sqlalchemy import Connection, Row, delete, func, select, update
 
 from steward.domain.ids import new_id
 from steward.errors import NotFound, UsageError
@@ -89,6 +89,11 @@ class SecretQueries(TaskQueries):
     async def list_secrets(self, person_id: str) -> list[SecretInfo]:
         query = select(secrets).where(secrets.c.person_id == person_id).order_by(secrets.c.name)
         return await self.backend.read(lambda conn: [_secret(r) for r in conn.execute(query)])
+
+    async def count_secrets(self) -> int:
+        """How many secrets are stored, everyone's: what a lost vault key would leave unreadable."""
+        query = select(func.count()).select_from(secrets)
+        return await self.backend.read(lambda conn: int(conn.execute(query).scalar_one()))
 
     async def delete_secret(
         self, person_id: str, name: str, *, now: datetime, actor: str = "person"
