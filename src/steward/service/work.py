@@ -35,7 +35,7 @@ from steward.domain.audience import PRIVATE, Audience
 from steward.domain.feed import FeedEntry
 from steward.domain.ids import new_id
 from steward.domain.limits import check_json, check_seq, check_text, hours_ahead, seconds_span
-from steward.errors import ConfigError, StewardError, UsageError
+from steward.errors import ConfigError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.arguments import pinned_constraints
 from steward.sentinel.tokens import CONTROL, READ
@@ -520,22 +520,20 @@ class WorkService(ServiceBase):
         decided_by = self._decider(decided_by)
         if scope not in APPROVAL_SCOPES:
             raise UsageError(f"unknown approval scope {scope!r}; use one of {APPROVAL_SCOPES}")
-        grant = None
+        now = self.clock.now()
         if approve and scope != "once":
-            # created first: it is checked against the connections before anything is decided
-            grant = await self.store.add_grant(
-                self._grant_for(approval, scope, hours=hours, issued_by=decided_by)
+            # one transaction: a grant never outlives a decision that failed
+            decided = await self.store.approve_granting(
+                approval_id,
+                self._grant_for(approval, scope, hours=hours, issued_by=decided_by),
+                decided_by=decided_by,
+                now=now,
+                note=note,
             )
-        try:
+        else:
             decided = await self.store.decide_approval(
-                approval_id, approve=approve, decided_by=decided_by, now=self.clock.now(), note=note
+                approval_id, approve=approve, decided_by=decided_by, now=now, note=note
             )
-        except StewardError:
-            if grant is not None:
-                await self.store.revoke_grant(
-                    grant.id, person_id=grant.person_id, now=self.clock.now()
-                )
-            raise
         self._nudge()
         return decided
 
@@ -551,7 +549,7 @@ class WorkService(ServiceBase):
                 raise UsageError("approving for some hours needs hours > 0")
             expires_at = now + hours_ahead(hours, "approving for some hours")
         # bound to what this action touches, or refused: never wider than what was approved
-        constraints.update(pinned_constraints(approval.args))
+        constraints.update(pinned_constraints(approval.args, approval.roles))
         return Grant(
             id=new_id("grt"),
             person_id=approval.person_id,
