@@ -144,10 +144,10 @@ def pinned_constraints(
         pinned["hosts"] = sorted({url.host for url in urls.values()})
         pinned["urls"] = sorted({url_key(url, text) for text, url in urls.items()})
     if roles is not None:
-        # what the tool did not say is harmless is held to the value the person saw
-        same = {name: value for name, value in args.items() if roles.get(name) in _PINNED_ROLES}
-        if same:
-            pinned["same"] = same
+        # what the tool did not say is harmless is held to the value the person saw; pinned
+        # even when there is none, so one given later (a method left to its default now) is
+        # refused
+        pinned["same"] = {n: v for n, v in args.items() if roles.get(n) in _PINNED_ROLES}
     return pinned
 
 

@@ -579,7 +579,7 @@ def normalize_constraints(constraints: dict[str, Any]) -> dict[str, Any]:
         out["urls"] = sorted(set(urls))
     if "same" in constraints:
         same = constraints["same"]
-        if not isinstance(same, dict) or not same or not all(isinstance(k, str) for k in same):
+        if not isinstance(same, dict) or not all(isinstance(k, str) for k in same):
             raise UsageError("grant: same must map argument names to their exact values")
         out["same"] = dict(same)
     if "path_prefix" in constraints:
