@@ -611,6 +611,11 @@ def _checked(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
         if not isinstance(url, str):
             raise UsageError("an http_post task needs input.url, the URL to post to")
         parse_url(url)
+        if not isinstance(spec.input.get("body", {}), dict):
+            raise UsageError("an http_post task's input.body must be a JSON object")
+        calls = spec.input.get("calls", 1)
+        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+            raise UsageError("an http_post task's input.calls must be a whole number, 1 or more")
     if "audience" in spec.input:
         audience = Audience.parse(str(spec.input["audience"]))  # kept in its one spelling
         spec = replace(spec, input={**spec.input, "audience": str(audience)})
