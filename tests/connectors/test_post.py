@@ -128,6 +128,24 @@ async def test_the_persons_own_ask_rule_is_not_overridden_by_a_post_task(
     assert "use an agent task" in error
 
 
+async def test_a_connection_naming_the_host_for_another_scope_does_not_open_it(
+    store: Store, clock: SimulatedClock, tmp_path: Path, admin: Admin
+) -> None:
+    """Regression: the broker let a request reach a private address named by any active
+    connection of the person, whatever it was for (here: mail)."""
+    svc = Service(store, clock)
+    person = await svc.ensure_person()
+    await svc.add_connection(person_id=person.id, kind="http", name="web", scopes=["api.call"])
+    await svc.add_connection(
+        person_id=person.id, kind="mail", name="relay", scopes=["mail.send"], hosts=["127.0.0.1"]
+    )
+    status, error = await run_post(store, clock, tmp_path, svc, f"{admin.url}/admin/reset")
+    assert admin.received == []
+    assert status is TaskStatus.FAILED
+    assert error is not None
+    assert "local or private network address" in error
+
+
 async def test_a_deny_rule_stops_the_post(
     store: Store, clock: SimulatedClock, tmp_path: Path, admin: Admin
 ) -> None:

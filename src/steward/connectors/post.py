@@ -103,6 +103,7 @@ def http_post_kind(
                         "X-Steward-Worker": str(os.getpid()),
                     },
                     actor=f"task:{ctx.task_id}",
+                    scope=API_CALL,
                 )
             except EgressRefused as exc:
                 raise EffectFailed(f"POST to {url} not sent: {exc}") from None
