@@ -24,11 +24,11 @@ resolved (an IP literal is taken as is) and when any of its addresses is not a p
 (loopback, link-local, private RFC 1918 and ULA, shared CGNAT, unspecified, reserved,
 multicast, also embedded in IPv6), the request is refused unless an active connection of the
 person that offers the action's scope (``api.call``) names that host among its hosts (hosts,
-not ports: naming a private host opens every port on it). The request then goes to the address that was checked
-(the URL's host is replaced by it; the ``Host`` header and the TLS server name stay the host's,
-so certificates are verified against the name), so a DNS answer that changes between the
-check and the connection (rebinding) cannot move it elsewhere. OAuth token endpoints are
-checked the same way but connected to by name (Authlib makes that request).
+not ports: naming a private host opens every port on it). The request then goes to the
+address that was checked (the URL's host is replaced by it; the ``Host`` header and the TLS
+server name stay the host's, so certificates are verified against the name), so a DNS answer
+that changes between the check and the connection (rebinding) cannot move it elsewhere. OAuth
+token endpoints are checked the same way but connected to by name (Authlib makes that request).
 
 The broker does not decide whether an action is allowed: the harness runs a tool only after
 the sentinel allowed the action, and the tool then calls the broker. The broker re-checks the
