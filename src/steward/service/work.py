@@ -509,8 +509,11 @@ class WorkService(ServiceBase):
         Approving can also give lasting authority for the same tool (a grant, audited):
         ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for
         ``hours``), ``always`` (standing). A lasting grant never covers more than the action
-        approved: it is bound to this tool, to exactly this action's recipients and hosts, and
-        to at most its amount (:func:`~steward.sentinel.arguments.pinned_constraints`). When it
+        approved: read by the tool's argument roles (kept on the approval), it is bound to this
+        tool, to exactly this action's recipients and URLs, to at most its amount, and to the
+        exact value of every argument the tool did not mark as content, free text or a time
+        (:func:`~steward.sentinel.arguments.pinned_constraints`); it is recorded in the same
+        transaction as the decision. When it
         cannot be bound — the action names no recipient or URL, or one of them (or the amount)
         cannot be read unambiguously (a display name, a host that is not plainly a host) —
         the lasting scope is refused with
