@@ -112,7 +112,7 @@ def step_harness(broker: EgressBroker, sentinel: PolicySentinel) -> StepHarness:
     """The built-in step functions, with ``http_post``: its requests are decided by
     ``sentinel`` and sent through ``broker``, like the agent's."""
     harness = builtin_harness()
-    harness.register(HTTP_POST, http_post_kind(broker, sentinel))
+    harness.register(HTTP_POST, http_post_kind(broker, sentinel, sentinel.store.append_audit))
     return harness
 
 

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.applications import Starlette
@@ -100,7 +101,49 @@ async def test_a_connection_naming_the_host_lets_the_post_through_once(
     assert len(admin.received) == 1
     assert admin.received[0]
     decisions = [e.data for e in await svc.audit_log(person_id=person.id) if e.kind == "decision"]
-    assert [(d["tool"], d["verdict"]) for d in decisions] == [("http_post", "ask")]
+    # the policy asked by default; what sent it is the task the person wrote, and the log says so
+    assert [(d["tool"], d["verdict"], d["basis"]) for d in decisions] == [
+        ("http_post", "ask", "default:external-asks"),
+        ("http_post", "allow", "task:written-by-person"),
+    ]
+
+
+@pytest.mark.parametrize("mode", [RuleMode.ASK, RuleMode.DO_IF_PREAPPROVED])
+async def test_the_persons_own_ask_rule_is_not_overridden_by_a_post_task(
+    store: Store, clock: SimulatedClock, tmp_path: Path, admin: Admin, mode: RuleMode
+) -> None:
+    """Regression: an ask verdict counted as the person's approval even when their own rule
+    asked, so a task fired by a webhook posted unattended past "ask before posting"."""
+    svc = Service(store, clock)
+    person = await svc.ensure_person()
+    await svc.add_connection(
+        person_id=person.id, kind="http", name="admin", scopes=["api.call"], hosts=["127.0.0.1"]
+    )
+    await svc.add_rule(person_id=person.id, pattern="http_post", mode=mode)
+    status, error = await run_post(store, clock, tmp_path, svc, f"{admin.url}/admin/reset")
+    assert admin.received == []
+    assert status is TaskStatus.FAILED
+    assert error is not None
+    assert "your rule asks before posting there" in error
+    assert "use an agent task" in error
+
+
+async def test_a_connection_naming_the_host_for_another_scope_does_not_open_it(
+    store: Store, clock: SimulatedClock, tmp_path: Path, admin: Admin
+) -> None:
+    """Regression: the broker let a request reach a private address named by any active
+    connection of the person, whatever it was for (here: mail)."""
+    svc = Service(store, clock)
+    person = await svc.ensure_person()
+    await svc.add_connection(person_id=person.id, kind="http", name="web", scopes=["api.call"])
+    await svc.add_connection(
+        person_id=person.id, kind="mail", name="relay", scopes=["mail.send"], hosts=["127.0.0.1"]
+    )
+    status, error = await run_post(store, clock, tmp_path, svc, f"{admin.url}/admin/reset")
+    assert admin.received == []
+    assert status is TaskStatus.FAILED
+    assert error is not None
+    assert "local or private network address" in error
 
 
 async def test_a_deny_rule_stops_the_post(
@@ -125,10 +168,14 @@ async def test_a_deny_rule_stops_the_post(
         ({}, "needs input.url"),
         ({"url": "http://ada@127.0.0.1/admin/reset"}, "user information"),
         ({"url": "file:///etc/passwd"}, "not an http or https URL"),
+        ({"url": "https://api.example/x", "body": [1]}, "body must be a JSON object"),
+        ({"url": "https://api.example/x", "calls": 0}, "calls must be a whole number"),
+        ({"url": "https://api.example/x", "calls": "2"}, "calls must be a whole number"),
+        ({"url": "https://api.example/x", "calls": True}, "calls must be a whole number"),
     ],
 )
 async def test_a_post_task_whose_url_cannot_be_read_is_refused_at_the_door(
-    store: Store, clock: SimulatedClock, given: dict[str, str], why: str
+    store: Store, clock: SimulatedClock, given: dict[str, Any], why: str
 ) -> None:
     svc = Service(store, clock)
     person = await svc.ensure_person()

@@ -13,10 +13,8 @@ from pydantic import Field
 
 from steward.domain.roles import Role
 from steward.harness.tools import EffectClass, Tool, ToolContext, ToolError, tool
+from steward.sentinel.egress import API_CALL as API_CALL  # the scope this tool needs
 from steward.sentinel.egress import EgressBroker, EgressRefused
-
-API_CALL = "api.call"
-"""The scope the web API tool needs: calling a connected API, with or without a credential."""
 
 
 def http_tool(broker: EgressBroker) -> Tool:
@@ -47,6 +45,7 @@ def http_tool(broker: EgressBroker) -> Tool:
                 headers=headers,
                 content=body,
                 actor=f"agent:{ctx.task_id}",
+                scope=API_CALL,
             )
         except EgressRefused as exc:  # nothing was sent: a plain failure the model can read
             raise ToolError(str(exc)) from None

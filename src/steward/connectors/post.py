@@ -11,9 +11,11 @@ sent, the person's policy decides it like any action of the ``api.call`` scope �
 connection must offer the scope and, if it names hosts, this host; a deny rule or a hard
 limit stops it — and the egress broker sends it, refusing a loopback, private or link-local
 address that no connection of the person names.
-The person wrote the exact URL and body when creating the task, so a verdict of *ask* counts
-as their approval of exactly this call; *deny* and *handoff* do not. A refusal fails the task
-with the reason, and nothing is sent.
+The person wrote the exact URL and body when creating the task, so a verdict of *ask* that no
+rule of theirs gave (the default for an external action) counts as their approval of exactly
+this call, and the audit log says so; an *ask* from one of their own rules (``ask``, or
+``do_if_preapproved`` without a grant) is honoured: this step cannot wait for an answer, so the
+task fails saying which rule asked. *deny* and *handoff* fail it too, and nothing is sent.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from steward.errors import EffectFailed, StewardRuntimeError
 from steward.harness.sentinel import ActionRequest, Sentinel, Verdict
 from steward.harness.tools import EffectClass
 from steward.runtime.stepfn import Handler, StepContext
-from steward.sentinel.egress import EgressBroker, EgressRefused
+from steward.sentinel.egress import AuditFn, EgressBroker, EgressRefused
 
 KIND = "http_post"
 
@@ -36,8 +38,11 @@ class ServiceError(StewardRuntimeError):
     """The service answered 5xx: whether it applied the effect is unknown (retried)."""
 
 
-def http_post_kind(broker: EgressBroker, sentinel: Sentinel) -> Handler:
-    """The ``http_post`` step function, checked by ``sentinel`` and sent by ``broker``."""
+def http_post_kind(
+    broker: EgressBroker, sentinel: Sentinel, audit: AuditFn | None = None
+) -> Handler:
+    """The ``http_post`` step function, checked by ``sentinel`` and sent by ``broker``; when
+    the task itself stands for the person's approval, that is recorded with ``audit``."""
 
     async def http_post(ctx: StepContext) -> Outcome | None:
         url = str(ctx.input["url"])
@@ -60,6 +65,27 @@ def http_post_kind(broker: EgressBroker, sentinel: Sentinel) -> Handler:
         decision = await sentinel.check(request)
         if decision.verdict in (Verdict.DENY, Verdict.HANDOFF):
             return Fail(reason=f"POST to {url} not sent: {decision.reason}")
+        if decision.verdict is Verdict.ASK:
+            if not (decision.rule or "").startswith("default:"):
+                return Fail(
+                    reason=f"POST to {url} not sent: {decision.reason} — your rule asks before "
+                    "posting there, and http_post cannot wait for approval; use an agent task"
+                )
+            if audit is not None:
+                # the sentinel logged "ask"; what lets this run is the task the person wrote
+                await audit(
+                    person_id=ctx.person_id,
+                    kind="decision",
+                    actor=f"task:{ctx.task_id}",
+                    data={
+                        "tool": KIND,
+                        "verdict": Verdict.ALLOW.value,
+                        "basis": "task:written-by-person",
+                        "asked": decision.rule,
+                        "reason": f"the person's own task names this URL and body ({url})",
+                    },
+                    now=ctx.now(),
+                )
 
         async def call(key: str, fence: str) -> Any:
             try:
@@ -77,6 +103,7 @@ def http_post_kind(broker: EgressBroker, sentinel: Sentinel) -> Handler:
                         "X-Steward-Worker": str(os.getpid()),
                     },
                     actor=f"task:{ctx.task_id}",
+                    scope=API_CALL,
                 )
             except EgressRefused as exc:
                 raise EffectFailed(f"POST to {url} not sent: {exc}") from None

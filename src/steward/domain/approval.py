@@ -9,6 +9,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from steward.domain.roles import Role
+
 
 class ApprovalStatus(StrEnum):
     PENDING = "pending"
@@ -47,6 +49,9 @@ class Approval:
     """Why the sentinel asked, for the person."""
     scopes: tuple[str, ...] = ()
     """Authority the tool needs: what a grant made from this decision must give."""
+    roles: dict[str, Role] | None = None
+    """The tool's argument roles when it was asked (None: it declares none). A lasting grant
+    made from this decision reads the arguments by them, as the policy will."""
     status: ApprovalStatus
     """Where the decision stands."""
     decided_by: str | None = None

@@ -121,6 +121,7 @@ class WaitingActivation(abc.ABC):
                 args_hash=args_hash(found.name, args),
                 reason=reason,
                 scopes=found.scopes,
+                roles=None if found.roles is None else dict(found.roles),
                 status=ApprovalStatus.PENDING,
                 created_at=now,
                 expires_at=now + ttl if ttl is not None else None,

@@ -9,11 +9,14 @@ unambiguously reads as None, and every caller treats that as "does not hold".
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
+
+import httpx
 
 from steward.domain.roles import Role
 from steward.errors import UsageError
@@ -23,6 +26,8 @@ RECIPIENT_ARGS = ("to", "cc", "bcc", "recipient", "recipients")
 """Recipient arguments of a tool without roles."""
 URL_ARGS = ("url", "endpoint")
 """URL arguments of a tool without roles."""
+_PINNED_ROLES = (None, Role.IDENTIFIER)
+"""A lasting grant holds these arguments to their exact value (None: no role declared)."""
 
 
 def domains_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[str] | None:
@@ -95,8 +100,10 @@ def has_urls(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> b
 def pinned_constraints(
     args: dict[str, Any], roles: Mapping[str, Role] | None = None
 ) -> dict[str, Any]:
-    """The constraints that hold a lasting grant to exactly the recipients and hosts an
-    action touches (its controlling arguments), and to at most its ``amount`` if it has one.
+    """The constraints that hold a lasting grant to exactly what an action touches: its
+    recipients, its URLs (origin, path and query: :func:`url_key`) and at most its ``amount``;
+    for a tool that declares roles, also every argument with an identifier role or no role at
+    all, to its exact value (``same``). Content, free text and times stay free.
     :class:`~steward.errors.UsageError`, saying why, when that cannot be done: the action has
     no recipient or URL argument (nothing to bind the grant to, so it would cover the tool for
     anyone and anywhere), or one of them, or its amount, cannot be read unambiguously."""
@@ -129,13 +136,55 @@ def pinned_constraints(
         if not values:
             raise UsageError("the URL of this action cannot be read; approve it once instead")
         try:
-            hosts = {parse_url(text).host for text in values}
+            urls = {text: parse_url(text) for text in values}
         except UrlRefused as exc:
             raise UsageError(
                 f"{exc}; a lasting approval cannot be bound to its host: approve it once instead"
             ) from None
-        pinned["hosts"] = sorted(hosts)
+        pinned["hosts"] = sorted({url.host for url in urls.values()})
+        pinned["urls"] = sorted({url_key(url, text) for text, url in urls.items()})
+    if roles is not None:
+        # what the tool did not say is harmless is held to the value the person saw; pinned
+        # even when there is none, so one given later (a method left to its default now) is
+        # refused
+        pinned["same"] = {n: v for n, v in args.items() if roles.get(n) in _PINNED_ROLES}
     return pinned
+
+
+def url_key(url: Url, text: str) -> str:
+    """A URL as a lasting grant names it: scheme, host, port, path and query (no fragment, which
+    is never sent), so a grant for ``https://h/a`` covers neither ``http://h:6379/a`` nor
+    ``https://h/a/b`` nor ``https://h/a?to=x``."""
+    query = httpx.URL(text.strip()).query.decode("ascii", "replace")
+    return f"{url.scheme}://{url.host}:{url.port}{url.path}" + (f"?{query}" if query else "")
+
+
+def url_keys(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[str] | None:
+    """:func:`url_key` of each of the action's URLs; None if one cannot be read."""
+    values = _values(args, _keys(roles, (Role.HOST,), URL_ARGS))
+    if values is None:
+        return None
+    try:
+        return [url_key(_read_url(text), text) for text in values]
+    except UrlRefused:
+        return None
+
+
+def same_holds(pinned: Any, args: dict[str, Any], roles: Mapping[str, Role] | None) -> bool:
+    """Each pinned argument has exactly its pinned value (absent pins absent), and, for a tool
+    that declares roles, every argument given with no role or an identifier role is one of the
+    pinned."""
+    if not isinstance(pinned, dict):
+        return False
+    if any(_canonical(args.get(name)) != _canonical(value) for name, value in pinned.items()):
+        return False
+    unpinned = [n for n, v in args.items() if v is not None and n not in pinned]
+    return roles is None or all(roles.get(n) not in _PINNED_ROLES for n in unpinned)
+
+
+def _canonical(value: Any) -> str:
+    """A value compared as JSON text: ``1``, ``1.0`` and ``true`` differ."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def amounts_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[Any]:

@@ -23,11 +23,12 @@ Every request — with secrets or without — also passes an address check: the 
 resolved (an IP literal is taken as is) and when any of its addresses is not a public one
 (loopback, link-local, private RFC 1918 and ULA, shared CGNAT, unspecified, reserved,
 multicast, also embedded in IPv6), the request is refused unless an active connection of the
-person names that host among its hosts. The request then goes to the address that was checked
-(the URL's host is replaced by it; the ``Host`` header and the TLS server name stay the host's,
-so certificates are verified against the name), so a DNS answer that changes between the
-check and the connection (rebinding) cannot move it elsewhere. OAuth token endpoints are
-checked the same way but connected to by name (Authlib makes that request).
+person that offers the action's scope (``api.call``) names that host among its hosts (hosts,
+not ports: naming a private host opens every port on it). The request then goes to the
+address that was checked (the URL's host is replaced by it; the ``Host`` header and the TLS
+server name stay the host's, so certificates are verified against the name), so a DNS answer
+that changes between the check and the connection (rebinding) cannot move it elsewhere. OAuth
+token endpoints are checked the same way but connected to by name (Authlib makes that request).
 
 The broker does not decide whether an action is allowed: the harness runs a tool only after
 the sentinel allowed the action, and the tool then calls the broker. The broker re-checks the
@@ -76,6 +77,8 @@ from steward.sentinel.urls import (
 )
 from steward.sentinel.vault import Redactor, SecretInfo, Vault, placeholders_in, substitute
 
+API_CALL = "api.call"
+"""The scope of calling a connected API, with or without a credential: what the broker sends."""
 AuditFn = Callable[..., Awaitable[object]]
 """Called as ``audit(person_id=, kind=, actor=, data=, now=)``: ``store.append_audit`` fits."""
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
@@ -285,11 +288,13 @@ class EgressBroker:
         content: str | bytes | None = None,
         json: Any = None,
         form: Mapping[str, str] | None = None,
+        scope: str = API_CALL,
     ) -> EgressResponse:
-        """Send one request for ``person_id``'s task; at most one of ``content``, ``json`` and
-        ``form`` is the body. Raises :class:`EgressRefused` (nothing sent) when a secret would
-        go to a host it is not bound to, or the host is not a public address and no connection
-        names it; :class:`EgressFailed` when the request fails."""
+        """Send one request for ``person_id``'s task, an action of ``scope``; at most one of
+        ``content``, ``json`` and ``form`` is the body. Raises :class:`EgressRefused` (nothing
+        sent) when a secret would go to a host it is not bound to, or the host is not a public
+        address and no connection offering ``scope`` names it; :class:`EgressFailed` when the
+        request fails."""
         if sum(body is not None for body in (content, json, form)) > 1:
             raise UsageError("give at most one of content, json and form")
         method = method.upper()
@@ -302,7 +307,7 @@ class EgressBroker:
             info, ciphertext = await self._store.secret_ciphertext(person_id, name)
             await self._check_binding(person_id, actor, method, info, host, scheme)
             infos[name] = (info, ciphertext)
-        addresses = await self._addresses(person_id, actor, method, target)
+        addresses = await self._addresses(person_id, actor, method, target, scope)
         # decrypt only once every secret passed its binding check
         secrets = {name: self._open(info, ct) for name, (info, ct) in infos.items()}
         for name, secret in secrets.items():
@@ -375,10 +380,11 @@ class EgressBroker:
         raise EgressRefused(f"refused: {problem}; nothing was sent")
 
     async def _addresses(
-        self, person_id: str, actor: str, method: str, target: Url
+        self, person_id: str, actor: str, method: str, target: Url, scope: str
     ) -> list[IPAddress]:
         """The addresses to connect to, in the resolver's order: the host's, when every one
-        is public or an active connection of the person names the host."""
+        is public or an active connection of the person that offers ``scope`` names the
+        host."""
         if target.address is not None:
             addresses = [target.address]
         else:
@@ -390,7 +396,7 @@ class EgressBroker:
             if not addresses:
                 raise EgressFailed(f"{method} to {target.host} failed: it has no address")
         private = [a for a in addresses if not is_public(a)]
-        if private and not await self._named_by_connection(person_id, target.host):
+        if private and not await self._named_by_connection(person_id, target.host, scope):
             shown = target.host if target.address else f"{target.host} ({private[0]})"
             await self._record(
                 person_id,
@@ -400,13 +406,21 @@ class EgressBroker:
             )
             raise EgressRefused(
                 f"refused: {shown} is a local or private network address, and no connection "
-                f"of yours names {target.host} among its hosts; nothing was sent"
+                f"of yours that allows {scope} names {target.host} among its hosts; nothing "
+                "was sent"
             )
         return addresses
 
-    async def _named_by_connection(self, person_id: str, host: str) -> bool:
+    async def _named_by_connection(self, person_id: str, host: str, scope: str) -> bool:
+        """An active connection of the person names ``host`` and offers ``scope`` (naming a
+        host for mail does not open it to API calls). Connections name hosts, not ports: one
+        that names a private host opens every port on it."""
         connections = await self._store.list_connections(person_id)
-        return any(host in {host_key(h) for h in c.hosts} for c in connections if c.active)
+        return any(
+            host in {host_key(h) for h in c.hosts} and scope in c.scopes
+            for c in connections
+            if c.active
+        )
 
     def _open(self, info: SecretInfo, ciphertext: str) -> _Secret:
         plaintext = self._vault.decrypt(ciphertext)
@@ -499,7 +513,8 @@ class EgressBroker:
         endpoint_host = endpoint.host
         if endpoint.scheme != "https" and endpoint_host not in LOCAL_HOSTS:
             raise EgressRefused(f"OAuth token endpoint of {name!r} must use https")
-        await self._addresses(person_id, actor, "POST", endpoint)
+        # refreshing a credential is an API call of the broker's own
+        await self._addresses(person_id, actor, "POST", endpoint, API_CALL)
         redactor = Redactor((name, value) for value in tokens.secret_values())
         data = {"secret": name, "host": endpoint_host, "ok": False}
         try:

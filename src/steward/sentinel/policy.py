@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
@@ -81,6 +80,9 @@ from steward.sentinel.arguments import (
     has_urls,
     number,
     recipients_of,
+    same_holds,
+    url_key,
+    url_keys,
     urls_of,
 )
 from steward.sentinel.index import ActionKeys, PolicyCache, PolicySnapshot
@@ -312,14 +314,16 @@ def _data_flow(
 
 
 def _names(grant: Grant, value: str) -> bool:
-    """The grant names ``value`` exactly: as a recipient, a host, or a URL's host (each read
-    as the constraints read them)."""
-    named = {recipient_key(r) for r in grant.constraints.get("recipients", ())}
-    named |= {host_key(h) for h in grant.constraints.get("hosts", ())}
-    candidates = {recipient_key(value), host_key(value)}
-    with suppress(UrlRefused):  # not a URL: compared as an address or a host only
-        candidates.add(parse_url(value).host)
-    return bool((candidates & named) - {""})
+    """The grant names ``value`` exactly: as a recipient or a host, or, for a URL, its whole
+    origin, path and query (:func:`~steward.sentinel.arguments.url_key`): a grant for a host
+    does not vouch for a method or path someone else's text chose on it."""
+    try:
+        url = parse_url(value)
+    except UrlRefused:  # not a URL: compared as an address or a host only
+        named = {recipient_key(r) for r in grant.constraints.get("recipients", ())}
+        named |= {host_key(h) for h in grant.constraints.get("hosts", ())}
+        return bool({recipient_key(value), host_key(value)} & named - {""})
+    return url_key(url, value) in grant.constraints.get("urls", ())
 
 
 def _in_category(scope: str, roots: Sequence[str]) -> bool:
@@ -496,6 +500,11 @@ def constraints_hold(
             ok = _domains_hold(allowed, args, roles)
         elif key == "data":
             ok = True  # it lets the person's data of these kinds leave; it narrows nothing
+        elif key == "urls":
+            keys = url_keys(args, roles)
+            ok = bool(keys) and all(k in allowed for k in keys or ())
+        elif key == "same":
+            ok = same_holds(allowed, args, roles)
         elif key == "path_prefix":
             urls = urls_of(args, roles)
             ok = bool(urls) and all(_under(u.path, allowed) for u in urls or ())

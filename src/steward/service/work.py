@@ -35,7 +35,7 @@ from steward.domain.audience import PRIVATE, Audience
 from steward.domain.feed import FeedEntry
 from steward.domain.ids import new_id
 from steward.domain.limits import check_json, check_seq, check_text, hours_ahead, seconds_span
-from steward.errors import ConfigError, StewardError, UsageError
+from steward.errors import ConfigError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.arguments import pinned_constraints
 from steward.sentinel.tokens import CONTROL, READ
@@ -509,8 +509,11 @@ class WorkService(ServiceBase):
         Approving can also give lasting authority for the same tool (a grant, audited):
         ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for
         ``hours``), ``always`` (standing). A lasting grant never covers more than the action
-        approved: it is bound to this tool, to exactly this action's recipients and hosts, and
-        to at most its amount (:func:`~steward.sentinel.arguments.pinned_constraints`). When it
+        approved: read by the tool's argument roles (kept on the approval), it is bound to this
+        tool, to exactly this action's recipients and URLs, to at most its amount, and to the
+        exact value of every argument the tool did not mark as content, free text or a time
+        (:func:`~steward.sentinel.arguments.pinned_constraints`); it is recorded in the same
+        transaction as the decision. When it
         cannot be bound — the action names no recipient or URL, or one of them (or the amount)
         cannot be read unambiguously (a display name, a host that is not plainly a host) —
         the lasting scope is refused with
@@ -520,22 +523,20 @@ class WorkService(ServiceBase):
         decided_by = self._decider(decided_by)
         if scope not in APPROVAL_SCOPES:
             raise UsageError(f"unknown approval scope {scope!r}; use one of {APPROVAL_SCOPES}")
-        grant = None
+        now = self.clock.now()
         if approve and scope != "once":
-            # created first: it is checked against the connections before anything is decided
-            grant = await self.store.add_grant(
-                self._grant_for(approval, scope, hours=hours, issued_by=decided_by)
+            # one transaction: a grant never outlives a decision that failed
+            decided = await self.store.approve_granting(
+                approval_id,
+                self._grant_for(approval, scope, hours=hours, issued_by=decided_by),
+                decided_by=decided_by,
+                now=now,
+                note=note,
             )
-        try:
+        else:
             decided = await self.store.decide_approval(
-                approval_id, approve=approve, decided_by=decided_by, now=self.clock.now(), note=note
+                approval_id, approve=approve, decided_by=decided_by, now=now, note=note
             )
-        except StewardError:
-            if grant is not None:
-                await self.store.revoke_grant(
-                    grant.id, person_id=grant.person_id, now=self.clock.now()
-                )
-            raise
         self._nudge()
         return decided
 
@@ -551,7 +552,7 @@ class WorkService(ServiceBase):
                 raise UsageError("approving for some hours needs hours > 0")
             expires_at = now + hours_ahead(hours, "approving for some hours")
         # bound to what this action touches, or refused: never wider than what was approved
-        constraints.update(pinned_constraints(approval.args))
+        constraints.update(pinned_constraints(approval.args, approval.roles))
         return Grant(
             id=new_id("grt"),
             person_id=approval.person_id,
@@ -613,6 +614,11 @@ def _checked(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
         if not isinstance(url, str):
             raise UsageError("an http_post task needs input.url, the URL to post to")
         parse_url(url)
+        if not isinstance(spec.input.get("body", {}), dict):
+            raise UsageError("an http_post task's input.body must be a JSON object")
+        calls = spec.input.get("calls", 1)
+        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+            raise UsageError("an http_post task's input.calls must be a whole number, 1 or more")
     if "audience" in spec.input:
         audience = Audience.parse(str(spec.input["audience"]))  # kept in its one spelling
         spec = replace(spec, input={**spec.input, "audience": str(audience)})

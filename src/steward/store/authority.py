@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,12 +36,14 @@ from sqlalchemy import (
 )
 from sqlalchemy import Connection as SqlConnection
 
+from steward.domain.approval import Approval
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.domain.roles import DataClass
 from steward.errors import NotFound, UsageError
 from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend
+from steward.store.inbox import decide_in
 from steward.store.schema import (
     connections,
     grant_uses,
@@ -60,6 +62,8 @@ RULE_PATTERN = re.compile(r"^[A-Za-z0-9_.:/*-]{1,200}$")
 backslash, so the SQL prefilter (SQLite ``GLOB``; PostgreSQL ``LIKE`` with ``*`` → ``%``) can
 only match more, never less, than the exact test."""
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+URL_KEY = re.compile(r"^https?://[^/?#\s]+:[0-9]{1,5}/[^#\s]*$")
+"""A URL as a lasting grant names it (:func:`steward.sentinel.arguments.url_key`)."""
 CONSTRAINT_KEYS = frozenset(
     {
         "tool",
@@ -67,6 +71,8 @@ CONSTRAINT_KEYS = frozenset(
         "domains",
         "hosts",
         "path_prefix",
+        "urls",
+        "same",
         "max_amount",
         "period_amount",
         "period_seconds",
@@ -208,6 +214,32 @@ class AuthorityQueries(TaskQueries):
         """Record a grant. Refused (:class:`UsageError`) if its scopes go beyond the person's
         active connections, its constraints are not ones the sentinel enforces, or its
         lifetime's fields do not fit; returned as stored (allowlists lower-cased)."""
+        return await self.backend.write(self._grant_writer(grant))
+
+    async def approve_granting(
+        self, approval_id: str, grant: Grant, *, decided_by: str, now: datetime, note: str | None
+    ) -> Approval:
+        """Approve a pending approval and record the lasting grant made from it, in one
+        transaction: either both happen or neither (refused as :meth:`add_grant` and
+        :meth:`decide_approval` refuse)."""
+        write_grant = self._grant_writer(grant)
+
+        def op(conn: SqlConnection) -> Approval:
+            write_grant(conn)
+            return decide_in(
+                conn,
+                self.backend,
+                approval_id,
+                approve=True,
+                decided_by=decided_by,
+                now=now,
+                note=note,
+            )
+
+        return await self.backend.write(op)
+
+    def _grant_writer(self, grant: Grant) -> Callable[[SqlConnection], Grant]:
+        """The write that records ``grant``, once it passed the checks that need no data."""
         constraints = normalize_constraints(grant.constraints)
         _check_lifetime(grant)
         for scope in grant.scopes:
@@ -264,7 +296,7 @@ class AuthorityQueries(TaskQueries):
             )
             return added
 
-        return await self.backend.write(op)
+        return op
 
     async def get_grant(self, grant_id: str, *, person_id: str) -> Grant:
         return await self.backend.read(lambda conn: _get_grant(conn, grant_id, person_id))
@@ -537,6 +569,19 @@ def normalize_constraints(constraints: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(tool, str) or not TOOL_NAME.match(tool):
             raise UsageError(f"grant: tool must be a tool name, got {tool!r}")
         out["tool"] = tool
+    if "urls" in constraints:
+        # exact URLs as a lasting approval names them (url_key): their paths keep their case
+        urls = constraints["urls"]
+        if not isinstance(urls, list | tuple) or not urls:
+            raise UsageError("grant: urls must be a non-empty list of URLs")
+        if not all(isinstance(u, str) and URL_KEY.match(u) for u in urls):
+            raise UsageError("grant: urls must be written scheme://host:port/path")
+        out["urls"] = sorted(set(urls))
+    if "same" in constraints:
+        same = constraints["same"]
+        if not isinstance(same, dict) or not all(isinstance(k, str) for k in same):
+            raise UsageError("grant: same must map argument names to their exact values")
+        out["same"] = dict(same)
     if "path_prefix" in constraints:
         prefix = constraints["path_prefix"]
         if not isinstance(prefix, str) or not prefix.startswith("/"):

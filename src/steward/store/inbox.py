@@ -45,6 +45,7 @@ class InboxQueries(TaskQueries):
             values |= {
                 "args": rows.dump(approval.args),
                 "scopes": rows.dump(list(approval.scopes)),
+                "roles": None if approval.roles is None else rows.dump(approval.roles),
                 "status": approval.status.value,
                 "created_at": rows.ts(approval.created_at),
                 "expires_at": rows.ts_opt(approval.expires_at),
@@ -114,45 +115,17 @@ class InboxQueries(TaskQueries):
     ) -> Approval:
         """Decide a pending approval and wake the task waiting on it. Deciding twice, or after
         it expired, is an :class:`InvalidTransition`."""
-        now_f = rows.ts(now)
-        status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
-
-        def op(conn: Connection) -> Approval:
-            current = _get_approval(conn, approval_id)
-            if current.status is not ApprovalStatus.PENDING:
-                raise InvalidTransition(f"approval {approval_id} is already {current.status}")
-            if current.expires_at is not None and rows.ts(current.expires_at) <= now_f:
-                raise InvalidTransition(f"approval {approval_id} expired; the task was told")
-            conn.execute(
-                update(approvals)
-                .where(approvals.c.id == approval_id)
-                .values(status=status.value, decided_by=decided_by, note=note, decided_at=now_f)
-            )
-            _wake_waiter(conn, current.task_id, "approval", approval_id, now_f)
-            append_feed(
+        return await self.backend.write(
+            lambda conn: decide_in(
                 conn,
                 self.backend,
-                person_id=current.person_id,
-                at=now,
-                kind="approval.decided",
-                summary=f"{status.value}: {current.tool} (by {decided_by})",
-                goal_id=_goal_of(conn, current.task_id),
-                task_id=current.task_id,
-                ref=approval_id,
-                data={"status": status.value, "decided_by": decided_by},
-            )
-            append_in(
-                conn,
-                self.backend,
-                person_id=current.person_id,
-                kind="approval",
-                actor=decided_by,
-                data={"approval": approval_id, "status": status.value, "note": note},
+                approval_id,
+                approve=approve,
+                decided_by=decided_by,
                 now=now,
+                note=note,
             )
-            return _get_approval(conn, approval_id)
-
-        return await self.backend.write(op)
+        )
 
     async def expire_approval(self, approval_id: str, *, now: datetime) -> Approval:
         """Mark a still-pending approval expired (its task woke at the deadline)."""
@@ -336,3 +309,52 @@ def _get_artifact(conn: Connection, artifact_id: str) -> Artifact:
     if row is None:
         raise NotFound("artifact", artifact_id)
     return rows.artifact(row)
+
+
+def decide_in(
+    conn: Connection,
+    backend: Backend,
+    approval_id: str,
+    *,
+    approve: bool,
+    decided_by: str,
+    now: datetime,
+    note: str | None,
+) -> Approval:
+    """:meth:`InboxQueries.decide_approval` in the caller's transaction."""
+    now_f = rows.ts(now)
+    status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
+
+    current = _get_approval(conn, approval_id)
+    if current.status is not ApprovalStatus.PENDING:
+        raise InvalidTransition(f"approval {approval_id} is already {current.status}")
+    if current.expires_at is not None and rows.ts(current.expires_at) <= now_f:
+        raise InvalidTransition(f"approval {approval_id} expired; the task was told")
+    conn.execute(
+        update(approvals)
+        .where(approvals.c.id == approval_id)
+        .values(status=status.value, decided_by=decided_by, note=note, decided_at=now_f)
+    )
+    _wake_waiter(conn, current.task_id, "approval", approval_id, now_f)
+    append_feed(
+        conn,
+        backend,
+        person_id=current.person_id,
+        at=now,
+        kind="approval.decided",
+        summary=f"{status.value}: {current.tool} (by {decided_by})",
+        goal_id=_goal_of(conn, current.task_id),
+        task_id=current.task_id,
+        ref=approval_id,
+        data={"status": status.value, "decided_by": decided_by},
+    )
+    append_in(
+        conn,
+        backend,
+        person_id=current.person_id,
+        kind="approval",
+        actor=decided_by,
+        data={"approval": approval_id, "status": status.value, "note": note},
+        now=now,
+    )
+    return _get_approval(conn, approval_id)

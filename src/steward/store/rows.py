@@ -33,6 +33,7 @@ from steward.domain import (
     TriggerKind,
     WaitCondition,
 )
+from steward.domain.roles import Role
 
 
 def ts(value: datetime) -> float:
@@ -57,6 +58,12 @@ def dump(value: Any) -> str:
 
 def load(value: str | None) -> Any:
     return None if value is None else json.loads(value)
+
+
+def _roles(value: str | None) -> dict[str, Role] | None:
+    """An approval's stored argument roles (None: the tool declared none)."""
+    loaded = load(value)
+    return None if loaded is None else {name: Role(role) for name, role in loaded.items()}
 
 
 def person(row: Row[Any]) -> Person:
@@ -243,6 +250,7 @@ def approval(row: Row[Any]) -> Approval:
         args_hash=m["args_hash"],
         reason=m["reason"],
         scopes=tuple(load(m["scopes"])),
+        roles=_roles(m["roles"]),
         status=ApprovalStatus(m["status"]),
         decided_by=m["decided_by"],
         note=m["note"],

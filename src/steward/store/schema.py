@@ -232,6 +232,7 @@ approvals = Table(
     Column("args_hash", String(64), nullable=False),
     Column("reason", Text, nullable=False),
     Column("scopes", Text, nullable=False, server_default="[]"),
+    Column("roles", Text),
     Column("status", String(16), nullable=False),
     Column("decided_by", String(160)),
     Column("note", Text),
