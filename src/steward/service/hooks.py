@@ -54,9 +54,10 @@ def sign(secret: str, delivery_id: str, timestamp: int, body: bytes) -> str:
 
 
 def _signed_by(secret: str, delivery_id: str, timestamp: int, body: bytes, header: str) -> bool:
-    expected = sign(secret, delivery_id, timestamp, body)
-    # every candidate is compared, so the time taken says nothing about which one matched
-    matches = [hmac.compare_digest(expected, given) for given in header.split()]
+    expected = sign(secret, delivery_id, timestamp, body).encode()
+    # every candidate is compared, so the time taken says nothing about which one matched; as
+    # bytes, because a header may carry any byte and compare_digest refuses non-ASCII text
+    matches = [hmac.compare_digest(expected, given.encode()) for given in header.split()]
     return any(matches)
 
 

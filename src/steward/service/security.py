@@ -66,6 +66,7 @@ class SecurityService(ServiceBase):
         self, *, person_id: str, name: str, scopes: Sequence[str]
     ) -> tuple[ApiToken, str]:
         """Issue an API token; the plaintext is returned once and never stored."""
+        check_json([name, list(scopes)], "a token")
         return await self.store.create_token(
             person_id=self._for(person_id, CONTROL), name=name, scopes=scopes, now=self.clock.now()
         )

@@ -108,6 +108,8 @@ class WorkService(ServiceBase):
         check_json(
             [title, instructions, list(constraints), stop_condition, list(sources)], "a goal"
         )
+        if budget is not None:
+            check_json(budget.to_json(), "a goal's budget")
         if report_policy not in ("all", "actionable", "none"):
             raise UsageError("report policy must be one of: all, actionable, none")
         if deadline is not None and deadline <= self.clock.now():
@@ -133,6 +135,7 @@ class WorkService(ServiceBase):
 
     async def set_goal_budget(self, goal_id: str, budget: Budget) -> Goal:
         await self._goal(goal_id, CONTROL)
+        check_json(budget.to_json(), "a goal's budget")
         for name, value in budget.to_json().items():
             if value < 0:
                 raise UsageError(f"budget {name} must not be negative")
@@ -312,7 +315,7 @@ class WorkService(ServiceBase):
         zone = timezone or person.timezone
         validate_spec(kind, spec, zone)
         task = _checked(task, self.task_kinds)
-        check_json([name, match], "a trigger")
+        check_json([name, spec, match], "a trigger")
         seconds_span(grace_seconds, "grace_seconds")
         if missed_cap < 0:
             raise UsageError("missed_cap cannot be negative")
@@ -415,6 +418,7 @@ class WorkService(ServiceBase):
         self._may(CONTROL)
         if result is not None and not applied:
             raise UsageError("a result goes only with an effect that happened (applied)")
+        check_json(result, "an effect's result")
         effect = await self.store.get_effect(effect_id)
         task = await self.store.get_task(effect.task_id)
         self._owned("effect", effect_id, task.person_id)
@@ -516,6 +520,7 @@ class WorkService(ServiceBase):
         the lasting scope is refused with
         a :class:`~steward.errors.UsageError` and nothing changes; the person can still
         approve it once."""
+        check_text(note or "", "a decision's note")
         approval = await self._approval(approval_id, CONTROL)
         decided_by = self._decider(decided_by)
         if scope not in APPROVAL_SCOPES:
