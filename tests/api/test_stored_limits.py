@@ -93,3 +93,28 @@ async def test_the_facade_bounds_budgets_specs_token_names_and_slots(
     assert await owner.list_triggers(person_id=pid) == []
     assert await owner.list_tokens(person_id=pid) == []
     assert await owner.list_memories(person_id=pid) == []
+
+
+async def test_names_kept_in_short_columns_are_refused_at_the_door(
+    store: Store, clock: SimulatedClock, tmp_path: Path
+) -> None:
+    """PostgreSQL refused them on main with an error no person could read (a 500)."""
+    owner = Service(store, clock, data_dir=tmp_path)
+    pid = (await owner.ensure_person()).id
+    long = "x" * 129  # the columns hold 128
+    refused: list[tuple[Awaitable[object], str]] = [
+        (owner.send_event(person_id=pid, type=long), "an event's type"),
+        (owner.send_event(person_id=pid, type="t", source=long), "an event's source"),
+        (owner.send_event(person_id=pid, type="t", dedupe_key="k" * 201), "dedupe key"),
+        (owner.create_task(person_id=pid, spec=TaskSpec(kind=long)), "a task's kind"),
+        (
+            owner.add_connection(person_id=pid, kind="k" * 33, name="n", scopes=["a.b"]),
+            "a connection's kind",
+        ),
+    ]
+    for call, naming in refused:
+        with pytest.raises(TooLarge, match=naming):
+            await call
+    assert await owner.list_events(person_id=pid) == []
+    assert await owner.list_tasks(person_id=pid) == []
+    assert await owner.list_connections(person_id=pid) == []

@@ -29,6 +29,9 @@ SECRET_PREFIX = "whsec_"
 """A Standard Webhooks secret: this, then the base64 of the key's bytes."""
 MAX_BODY = 1_000_000
 """Bytes in one delivery."""
+MAX_DELIVERY_ID = 150
+"""Characters in a delivery's id: with the trigger's id it keys the event, at most
+:data:`~steward.domain.limits.MAX_KEY` characters."""
 TOLERANCE = timedelta(minutes=5)
 """How far a delivery's signed time may be from the server's clock, either way."""
 _REFUSED = "the delivery's signature does not match this webhook's secret"
@@ -93,8 +96,10 @@ class WebhookService(ServiceBase):
         if len(body) > MAX_BODY:
             raise TooLarge(f"a delivery's body is at most {MAX_BODY} bytes, not {len(body)}")
         delivery_id = delivery_id.strip()
-        if not delivery_id or len(delivery_id) > 200:
-            raise UsageError("a delivery needs an id (1 to 200 characters) in webhook-id")
+        if not delivery_id or len(delivery_id) > MAX_DELIVERY_ID:
+            raise UsageError(
+                f"a delivery needs an id (1 to {MAX_DELIVERY_ID} characters) in webhook-id"
+            )
         sent_at = _seconds(timestamp)
         try:
             trigger = await self.store.get_trigger(trigger_id)

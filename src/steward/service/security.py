@@ -17,7 +17,7 @@ from steward.domain import (
     RuleMode,
 )
 from steward.domain.ids import new_id
-from steward.domain.limits import check_json, hours_ahead
+from steward.domain.limits import MAX_KIND, check_json, check_text, hours_ahead
 from steward.errors import ConfigError, UsageError
 from steward.sentinel.audit import AuditVerdict
 from steward.sentinel.tokens import CONTROL, READ
@@ -94,6 +94,7 @@ class SecurityService(ServiceBase):
         if not scopes:
             raise UsageError("a connection exposes at least one scope (e.g. email.read)")
         check_json([kind, name, list(scopes), list(hosts)], "a connection")
+        check_text(kind, "a connection's kind", most=MAX_KIND)
         return await self.store.add_connection(
             Connection(
                 id=new_id("con"),

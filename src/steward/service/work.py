@@ -34,7 +34,15 @@ from steward.domain import (
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.feed import FeedEntry
 from steward.domain.ids import new_id
-from steward.domain.limits import check_json, check_seq, check_text, hours_ahead, seconds_span
+from steward.domain.limits import (
+    MAX_KEY,
+    MAX_NAME,
+    check_json,
+    check_seq,
+    check_text,
+    hours_ahead,
+    seconds_span,
+)
 from steward.errors import ConfigError, StewardError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.arguments import pinned_constraints
@@ -373,6 +381,9 @@ class WorkService(ServiceBase):
         if not type:
             raise UsageError("an event needs a type")
         check_json([type, source, dedupe_key, payload], "an event")
+        check_text(type, "an event's type", most=MAX_NAME)
+        check_text(source, "an event's source", most=MAX_NAME)
+        check_text(dedupe_key or "", "an event's dedupe key", most=MAX_KEY)
         event, created = await self.store.add_event(
             person_id=person_id,
             type=type,
@@ -611,6 +622,7 @@ def _checked(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
     if spec.max_attempts < 1:
         raise UsageError("max_attempts must be at least 1")
     check_json([spec.kind, spec.title, spec.input], "a task")
+    check_text(spec.kind, "a task's kind", most=MAX_NAME)
     if spec.kind == "http_post":
         # where it may post is decided when it runs (connections change); what it names is
         # read here, the way the sentinel and the broker will read it
