@@ -3,35 +3,57 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from startup_support import startup_seconds
 from steward.errors import DatabaseUnavailable
 
 OUTAGE_LINE = "database unavailable, retrying in"
 BACK_LINE = "database available again"
 
 
-@functools.cache
-def start_seconds() -> float:
-    """How long a ``steward`` process takes to import here, now (3 s at rest, 10 s under load):
-    deadlines for processes to get going scale with it."""
-    began = time.monotonic()
-    subprocess.run([sys.executable, "-c", "import steward.cli.main"], check=True)
-    return time.monotonic() - began
-
-
 def start_deadline(extra: float = 0.0) -> float:
-    """Seconds to allow for processes to start and do ``extra`` seconds of work."""
-    return 30.0 + 10 * start_seconds() + extra
+    """Seconds to allow for processes to start and do ``extra`` seconds of work: scaled by how
+    long a ``steward`` process takes to start here, now (3 s at rest, 10 s under load), as
+    measured once per session by :func:`startup_support.startup_seconds`."""
+    return 30.0 + 10 * startup_seconds() + extra
+
+
+def holds_task_lock(db_url: str, task_id: str) -> bool:
+    """Whether some (frozen) process holds the database write lock (SQLite), or the task's row
+    lock (PostgreSQL).
+
+    A process frozen inside a transaction would block everyone else; a test then stages its
+    scenario again rather than measure a deadlock it caused itself.
+    """
+    if db_url.startswith("sqlite"):
+        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"), timeout=0.3)
+        try:
+            conn.isolation_level = None
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return False
+        except sqlite3.OperationalError:
+            return True
+        finally:
+            conn.close()
+    with psycopg.connect(db_url) as pg, pg.transaction():
+        pg.execute("SET LOCAL lock_timeout = '300ms'")
+        try:
+            pg.execute("SELECT id FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
+        except psycopg.errors.LockNotAvailable:
+            return True
+    return False
 
 
 def spawn(

@@ -32,6 +32,7 @@ from runtime.outage_support import (
     stop_all,
     until,
 )
+from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.store import Store
 
@@ -42,7 +43,7 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 RESTARTS = 4
 DOWN_SECONDS = 3.0
 """How long the server stays down each time: longer than any process's idle poll, so every
-process meets the outage."""
+process meets the outage (scaled: a starved process polls late, and must still meet it)."""
 PEOPLE = 4
 """Each runs up to 4 tasks at once: enough for both workers to be busy."""
 WAVE = 16
@@ -165,6 +166,7 @@ async def test_workers_and_scheduler_ride_through_postgres_restarts(
         await wave()
         await until(all_done, "the first tasks to finish", procs, tmp_path, start_deadline())
 
+        down = scaled(DOWN_SECONDS)
         for restart in range(RESTARTS):
             ids = await wave()
 
@@ -174,7 +176,7 @@ async def test_workers_and_scheduler_ride_through_postgres_restarts(
             await until(running, "tasks to be running", procs, tmp_path, start_deadline())
             mode = "immediate" if restart % 2 else "fast"
             cluster.stop(mode)
-            await asyncio.sleep(DOWN_SECONDS)
+            await asyncio.sleep(down)
             cluster.start()
             steps_at_up = _scalar(url, "SELECT count(*) FROM steps")
             assert steps_at_up is not None
@@ -197,7 +199,7 @@ async def test_workers_and_scheduler_ride_through_postgres_restarts(
         await store.close()
     print(f"\n{RESTARTS} restarts, {len(task_ids)} tasks of {STEPS} steps, 0 process exits")
     for mode, after in resumed:
-        print(f"  stop -m {mode}, {DOWN_SECONDS:g}s down, start: work resumed {after:.1f}s later")
+        print(f"  stop -m {mode}, {down:g}s down, start: work resumed {after:.1f}s later")
     for name in procs:
         log = tmp_path / f"{name}.log"
         outages, ends = outage_lines(log)

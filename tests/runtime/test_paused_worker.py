@@ -20,12 +20,14 @@ import psycopg
 import pytest
 
 from runtime.outage_support import log_tails, spawn, start_deadline, stop_all, until
+from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.store import Store
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 LEASE_SECONDS = 3.0
+"""Worker A's lease on a quiet machine (scaled for this one)."""
 IDLE_SECONDS = 2.0
 FENCE_LINES = ("activation rejected by fence", "activation abandoned: lease lost")
 
@@ -53,7 +55,7 @@ async def pause_in_transaction(
     with psycopg.connect(db_url, autocommit=True) as admin:
         admin.execute("SELECT pg_advisory_lock(hashtext(%s))", (feed_lock,))
         a = procs["a"] = spawn(
-            "worker", db_url, logs / "a.log", "--lease-seconds", str(LEASE_SECONDS), env=env
+            "worker", db_url, logs / "a.log", "--lease-seconds", str(scaled(LEASE_SECONDS)), env=env
         )
 
         async def waiting() -> bool:
@@ -111,7 +113,7 @@ async def test_a_paused_worker_loses_its_row_lock_and_its_task_is_taken_over(
             "worker B to take the paused worker's task over",
             procs,
             tmp_path,
-            start_deadline(LEASE_SECONDS + 2 * IDLE_SECONDS),
+            start_deadline(scaled(LEASE_SECONDS) + 2 * IDLE_SECONDS),
         )
 
         async def finished() -> bool:
@@ -135,7 +137,7 @@ async def test_a_paused_worker_loses_its_row_lock_and_its_task_is_taken_over(
         stop_all(procs)
         await store.close()
     print(f"\npaused worker's task taken over {took:.1f}s after the pause")
-    print(f"(lease {LEASE_SECONDS:g}s, idle-in-transaction timeout {IDLE_SECONDS:g}s)")
+    print(f"(lease {scaled(LEASE_SECONDS):g}s, idle-in-transaction timeout {IDLE_SECONDS:g}s)")
 
 
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)

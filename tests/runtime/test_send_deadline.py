@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -26,9 +25,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
+from runtime.outage_support import holds_task_lock
+from startup_support import scaled
 from steward.domain import EffectStatus, Person, TaskSpec, TaskStatus
 from steward.domain.ids import effect_key
 from steward.errors import EffectMaybeInFlight, RetryLater
@@ -40,6 +40,8 @@ from steward.testing.effect_service import EffectServiceClient, run_effect_servi
 from steward.testing.posting import connect_local_service
 
 LEASE_SECONDS = 2.0
+"""A worker's lease on a quiet machine (scaled for this one: a starved worker must not lose it
+before it gets to mark the effect sent)."""
 WAIT_SECONDS = 180.0
 """How long a process may take to get somewhere: generous, since a ``steward`` process alone
 takes 3 s to import at rest and 10 s on a loaded machine; a dead process fails the wait at
@@ -139,7 +141,7 @@ async def _zombie_scenario(
         db_url = f"sqlite:///{logs / 'steward.db'}"
     store = await Store.open(db_url)
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    lease = ["--lease-seconds", str(LEASE_SECONDS)]
+    lease = ["--lease-seconds", str(scaled(LEASE_SECONDS))]
     try:
         with run_effect_service() as service:
             client = EffectServiceClient(service.url)
@@ -170,7 +172,7 @@ async def _zombie_scenario(
                 return stopped(a.pid)
 
             await until(a_frozen, "A to freeze itself", procs, logs)
-            if await asyncio.to_thread(_holds_a_lock, db_url, task.id):
+            if await asyncio.to_thread(holds_task_lock, db_url, task.id):
                 raise Unstaged
             assert (await client.stats()) == {}, "A sent before freezing"
 
@@ -214,29 +216,6 @@ async def _zombie_scenario(
             proc.kill()
             proc.wait()
         await store.close()
-
-
-def _holds_a_lock(db_url: str, task_id: str) -> bool:
-    """Whether the frozen process holds the database write lock (SQLite) or the task's row lock
-    (PostgreSQL)."""
-    if db_url.startswith("sqlite"):
-        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"), timeout=0.3)
-        try:
-            conn.isolation_level = None
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
-            return False
-        except sqlite3.OperationalError:
-            return True
-        finally:
-            conn.close()
-    with psycopg.connect(db_url) as pg, pg.transaction():
-        pg.execute("SET LOCAL lock_timeout = '300ms'")
-        try:
-            pg.execute("SELECT id FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
-        except psycopg.errors.LockNotAvailable:
-            return True
-    return False
 
 
 # --- in one process ---------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
+from runtime.outage_support import holds_task_lock
 from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.journal import EffectStatus
@@ -75,32 +74,6 @@ async def until(
 
 def log_tails(logs: Path) -> str:
     return "\n".join(f"--- {f.name}\n{f.read_text()[-2000:]}" for f in sorted(logs.glob("*.log")))
-
-
-def holds_task_lock(db_url: str, task_id: str) -> bool:
-    """Whether some (frozen) process holds the database write lock, or the task's row lock.
-
-    A process frozen inside a transaction would block everyone else; the test then thaws and
-    refreezes it rather than measure a deadlock it caused itself.
-    """
-    if db_url.startswith("sqlite"):
-        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"), timeout=0.3)
-        try:
-            conn.isolation_level = None
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
-            return False
-        except sqlite3.OperationalError:
-            return True
-        finally:
-            conn.close()
-    with psycopg.connect(db_url) as pg, pg.transaction():
-        pg.execute("SET LOCAL lock_timeout = '300ms'")
-        try:
-            pg.execute("SELECT id FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
-        except psycopg.errors.LockNotAvailable:
-            return True
-    return False
 
 
 async def snapshot(store: Store, task_id: str) -> tuple[Any, ...]:

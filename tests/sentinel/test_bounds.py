@@ -329,6 +329,13 @@ def test_urls_two_parsers_could_read_differently_are_refused(url: str) -> None:
         ("::ffff:127.0.0.1", False),  # IPv4-mapped
         ("2002:7f00:1::", False),  # 6to4 of 127.0.0.1
         ("64:ff9b::a00:1", False),  # NAT64 of 10.0.0.1
+        ("::127.0.0.1", False),  # IPv4-compatible (deprecated)
+        ("::8.8.8.8", False),  # IPv4-compatible reaches no host as such
+        ("64:ff9b:1::8.8.8.8", False),  # local-use NAT64: a translator on this network
+        ("64:ff9b:1::1", False),
+        ("fec0::1", False),  # site-local (deprecated)
+        ("feff:ffff::1", False),  # the end of site-local
+        ("64:ff9b::808:808", True),  # well-known NAT64 of 8.8.8.8
     ],
 )
 def test_public_addresses(address: str, public: bool) -> None:

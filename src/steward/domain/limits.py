@@ -21,6 +21,12 @@ MAX_JSON_CHARS = 1_000_000
 """Characters a stored JSON value may take, counted as its compact JSON text would, roughly."""
 MAX_TEXT = 100_000
 """Characters in one free text (a memory, an instruction, an answer)."""
+MAX_NAME = 128
+"""Characters in a name things are looked up by: an event's type or source, a task's kind."""
+MAX_KEY = 200
+"""Characters in an event's dedupe key."""
+MAX_KIND = 32
+"""Characters in a connection's kind (``email``, ``http``)."""
 MAX_INT = 2**63 - 1
 """The largest integer (by absolute value) a database integer or a JSON number here holds."""
 MAX_SEQ = MAX_INT

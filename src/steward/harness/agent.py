@@ -472,8 +472,14 @@ class _Activation(WaitingActivation):
             # a subtask's instructions are the model's words: trust what the parent trusted
             parts = [str(inherited.get("trusted", "")), *self.state.get("trusted", [])]
         else:
-            stated = {k: v for k, v in self.task.input.items() if k != "event"}
-            parts = [json.dumps(stated, default=str), *self.state.get("trusted", [])]
+            # the person's words only: a budget, a tool list or a session id are settings, and
+            # their numbers ("13", "30") vouch for no value an injected text supplies
+            said = [self.task.input.get(k) for k in ("instructions", "acceptance", "inputs")]
+            parts = [
+                self.task.title,
+                *(v if isinstance(v, str) else json.dumps(v, default=str) for v in said if v),
+                *self.state.get("trusted", []),
+            ]
         if self.goal is not None:
             goal = self.goal
             parts += [goal.title, goal.instructions, *goal.constraints, *goal.sources]

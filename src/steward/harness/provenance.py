@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 from steward.domain.roles import DataClass, Role
+from steward.sentinel.urls import UrlRefused, authority_of, host_key, parse_url
 
 FILTER_BITS = 1 << 15
 """Bits per source filter (4 KiB): about 3,000 word sequences at a 1% false-positive rate."""
@@ -158,15 +158,20 @@ def _phrases(words: Sequence[str]) -> Iterator[str]:
 
 
 def _hosts(words: Iterable[str]) -> Iterator[str]:
-    """The hosts of the URLs among ``words``."""
+    """The hosts of the URLs and host names among ``words``, read the one way the sentinel and
+    the broker read them (IDNA A-labels, no trailing dot): a host the model respells
+    (``bücher.example`` as ``xn--bcher-kva.example.``) is still the host it saw."""
     for word in words:
         if "://" in word:
+            authority = authority_of(word)
+            if "@" in authority:  # refused where it would be sent; its host follows the last @
+                word = word.replace(authority, authority.rpartition("@")[2], 1)
             try:
-                host = urlsplit(word).hostname
-            except ValueError:
+                yield parse_url(word).host
+            except UrlRefused:
                 continue
-            if host:
-                yield host
+        elif "." in word and (host := host_key(word)):
+            yield host
 
 
 def _windows(words: Sequence[str]) -> list[str]:
@@ -364,7 +369,7 @@ def _first_seen(
     if role is Role.TIME:
         dated = [w for w in words if _ISO_DATE.match(w)]
         words = dated or words  # the date selects; a time of day alone is too common
-    if role in (Role.HOST, None) and len(words) == 1 and "://" in words[0]:
+    if role in (Role.HOST, None) and len(words) == 1:
         # where a request goes is its host: a path or query the model added changes nothing
         words = list(_hosts(words)) or words
         if trusted_hosts.intersection(words):

@@ -36,6 +36,12 @@ _LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
 _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
 _FORBIDDEN = re.compile(r"[\\\s\x00-\x1f\x7f]")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NEVER_PUBLIC = (
+    ipaddress.ip_network("::/96"),  # IPv4-compatible (deprecated, RFC 4291): ::127.0.0.1
+    ipaddress.ip_network("64:ff9b:1::/48"),  # local-use NAT64 (RFC 8215): a local translator
+    ipaddress.ip_network("fec0::/10"),  # site-local (deprecated, RFC 3879): private
+)
+"""IPv6 ranges the ``ipaddress`` module counts as global that reach no public host."""
 _ADDRESS = re.compile(r"^[^@\s,;<>()\[\]\"']+@[^@\s,;<>()\[\]\"']+$")
 """One plain address: a local part, ``@``, a domain; no display name, list or comment."""
 
@@ -150,9 +156,12 @@ def ip_of(host: str) -> IPAddress | None:
 
 def is_public(address: IPAddress) -> bool:
     """Whether ``address`` is a global unicast address, also when it embeds an IPv4 address
-    (IPv4-mapped, 6to4, Teredo, NAT64): loopback, link-local, private (RFC 1918, ULA),
-    shared (CGNAT), unspecified, reserved and multicast addresses are not."""
+    (IPv4-mapped, 6to4, Teredo, NAT64): loopback, link-local, private (RFC 1918, ULA,
+    site-local), shared (CGNAT), unspecified, reserved and multicast addresses are not, nor
+    IPv4-compatible (``::a.b.c.d``, whatever it embeds) or local-use NAT64 addresses."""
     if isinstance(address, ipaddress.IPv6Address):
+        if any(address in network for network in _NEVER_PUBLIC):
+            return False
         embedded: list[IPAddress] = []
         if address.ipv4_mapped is not None:
             embedded.append(address.ipv4_mapped)

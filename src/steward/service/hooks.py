@@ -29,6 +29,9 @@ SECRET_PREFIX = "whsec_"
 """A Standard Webhooks secret: this, then the base64 of the key's bytes."""
 MAX_BODY = 1_000_000
 """Bytes in one delivery."""
+MAX_DELIVERY_ID = 150
+"""Characters in a delivery's id: with the trigger's id it keys the event, at most
+:data:`~steward.domain.limits.MAX_KEY` characters."""
 TOLERANCE = timedelta(minutes=5)
 """How far a delivery's signed time may be from the server's clock, either way."""
 _REFUSED = "the delivery's signature does not match this webhook's secret"
@@ -54,9 +57,10 @@ def sign(secret: str, delivery_id: str, timestamp: int, body: bytes) -> str:
 
 
 def _signed_by(secret: str, delivery_id: str, timestamp: int, body: bytes, header: str) -> bool:
-    expected = sign(secret, delivery_id, timestamp, body)
-    # every candidate is compared, so the time taken says nothing about which one matched
-    matches = [hmac.compare_digest(expected, given) for given in header.split()]
+    expected = sign(secret, delivery_id, timestamp, body).encode()
+    # every candidate is compared, so the time taken says nothing about which one matched; as
+    # bytes, because a header may carry any byte and compare_digest refuses non-ASCII text
+    matches = [hmac.compare_digest(expected, given.encode()) for given in header.split()]
     return any(matches)
 
 
@@ -92,8 +96,10 @@ class WebhookService(ServiceBase):
         if len(body) > MAX_BODY:
             raise TooLarge(f"a delivery's body is at most {MAX_BODY} bytes, not {len(body)}")
         delivery_id = delivery_id.strip()
-        if not delivery_id or len(delivery_id) > 200:
-            raise UsageError("a delivery needs an id (1 to 200 characters) in webhook-id")
+        if not delivery_id or len(delivery_id) > MAX_DELIVERY_ID:
+            raise UsageError(
+                f"a delivery needs an id (1 to {MAX_DELIVERY_ID} characters) in webhook-id"
+            )
         sent_at = _seconds(timestamp)
         try:
             trigger = await self.store.get_trigger(trigger_id)

@@ -180,7 +180,7 @@ class MemoryService(ServiceBase):
         """Remember what the person states. Each statement is its own source, so forgetting it
         purges just that statement and blocks nothing else the person says later."""
         person_id = self._for(person_id, CONTROL)
-        check_json(list(subjects), "a memory's subjects")
+        check_json([list(subjects), slot], "a memory's subjects and slot")
         return await self.memory.write(
             person_id=person_id,
             content=content,
@@ -213,7 +213,7 @@ class MemoryService(ServiceBase):
         """Change a memory (a new version; the old one stays in its history). With
         ``expected_version``, a memory changed meanwhile is a :class:`Conflict`."""
         await self._memory(memory_id, CONTROL)
-        check_json(list(subjects or ()), "a memory's subjects")
+        check_json([list(subjects or ()), slot], "a memory's subjects and slot")
         return await self.memory.edit(
             memory_id,
             actor=self._changer(),

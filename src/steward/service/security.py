@@ -17,7 +17,7 @@ from steward.domain import (
     RuleMode,
 )
 from steward.domain.ids import new_id
-from steward.domain.limits import check_json, hours_ahead
+from steward.domain.limits import MAX_KIND, check_json, check_text, hours_ahead
 from steward.errors import ConfigError, UsageError
 from steward.sentinel.audit import AuditVerdict
 from steward.sentinel.tokens import CONTROL, READ
@@ -66,6 +66,7 @@ class SecurityService(ServiceBase):
         self, *, person_id: str, name: str, scopes: Sequence[str]
     ) -> tuple[ApiToken, str]:
         """Issue an API token; the plaintext is returned once and never stored."""
+        check_json([name, list(scopes)], "a token")
         return await self.store.create_token(
             person_id=self._for(person_id, CONTROL), name=name, scopes=scopes, now=self.clock.now()
         )
@@ -93,6 +94,7 @@ class SecurityService(ServiceBase):
         if not scopes:
             raise UsageError("a connection exposes at least one scope (e.g. email.read)")
         check_json([kind, name, list(scopes), list(hosts)], "a connection")
+        check_text(kind, "a connection's kind", most=MAX_KIND)
         return await self.store.add_connection(
             Connection(
                 id=new_id("con"),

@@ -34,7 +34,15 @@ from steward.domain import (
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.feed import FeedEntry
 from steward.domain.ids import new_id
-from steward.domain.limits import check_json, check_seq, check_text, hours_ahead, seconds_span
+from steward.domain.limits import (
+    MAX_KEY,
+    MAX_NAME,
+    check_json,
+    check_seq,
+    check_text,
+    hours_ahead,
+    seconds_span,
+)
 from steward.errors import ConfigError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.arguments import pinned_constraints
@@ -108,6 +116,8 @@ class WorkService(ServiceBase):
         check_json(
             [title, instructions, list(constraints), stop_condition, list(sources)], "a goal"
         )
+        if budget is not None:
+            check_json(budget.to_json(), "a goal's budget")
         if report_policy not in ("all", "actionable", "none"):
             raise UsageError("report policy must be one of: all, actionable, none")
         if deadline is not None and deadline <= self.clock.now():
@@ -133,6 +143,7 @@ class WorkService(ServiceBase):
 
     async def set_goal_budget(self, goal_id: str, budget: Budget) -> Goal:
         await self._goal(goal_id, CONTROL)
+        check_json(budget.to_json(), "a goal's budget")
         for name, value in budget.to_json().items():
             if value < 0:
                 raise UsageError(f"budget {name} must not be negative")
@@ -312,7 +323,7 @@ class WorkService(ServiceBase):
         zone = timezone or person.timezone
         validate_spec(kind, spec, zone)
         task = _checked(task, self.task_kinds)
-        check_json([name, match], "a trigger")
+        check_json([name, spec, match], "a trigger")
         seconds_span(grace_seconds, "grace_seconds")
         if missed_cap < 0:
             raise UsageError("missed_cap cannot be negative")
@@ -370,6 +381,9 @@ class WorkService(ServiceBase):
         if not type:
             raise UsageError("an event needs a type")
         check_json([type, source, dedupe_key, payload], "an event")
+        check_text(type, "an event's type", most=MAX_NAME)
+        check_text(source, "an event's source", most=MAX_NAME)
+        check_text(dedupe_key or "", "an event's dedupe key", most=MAX_KEY)
         event, created = await self.store.add_event(
             person_id=person_id,
             type=type,
@@ -415,6 +429,7 @@ class WorkService(ServiceBase):
         self._may(CONTROL)
         if result is not None and not applied:
             raise UsageError("a result goes only with an effect that happened (applied)")
+        check_json(result, "an effect's result")
         effect = await self.store.get_effect(effect_id)
         task = await self.store.get_task(effect.task_id)
         self._owned("effect", effect_id, task.person_id)
@@ -519,6 +534,7 @@ class WorkService(ServiceBase):
         the lasting scope is refused with
         a :class:`~steward.errors.UsageError` and nothing changes; the person can still
         approve it once."""
+        check_text(note or "", "a decision's note")
         approval = await self._approval(approval_id, CONTROL)
         decided_by = self._decider(decided_by)
         if scope not in APPROVAL_SCOPES:
@@ -607,6 +623,7 @@ def _checked(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
     if spec.max_attempts < 1:
         raise UsageError("max_attempts must be at least 1")
     check_json([spec.kind, spec.title, spec.input], "a task")
+    check_text(spec.kind, "a task's kind", most=MAX_NAME)
     if spec.kind == "http_post":
         # where it may post is decided when it runs (connections change); what it names is
         # read here, the way the sentinel and the broker will read it
