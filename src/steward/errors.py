@@ -153,3 +153,9 @@ class EffectInDoubt(StewardRuntimeError):
 
 class EffectFailed(StewardRuntimeError):
     """A tool says for certain that its side effect did not happen (and will not on retry)."""
+
+
+class NotSent(StewardRuntimeError):
+    """A request certainly did not leave: its send deadline passed before the bytes would
+    have gone, a lookup it needed failed (the database, a name), or no address accepted the
+    connection. Unlike a failure after sending, the effect is not in doubt: it is retried."""
