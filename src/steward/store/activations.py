@@ -148,20 +148,21 @@ class ActivationQueries(TaskQueries):
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> Task:
-            current = conn.execute(
-                select(
-                    tasks.c.attempts,
-                    tasks.c.max_attempts,
-                    tasks.c.parent_id,
-                    tasks.c.person_id,
-                    tasks.c.control,
-                    tasks.c.wake,
-                    tasks.c.goal_id,
-                    tasks.c.title,
-                    tasks.c.kind,
-                    tasks.c.lease_expires_at,
-                ).where(self._fenced(fence, lease_now))
-            ).first()
+            # locked: a cancel or pause asked for between this read and the update below
+            # would otherwise be overwritten (control is cleared with the outcome)
+            query = select(
+                tasks.c.attempts,
+                tasks.c.max_attempts,
+                tasks.c.parent_id,
+                tasks.c.person_id,
+                tasks.c.control,
+                tasks.c.wake,
+                tasks.c.goal_id,
+                tasks.c.title,
+                tasks.c.kind,
+                tasks.c.lease_expires_at,
+            ).where(self._fenced(fence, lease_now))
+            current = conn.execute(self.backend.lock_for_update(query)).first()
             if current is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
             attempts, max_attempts, parent_id, person_id, control, old_wake = current[:6]
