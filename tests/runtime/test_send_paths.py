@@ -138,7 +138,8 @@ async def test_a_request_that_would_start_past_its_send_deadline_is_not_sent(
         pytest.fail(f"the tool was never called within its deadline in {TRIES} runs")
     [effect] = await store.list_effects(task_id=run.task.id)
     assert (effect.status, effect.attempts) == (EffectStatus.PLANNED, 0)
-    assert effect.error is not None and "send deadline" in effect.error
+    assert effect.error is not None
+    assert "send deadline" in effect.error
     assert await EffectServiceClient(service.url).stats() == {}
 
 

@@ -89,4 +89,5 @@ async def test_a_full_sqlite_disk_is_unavailable(store: Store, db_url: str, tmp_
         conn.execute("INSERT INTO t VALUES (zeroblob(100000))")
     conn.close()
     reason = store.backend.unavailable_reason(full.value)
-    assert reason is not None and "full" in reason
+    assert reason is not None
+    assert "full" in reason

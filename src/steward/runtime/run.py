@@ -230,7 +230,9 @@ class TaskRun:
                     lease_now=self.clock.lease_now(),
                 )
             except EffectMaybeInFlight as wait:
-                raise RetryLater(str(wait), delay_seconds=wait.seconds_left) from wait
+                raise RetryLater(
+                    str(wait), delay_seconds=wait.seconds_left, attempt=False
+                ) from wait
             effect = window.effect
             deadline = started + window.lease_seconds_left * SEND_SHARE
             failpoint("effect.after_mark_sent")
