@@ -9,12 +9,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from sqlalchemy import text
 
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.outcome import Requeue
 from steward.errors import DatabaseUnavailable
 from steward.runtime.clock import SimulatedClock
-from steward.store import Fence, Store
+from steward.store import DatabaseLimits, Fence, Store
 
 
 async def test_a_cancel_committed_while_the_outcome_is_written_is_honoured(
@@ -91,3 +92,19 @@ async def test_a_full_sqlite_disk_is_unavailable(store: Store, db_url: str, tmp_
     reason = store.backend.unavailable_reason(full.value)
     assert reason is not None
     assert "full" in reason
+
+
+async def test_a_statement_timeout_fails_the_step_rather_than_looking_like_an_outage(
+    db_url: str, store: Store
+) -> None:
+    """The same statement would time out again: an error of the step (an attempt counted,
+    in the end dead-lettered), not an outage to wait out forever."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL's statement_timeout")
+    slow = await Store.open(db_url, limits=DatabaseLimits(statement_timeout_seconds=0.05))
+    try:
+        with pytest.raises(Exception, match="statement timeout") as timed_out:
+            await slow.backend.read(lambda conn: conn.execute(text("SELECT pg_sleep(2)")).all())
+        assert not isinstance(timed_out.value, DatabaseUnavailable)
+    finally:
+        await slow.close()
