@@ -29,10 +29,15 @@ class Signal(StewardError):
 class RetryLater(Signal):
     """The step failed in a way worth retrying; the runtime applies backoff and max attempts."""
 
-    def __init__(self, reason: str, *, delay_seconds: float | None = None) -> None:
+    def __init__(
+        self, reason: str, *, delay_seconds: float | None = None, attempt: bool = True
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.delay_seconds = delay_seconds
+        self.attempt = attempt
+        """False: the step only has to wait (an effect that may still be in flight), which
+        does not count as a failed attempt."""
 
 
 class StopRequested(Signal):
@@ -153,3 +158,9 @@ class EffectInDoubt(StewardRuntimeError):
 
 class EffectFailed(StewardRuntimeError):
     """A tool says for certain that its side effect did not happen (and will not on retry)."""
+
+
+class NotSent(StewardRuntimeError):
+    """A request certainly did not leave: its send deadline passed before the bytes would
+    have gone, a lookup it needed failed (the database, a name), or no address accepted the
+    connection. Unlike a failure after sending, the effect is not in doubt: it is retried."""

@@ -86,7 +86,8 @@ async def _serve(
     starting = DatabaseOutage(clock)
     store = await starting.retry(lambda: Store.open(url, limits=database_limits(settings)))
     try:
-        harness = await build_harness(settings, store, clock)
+        # it reads the database (are there secrets for the vault key to open?): waited for too
+        harness = await starting.retry(lambda: build_harness(settings, store, clock))
     except BaseException:
         await store.close()
         raise

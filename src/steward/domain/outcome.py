@@ -52,6 +52,11 @@ class Requeue:
     kind: Literal["requeue"] = "requeue"
     reason: str = "yield"
     """Why."""
+    delay_seconds: float = 0.0
+    """How long to wait before running again; not a failed attempt."""
+    cut_offs: int = 0
+    """Activations of this task in a row cut off by the database, this one included (0: this
+    one was not): kept with what woke it, so that each wait is longer than the last."""
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -71,6 +71,19 @@ class DatabaseOutage:
         delay = self.backoff()
         await self.clock.sleep_until(self.clock.now() + timedelta(seconds=delay), stop)
 
+    async def unexpected(
+        self, what: str, error: Exception, stop: asyncio.Event | None = None
+    ) -> None:
+        """A loop's pass failed with an error that is not an outage (a bug, a row it cannot
+        read, a database error nobody classified): one line, a pause, and the loop goes on —
+        a process does not exit on one failure."""
+        delay = random.uniform(self.cap_seconds / 2, self.cap_seconds)
+        log.error(
+            f"{what} failed, retrying in {delay:.1f}s: {type(error).__name__}: "
+            + " ".join(str(error).split())[:500]
+        )
+        await self.clock.sleep_until(self.clock.now() + timedelta(seconds=delay), stop)
+
     async def retry(self, op: Callable[[], Awaitable[T]]) -> T:
         """``await op()`` until the database answers it."""
         while True:

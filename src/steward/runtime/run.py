@@ -33,7 +33,6 @@ deadline by as much).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -45,14 +44,18 @@ from steward.domain.ids import effect_key
 from steward.domain.journal import APPLIED_RESULT_UNKNOWN
 from steward.domain.outcome import Claim
 from steward.errors import (
+    DatabaseUnavailable,
     EffectFailed,
     EffectInDoubt,
     EffectMaybeInFlight,
+    NotSent,
     RetryLater,
     StopRequested,
 )
 from steward.runtime.clock import Clock
 from steward.runtime.failpoints import failpoint
+from steward.runtime.sendby import elapsed as _elapsed
+from steward.runtime.sendby import sending_by
 from steward.store import Fence, FinalStep, Store
 
 log = structlog.get_logger(__name__)
@@ -72,13 +75,6 @@ start; the rest is margin for a request started just in time to reach the servic
 SEND_TRIES = 3
 """Times an activation marks an effect sent and misses its send deadline (a stalled process,
 a lease nearly out) before it gives the step back to be retried."""
-_BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)
-
-
-def _elapsed() -> float:
-    """Seconds on a clock that never steps and, unlike :func:`time.monotonic` on Linux, keeps
-    counting while the machine is suspended: every kind of pause shows."""
-    return time.clock_gettime(_BOOTTIME) if _BOOTTIME is not None else time.monotonic()
 
 
 class TaskRun:
@@ -234,7 +230,9 @@ class TaskRun:
                     lease_now=self.clock.lease_now(),
                 )
             except EffectMaybeInFlight as wait:
-                raise RetryLater(str(wait), delay_seconds=wait.seconds_left) from wait
+                raise RetryLater(
+                    str(wait), delay_seconds=wait.seconds_left, attempt=False
+                ) from wait
             effect = window.effect
             deadline = started + window.lease_seconds_left * SEND_SHARE
             failpoint("effect.after_mark_sent")
@@ -242,19 +240,23 @@ class TaskRun:
                 failpoint("effect.before_request")  # inside the residual window (see above)
                 break
             log.warning("effect not sent: its send deadline passed", key=effect.key)
-            effect = await self.store.set_effect_status(
-                self.fence,
-                effect.id,
-                unsent,
-                now=self.clock.now(),
-                error="not sent: its send deadline passed before the request started",
-                lease_now=self.clock.lease_now(),
-                not_sent=True,
+            effect = await self._unsent(
+                effect, unsent, "not sent: its send deadline passed before the request started"
             )
         else:
             raise RetryLater(f"effect {effect.tool} could not start within its send deadline")
         try:
-            result = await call(effect.key, self.fence_token)
+            # the tool's own sender checks the deadline again right before its request
+            with sending_by(deadline):
+                result = await call(effect.key, self.fence_token)
+        except NotSent as exc:
+            # certainly not sent (the deadline passed in the tool, a lookup failed, no address
+            # took the connection): back to what it was, and the step is tried again
+            log.warning("effect not sent", key=effect.key, reason=str(exc))
+            await self._unsent(effect, unsent, str(exc))
+            if isinstance(exc.__cause__, DatabaseUnavailable):
+                raise exc.__cause__ from None  # an outage: the worker requeues, no attempt
+            raise RetryLater(f"effect {effect.tool} {exc}") from exc
         except EffectFailed as exc:
             await self._set(effect, EffectStatus.FAILED, error=str(exc))
             raise
@@ -264,6 +266,18 @@ class TaskRun:
             raise RetryLater(f"effect {effect.tool} outcome unknown: {exc}") from exc
         await self._set(effect, EffectStatus.SUCCEEDED, result=result)
         return result
+
+    async def _unsent(self, effect: Effect, unsent: EffectStatus, error: str) -> Effect:
+        """Record that an effect marked sent was not sent after all."""
+        return await self.store.set_effect_status(
+            self.fence,
+            effect.id,
+            unsent,
+            now=self.clock.now(),
+            error=error,
+            lease_now=self.clock.lease_now(),
+            not_sent=True,
+        )
 
     async def _set(
         self, effect: Effect, status: EffectStatus, *, result: Any = None, error: str | None = None

@@ -65,6 +65,9 @@ class Scheduler:
                 except DatabaseUnavailable as error:
                     await self.outage.wait(error, stop)
                     continue
+                except Exception as error:  # never exit on one failure: log it and go on
+                    await self.outage.unexpected("scheduler tick", error, stop)
+                    continue
                 self.outage.ok()
                 now = self.clock.now()
                 deadline = next_due or now + timedelta(days=3650)

@@ -44,6 +44,10 @@ def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
 
 
+CUT_OFF_CAP_SECONDS = 300.0
+"""Longest wait before running a task cut off by the database again."""
+
+
 def backoff_seconds(attempt: int, *, base: float = 1.0, cap: float = 300.0) -> float:
     """Exponential backoff with full jitter: uniform in [0, min(cap, base·2^attempt)]."""
     return random.uniform(0, min(cap, base * 2**attempt))
@@ -95,6 +99,8 @@ class Worker:
                         await self._idle(stop)
                 except DatabaseUnavailable as error:
                     await self.outage.wait(error, stop)
+                except Exception as error:  # never exit on one failure: log it and go on
+                    await self.outage.unexpected("claiming work", error, stop)
         finally:
             self.clock.unregister()
             self._draining.set()
@@ -173,10 +179,17 @@ class Worker:
             return
         except DatabaseUnavailable as error:
             # cut off mid-way: what it committed stands (each write is fenced); hand the task
-            # back to be resumed from its last checkpoint, as soon as the database answers
+            # back to be resumed from its last checkpoint, as soon as the database answers,
+            # later each time it is cut off again (not an attempt: the step did not fail)
             self.outage.noticed(error)
             log.info("activation abandoned: database unavailable", task=claim.task.id)
-            outcome = Requeue(reason="database unavailable")
+            cut_offs = int(claim.wake.get("cut_offs", 0)) + 1
+            ceiling = min(CUT_OFF_CAP_SECONDS, self.retry_base_seconds * 2 ** (cut_offs - 1))
+            outcome = Requeue(
+                reason="database unavailable",
+                delay_seconds=random.uniform(ceiling / 2, ceiling),
+                cut_offs=cut_offs,
+            )
             run.final_step = None
             cut_off = True
         finally:
@@ -212,14 +225,19 @@ class Worker:
                 cut_off = True
                 await self.outage.wait(error, self._draining)
                 continue
+            except Exception as error:  # tried again until the lease lapses (LeaseLost)
+                if self._draining.is_set():
+                    return
+                await self.outage.unexpected("writing an outcome", error, self._draining)
+                continue
             self.outage.ok()
             return
 
     async def _activate(self, run: TaskRun) -> Outcome:
-        refusal = await self._over_budget(run)
-        if refusal is not None:
-            return Fail(reason=refusal)
         try:
+            refusal = await self._over_budget(run)
+            if refusal is not None:
+                return Fail(reason=refusal)
             return await self.harness.activate(run)
         except StopRequested as stop:
             if stop.kind == "shutdown":
@@ -231,6 +249,8 @@ class Worker:
             delay = retry.delay_seconds
             if delay is None:
                 delay = backoff_seconds(run.task.attempts, base=self.retry_base_seconds)
+            if not retry.attempt:
+                return Requeue(reason=retry.reason, delay_seconds=delay)
             return Retry(reason=retry.reason, delay_seconds=delay)
         except (LeaseLost, DatabaseUnavailable, asyncio.CancelledError):
             raise

@@ -63,7 +63,8 @@ from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 
 from steward.domain.authority import Connection
-from steward.errors import StewardRuntimeError, UsageError
+from steward.errors import DatabaseUnavailable, NotSent, StewardRuntimeError, UsageError
+from steward.runtime import sendby
 from steward.runtime.failpoints import failpoint
 from steward.sentinel.urls import (
     IPAddress,
@@ -104,6 +105,11 @@ class EgressRefused(UsageError):
 class EgressFailed(StewardRuntimeError):
     """The request could not be completed (network error, OAuth refresh failed). The message
     is redacted."""
+
+
+class EgressNotSent(EgressFailed, NotSent):
+    """The request failed before any of it left: a lookup (the database, the host's name, an
+    OAuth refresh) failed, or no checked address accepted the connection."""
 
 
 class SecretStore(Protocol):
@@ -293,28 +299,25 @@ class EgressBroker:
         """Send one request for ``person_id``'s task, an action of ``scope``; at most one of
         ``content``, ``json`` and ``form`` is the body. Raises :class:`EgressRefused` (nothing
         sent) when a secret would go to a host it is not bound to, or the host is not a public
-        address and no connection offering ``scope`` names it; :class:`EgressFailed` when the
-        request fails."""
+        address and no connection offering ``scope`` names it; :class:`EgressNotSent` when it
+        failed before anything left (a lookup, the connection, or the current effect's send
+        deadline: :mod:`steward.runtime.sendby`); :class:`EgressFailed` when the request fails
+        after that."""
         if sum(body is not None for body in (content, json, form)) > 1:
             raise UsageError("give at most one of content, json and form")
         method = method.upper()
         headers = dict(headers or {})
         names = _referenced(url, headers, content, json, form)
         target = _target(url)
-        host, scheme = target.host, target.scheme
-        infos: dict[str, tuple[SecretInfo, str]] = {}
-        for name in sorted(names):
-            info, ciphertext = await self._store.secret_ciphertext(person_id, name)
-            await self._check_binding(person_id, actor, method, info, host, scheme)
-            infos[name] = (info, ciphertext)
-        addresses = await self._addresses(person_id, actor, method, target, scope)
-        # decrypt only once every secret passed its binding check
-        secrets = {name: self._open(info, ct) for name, (info, ct) in infos.items()}
-        for name, secret in secrets.items():
-            if secret.oauth is not None and secret.oauth.expired(
-                self._now(), leeway_seconds=self._leeway
-            ):
-                await self._refresh(person_id, name, secret, actor)
+        host = target.host
+        try:
+            secrets, addresses = await self._prepare(person_id, actor, method, names, target, scope)
+        except DatabaseUnavailable as exc:
+            raise EgressNotSent(f"{method} to {host} not sent: {exc}") from exc
+        except EgressNotSent:
+            raise
+        except EgressFailed as exc:
+            raise EgressNotSent(str(exc)) from None
 
         redactor = _redactor(secrets)
         token = _ACTIVE.set(redactor)
@@ -344,6 +347,9 @@ class EgressBroker:
                 url=redactor.redact(url),
                 secrets=tuple(sorted(names)),
             )
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # before any byte left
+            detail = redactor.redact(f"{type(exc).__name__}: {exc}")
+            raise EgressNotSent(f"{method} to {host} not sent: {detail}") from None
         except httpx.HTTPError as exc:
             detail = redactor.redact(f"{type(exc).__name__}: {exc}")
             raise EgressFailed(f"{method} to {host} failed: {detail}") from None
@@ -358,6 +364,32 @@ class EgressBroker:
                 )
 
     # --- steps ------------------------------------------------------------------------------
+
+    async def _prepare(
+        self,
+        person_id: str,
+        actor: str,
+        method: str,
+        names: Iterable[str],
+        target: Url,
+        scope: str,
+    ) -> tuple[dict[str, _Secret], list[IPAddress]]:
+        """Everything before the request: the secrets, checked and opened (refreshed when
+        expired), and the addresses to try."""
+        infos: dict[str, tuple[SecretInfo, str]] = {}
+        for name in sorted(names):
+            info, ciphertext = await self._store.secret_ciphertext(person_id, name)
+            await self._check_binding(person_id, actor, method, info, target.host, target.scheme)
+            infos[name] = (info, ciphertext)
+        addresses = await self._addresses(person_id, actor, method, target, scope)
+        # decrypt only once every secret passed its binding check
+        secrets = {name: self._open(info, ct) for name, (info, ct) in infos.items()}
+        for name, secret in secrets.items():
+            if secret.oauth is not None and secret.oauth.expired(
+                self._now(), leeway_seconds=self._leeway
+            ):
+                await self._refresh(person_id, name, secret, actor)
+        return secrets, addresses
 
     async def _check_binding(
         self, person_id: str, actor: str, method: str, info: SecretInfo, host: str, scheme: str
@@ -468,15 +500,17 @@ class EgressBroker:
         def at(address: IPAddress) -> httpx.URL:
             return parsed if target.address is not None else parsed.copy_with(host=str(address))
 
-        *others, last = addresses
-        failpoint("egress.before_send")  # the last place a sender can stop before the bytes go
         async with self._client_factory(follow_redirects=False, timeout=self._timeout) as client:
-            for address in others:
+            for tried, address in enumerate(addresses, 1):
+                sendby.check()  # an effect's request starts within its send deadline, or never
+                failpoint("egress.before_send")  # the last place to stop before the bytes go
                 try:
                     return await client.request(method, at(address), **kwargs)
-                except httpx.ConnectError:  # nothing was sent: try the next checked address
-                    continue
-            return await client.request(method, at(last), **kwargs)
+                except (httpx.ConnectError, httpx.ConnectTimeout):
+                    if tried == len(addresses):
+                        raise
+                    # nothing was sent: try the next checked address
+            raise AssertionError("no address to send to")  # _addresses returns at least one
 
     async def _refresh(self, person_id: str, name: str, secret: _Secret, actor: str) -> None:
         """Refresh an OAuth secret in place (one refresh at a time per secret: another request

@@ -148,20 +148,21 @@ class ActivationQueries(TaskQueries):
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> Task:
-            current = conn.execute(
-                select(
-                    tasks.c.attempts,
-                    tasks.c.max_attempts,
-                    tasks.c.parent_id,
-                    tasks.c.person_id,
-                    tasks.c.control,
-                    tasks.c.wake,
-                    tasks.c.goal_id,
-                    tasks.c.title,
-                    tasks.c.kind,
-                    tasks.c.lease_expires_at,
-                ).where(self._fenced(fence, lease_now))
-            ).first()
+            # locked: a cancel or pause asked for between this read and the update below
+            # would otherwise be overwritten (control is cleared with the outcome)
+            query = select(
+                tasks.c.attempts,
+                tasks.c.max_attempts,
+                tasks.c.parent_id,
+                tasks.c.person_id,
+                tasks.c.control,
+                tasks.c.wake,
+                tasks.c.goal_id,
+                tasks.c.title,
+                tasks.c.kind,
+                tasks.c.lease_expires_at,
+            ).where(self._fenced(fence, lease_now))
+            current = conn.execute(self.backend.lock_for_update(query)).first()
             if current is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
             attempts, max_attempts, parent_id, person_id, control, old_wake = current[:6]
@@ -218,7 +219,7 @@ class ActivationQueries(TaskQueries):
                                 rows.dt(now_f) + timedelta(seconds=outcome.delay_seconds)
                             ),
                             # keep what woke it (an event), so the retried step still sees it
-                            "wake": rows.dump((rows.load(old_wake) or {}) | {"reason": "retry"}),
+                            "wake": rows.dump(_rewoken(old_wake, "retry")),
                         }
                 case "wait":
                     cond = outcome.condition
@@ -228,11 +229,16 @@ class ActivationQueries(TaskQueries):
                     if wake is not None:
                         values |= {"status": "pending", "run_at": now_f, "wake": rows.dump(wake)}
                 case "requeue":
+                    # keep what woke it: a step cut off before its checkpoint still sees it
+                    wake = _rewoken(old_wake, outcome.reason)
+                    if outcome.cut_offs:
+                        wake["cut_offs"] = outcome.cut_offs
                     values |= {
                         "status": "pending",
-                        "run_at": now_f,
-                        # keep what woke it: a step cut off before its checkpoint still sees it
-                        "wake": rows.dump((rows.load(old_wake) or {}) | {"reason": outcome.reason}),
+                        "run_at": rows.ts(
+                            rows.dt(now_f) + timedelta(seconds=outcome.delay_seconds)
+                        ),
+                        "wake": rows.dump(wake),
                     }
                 case "stop":
                     if outcome.control == "cancel":
@@ -382,3 +388,11 @@ def _feed_step(
         ref=str(seq),
         data={"seq": seq, "kind": kind},
     )
+
+
+def _rewoken(old_wake: Any, reason: str) -> dict[str, Any]:
+    """What woke the task, to run it again for ``reason`` (a count of cut-offs in a row is
+    dropped: the caller sets it again if this is one more)."""
+    wake: dict[str, Any] = dict(rows.load(old_wake) or {})
+    wake.pop("cut_offs", None)
+    return wake | {"reason": reason}

@@ -29,11 +29,16 @@ _UNAVAILABLE_SQLSTATES = {
     "57P01",  # admin_shutdown: the server is stopping or restarting
     "57P02",  # crash_shutdown
     "57P03",  # cannot_connect_now: the database system is starting up
-    "53300",  # too_many_connections
     "55P03",  # lock_not_available: lock_timeout (a paused process holds the lock)
-    "57014",  # query_canceled: statement_timeout
     "25P03",  # idle_in_transaction_session_timeout
+    "25006",  # read_only_sql_transaction: a primary demoted during a failover
+    "58000",  # system_error
+    "58030",  # io_error
 }
+"""Besides these, class 08 (connection exception) and class 53 (insufficient resources: disk
+full, out of memory, too many connections). Not among them: 57014, a statement that ran past
+statement_timeout: the same statement would time out again, so it fails the step (an attempt
+counted) rather than waiting for the database to come back."""
 CONNECT_TIMEOUT_SECONDS = 10
 """A host that does not answer at all (a failover in progress) fails the connect this soon."""
 
@@ -95,13 +100,13 @@ class PostgresBackend(Backend):
                     result = op(conn)
                     self.check_leases(conn)
                     return result
-            except DBAPIError as exc:
-                code = getattr(exc.orig, "sqlstate", None)
+            # psycopg.Error: from a prepared statement, run on the driver's cursor
+            except (DBAPIError, psycopg.Error) as exc:
+                orig = exc.orig if isinstance(exc, DBAPIError) else exc
+                code = getattr(orig, "sqlstate", None)
                 if code not in _RETRYABLE_SQLSTATES or attempt == 7:
                     raise self.classify(exc) from exc
                 time.sleep(0.005 * 2**attempt)
-            except psycopg.Error as exc:  # from a prepared statement on the driver's cursor
-                raise self.classify(exc) from exc
         raise AssertionError("unreachable")
 
     def unavailable_reason(self, exc: BaseException) -> str | None:
@@ -113,7 +118,7 @@ class PostgresBackend(Backend):
         if (
             invalidated
             or lost
-            or (code is not None and (code.startswith("08") or code in _UNAVAILABLE_SQLSTATES))
+            or (code is not None and (code[:2] in ("08", "53") or code in _UNAVAILABLE_SQLSTATES))
         ):
             return one_line(exc)
         return None

@@ -41,6 +41,8 @@ from steward.store.backend import Backend, DatabaseLimits, Op, T, one_line
 MAX_BATCH = 256
 MMAP_BYTES = 256 * 1024 * 1024
 """Of the database file each connection maps (no more is mapped than the file holds)."""
+_TRANSIENT = ("database or disk is full", "disk I/O error", "unable to open database file")
+"""SQLite errors that can pass (space freed, a disk or mount back): waited out like a lock."""
 
 
 @dataclass(slots=True)
@@ -228,10 +230,12 @@ class SQLiteBackend(Backend):
 
     def unavailable_reason(self, exc: BaseException) -> str | None:
         orig = getattr(exc, "orig", None) or exc
-        if isinstance(orig, sqlite3.OperationalError) and (
-            "locked" in str(orig) or "busy" in str(orig)
-        ):
+        if not isinstance(orig, sqlite3.OperationalError):
+            return None
+        if "locked" in str(orig) or "busy" in str(orig):
             return f"{one_line(orig)} (another process held its write lock too long)"
+        if any(sign in str(orig) for sign in _TRANSIENT):
+            return one_line(orig)
         return None
 
     @staticmethod

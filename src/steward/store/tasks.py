@@ -364,6 +364,11 @@ class TaskQueries:
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> Task:
+            # locked: a claim or an activation's end committed between this read and the
+            # write below would otherwise be overwritten (a running task marked cancelled)
+            conn.execute(
+                self.backend.lock_for_update(select(tasks.c.id).where(tasks.c.id == task_id))
+            )
             task = _get_task(conn, task_id)
             values: dict[str, Any] = {"updated_at": now_f}
             status = task.status
