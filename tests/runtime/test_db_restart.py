@@ -206,8 +206,10 @@ async def test_workers_and_scheduler_ride_through_postgres_restarts(
         print(f"  {name}: {outages} outage lines, {ends} back lines")
         text = log.read_text()
         assert "Traceback" not in text, log_tails(tmp_path)
-        # one line per outage (a restart may be seen as two: the shutdown, then start-up)
-        assert RESTARTS <= outages <= 2 * RESTARTS, log_tails(tmp_path)
+        # one line per outage it noticed: a restart may be seen as two (the shutdown, then
+        # start-up), two restarts as one (still backing off from the first when the second
+        # came), or none (an idle pooled connection replaced before it was next used)
+        assert 1 <= outages <= 2 * RESTARTS, log_tails(tmp_path)
         assert ends == outages, log_tails(tmp_path)
 
 
