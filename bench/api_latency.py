@@ -35,8 +35,8 @@ import httpx
 from bench_support import STEWARD, fresh_database, percentile, quiet_logs
 from steward.domain import Approval, ApprovalStatus, Notification, TaskSpec
 from steward.domain.approval import args_hash
+from steward.domain.clock import Clock
 from steward.domain.ids import new_id
-from steward.runtime.clock import Clock
 from steward.service import Service
 from steward.store import Fence, Store
 

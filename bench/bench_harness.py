@@ -3,7 +3,7 @@
 Everything runs through the real harness: :class:`~steward.harness.agent.AgentHarness` driven by
 a real :class:`~steward.runtime.worker.Worker` on the system clock, with a
 :class:`~steward.models.scripted.ScriptedModel` as a model that answers at once, one trivial
-read-only ``@tool`` and the :class:`~steward.harness.sentinel.AllowAll` sentinel.
+read-only ``@tool`` and the :class:`~steward.sentinel.defaults.AllowAll` sentinel.
 
 * **harness** — 200 agent tasks, one at a time, each a loop of 20 model calls: 19 call the
   tool, the 20th answers in words (40 journal steps per task: 20 ``model``, 19 ``tool``, one
@@ -42,17 +42,17 @@ from typing import Any
 
 from bench_support import REPO, Outcome, fresh_database, summary
 from steward.domain import TaskSpec, TaskStatus
+from steward.domain.clock import Clock
 from steward.harness.agent import AgentConfig, AgentHarness, _Activation
 from steward.harness.budget import ActivationBudget
 from steward.harness.context import ContextBudget
-from steward.harness.sentinel import AllowAll
 from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.models.base import Message, ModelResponse, OnDelta, ToolSpec
 from steward.models.scripted import ScriptedModel, call_tool, say
-from steward.runtime.clock import Clock
 from steward.runtime.run import TaskRun
 from steward.runtime.worker import Worker
+from steward.sentinel.defaults import AllowAll
 from steward.store import Store
 
 LANGGRAPH_VENV = Path("/tmp/langgraph-venv")

@@ -22,8 +22,8 @@ from sqlalchemy import func, select
 
 from bench_support import Outcome, fresh_database, gather_chunked, pg_dsn, subprocess_up
 from steward.domain import TaskSpec
+from steward.domain.clock import Clock
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import Clock
 from steward.runtime.worker import Worker
 from steward.store import Store
 from steward.store.schema import tasks

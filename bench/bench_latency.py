@@ -25,8 +25,8 @@ from sqlalchemy import func, select
 
 from bench_support import Outcome, fresh_database, subprocess_up, summary
 from steward.domain import TaskSpec
+from steward.domain.clock import Clock
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import Clock
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.service import Service
 from steward.store import Store

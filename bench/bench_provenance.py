@@ -38,13 +38,14 @@ from typing import Annotated, Any
 import steward
 from bench_support import fresh_database, quiet_logs
 from steward.domain import Grant, Lifetime, TaskSpec
+from steward.domain.actions import EffectClass
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.harness.agent import AgentHarness
-from steward.harness.tools import EffectClass, Tool, tool
+from steward.harness.tools import Tool, tool
 from steward.harness.workspace import Workspace
 from steward.models.base import ModelResponse
 from steward.models.scripted import ScriptedModel, call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.sentinel.policy import PolicySentinel
 from steward.service import Service

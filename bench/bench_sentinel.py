@@ -31,11 +31,10 @@ from typing import Any
 
 from bench_support import Outcome, fresh_database, summary
 from steward.domain import TaskSpec
+from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
+from steward.domain.clock import Clock
 from steward.domain.ids import new_id
-from steward.harness.sentinel import ActionRequest, Verdict
-from steward.harness.tools import EffectClass
-from steward.runtime.clock import Clock
 from steward.sentinel.index import PolicyCache
 from steward.sentinel.policy import PolicySentinel, action_keys, evaluate, session_of
 from steward.store import Store

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 from bench_support import Outcome, fresh_database
 from steward.domain import MissedPolicy, TaskSpec, Trigger, TriggerKind
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.schedule import first_fire
 from steward.runtime.simulate import run_simulation
 from steward.store import Store

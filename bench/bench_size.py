@@ -32,8 +32,8 @@ from bench_support import (
     sqlite_path,
 )
 from steward.domain import TaskSpec, TaskStatus
+from steward.domain.clock import Clock
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import Clock
 from steward.runtime.worker import Worker
 from steward.store import Store
 from steward.store.schema import metadata

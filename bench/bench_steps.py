@@ -25,8 +25,8 @@ from typing import Any
 
 from bench_support import REPO, Outcome, fresh_database
 from steward.domain import TaskSpec, TaskStatus
+from steward.domain.clock import Clock
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import Clock
 from steward.runtime.worker import Worker
 from steward.store import Store
 

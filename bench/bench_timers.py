@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 
 from bench_support import Outcome, fresh_database, gather_chunked, subprocess_up, summary
 from steward.domain import TaskSpec, TriggerKind
-from steward.runtime.clock import Clock
+from steward.domain.clock import Clock
 from steward.service import Service
 from steward.store import Store
 from steward.store.schema import activations, firings, tasks

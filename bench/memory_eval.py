@@ -47,11 +47,11 @@ from typing import Any
 from bench_support import fresh_database, percentile, quiet_logs
 from memory_dataset import Dataset, Query, generate
 from steward.domain.audience import Audience
+from steward.domain.clock import SimulatedClock
 from steward.domain.memory import Memory, MemoryHit, Source, SourceKind
 from steward.memory.book import MemoryBook
 from steward.memory.embedding import Embedder
 from steward.memory.retrieval import SearchMode
-from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 from steward.testing.embeddings import HashingEmbedder
 

@@ -34,7 +34,7 @@ import pytest
 import structlog
 
 from startup_support import measured, slowness
-from steward.runtime.clock import SimulatedClock
+from steward.domain.clock import SimulatedClock
 from steward.store import Store
 
 PG_URL = os.environ.get("STEWARD_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")

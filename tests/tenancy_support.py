@@ -29,13 +29,13 @@ from steward.domain import (
     TriggerKind,
 )
 from steward.domain.approval import args_hash
+from steward.domain.clock import Clock
 from steward.domain.ids import new_id
 from steward.domain.memory import Memory, MemoryKind, Source, SourceKind
 from steward.domain.memory_pass import MemoryPass, PassStatus
 from steward.domain.outcome import Retry
 from steward.domain.skill import Skill, SkillContent
 from steward.memory.skills import SkillLibrary
-from steward.runtime.clock import Clock
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Fence, Store

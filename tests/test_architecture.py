@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import graphlib
 import sys
 from pathlib import Path
 
@@ -24,6 +25,82 @@ def imports_of(path: Path) -> set[str]:
 
 def modules(package: str) -> list[Path]:
     return sorted((SRC / package).rglob("*.py"))
+
+
+GROUND = {"errors", "domain", "filemodes", "logs", "sendby", "failpoints", "config"}
+"""Shared by every layer: the error hierarchy, the vocabulary, process-wide helpers."""
+
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "domain": {"errors"},
+    "filemodes": {"errors"},
+    "logs": set(),
+    "sendby": {"errors"},
+    "failpoints": set(),
+    "config": {"errors", "filemodes"},
+    "store": GROUND,
+    "sentinel": GROUND | {"store"},
+    "runtime": GROUND | {"store"},
+    "models": GROUND,
+    "harness": GROUND | {"store", "sentinel", "runtime", "models"},
+    "memory": GROUND | {"store", "sentinel", "runtime", "models"},
+    "connectors": GROUND | {"store", "sentinel", "runtime", "harness"},
+    "service": GROUND | {"store", "sentinel", "runtime", "memory"},
+    "web": GROUND | {"service"},
+    "api": GROUND | {"service", "web"},
+    # the composition roots: they wire every layer together
+    "app": GROUND | {"store", "sentinel", "runtime", "models", "harness", "memory", "connectors"},
+    "cli": GROUND | {"store", "runtime", "memory", "service", "api", "app", "demo"},
+    "demo": GROUND
+    | {"store", "sentinel", "runtime", "models", "memory", "connectors", "service", "api", "app"},
+    "testing": GROUND
+    | {"store", "sentinel", "runtime", "models", "memory", "connectors", "api", "app"},
+}
+"""Every package of ``steward`` and the packages it may import: each layer only those below it.
+A package missing here fails the test, so a new one is placed deliberately."""
+
+
+def package_of(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def steward_imports(path: Path) -> set[str]:
+    """The ``steward`` packages ``path`` imports, by top-level name (``from steward import web``
+    counts as ``web``)."""
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+            if node.module == "steward":
+                names = [f"steward.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(n.split(".")[1] for n in names if n.startswith("steward."))
+    return found
+
+
+def test_the_layer_order_has_no_cycle() -> None:
+    """The allowed imports form a strict order: no two packages may import each other, even
+    through a third, so the table cannot be widened into a loop."""
+    graphlib.TopologicalSorter(ALLOWED).static_order()  # raises CycleError
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in SRC.rglob("*.py") if p.name != "__init__.py" or p.parent != SRC),
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_imports_point_down(path: Path) -> None:
+    """A module imports only its own package and the packages :data:`ALLOWED` lists for it,
+    wherever the import statement is (also under ``TYPE_CHECKING`` or inside a function)."""
+    package = package_of(path)
+    assert package in ALLOWED, f"{package} is not placed in the layer order"
+    upward = steward_imports(path) - ALLOWED[package] - {package}
+    assert not upward, f"{path.relative_to(SRC)} imports {sorted(upward)}, above {package}"
 
 
 @pytest.mark.parametrize("path", modules("domain"), ids=lambda p: p.name)

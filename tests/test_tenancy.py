@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
+from steward.domain.clock import SimulatedClock
 from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
-from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Store

@@ -9,6 +9,7 @@ from steward.config import Settings
 from steward.connectors.http import http_tool
 from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
+from steward.domain.clock import Clock
 from steward.errors import ConfigError
 from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
@@ -24,7 +25,6 @@ from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, T
 from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import Clock
 from steward.runtime.stepfn import StepHarness
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel

@@ -10,7 +10,7 @@ import pytest
 from api_support import Api
 from steward.api import create_app
 from steward.api.app import API_PREFIX
-from steward.runtime.clock import SimulatedClock
+from steward.domain.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving

@@ -41,11 +41,11 @@ from steward.api import create_app
 from steward.api.app import API_PREFIX
 from steward.api.common import PROBLEM
 from steward.domain import TaskSpec, TriggerKind
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.domain.memory import MemoryKind, Source, SourceKind
 from steward.domain.skill import SkillContent
 from steward.memory.skills import SkillLibrary
-from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving

@@ -24,9 +24,9 @@ from steward import logs
 from steward.api import create_app
 from steward.api.app import API_PREFIX
 from steward.domain import TaskSpec, TriggerKind
+from steward.domain.clock import SimulatedClock
 from steward.domain.limits import MAX_DEPTH
 from steward.errors import TooLarge, UsageError
-from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.service.hooks import sign
 from steward.store import Store

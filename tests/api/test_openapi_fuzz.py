@@ -27,7 +27,7 @@ from schemathesis.checks import (
 )
 
 from startup_support import scaled
-from steward.runtime.clock import Clock
+from steward.domain.clock import Clock
 from steward.service import Service
 from steward.store import Store
 

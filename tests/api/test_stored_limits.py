@@ -12,9 +12,9 @@ import pytest
 
 from api_support import Api
 from steward.domain import ApprovalStatus, Budget, EffectStatus, TaskSpec, TriggerKind
+from steward.domain.clock import SimulatedClock
 from steward.domain.limits import MAX_DEPTH, MAX_TEXT
 from steward.errors import TooLarge, UsageError
-from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 

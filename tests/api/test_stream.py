@@ -7,8 +7,8 @@ import asyncio
 
 from api_support import Api, EventReader
 from steward.domain import Notification
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
-from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 
 WAIT = 20.0

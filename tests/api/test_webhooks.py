@@ -7,7 +7,7 @@ import json
 
 from api_support import Api, delivery
 from steward.domain import TaskSpec, TriggerKind
-from steward.runtime.clock import SimulatedClock
+from steward.domain.clock import SimulatedClock
 from steward.store import Store
 
 

@@ -16,8 +16,8 @@ import typer
 from typer.testing import CliRunner
 
 from steward.cli.main import app
+from steward.domain.clock import Clock
 from steward.models.scripted import ScriptedModel, say
-from steward.runtime.clock import Clock
 from steward.store import Store
 from steward.testing.model_server import run_model_server
 from tenancy_support import Tenant, ids_of, make_tenant, state_of

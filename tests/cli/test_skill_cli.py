@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from steward.cli.main import app
+from steward.domain.clock import Clock
 from steward.domain.skill import SkillContent
 from steward.memory.skills import SkillLibrary
-from steward.runtime.clock import Clock
 from steward.store import Store
 
 runner = CliRunner()

@@ -14,9 +14,9 @@ from steward.app import build_harness, task_kinds
 from steward.cli.main import app
 from steward.config import Settings
 from steward.domain import TaskSpec, TriggerKind
+from steward.domain.clock import SimulatedClock
 from steward.errors import UsageError
 from steward.harness.agent import AGENT_KIND
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.stepfn import StepHarness
 from steward.service import Service
 from steward.store import Store

@@ -17,8 +17,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from steward.domain import Connection
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
-from steward.runtime.clock import SimulatedClock
 from steward.sentinel.egress import EgressBroker, EgressRefused
 from steward.sentinel.vault import Vault, VaultKeys, generate_key
 from steward.store import Store

@@ -18,10 +18,10 @@ from steward.app import build_harness
 from steward.config import Settings
 from steward.connectors.http import API_CALL
 from steward.domain import ApprovalStatus, TaskStatus
+from steward.domain.clock import SimulatedClock
+from steward.domain.secrets import placeholder
 from steward.models import ScriptedModel
 from steward.models.scripted import call_tool
-from steward.runtime.clock import SimulatedClock
-from steward.sentinel.vault import placeholder
 from steward.service import Service
 from steward.store import Store
 from steward.testing.model_server import serve_in_thread

@@ -20,8 +20,8 @@ from starlette.routing import Route
 from steward.app import build_harness
 from steward.config import Settings
 from steward.domain import RuleMode, TaskSpec, TaskStatus
+from steward.domain.clock import SimulatedClock
 from steward.errors import UsageError
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.service import Service
 from steward.store import Store

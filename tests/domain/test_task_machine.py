@@ -32,6 +32,7 @@ from hypothesis.stateful import (
 )
 
 from steward.domain import EffectStatus, GoalStatus, TaskSpec, TaskStatus, WaitCondition
+from steward.domain.clock import SimulatedClock
 from steward.domain.goal import check_goal_transition
 from steward.domain.ids import effect_key
 from steward.domain.journal import EFFECT_TRANSITIONS, check_effect_transition
@@ -43,7 +44,6 @@ from steward.domain.task import (
     check_task_transition,
 )
 from steward.errors import EffectMaybeInFlight, InvalidTransition, LeaseLost
-from steward.runtime.clock import SimulatedClock
 from steward.store import Fence, Store
 
 # --- the pure rules -------------------------------------------------------------------------

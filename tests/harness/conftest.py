@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from steward.domain import Person
+from steward.domain.clock import SimulatedClock
 from steward.harness.agent import AgentHarness
 from steward.harness.workspace import Workspace
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.store import Store
 

@@ -15,17 +15,18 @@ from pydantic import Field
 
 from harness.conftest import agent_worker
 from steward.domain import ApprovalStatus, Person, TaskSpec, TaskStatus, WaitCondition
+from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict
+from steward.domain.clock import SimulatedClock
 from steward.errors import InvalidTransition
 from steward.harness.agent import AgentConfig, AgentHarness
-from steward.harness.sentinel import ActionRequest, AllowAll, Decision, Verdict
-from steward.harness.tools import EffectClass, Tool, tool
+from steward.harness.tools import Tool, tool
 from steward.harness.workspace import Workspace
 from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
 from steward.models.openai_compat import OpenAIModel
 from steward.models.scripted import call_tool, call_tools, raw_call, say
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.run import TaskRun
 from steward.runtime.scheduler import Scheduler
+from steward.sentinel.defaults import AllowAll
 from steward.store import Store
 from steward.testing.model_server import run_model_server
 

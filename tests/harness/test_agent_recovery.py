@@ -14,18 +14,19 @@ import pytest
 
 from harness.conftest import agent_worker
 from steward.domain import EffectStatus, Person, TaskSpec, TaskStatus, WaitCondition
+from steward.domain.actions import ActionRequest, Decision, EffectClass
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import effect_key
 from steward.domain.outcome import Wait
 from steward.errors import EffectInDoubt
 from steward.harness.agent import AgentHarness
-from steward.harness.sentinel import ActionRequest, AllowAll, Decision
-from steward.harness.tools import EffectClass, Tool, ToolContext, tool
+from steward.harness.tools import Tool, ToolContext, tool
 from steward.harness.workspace import Workspace
 from steward.models.openai_compat import OpenAIModel
 from steward.models.scripted import ScriptedModel, call_tool, call_tools
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.run import TaskRun
 from steward.runtime.scheduler import Scheduler
+from steward.sentinel.defaults import AllowAll
 from steward.store import Store
 from steward.testing.effect_service import (
     EffectServiceClient,

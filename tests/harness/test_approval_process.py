@@ -19,9 +19,9 @@ from startup_support import scaled
 from steward.app import build_harness
 from steward.config import Settings
 from steward.domain import ApprovalStatus, Connection, TaskStatus
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.models.scripted import ScriptedModel, call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.service import Service
 from steward.store import Store

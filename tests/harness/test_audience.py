@@ -8,15 +8,15 @@ from collections.abc import Sequence
 
 from harness.conftest import agent_worker
 from steward.domain import Person, TaskSpec, TaskStatus
+from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict
 from steward.domain.audience import PUBLIC, Audience
+from steward.domain.clock import SimulatedClock
+from steward.domain.personal import MemoryProposal, Recalled, RecallQuery
 from steward.harness.agent import AgentHarness
-from steward.harness.personal import MemoryProposal, Recalled, RecallQuery
-from steward.harness.sentinel import ActionRequest, Decision, Verdict
-from steward.harness.tools import EffectClass, tool
+from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
 from steward.models.scripted import call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 
 FAMILY = Audience.parse("group:family")

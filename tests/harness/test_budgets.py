@@ -10,12 +10,12 @@ import pytest
 
 from harness.conftest import agent_worker
 from steward.domain import Budget, Person, TaskSpec, TaskStatus
+from steward.domain.clock import SimulatedClock
 from steward.harness.agent import AgentHarness
 from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.models import Price, ScriptedModel
 from steward.models.scripted import call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.store import Store
 

@@ -13,6 +13,7 @@ import pytest
 
 from harness.conftest import agent_worker
 from steward.domain import Person, Step, TaskSpec, TaskStatus
+from steward.domain.clock import SimulatedClock
 from steward.harness.agent import AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
 from steward.harness.compaction import (
@@ -29,7 +30,6 @@ from steward.harness.workspace import Workspace
 from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
 from steward.models.openai_compat import OpenAIModel
 from steward.models.scripted import call_tool, call_tools, say
-from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 from steward.testing.model_server import ModelServer, run_model_server
 

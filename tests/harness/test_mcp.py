@@ -21,6 +21,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from startup_support import scaled
+from steward.domain.actions import EffectClass
 from steward.errors import ConfigError, StewardRuntimeError
 from steward.harness.mcp import (
     IDEMPOTENCY_META_KEY,
@@ -34,7 +35,7 @@ from steward.harness.mcp import (
     load_mcp_tools,
     render_result,
 )
-from steward.harness.tools import EffectClass, Tool, ToolArgumentError, ToolContext
+from steward.harness.tools import Tool, ToolArgumentError, ToolContext
 from steward.testing.mcp_server import serve_http
 
 SERVER_ARGS = ("-m", "steward.testing.mcp_server")

@@ -7,16 +7,17 @@ from typing import Annotated, Any
 
 from harness.conftest import agent_worker
 from steward.domain import ApprovalStatus, Person, TaskSpec, TaskStatus
+from steward.domain.actions import EffectClass
 from steward.domain.audience import PRIVATE, PUBLIC
+from steward.domain.clock import SimulatedClock
+from steward.domain.personal import NoPersonalContext, Recalled, RecallQuery
 from steward.domain.roles import Role
-from steward.harness import provenance
 from steward.harness.agent import AgentHarness
-from steward.harness.personal import NoPersonalContext, Recalled, RecallQuery
-from steward.harness.sentinel import AllowAll, DefaultSentinel
-from steward.harness.tools import EffectClass, tool
+from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.models.scripted import ScriptedModel, call_tool
-from steward.runtime.clock import SimulatedClock
+from steward.sentinel import provenance
+from steward.sentinel.defaults import AllowAll, DefaultSentinel
 from steward.store import Store
 
 INJECTED = (

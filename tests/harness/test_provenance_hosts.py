@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from steward.domain.roles import Role
-from steward.harness import provenance
+from steward.sentinel import provenance
 
 ROLES = {"url": Role.HOST}
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from harness.conftest import agent_worker
 from harness.test_provenance import files_harness
 from steward.domain import Person, TaskSpec
+from steward.domain.clock import SimulatedClock
 from steward.harness.workspace import Workspace
 from steward.models.scripted import call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 
 

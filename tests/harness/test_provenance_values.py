@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from steward.domain.roles import DataClass, Role
-from steward.harness import provenance
+from steward.sentinel import provenance
 
 ID = {"file_id": Role.IDENTIFIER}
 

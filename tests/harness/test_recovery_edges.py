@@ -13,15 +13,16 @@ import pytest
 
 from harness.conftest import agent_worker
 from steward.domain import EffectStatus, Person, TaskSpec, TaskStatus
+from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import effect_key
 from steward.harness.agent import AgentConfig, AgentHarness
-from steward.harness.sentinel import ActionRequest, AllowAll, Decision, Verdict
-from steward.harness.tools import EffectClass, Tool, ToolContext, tool
+from steward.harness.tools import Tool, ToolContext, tool
 from steward.harness.workspace import Workspace
 from steward.models.scripted import ScriptedModel, call_tool, say
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.run import TaskRun
 from steward.runtime.scheduler import Scheduler
+from steward.sentinel.defaults import AllowAll
 from steward.store import Store
 
 S = TaskStatus

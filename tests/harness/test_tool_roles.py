@@ -13,12 +13,12 @@ from pydantic import Field
 from structlog.testing import capture_logs
 
 from steward.connectors.http import http_tool
+from steward.domain.actions import ActionRequest, EffectClass
 from steward.domain.roles import Role
 from steward.errors import ConfigError, UsageError
 from steward.harness.control import control_tools
 from steward.harness.mcp import McpServerConfig, McpToolPolicy, McpToolSource, _described_roles
-from steward.harness.sentinel import ActionRequest
-from steward.harness.tools import EffectClass, Tool, tool
+from steward.harness.tools import Tool, tool
 from steward.sentinel.arguments import recipients_of, urls_of
 from steward.sentinel.policy import constraints_hold
 

@@ -9,15 +9,9 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
+from steward.domain.actions import EffectClass
 from steward.errors import UsageError
-from steward.harness.tools import (
-    EffectClass,
-    Tool,
-    ToolArgumentError,
-    ToolContext,
-    ToolRegistry,
-    tool,
-)
+from steward.harness.tools import Tool, ToolArgumentError, ToolContext, ToolRegistry, tool
 
 
 def context(tmp_path: Path) -> ToolContext:

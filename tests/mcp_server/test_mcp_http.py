@@ -25,7 +25,7 @@ from steward.api import create_app
 from steward.api.common import PROBLEM
 from steward.api.mcp import PATH
 from steward.domain import ApprovalStatus
-from steward.runtime.clock import SimulatedClock
+from steward.domain.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving

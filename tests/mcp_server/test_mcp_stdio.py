@@ -13,8 +13,8 @@ from mcp import Client, StdioServerParameters
 from mcp_server.support import ok, refused
 from steward.api.mcp import run_stdio
 from steward.domain import ApprovalStatus
+from steward.domain.clock import SimulatedClock
 from steward.errors import Unauthorized
-from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from tenancy_support import make_tenant

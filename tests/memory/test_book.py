@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from steward.domain.audience import PRIVATE, PUBLIC, Audience
+from steward.domain.clock import SimulatedClock
 from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind
 from steward.errors import Conflict, NotFound, UsageError
 from steward.memory.book import MemoryBook, WriteOutcome
-from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 
 FAMILY = Audience.parse("group:family")

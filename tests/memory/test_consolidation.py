@@ -12,6 +12,7 @@ import pytest
 from harness.conftest import agent_worker
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import PRIVATE
+from steward.domain.clock import SimulatedClock
 from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
 from steward.domain.memory_pass import OperationKind, PassStatus
 from steward.errors import InvalidTransition
@@ -24,7 +25,6 @@ from steward.memory.jobs import CONSOLIDATE, schedule_consolidation, with_memory
 from steward.models import ScriptedModel
 from steward.models.scripted import say
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.scheduler import Scheduler
 from steward.runtime.worker import Worker
 from steward.store import Store

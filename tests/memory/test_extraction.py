@@ -14,6 +14,7 @@ import pytest
 from harness.conftest import agent_worker
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import Audience
+from steward.domain.clock import SimulatedClock
 from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind
 from steward.harness.agent import AgentHarness
 from steward.harness.tools import tool
@@ -29,7 +30,6 @@ from steward.memory.extraction import (
     task_transcript,
 )
 from steward.models.scripted import ScriptedModel, call_tool, say
-from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 
 FAMILY = Audience.parse("group:family")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from steward.domain.audience import Audience
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
 from steward.memory.book import MAX_CONTENT, MemoryBook
@@ -20,7 +21,6 @@ from steward.memory.markdown import (
     parse,
     render,
 )
-from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 
 MAY = datetime(2026, 5, 1, tzinfo=UTC)

@@ -12,6 +12,7 @@ import pytest
 from harness.conftest import agent_worker
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import PRIVATE
+from steward.domain.clock import SimulatedClock
 from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind
 from steward.harness.agent import AgentHarness
 from steward.harness.workspace import Workspace
@@ -21,7 +22,6 @@ from steward.memory.embedding import OpenAIEmbedder
 from steward.memory.retrieval import SearchMode
 from steward.models import ScriptedModel
 from steward.models.scripted import call_tool, say
-from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 from steward.testing.embeddings import HashingEmbedder
 from steward.testing.model_server import run_model_server

@@ -10,18 +10,19 @@ import pytest
 
 from harness.conftest import agent_worker
 from steward.domain import ApprovalStatus, Person, TaskSpec, TaskStatus
+from steward.domain.actions import EffectClass
+from steward.domain.clock import SimulatedClock
 from steward.domain.skill import SkillContent, WorkflowStep
 from steward.errors import UsageError
 from steward.harness.agent import AgentHarness
-from steward.harness.sentinel import DefaultSentinel
-from steward.harness.tools import EffectClass, ToolError, tool
+from steward.harness.tools import ToolError, tool
 from steward.harness.workspace import Workspace
 from steward.memory.book import MemoryBook
 from steward.memory.context import PersonalMemory
 from steward.memory.skills import SkillLibrary
 from steward.models import ScriptedModel
 from steward.models.scripted import call_tool
-from steward.runtime.clock import SimulatedClock
+from steward.sentinel.defaults import DefaultSentinel
 from steward.service import Service
 from steward.store import Store
 

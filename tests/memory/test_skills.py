@@ -14,20 +14,21 @@ import pytest
 
 from harness.conftest import agent_worker
 from steward.domain import Person, Rule, RuleMode, TaskSpec, TaskStatus
+from steward.domain.actions import EffectClass
 from steward.domain.audience import PRIVATE, Audience
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
+from steward.domain.personal import RecallQuery, SkillProposal
 from steward.domain.skill import SkillContent, SkillStatus
 from steward.errors import UsageError
 from steward.harness.agent import AgentHarness
-from steward.harness.personal import RecallQuery, SkillProposal
-from steward.harness.tools import EffectClass, tool
+from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.memory.book import MemoryBook
 from steward.memory.context import PersonalMemory
 from steward.memory.skills import Disposition, SkillLibrary
 from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
 from steward.models.scripted import call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 

@@ -36,8 +36,8 @@ import pytest
 
 from startup_support import scaled
 from steward.domain import Activation, Effect, Task, TaskSpec, TaskStatus
+from steward.domain.clock import Clock
 from steward.domain.journal import EffectStatus
-from steward.runtime.clock import Clock
 from steward.runtime.run import TaskRun
 from steward.runtime.worker import Worker
 from steward.store import Store

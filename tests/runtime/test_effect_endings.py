@@ -22,11 +22,11 @@ from typer.testing import CliRunner
 from conftest import START
 from steward.cli.main import app
 from steward.domain import EffectStatus, GoalStatus, Person, TaskSpec, TaskStatus
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import effect_key
 from steward.domain.journal import APPLIED_RESULT_UNKNOWN, resolution_summary
 from steward.domain.outcome import Claim, Fail, Outcome, Retry, Succeed
 from steward.errors import UsageError
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.stepfn import StepContext, StepHarness
 from steward.runtime.worker import Worker
 from steward.service import Service

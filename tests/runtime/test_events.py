@@ -14,10 +14,10 @@ import pytest
 
 from startup_support import scaled
 from steward.domain import FiringStatus, Goal, Person, TaskSpec, TaskStatus, TriggerKind
+from steward.domain.clock import SimulatedClock
 from steward.domain.outcome import Wait
 from steward.domain.task import WaitCondition
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.scheduler import Scheduler
 from steward.runtime.worker import Worker
 from steward.service import Service

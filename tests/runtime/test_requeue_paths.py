@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from steward.domain import Person, TaskSpec, TaskStatus
+from steward.domain.clock import Clock, SimulatedClock
 from steward.domain.outcome import Outcome, Succeed
 from steward.errors import DatabaseUnavailable
-from steward.runtime.clock import Clock, SimulatedClock
 from steward.runtime.outage import DatabaseOutage
 from steward.runtime.scheduler import Scheduler
 from steward.runtime.stepfn import StepContext, StepHarness

@@ -30,9 +30,9 @@ import pytest
 from runtime.outage_support import holds_task_lock
 from startup_support import scaled
 from steward.domain import EffectStatus, Person, TaskSpec, TaskStatus
+from steward.domain.clock import Clock, SimulatedClock
 from steward.domain.ids import effect_key
 from steward.errors import EffectMaybeInFlight, RetryLater
-from steward.runtime.clock import Clock, SimulatedClock
 from steward.runtime.run import TaskRun
 from steward.service import Service
 from steward.store import Store

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 
 from steward.domain import Connection, EffectStatus, Person, TaskSpec
+from steward.domain.clock import SimulatedClock
+from steward.domain.secrets import SecretInfo
 from steward.errors import DatabaseUnavailable, RetryLater
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.run import TaskRun
 from steward.sentinel.egress import EgressBroker
-from steward.sentinel.vault import SecretInfo, Vault, VaultKeys, generate_key
+from steward.sentinel.vault import Vault, VaultKeys, generate_key
 from steward.store import Store
 from steward.testing.effect_service import (
     EffectServiceClient,

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from steward.cli.main import app
 from steward.domain import FiringStatus, MissedPolicy, TaskSpec, TaskStatus, TriggerKind
+from steward.domain.clock import SimulatedClock
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.simulate import Outage, run_simulation
 from steward.service import Service
 from steward.store import Store

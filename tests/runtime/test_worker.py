@@ -15,11 +15,11 @@ import pytest
 
 from startup_support import scaled
 from steward.domain import Budget, EffectStatus, Person, TaskSpec, TaskStatus
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import effect_key
 from steward.domain.outcome import Claim, Outcome, Requeue, Succeed, Wait
 from steward.domain.task import WaitCondition
 from steward.errors import InvalidTransition, LeaseLost, RetryLater
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.run import TaskRun
 from steward.runtime.scheduler import Scheduler
 from steward.runtime.stepfn import Handler, StepContext, StepHarness

@@ -23,18 +23,20 @@ from starlette.routing import Route
 from harness.conftest import agent_worker
 from steward.connectors.http import http_tool
 from steward.domain import Grant, Lifetime, TaskSpec, TaskStatus
+from steward.domain.actions import EffectClass
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.domain.roles import Role
+from steward.domain.secrets import placeholder
 from steward.harness.agent import AgentHarness
-from steward.harness.tools import EffectClass, Tool, ToolContext, tool
+from steward.harness.tools import Tool, ToolContext, tool
 from steward.harness.workspace import Workspace
 from steward.models.base import ModelResponse
 from steward.models.scripted import ScriptedModel, ScriptItem, call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
-from steward.sentinel.vault import Redactor, Vault, VaultKeys, placeholder
+from steward.sentinel.vault import Redactor, Vault, VaultKeys
 from steward.service import Service
 from steward.store import Store
 from steward.store.schema import metadata

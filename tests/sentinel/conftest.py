@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 from steward.domain import Person, TaskSpec
+from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.authority import Connection, Grant, Lifetime
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
-from steward.harness.sentinel import ActionRequest, Verdict
-from steward.harness.tools import EffectClass
-from steward.runtime.clock import SimulatedClock
 from steward.sentinel.policy import PolicySentinel
 from steward.store import Store
 

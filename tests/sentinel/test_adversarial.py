@@ -44,13 +44,14 @@ from steward.domain import (
     TaskSpec,
     TriggerKind,
 )
+from steward.domain.actions import EffectClass
+from steward.domain.clock import SimulatedClock
 from steward.errors import UsageError
 from steward.harness.agent import AgentHarness
 from steward.harness.control import control_tools
-from steward.harness.tools import EffectClass, tool
+from steward.harness.tools import tool
 from steward.models.base import Message, ModelResponse, ToolSpec
 from steward.models.scripted import ScriptItem, call_tool, call_tools
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.scheduler import Scheduler
 from steward.sentinel.vault import Redactor
 from steward.store import Store

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from steward.domain import Lifetime, TaskStatus
+from steward.domain.actions import EffectClass
+from steward.domain.clock import SimulatedClock
 from steward.errors import UsageError
 from steward.harness.agent import AgentHarness
-from steward.harness.tools import EffectClass, tool
+from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.models.scripted import ScriptedModel, call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.sentinel.policy import PolicySentinel
 from steward.service import Service

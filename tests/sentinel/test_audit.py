@@ -19,9 +19,7 @@ import pytest
 from sqlalchemy import text  # noqa: TID251
 
 from steward.domain import AuditEntry
-from steward.errors import UsageError
-from steward.runtime.clock import SimulatedClock
-from steward.sentinel.audit import (
+from steward.domain.auditchain import (
     GENESIS,
     AuditProblem,
     AuditVerdict,
@@ -30,6 +28,8 @@ from steward.sentinel.audit import (
     hash_of,
     verify,
 )
+from steward.domain.clock import SimulatedClock
+from steward.errors import UsageError
 from steward.store import Store
 from steward.store.audit import append_in
 

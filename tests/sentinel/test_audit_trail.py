@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from steward.domain import TaskSpec
+from steward.domain.actions import EffectClass
+from steward.domain.clock import SimulatedClock
 from steward.harness.agent import AgentHarness
-from steward.harness.tools import EffectClass, tool
+from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.models.scripted import ScriptedModel, call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.store import Store
 

@@ -15,15 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from steward.domain import ApprovalStatus, TaskStatus
+from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
+from steward.domain.clock import SimulatedClock
 from steward.errors import UsageError
 from steward.harness.agent import AgentHarness
-from steward.harness.sentinel import ActionRequest, Verdict
-from steward.harness.tools import EffectClass, tool
+from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.models import ScriptedModel
 from steward.models.scripted import call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.sentinel.arguments import pinned_constraints, recipients_of, urls_of
 from steward.sentinel.index import PolicySnapshot

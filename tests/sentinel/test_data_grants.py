@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from sentinel.conftest import World, request
+from steward.domain.actions import Verdict
 from steward.domain.roles import DataClass
 from steward.errors import UsageError
-from steward.harness.sentinel import Verdict
 from steward.sentinel.policy import constraints_hold
 
 

@@ -24,9 +24,9 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from steward.domain import Connection
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.errors import NotFound
-from steward.runtime.clock import SimulatedClock
 from steward.sentinel.egress import (
     EgressBroker,
     EgressFailed,

@@ -14,12 +14,11 @@ import pytest
 
 from sentinel.conftest import World, request
 from steward.domain import TaskSpec
+from steward.domain.actions import EffectClass, Verdict
 from steward.domain.authority import Connection, Lifetime, Rule, RuleMode
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.errors import NotFound, UsageError
-from steward.harness.sentinel import Verdict
-from steward.harness.tools import EffectClass
-from steward.runtime.clock import SimulatedClock
 from steward.sentinel.index import PolicyCache
 from steward.sentinel.policy import action_keys, evaluate, session_of
 

@@ -14,10 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sentinel.conftest import World
+from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.domain.ids import new_id
-from steward.harness.sentinel import ActionRequest, Verdict
-from steward.harness.tools import EffectClass
 from steward.sentinel.index import PersonPolicy, PolicyCache
 from steward.sentinel.policy import PolicySentinel, action_keys, evaluate, session_of
 from steward.store import Store

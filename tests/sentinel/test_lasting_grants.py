@@ -11,15 +11,15 @@ from typing import Annotated, Any
 
 import pytest
 
+from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.authority import Connection, Grant, Lifetime
+from steward.domain.clock import SimulatedClock
 from steward.domain.roles import Role
 from steward.harness.agent import AgentHarness
-from steward.harness.sentinel import ActionRequest, Verdict
-from steward.harness.tools import EffectClass, tool
+from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
 from steward.models import ScriptedModel
 from steward.models.scripted import call_tool
-from steward.runtime.clock import SimulatedClock
 from steward.runtime.worker import Worker
 from steward.sentinel.arguments import pinned_constraints
 from steward.sentinel.index import PolicySnapshot

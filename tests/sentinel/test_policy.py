@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
+from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
-from steward.harness.sentinel import ActionRequest, Verdict
-from steward.harness.tools import EffectClass
 from steward.sentinel.arguments import number
 from steward.sentinel.index import PolicySnapshot
 from steward.sentinel.policy import (

@@ -12,10 +12,9 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.domain.roles import DataClass, Role
-from steward.harness.sentinel import ActionRequest, Verdict
-from steward.harness.tools import EffectClass
 from steward.sentinel.index import PolicySnapshot
 from steward.sentinel.policy import covers, evaluate
 

@@ -14,15 +14,9 @@ import pytest
 from sqlalchemy import text  # noqa: TID251
 
 from steward.domain import ApiToken, Person
+from steward.domain.clock import SimulatedClock
+from steward.domain.tokens import CONTROL, READ, hash_token, new_token, require_scope
 from steward.errors import Forbidden, NotFound, Unauthorized, UsageError
-from steward.runtime.clock import SimulatedClock
-from steward.sentinel.tokens import (
-    CONTROL,
-    READ,
-    hash_token,
-    new_token,
-    require_scope,
-)
 from steward.store import Store
 from steward.store.tokens import LAST_USED_RESOLUTION
 

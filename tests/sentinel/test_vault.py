@@ -15,19 +15,17 @@ from urllib.parse import quote
 import pytest
 from cryptography.fernet import Fernet
 
+from steward.domain.clock import SimulatedClock
+from steward.domain.secrets import placeholder, placeholders_in, substitute
 from steward.errors import ConfigError, NotFound, UsageError
-from steward.runtime.clock import SimulatedClock
 from steward.sentinel.vault import (
     KEY_FILE,
     Redactor,
     Vault,
     VaultKeys,
     generate_key,
-    placeholder,
-    placeholders_in,
     retire_old_keys,
     rotate_key_file,
-    substitute,
 )
 from steward.store import Store
 from steward.store.vault import normalize_hosts

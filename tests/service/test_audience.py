@@ -7,8 +7,8 @@ import pytest
 
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.audience import Audience
+from steward.domain.clock import SimulatedClock
 from steward.errors import UsageError
-from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 

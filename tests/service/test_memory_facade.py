@@ -11,15 +11,15 @@ import pytest
 
 from steward.cli.common import to_jsonable
 from steward.domain import TaskSpec
+from steward.domain.clock import SimulatedClock
 from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
 from steward.domain.memory_pass import PassStatus
+from steward.domain.personal import MemoryProposal, SkillProposal
 from steward.errors import Conflict, InvalidTransition, NotFound, UsageError
-from steward.harness.personal import MemoryProposal, SkillProposal
 from steward.memory.book import WriteOutcome
 from steward.memory.consolidation import PassRules, consolidate
 from steward.memory.context import PersonalMemory
 from steward.memory.skills import SkillLibrary
-from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.embeddings import HashingEmbedder

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from steward.domain import TaskSpec
+from steward.domain.clock import SimulatedClock
 from steward.errors import Forbidden, NotFound, UsageError
-from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from tenancy_support import Tenant, make_tenant

@@ -18,9 +18,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from conftest import START, fresh_postgres_url
 from steward.domain import Person, TaskSpec, TaskStatus
+from steward.domain.clock import SimulatedClock
 from steward.domain.outcome import Claim, Succeed
 from steward.errors import LeaseLost, StewardError
-from steward.runtime.clock import SimulatedClock
 from steward.store import Fence, Store
 
 LEASE = 30.0

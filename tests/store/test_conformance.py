@@ -30,10 +30,10 @@ from steward.domain import (
     TriggerKind,
     WaitCondition,
 )
+from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.domain.outcome import Claim, Fail, Outcome, Requeue, Retry, Stop, Succeed, Wait
 from steward.errors import EffectMaybeInFlight, InvalidTransition, LeaseLost, NotFound
-from steward.runtime.clock import SimulatedClock
 from steward.store import Fence, Store
 
 LEASE = 30.0

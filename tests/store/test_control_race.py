@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import text
 
 from steward.domain import TaskSpec, TaskStatus
+from steward.domain.clock import SimulatedClock
 from steward.domain.outcome import Requeue
 from steward.errors import DatabaseUnavailable
-from steward.runtime.clock import SimulatedClock
 from steward.store import DatabaseLimits, Fence, Store
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from steward.runtime.clock import SimulatedClock
+from steward.domain.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving

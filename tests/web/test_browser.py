@@ -17,7 +17,7 @@ from playwright.async_api import Browser, Page, expect
 
 from startup_support import scaled
 from steward.domain import ApprovalStatus
-from steward.runtime.clock import SimulatedClock
+from steward.domain.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving

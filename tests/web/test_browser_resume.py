@@ -31,12 +31,12 @@ from steward.config import Settings
 from steward.connectors.http import API_CALL
 from steward.demo.office import DANA, SEND_PATH, FakeOffice
 from steward.domain import ApprovalStatus, Goal, Person, TaskStatus
+from steward.domain.clock import Clock
+from steward.domain.secrets import placeholder
+from steward.domain.tokens import CONTROL
 from steward.models.base import ModelResponse
 from steward.models.scripted import ScriptedModel, call_tool
-from steward.runtime.clock import Clock
 from steward.runtime.runtime import Runtime, RuntimeConfig
-from steward.sentinel.tokens import CONTROL
-from steward.sentinel.vault import placeholder
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving

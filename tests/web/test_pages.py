@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from steward.api.common import SESSION_COOKIE
 from steward.domain import ApprovalStatus
 from steward.domain.memory_pass import MemoryPass, OperationKind, PassOperation, PassStatus
+from steward.web.session import SESSION_COOKIE
 from web.web_support import Session, Site, ask_approval, csrf_of
 
 PAGES = ("/", "/inbox", "/goals", "/chat", "/triggers", "/memory", "/skills", "/security")

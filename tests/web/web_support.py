@@ -17,8 +17,8 @@ from playwright.async_api import Browser, async_playwright
 from steward.api import create_app
 from steward.domain import Approval, ApprovalStatus, Notification, TaskSpec
 from steward.domain.approval import args_hash
+from steward.domain.clock import Clock
 from steward.domain.ids import new_id
-from steward.runtime.clock import Clock
 from steward.service import Service
 from steward.store import Fence, Store
 from tenancy_support import Tenant

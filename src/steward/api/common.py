@@ -13,6 +13,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from steward.errors import Unauthorized
 from steward.service import Service
 from steward.service.encode import to_jsonable
+from steward.web.session import SESSION_COOKIE
 
 PROBLEM = "application/problem+json"
 MOST_PER_PAGE = 500
@@ -23,11 +24,6 @@ bearer = HTTPBearer(
 )
 
 
-SESSION_COOKIE = "steward_session"
-"""The dashboard's session: the token the person logged in with, in an HttpOnly, SameSite=Strict
-cookie. The API takes it on reads only (a browser's ``EventSource`` cannot send a header); a
-change through the API needs the bearer header, so no other site can make a browser change
-anything."""
 _SAFE = frozenset({"GET", "HEAD"})
 
 

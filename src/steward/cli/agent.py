@@ -35,8 +35,8 @@ from steward.cli.remote import remote_login, remote_service
 from steward.config import Settings, private_data_dir
 from steward.domain import ApprovalStatus, Step, Task, TaskStatus
 from steward.domain.audience import Audience
+from steward.domain.clock import Clock
 from steward.errors import UsageError
-from steward.runtime.clock import Clock
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.service import Service
 from steward.store import Store

@@ -34,11 +34,11 @@ from steward.cli.skills import skill_app
 from steward.cli.vault import secret_app, vault_app
 from steward.config import Settings, private_data_dir
 from steward.domain import Person, TaskSpec, TriggerKind
+from steward.domain.clock import Clock, SimulatedClock
 from steward.domain.trigger import MissedPolicy
 from steward.logs import configure as configure_logging
 from steward.memory.jobs import schedule_consolidation
 from steward.runtime.builtin import builtin_harness
-from steward.runtime.clock import Clock, SimulatedClock
 from steward.runtime.outage import DatabaseOutage
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.runtime.simulate import Outage, run_simulation

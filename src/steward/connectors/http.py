@@ -11,8 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
-from steward.harness.tools import EffectClass, Tool, ToolContext, ToolError, tool
+from steward.harness.tools import Tool, ToolContext, ToolError, tool
 from steward.sentinel.egress import API_CALL as API_CALL  # the scope this tool needs
 from steward.sentinel.egress import EgressBroker, EgressRefused
 

@@ -24,10 +24,9 @@ import os
 from typing import Any
 
 from steward.connectors.http import API_CALL
+from steward.domain.actions import ActionRequest, EffectClass, Sentinel, Verdict
 from steward.domain.outcome import Fail, Outcome, Succeed
 from steward.errors import EffectFailed, StewardRuntimeError
-from steward.harness.sentinel import ActionRequest, Sentinel, Verdict
-from steward.harness.tools import EffectClass
 from steward.runtime.stepfn import Handler, StepContext
 from steward.sentinel.egress import AuditFn, EgressBroker, EgressRefused
 

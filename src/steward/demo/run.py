@@ -20,10 +20,10 @@ from steward.config import Settings, default_data_dir
 from steward.demo.office import FakeOffice
 from steward.demo.script import REAL_MODEL_HINT, DemoScript
 from steward.demo.seed import HOST, Seeded, seed
+from steward.domain.clock import Clock
 from steward.errors import UsageError
 from steward.filemodes import private_dir
 from steward.models.scripted import ScriptedModel
-from steward.runtime.clock import Clock
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.service import Service
 from steward.store import Store

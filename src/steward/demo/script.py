@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from steward.demo.office import CALENDAR_PATH, DANA, INBOX_PATH, SEND_PATH
+from steward.domain.secrets import placeholder
 from steward.models.base import Message, ModelResponse, ToolCall, ToolSpec
 from steward.models.scripted import call_tool, say
-from steward.sentinel.vault import placeholder
 
 SECRET_NAME = "demo-mail"
 """The vault secret the office accepts; the model writes only its placeholder."""

@@ -32,8 +32,8 @@ from steward.domain import Goal, Person, TaskSpec, TriggerKind
 from steward.domain.audience import PRIVATE
 from steward.domain.memory import MemoryKind, Source, SourceKind
 from steward.domain.skill import SkillContent
+from steward.domain.tokens import CONTROL
 from steward.memory.skills import SkillLibrary
-from steward.sentinel.tokens import CONTROL
 from steward.service import Service
 
 HOST = "127.0.0.1"

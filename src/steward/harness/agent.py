@@ -32,9 +32,17 @@ from steward.domain import (
     TaskSpec,
     WaitCondition,
 )
+from steward.domain.actions import ActionRequest, Sentinel, Verdict, provenance_reason
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.ids import effect_key
 from steward.domain.outcome import Fail, Outcome, Succeed
+from steward.domain.personal import (
+    MemoryProposal,
+    NoPersonalContext,
+    PersonalContext,
+    Recalled,
+    RecallQuery,
+)
 from steward.domain.roles import DataClass
 from steward.errors import (
     EffectFailed,
@@ -43,7 +51,8 @@ from steward.errors import (
     StewardRuntimeError,
     UsageError,
 )
-from steward.harness import provenance, skilluse
+from steward.failpoints import failpoint
+from steward.harness import skilluse
 from steward.harness.budget import ActivationBudget, exhausted
 from steward.harness.compaction import choose_cut, compact
 from steward.harness.context import (
@@ -69,20 +78,6 @@ from steward.harness.control import (
     Suspend,
     control_tools,
 )
-from steward.harness.personal import (
-    MemoryProposal,
-    NoPersonalContext,
-    PersonalContext,
-    Recalled,
-    RecallQuery,
-)
-from steward.harness.sentinel import (
-    ActionRequest,
-    DefaultSentinel,
-    Sentinel,
-    Verdict,
-    provenance_reason,
-)
 from steward.harness.tools import Tool, ToolArgumentError, ToolContext, ToolRegistry
 from steward.harness.waiting import WaitingActivation
 from steward.harness.workspace import Workspace
@@ -96,9 +91,10 @@ from steward.models.base import (
     Usage,
 )
 from steward.models.errors import ContextOverflow
-from steward.runtime.failpoints import failpoint
 from steward.runtime.harness import Harness
 from steward.runtime.run import TaskRun
+from steward.sentinel import provenance
+from steward.sentinel.defaults import DefaultSentinel
 
 log = structlog.get_logger(__name__)
 

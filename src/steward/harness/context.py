@@ -17,7 +17,7 @@ from typing import Any
 
 from steward.domain import Goal, Step, Task
 from steward.domain.audience import Audience, AudienceKind
-from steward.harness.personal import Recalled
+from steward.domain.personal import Recalled
 from steward.models.base import Message, ModelResponse, ToolSpec
 
 CHARS_PER_TOKEN = 4

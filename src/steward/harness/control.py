@@ -12,8 +12,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from steward.domain import WaitCondition
+from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
-from steward.harness.tools import EffectClass, Tool, ToolArgumentError, ToolContext, tool
+from steward.harness.tools import Tool, ToolArgumentError, ToolContext, tool
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -29,9 +29,10 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation, RequestParamsMeta
 
+from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
 from steward.errors import ConfigError, EffectFailed, StewardRuntimeError
-from steward.harness.tools import EffectClass, Tool, ToolArgumentError, ToolContext
+from steward.harness.tools import Tool, ToolArgumentError, ToolContext
 
 log = structlog.get_logger(__name__)
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from steward.domain import Task
 from steward.domain.audience import Audience
-from steward.harness import provenance
+from steward.domain.personal import PersonalContext, RecallQuery, SkillProposal
 from steward.harness.control import LoadSkill, ProposeSkill
-from steward.harness.personal import PersonalContext, RecallQuery, SkillProposal
 from steward.models.base import ToolCall
+from steward.sentinel import provenance
 
 LOADED = "skills_loaded"
 """Task-state key: ids of the skills the task loaded."""

@@ -19,37 +19,19 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
 from steward.errors import EffectFailed, UsageError
 from steward.models.base import ToolSpec
 from steward.runtime.run import Reconcile
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-
-
-class EffectClass(StrEnum):
-    """What a tool touches, from harmless to consequential."""
-
-    READ = "read"
-    """Reads only; running it twice changes nothing."""
-    LOCAL = "local"
-    """Writes the person's own local state (workspace, notes, goal state)."""
-    EXTERNAL = "external"
-    """Acts on the world (sends, buys, posts, deletes): journalled as an effect."""
-    UNKNOWN = "unknown"
-    """Not declared (an MCP tool nobody classified): treated as external, and asked about."""
-
-    @property
-    def journalled(self) -> bool:
-        """Runs through the effect journal (at most once)."""
-        return self in (EffectClass.EXTERNAL, EffectClass.UNKNOWN)
 
 
 class ToolArgumentError(UsageError):

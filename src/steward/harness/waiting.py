@@ -24,13 +24,13 @@ from steward.domain import (
     WaitCondition,
     args_hash,
 )
+from steward.domain.actions import ActionRequest, Verdict
 from steward.domain.outcome import Outcome, Wait
-from steward.harness import provenance
 from steward.harness.control import Suspend
-from steward.harness.sentinel import ActionRequest, Verdict
 from steward.harness.tools import Tool, ToolArgumentError
 from steward.models.base import ToolCall
 from steward.runtime.run import TaskRun
+from steward.sentinel import provenance
 
 if TYPE_CHECKING:
     from steward.harness.agent import AgentHarness

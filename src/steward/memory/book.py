@@ -21,6 +21,7 @@ from enum import StrEnum
 import structlog
 
 from steward.domain.audience import PRIVATE, Audience
+from steward.domain.clock import Clock
 from steward.domain.memory import (
     Memory,
     MemoryKind,
@@ -33,7 +34,6 @@ from steward.domain.memory import (
 from steward.errors import StewardRuntimeError, UsageError
 from steward.memory.embedding import Embedder, pack
 from steward.memory.retrieval import Retriever, terms_overlap
-from steward.runtime.clock import Clock
 from steward.store import Store
 from steward.store.memory_search import search_terms
 

@@ -8,14 +8,14 @@ from datetime import UTC, datetime
 
 from steward.domain.audience import Audience
 from steward.domain.memory import MemoryKind, Source, SourceKind
+from steward.domain.personal import MemoryProposal, Recalled, RecallQuery, SkillProposal
 from steward.errors import UsageError
-from steward.harness.personal import MemoryProposal, Recalled, RecallQuery, SkillProposal
 from steward.memory.book import MemoryBook
 from steward.memory.skills import SkillLibrary
 
 
 class PersonalMemory:
-    """:class:`~steward.harness.personal.PersonalContext` over a :class:`MemoryBook` and,
+    """:class:`~steward.domain.personal.PersonalContext` over a :class:`MemoryBook` and,
     when given one, a :class:`SkillLibrary`."""
 
     def __init__(self, book: MemoryBook, *, skills: SkillLibrary | None = None) -> None:

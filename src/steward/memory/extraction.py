@@ -26,9 +26,9 @@ from steward.domain import Step, Task
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.memory import MemoryKind, Source, SourceKind
 from steward.errors import StewardError, UsageError
-from steward.harness.provenance import read_untrusted
 from steward.memory.book import MemoryBook, WriteOutcome, Written
 from steward.models.base import Message, Model, ModelResponse
+from steward.sentinel.provenance import read_untrusted
 
 MAX_PROPOSALS = 20
 """Memories taken from one transcript: more is a sign the model is transcribing, not noting."""

@@ -12,13 +12,13 @@ instead of running a second one.
 from __future__ import annotations
 
 from steward.domain import Notification, TaskSpec, TaskStatus, Trigger, TriggerKind
+from steward.domain.clock import Clock
 from steward.domain.ids import new_id
 from steward.domain.memory_pass import MemoryPass, PassStatus
 from steward.domain.outcome import Outcome, Succeed
 from steward.memory.book import MemoryBook
 from steward.memory.consolidation import PassRules, consolidate
 from steward.memory.extraction import Extractor, extract_task
-from steward.runtime.clock import Clock
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.runtime.stepfn import Handler, StepContext, StepHarness
 from steward.store import Store

@@ -22,9 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from steward.domain.actions import ActionRequest, EffectClass
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.authority import RuleMode
+from steward.domain.clock import Clock
 from steward.domain.ids import new_id
+from steward.domain.personal import Recalled, RecallQuery, SkillProposal
 from steward.domain.skill import (
     PendingChange,
     Skill,
@@ -35,10 +38,6 @@ from steward.domain.skill import (
     skill_name,
 )
 from steward.errors import UsageError
-from steward.harness.personal import Recalled, RecallQuery, SkillProposal
-from steward.harness.sentinel import ActionRequest
-from steward.harness.tools import EffectClass
-from steward.runtime.clock import Clock
 from steward.sentinel.policy import winning_rule
 from steward.store import Store
 from steward.store.memory_search import search_terms

@@ -16,8 +16,8 @@ from typing import TypeVar
 
 import structlog
 
+from steward.domain.clock import Clock
 from steward.errors import DatabaseUnavailable
-from steward.runtime.clock import Clock
 
 log = structlog.get_logger(__name__)
 

@@ -39,6 +39,7 @@ from typing import Any
 import structlog
 
 from steward.domain import Effect, EffectStatus, Task, TaskSpec
+from steward.domain.clock import Clock
 from steward.domain.goal import GoalRecordKind
 from steward.domain.ids import effect_key
 from steward.domain.journal import APPLIED_RESULT_UNKNOWN
@@ -52,10 +53,9 @@ from steward.errors import (
     RetryLater,
     StopRequested,
 )
-from steward.runtime.clock import Clock
-from steward.runtime.failpoints import failpoint
-from steward.runtime.sendby import elapsed as _elapsed
-from steward.runtime.sendby import sending_by
+from steward.failpoints import failpoint
+from steward.sendby import elapsed as _elapsed
+from steward.sendby import sending_by
 from steward.store import Fence, FinalStep, Store
 
 log = structlog.get_logger(__name__)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from steward.runtime.clock import Clock
+from steward.domain.clock import Clock
 from steward.runtime.harness import Harness
 from steward.runtime.outage import DatabaseOutage
 from steward.runtime.scheduler import Scheduler

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 
 import structlog
 
+from steward.domain.clock import Clock
 from steward.errors import DatabaseUnavailable
-from steward.runtime.clock import Clock
 from steward.runtime.outage import DatabaseOutage
 from steward.runtime.schedule import plan_firings
 from steward.runtime.worker import _either, default_worker_name

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from steward.runtime.clock import SimulatedClock
+from steward.domain.clock import SimulatedClock
 from steward.runtime.harness import Harness
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.store import Store

@@ -22,6 +22,7 @@ from typing import Any
 
 import structlog
 
+from steward.domain.clock import Clock
 from steward.domain.outcome import Claim, Fail, Outcome, Requeue, Retry, Stop, Wait
 from steward.domain.task import WaitCondition
 from steward.errors import (
@@ -31,7 +32,6 @@ from steward.errors import (
     RetryLater,
     StopRequested,
 )
-from steward.runtime.clock import Clock
 from steward.runtime.harness import Harness
 from steward.runtime.outage import DatabaseOutage
 from steward.runtime.run import TaskRun

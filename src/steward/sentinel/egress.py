@@ -62,10 +62,11 @@ import httpx2
 from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 
+from steward import sendby
 from steward.domain.authority import Connection
+from steward.domain.secrets import SecretInfo, placeholders_in, substitute
 from steward.errors import DatabaseUnavailable, NotSent, StewardRuntimeError, UsageError
-from steward.runtime import sendby
-from steward.runtime.failpoints import failpoint
+from steward.failpoints import failpoint
 from steward.sentinel.urls import (
     IPAddress,
     Url,
@@ -76,7 +77,7 @@ from steward.sentinel.urls import (
     is_public,
     parse_url,
 )
-from steward.sentinel.vault import Redactor, SecretInfo, Vault, placeholders_in, substitute
+from steward.sentinel.vault import Redactor, Vault
 
 API_CALL = "api.call"
 """The scope of calling a connected API, with or without a credential: what the broker sends."""
@@ -301,7 +302,7 @@ class EgressBroker:
         sent) when a secret would go to a host it is not bound to, or the host is not a public
         address and no connection offering ``scope`` names it; :class:`EgressNotSent` when it
         failed before anything left (a lookup, the connection, or the current effect's send
-        deadline: :mod:`steward.runtime.sendby`); :class:`EgressFailed` when the request fails
+        deadline: :mod:`steward.sendby`); :class:`EgressFailed` when the request fails
         after that."""
         if sum(body is not None for body in (content, json, form)) > 1:
             raise UsageError("give at most one of content, json and form")

@@ -2,7 +2,7 @@
 
 :func:`evaluate` is pure: a request, the person's :class:`~steward.sentinel.index.PolicySnapshot`
 and the time in, a :class:`PolicyDecision` out. :class:`PolicySentinel` is the harness's
-:class:`~steward.harness.sentinel.Sentinel`: before every decision it brings the person's
+:class:`~steward.domain.actions.Sentinel`: before every decision it brings the person's
 policy up to date from the store (so a revocation or a disconnection bites at the very next
 action, inside a running task too; see :mod:`steward.sentinel.index`), evaluates the grants and
 rules that could decide the action, and spends a ``once`` grant atomically when that grant is
@@ -69,11 +69,10 @@ from functools import lru_cache
 from typing import Any, Protocol
 from urllib.parse import unquote
 
+from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict, provenance_reason
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
+from steward.domain.clock import Clock
 from steward.domain.roles import Role
-from steward.harness.sentinel import ActionRequest, Decision, Verdict, provenance_reason
-from steward.harness.tools import EffectClass
-from steward.runtime.clock import Clock
 from steward.sentinel.arguments import (
     amounts_of,
     domains_of,

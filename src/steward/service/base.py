@@ -25,11 +25,11 @@ from steward.domain import (
     Person,
     Task,
 )
+from steward.domain.clock import Clock
+from steward.domain.tokens import READ, require_scope
 from steward.errors import ConfigError, Forbidden, NotFound, UsageError
 from steward.memory.book import MemoryBook
 from steward.memory.embedding import Embedder
-from steward.runtime.clock import Clock
-from steward.sentinel.tokens import READ, require_scope
 from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import Store
 

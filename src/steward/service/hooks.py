@@ -19,9 +19,9 @@ from datetime import timedelta
 
 from steward.domain import Event
 from steward.domain.limits import check_json
+from steward.domain.tokens import CONTROL
 from steward.domain.trigger import TriggerKind
 from steward.errors import Conflict, NotFound, TooLarge, Unauthorized, UsageError
-from steward.sentinel.tokens import CONTROL
 from steward.sentinel.vault import MissingVaultKey
 from steward.service.base import ServiceBase
 

@@ -32,12 +32,12 @@ from steward.domain.memory import (
     Tombstone,
 )
 from steward.domain.memory_pass import MemoryPass, PassStatus
+from steward.domain.tokens import CONTROL, READ
 from steward.errors import UsageError
 from steward.memory.book import Written
 from steward.memory.consolidation import approve_pass, reject_pass
 from steward.memory.markdown import ImportReport, export_markdown, import_markdown
 from steward.memory.retrieval import SearchMode
-from steward.sentinel.tokens import CONTROL, READ
 from steward.service.base import ServiceBase
 
 E = TypeVar("E", bound=StrEnum)

@@ -16,19 +16,13 @@ from steward.domain import (
     Rule,
     RuleMode,
 )
+from steward.domain.auditchain import AuditVerdict
 from steward.domain.ids import new_id
 from steward.domain.limits import MAX_KIND, check_json, check_text, hours_ahead
+from steward.domain.secrets import SecretInfo
+from steward.domain.tokens import CONTROL, READ
 from steward.errors import ConfigError, UsageError
-from steward.sentinel.audit import AuditVerdict
-from steward.sentinel.tokens import CONTROL, READ
-from steward.sentinel.vault import (
-    KEY_ENV,
-    SecretInfo,
-    Vault,
-    VaultKeys,
-    retire_old_keys,
-    rotate_key_file,
-)
+from steward.sentinel.vault import KEY_ENV, Vault, VaultKeys, retire_old_keys, rotate_key_file
 from steward.service.base import ServiceBase
 from steward.store.authority import Disconnected
 

@@ -7,9 +7,9 @@ A skill is named by its id (``skl_…``) or, within a person, by its name.
 from __future__ import annotations
 
 from steward.domain.skill import Skill, SkillStatus, SkillVersion, skill_name
+from steward.domain.tokens import CONTROL, READ
 from steward.errors import NotFound, UsageError
 from steward.memory.skills import SkillLibrary
-from steward.sentinel.tokens import CONTROL, READ
 from steward.service.base import ServiceBase
 
 

@@ -43,10 +43,11 @@ from steward.domain.limits import (
     hours_ahead,
     seconds_span,
 )
+from steward.domain.tokens import CONTROL, READ
 from steward.errors import ConfigError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.arguments import pinned_constraints
-from steward.sentinel.tokens import CONTROL, READ
+from steward.sentinel.provenance import untrusted_arguments
 from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
 
@@ -508,6 +509,18 @@ class WorkService(ServiceBase):
 
     async def get_approval(self, approval_id: str) -> Approval:
         return await self._approval(approval_id, READ)
+
+    async def approval_origins(self, approval: Approval) -> dict[str, str]:
+        """Arguments of ``approval`` whose values its task saw in untrusted content (an email, a
+        web page), and where, in words. The task's record of such values is the only source: an
+        approval does not keep them itself."""
+        task = await self.get_task(approval.task_id)
+        # the approval does not keep the tool's roles: every argument that looks consequential
+        flagged = untrusted_arguments(approval.args, task.state, trusted_text="", roles=None)
+        return {
+            path: f"{t.value!r} appeared in untrusted content from {t.source} (step {t.step})"
+            for path, t in flagged.items()
+        }
 
     async def decide_approval(
         self,

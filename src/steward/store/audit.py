@@ -12,8 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, func, insert, select
 
 from steward.domain import AuditEntry
-from steward.errors import UsageError
-from steward.sentinel.audit import (
+from steward.domain.auditchain import (
     GENESIS,
     AuditVerdict,
     canonical_json,
@@ -21,6 +20,7 @@ from steward.sentinel.audit import (
     normalize,
     verify,
 )
+from steward.errors import UsageError
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.schema import audit_log

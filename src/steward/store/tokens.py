@@ -12,8 +12,8 @@ from sqlalchemy import Connection, Row, insert, select, update
 
 from steward.domain import ApiToken
 from steward.domain.ids import new_id
+from steward.domain.tokens import SCOPES, hash_token, new_token
 from steward.errors import NotFound, Unauthorized, UsageError
-from steward.sentinel.tokens import SCOPES, hash_token, new_token
 from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend

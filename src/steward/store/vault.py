@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import Connection, Row, delete, func, select, update
 
 from steward.domain.ids import new_id
+from steward.domain.secrets import SecretInfo, check_secret_name
 from steward.errors import NotFound, UsageError
-from steward.sentinel.vault import SecretInfo, check_secret_name
 from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend

@@ -12,8 +12,8 @@ from datetime import datetime
 from steward.app import step_harness
 from steward.connectors.http import API_CALL
 from steward.domain import Connection
+from steward.domain.clock import Clock
 from steward.domain.ids import new_id
-from steward.runtime.clock import Clock
 from steward.runtime.stepfn import StepHarness
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel

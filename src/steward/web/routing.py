@@ -12,10 +12,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 
-from steward.api.common import SESSION_COOKIE
 from steward.errors import UsageError
 from steward.web.render import page
-from steward.web.session import LoginRequired
+from steward.web.session import SESSION_COOKIE, LoginRequired
 
 TITLES = {
     401: "Please log in again",

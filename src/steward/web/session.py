@@ -9,10 +9,14 @@ from typing import Annotated
 
 from fastapi import Depends, Request, Response
 
-from steward.api.common import SESSION_COOKIE
 from steward.errors import Unauthorized
 from steward.service import Service
 
+SESSION_COOKIE = "steward_session"
+"""The dashboard's session: the token the person logged in with, in an HttpOnly, SameSite=Strict
+cookie. The API takes it on reads only (a browser's ``EventSource`` cannot send a header); a
+change through the API needs the bearer header, so no other site can make a browser change
+anything."""
 LOGIN_NONCE_COOKIE = "steward_login"
 """Before there is a session, the login form's CSRF token is derived from this random value."""
 

@@ -11,13 +11,12 @@ import secrets
 from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
 
-from steward.api.common import SESSION_COOKIE
 from steward.errors import Unauthorized
 from steward.service import Service
 from steward.web.forms import posted
 from steward.web.render import page
 from steward.web.routing import pages
-from steward.web.session import LOGIN_NONCE_COOKIE, csrf_token, set_cookie
+from steward.web.session import LOGIN_NONCE_COOKIE, SESSION_COOKIE, csrf_token, set_cookie
 
 router = pages()
 

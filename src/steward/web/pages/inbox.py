@@ -7,11 +7,8 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from steward.domain import Approval
 from steward.domain.journal import resolution_summary
 from steward.domain.memory_pass import PassStatus
-from steward.harness.provenance import untrusted_arguments
-from steward.service import Service
 from steward.web.forms import DECISIONS, back, done, posted
 from steward.web.render import page
 from steward.web.routing import pages
@@ -31,25 +28,12 @@ async def inbox(request: Request, svc: Viewer) -> Response:
         request,
         "inbox.html",
         title="Inbox",
-        approvals=[(a, await _origins(svc, a)) for a in approvals],
+        approvals=[(a, await svc.approval_origins(a)) for a in approvals],
         effects=await svc.in_doubt_effects(),
         passes=await svc.list_memory_passes(person_id="", status=PassStatus.HELD),
         notifications=await svc.list_notifications(person_id="", limit=100),
         after=after,
     )
-
-
-async def _origins(svc: Service, approval: Approval) -> dict[str, str]:
-    """Arguments whose values the task saw in untrusted content (an email, a web page), and
-    where. The task's record of such values is the only source: an approval does not keep
-    them itself."""
-    task = await svc.get_task(approval.task_id)
-    # the approval does not keep the tool's roles: every argument that looks consequential
-    flagged = untrusted_arguments(approval.args, task.state, trusted_text="", roles=None)
-    return {
-        path: f"{t.value!r} appeared in untrusted content from {t.source} (step {t.step})"
-        for path, t in flagged.items()
-    }
 
 
 @router.post("/approvals/{approval_id}")

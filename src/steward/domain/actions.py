@@ -1,9 +1,9 @@
-"""The authorization hook every proposed tool call passes before it runs.
+"""The vocabulary of authorization: what a proposed action is, and what may be decided about it.
 
 The harness asks a :class:`Sentinel` about each call and obeys the verdict: run it, tell the
 model it was denied, suspend the task on an approval, or hand the action back to the person.
-The security plane replaces :class:`DefaultSentinel` with rules, grants and hard limits; the
-default here is conservative: reads and local writes run, anything external asks first.
+The security plane (:mod:`steward.sentinel`) implements :class:`Sentinel` with rules, grants and
+hard limits; these types are shared by the harness, the sentinel, memory and connectors.
 """
 
 from __future__ import annotations
@@ -14,7 +14,24 @@ from typing import Any, Protocol
 
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.roles import DataClass, Role
-from steward.harness.tools import EffectClass
+
+
+class EffectClass(StrEnum):
+    """What a tool touches, from harmless to consequential."""
+
+    READ = "read"
+    """Reads only; running it twice changes nothing."""
+    LOCAL = "local"
+    """Writes the person's own local state (workspace, notes, goal state)."""
+    EXTERNAL = "external"
+    """Acts on the world (sends, buys, posts, deletes): journalled as an effect."""
+    UNKNOWN = "unknown"
+    """Not declared (an MCP tool nobody classified): treated as external, and asked about."""
+
+    @property
+    def journalled(self) -> bool:
+        """Runs through the effect journal (at most once)."""
+        return self in (EffectClass.EXTERNAL, EffectClass.UNKNOWN)
 
 
 class Verdict(StrEnum):
@@ -87,28 +104,6 @@ class Sentinel(Protocol):
     async def check(self, request: ActionRequest) -> Decision:
         """Decide one proposed call. Must not raise for a well-formed request."""
         ...
-
-
-class DefaultSentinel:
-    """Reads and local writes are allowed; external effects (and unclassified tools) ask."""
-
-    async def check(self, request: ActionRequest) -> Decision:
-        if request.effect in (EffectClass.READ, EffectClass.LOCAL):
-            return Decision(
-                verdict=Verdict.ALLOW, reason=f"{request.effect} tool", rule="default:local"
-            )
-        if request.effect is EffectClass.UNKNOWN:
-            reason = f"{request.tool} is not classified; it may act on the world"
-        else:
-            reason = f"{request.tool} acts on the world"
-        return Decision(verdict=Verdict.ASK, reason=reason, rule="default:external-asks")
-
-
-class AllowAll:
-    """Allows everything. For tests and trusted demos only — never a default."""
-
-    async def check(self, request: ActionRequest) -> Decision:
-        return Decision(verdict=Verdict.ALLOW, reason="allow-all sentinel", rule="allow-all")
 
 
 def provenance_reason(request: ActionRequest) -> str:
