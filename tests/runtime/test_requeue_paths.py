@@ -30,7 +30,7 @@ WAIT_SECONDS = 120.0
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock) -> Person:
-    return await store.create_person(name="p", now=clock.now(), max_concurrency=8)
+    return await store.persons.create_person(name="p", now=clock.now(), max_concurrency=8)
 
 
 def _worker(store: Store, harness: StepHarness, clock: Clock, **kw: Any) -> Worker:
@@ -54,21 +54,21 @@ async def test_a_task_cut_off_again_and_again_waits_longer_each_time(
 
     harness = StepHarness()
     harness.register("cut", cut)
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="cut", max_attempts=1), person_id=person.id, now=clock.now()
     )
     worker = _worker(store, harness, clock)
     for n in (1, 2, 3):
         await worker.run_until_idle()
         assert len(runs) == n, "run again at once after a cut-off"
-        back = await store.get_task(task.id)
+        back = await store.tasks.get_task(task.id)
         assert (back.status, back.attempts) == (TaskStatus.PENDING, 0)
         assert back.run_at is not None
         ceiling = BASE * 2 ** (n - 1)
         assert ceiling / 2 <= (back.run_at - clock.now()).total_seconds() <= ceiling
         clock.advance(timedelta(seconds=ceiling))
     await worker.run_until_idle()
-    assert (await store.get_task(task.id)).status is TaskStatus.SUCCEEDED
+    assert (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
 
 
 async def _until(check: Any, what: str, loop: asyncio.Future[None]) -> None:
@@ -113,7 +113,9 @@ async def test_worker_and_scheduler_loops_go_on_after_an_unexpected_error(
 
     harness = StepHarness()
     harness.register("done", done)
-    task = await store.create_task(TaskSpec(kind="done"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="done"), person_id=person.id, now=clock.now()
+    )
     quick = DatabaseOutage(clock, base_seconds=0.01, cap_seconds=0.05)
     worker = _worker(store, harness, clock, poll_seconds=0.02, outage=quick)
     scheduler = Scheduler(store, clock, max_sleep_seconds=0.02, outage=quick)
@@ -122,7 +124,7 @@ async def test_worker_and_scheduler_loops_go_on_after_an_unexpected_error(
     try:
 
         async def finished() -> bool:
-            return (await store.get_task(task.id)).status is TaskStatus.SUCCEEDED
+            return (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
 
         await _until(finished, "the task to finish", loops)
 

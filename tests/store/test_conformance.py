@@ -58,11 +58,13 @@ async def durable(store: Store, aw: Awaitable[T]) -> T:
 
 
 async def new_person(store: Store, clock: SimulatedClock, *, max_concurrency: int = 4) -> Person:
-    return await store.create_person(name="Ada", now=clock.now(), max_concurrency=max_concurrency)
+    return await store.persons.create_person(
+        name="Ada", now=clock.now(), max_concurrency=max_concurrency
+    )
 
 
 async def new_goal(store: Store, clock: SimulatedClock, person_id: str, **kw: Any) -> Goal:
-    return await store.create_goal(
+    return await store.goals.create_goal(
         person_id=person_id, title="Follow #payments", now=clock.now(), **kw
     )
 
@@ -79,7 +81,7 @@ async def new_task(
     title: str = "",
 ) -> Task:
     spec = TaskSpec(kind="noop", priority=priority, max_attempts=max_attempts, title=title)
-    return await store.create_task(
+    return await store.tasks.create_task(
         spec, person_id=person_id, goal_id=goal_id, now=clock.now(), run_at=run_at
     )
 
@@ -87,7 +89,7 @@ async def new_task(
 async def claim(
     store: Store, clock: SimulatedClock, *, limit: int = 10, worker: str = "w1"
 ) -> list[Claim]:
-    return await store.claim_tasks(
+    return await store.tasks.claim_tasks(
         worker=worker,
         limit=limit,
         lease_seconds=LEASE,
@@ -106,7 +108,7 @@ async def finish(
     store: Store, clock: SimulatedClock, c: Claim | Fence, outcome: Outcome, *, steps: int = 0
 ) -> Task:
     fence = c if isinstance(c, Fence) else Fence.of(c)
-    return await store.finish_activation(
+    return await store.activations.finish_activation(
         fence, outcome, now=clock.now(), steps_taken=steps, lease_now=clock.lease_now()
     )
 
@@ -114,7 +116,7 @@ async def finish(
 async def checkpoint(
     store: Store, clock: SimulatedClock, fence: Fence, seq: int, state: dict[str, Any]
 ) -> str | None:
-    return await store.checkpoint(
+    return await store.activations.checkpoint(
         fence,
         seq=seq,
         kind="step",
@@ -161,19 +163,19 @@ def later(clock: SimulatedClock, seconds: float) -> datetime:
 
 async def test_person_create_get_list(store: Store, clock: SimulatedClock) -> None:
     """Persons round-trip every field, list in creation order, and unknown ids are NotFound."""
-    ada = await store.create_person(
+    ada = await store.persons.create_person(
         name="Ada", now=clock.now(), max_concurrency=2, timezone="Europe/Paris"
     )
     clock.advance(timedelta(seconds=1))
-    bob = await store.create_person(name="Bob", now=clock.now(), person_id="per_bob")
+    bob = await store.persons.create_person(name="Bob", now=clock.now(), person_id="per_bob")
     assert bob.id == "per_bob"
-    got = await store.get_person(ada.id)
+    got = await store.persons.get_person(ada.id)
     assert got == ada
     assert (got.name, got.max_concurrency, got.timezone) == ("Ada", 2, "Europe/Paris")
     assert got.created_at == clock.now() - timedelta(seconds=1)
-    assert [p.id for p in await store.list_persons()] == [ada.id, bob.id]
+    assert [p.id for p in await store.persons.list_persons()] == [ada.id, bob.id]
     with pytest.raises(NotFound):
-        await store.get_person("per_missing")
+        await store.persons.get_person("per_missing")
 
 
 async def test_goal_create_get_list(store: Store, clock: SimulatedClock) -> None:
@@ -182,7 +184,7 @@ async def test_goal_create_get_list(store: Store, clock: SimulatedClock) -> None
     ada = await new_person(store, clock)
     bob = await new_person(store, clock)
     deadline = later(clock, 28 * 86400)
-    goal = await store.create_goal(
+    goal = await store.goals.create_goal(
         person_id=ada.id,
         title="Track settlement bugs",
         now=clock.now(),
@@ -194,7 +196,7 @@ async def test_goal_create_get_list(store: Store, clock: SimulatedClock) -> None
         sources=["slack:#payments"],
         budget=Budget(max_activations=50, max_cost_usd=2.5),
     )
-    got = await store.get_goal(goal.id)
+    got = await store.goals.get_goal(goal.id)
     assert got == goal
     assert got.status is GoalStatus.ACTIVE
     assert got.deadline == deadline
@@ -204,15 +206,15 @@ async def test_goal_create_get_list(store: Store, clock: SimulatedClock) -> None
     assert got.state == {}
     other = await new_goal(store, clock, bob.id)
     paused = await new_goal(store, clock, ada.id)
-    await store.set_goal_status(paused.id, GoalStatus.PAUSED, now=clock.now())
-    assert {g.id for g in await store.list_goals(person_id=ada.id)} == {goal.id, paused.id}
-    assert [g.id for g in await store.list_goals(status=[GoalStatus.PAUSED])] == [paused.id]
-    assert {g.id for g in await store.list_goals()} == {goal.id, paused.id, other.id}
+    await store.goals.set_goal_status(paused.id, GoalStatus.PAUSED, now=clock.now())
+    assert {g.id for g in await store.goals.list_goals(person_id=ada.id)} == {goal.id, paused.id}
+    assert [g.id for g in await store.goals.list_goals(status=[GoalStatus.PAUSED])] == [paused.id]
+    assert {g.id for g in await store.goals.list_goals()} == {goal.id, paused.id, other.id}
     with pytest.raises(NotFound):
-        await store.get_goal("gol_missing")
+        await store.goals.get_goal("gol_missing")
     with pytest.raises(NotFound):
-        await store.create_goal(person_id="per_missing", title="x", now=clock.now())
-    assert len(await store.list_goals()) == 3
+        await store.goals.create_goal(person_id="per_missing", title="x", now=clock.now())
+    assert len(await store.goals.list_goals()) == 3
 
 
 async def test_goal_status_transitions(store: Store, clock: SimulatedClock) -> None:
@@ -221,23 +223,23 @@ async def test_goal_status_transitions(store: Store, clock: SimulatedClock) -> N
     ada = await new_person(store, clock)
     goal = await new_goal(store, clock, ada.id)
     clock.advance(timedelta(minutes=1))
-    paused = await store.set_goal_status(goal.id, GoalStatus.PAUSED, now=clock.now())
+    paused = await store.goals.set_goal_status(goal.id, GoalStatus.PAUSED, now=clock.now())
     assert paused.status is GoalStatus.PAUSED
     assert paused.updated_at == clock.now()
     with pytest.raises(InvalidTransition):
-        await store.set_goal_status(goal.id, GoalStatus.COMPLETED, now=clock.now())
-    active = await store.set_goal_status(goal.id, GoalStatus.ACTIVE, now=clock.now())
+        await store.goals.set_goal_status(goal.id, GoalStatus.COMPLETED, now=clock.now())
+    active = await store.goals.set_goal_status(goal.id, GoalStatus.ACTIVE, now=clock.now())
     assert active.status is GoalStatus.ACTIVE
     with pytest.raises(InvalidTransition):
-        await store.set_goal_status(goal.id, GoalStatus.ACTIVE, now=clock.now())
-    done = await store.set_goal_status(goal.id, GoalStatus.COMPLETED, now=clock.now())
+        await store.goals.set_goal_status(goal.id, GoalStatus.ACTIVE, now=clock.now())
+    done = await store.goals.set_goal_status(goal.id, GoalStatus.COMPLETED, now=clock.now())
     clock.advance(timedelta(minutes=1))
     for illegal in (GoalStatus.ACTIVE, GoalStatus.PAUSED, GoalStatus.CANCELLED):
         with pytest.raises(InvalidTransition):
-            await store.set_goal_status(goal.id, illegal, now=clock.now())
-    assert await store.get_goal(goal.id) == done
+            await store.goals.set_goal_status(goal.id, illegal, now=clock.now())
+    assert await store.goals.get_goal(goal.id) == done
     with pytest.raises(NotFound):
-        await store.set_goal_status("gol_missing", GoalStatus.PAUSED, now=clock.now())
+        await store.goals.set_goal_status("gol_missing", GoalStatus.PAUSED, now=clock.now())
 
 
 async def test_ending_goal_cancels_idle_tasks_flags_running_disables_triggers(
@@ -257,33 +259,35 @@ async def test_ending_goal_cancels_idle_tasks_flags_running_disables_triggers(
     await finish(store, clock, cw, Wait(condition=WaitCondition(kind="input", prompt="?")))
     pending = await new_task(store, clock, ada.id, goal_id=goal.id)
     paused = await new_task(store, clock, ada.id, goal_id=goal.id)
-    await store.request_control(paused.id, "pause", now=clock.now())
+    await store.tasks.request_control(paused.id, "pause", now=clock.now())
     bystander = await new_task(store, clock, ada.id, goal_id=other.id)
-    trig = await store.create_trigger(
+    trig = await store.schedule.create_trigger(
         make_trigger(ada.id, clock, goal_id=goal.id, next_fire_at=later(clock, 60))
     )
-    other_trig = await store.create_trigger(
+    other_trig = await store.schedule.create_trigger(
         make_trigger(ada.id, clock, goal_id=other.id, next_fire_at=later(clock, 60))
     )
 
     clock.advance(timedelta(seconds=5))
-    ended = await store.set_goal_status(goal.id, GoalStatus.CANCELLED, now=clock.now())
+    ended = await store.goals.set_goal_status(goal.id, GoalStatus.CANCELLED, now=clock.now())
     assert ended.status is GoalStatus.CANCELLED
     for tid in (waiting.id, pending.id, paused.id):
-        t = await store.get_task(tid)
+        t = await store.tasks.get_task(tid)
         assert t.status is TaskStatus.CANCELLED
         assert t.finished_at == clock.now()
-    still = await store.get_task(running.id)
+    still = await store.tasks.get_task(running.id)
     assert still.status is TaskStatus.RUNNING
-    control = await store.renew_lease(Fence.of(c), lease_seconds=LEASE, lease_now=clock.lease_now())
+    control = await store.tasks.renew_lease(
+        Fence.of(c), lease_seconds=LEASE, lease_now=clock.lease_now()
+    )
     assert control == "cancel"
     assert await checkpoint(store, clock, Fence.of(c), 1, {}) == "cancel"
     t = await finish(store, clock, c, Stop(control="cancel"), steps=1)
     assert t.status is TaskStatus.CANCELLED
-    disabled = await store.get_trigger(trig.id)
+    disabled = await store.schedule.get_trigger(trig.id)
     assert (disabled.enabled, disabled.next_fire_at) == (False, None)
-    assert (await store.get_trigger(other_trig.id)).enabled
-    assert (await store.get_task(bystander.id)).status is TaskStatus.PENDING
+    assert (await store.schedule.get_trigger(other_trig.id)).enabled
+    assert (await store.tasks.get_task(bystander.id)).status is TaskStatus.PENDING
 
 
 async def test_write_goal_merges_state_and_appends_records(
@@ -293,13 +297,13 @@ async def test_write_goal_merges_state_and_appends_records(
     with the writing task when written under a fence."""
     ada = await new_person(store, clock)
     goal = await new_goal(store, clock, ada.id)
-    g = await store.write_goal(goal.id, now=clock.now(), state={"seen": 1, "last": "a"})
+    g = await store.goals.write_goal(goal.id, now=clock.now(), state={"seen": 1, "last": "a"})
     assert g.state == {"seen": 1, "last": "a"}
-    await store.write_goal(goal.id, now=clock.now(), record=("note", {"text": "by hand"}))
+    await store.goals.write_goal(goal.id, now=clock.now(), record=("note", {"text": "by hand"}))
     task = await new_task(store, clock, ada.id, goal_id=goal.id)
     c = await claim_one(store, clock)
     clock.advance(timedelta(seconds=1))
-    g = await store.write_goal(
+    g = await store.goals.write_goal(
         goal.id,
         now=clock.now(),
         state={"seen": 2, "extra": [1, 2]},
@@ -309,15 +313,15 @@ async def test_write_goal_merges_state_and_appends_records(
     )
     assert g.state == {"seen": 2, "last": "a", "extra": [1, 2]}
     assert g.updated_at == clock.now()
-    assert (await store.get_goal(goal.id)).state == g.state
-    records = await store.list_goal_records(goal.id)
+    assert (await store.goals.get_goal(goal.id)).state == g.state
+    records = await store.goals.list_goal_records(goal.id)
     assert [(r.kind, r.content, r.task_id) for r in records] == [
         ("note", {"text": "by hand"}, None),
         ("result", {"verdict": "valid"}, task.id),
     ]
     assert records[0].id < records[1].id
     with pytest.raises(NotFound):
-        await store.write_goal("gol_missing", now=clock.now(), state={"x": 1})
+        await store.goals.write_goal("gol_missing", now=clock.now(), state={"x": 1})
 
 
 @pytest.mark.parametrize("how", ["expired_lease", "stale_epoch"])
@@ -328,7 +332,7 @@ async def test_write_goal_with_stale_fence_writes_nothing(
     the goal: LeaseLost, and neither state nor records change."""
     ada = await new_person(store, clock)
     goal = await new_goal(store, clock, ada.id)
-    await store.write_goal(goal.id, now=clock.now(), state={"k": "original"})
+    await store.goals.write_goal(goal.id, now=clock.now(), state={"k": "original"})
     await new_task(store, clock, ada.id, goal_id=goal.id)
     c = await claim_one(store, clock)
     if how == "expired_lease":
@@ -338,7 +342,7 @@ async def test_write_goal_with_stale_fence_writes_nothing(
         again = await claim_one(store, clock)
         assert again.epoch == c.epoch + 1
     with pytest.raises(LeaseLost):
-        await store.write_goal(
+        await store.goals.write_goal(
             goal.id,
             now=clock.now(),
             state={"k": "zombie"},
@@ -346,8 +350,8 @@ async def test_write_goal_with_stale_fence_writes_nothing(
             fence=Fence.of(c),
             lease_now=clock.lease_now(),
         )
-    assert (await store.get_goal(goal.id)).state == {"k": "original"}
-    assert await store.list_goal_records(goal.id) == []
+    assert (await store.goals.get_goal(goal.id)).state == {"k": "original"}
+    assert await store.goals.list_goal_records(goal.id) == []
 
 
 async def test_expire_goals_by_deadline(store: Store, clock: SimulatedClock) -> None:
@@ -356,26 +360,26 @@ async def test_expire_goals_by_deadline(store: Store, clock: SimulatedClock) -> 
     ada = await new_person(store, clock)
     due = await new_goal(store, clock, ada.id, deadline=later(clock, 60))
     due_paused = await new_goal(store, clock, ada.id, deadline=later(clock, 30))
-    await store.set_goal_status(due_paused.id, GoalStatus.PAUSED, now=clock.now())
+    await store.goals.set_goal_status(due_paused.id, GoalStatus.PAUSED, now=clock.now())
     future = await new_goal(store, clock, ada.id, deadline=later(clock, 3600))
     open_ended = await new_goal(store, clock, ada.id)
     done = await new_goal(store, clock, ada.id, deadline=later(clock, 10))
-    await store.set_goal_status(done.id, GoalStatus.COMPLETED, now=clock.now())
+    await store.goals.set_goal_status(done.id, GoalStatus.COMPLETED, now=clock.now())
     task = await new_task(store, clock, ada.id, goal_id=due.id)
-    assert await store.next_deadline() == later(clock, 30)
+    assert await store.goals.next_deadline() == later(clock, 30)
 
-    assert await store.expire_goals(now=later(clock, 59)) == [due_paused.id]
+    assert await store.goals.expire_goals(now=later(clock, 59)) == [due_paused.id]
     clock.advance(timedelta(seconds=60))
-    assert await store.expire_goals(now=clock.now()) == [due.id]
-    assert (await store.get_goal(due.id)).status is GoalStatus.EXPIRED
-    assert (await store.get_goal(due_paused.id)).status is GoalStatus.EXPIRED
-    assert (await store.get_goal(future.id)).status is GoalStatus.ACTIVE
-    assert (await store.get_goal(open_ended.id)).status is GoalStatus.ACTIVE
-    assert (await store.get_goal(done.id)).status is GoalStatus.COMPLETED
-    expired_task = await store.get_task(task.id)
+    assert await store.goals.expire_goals(now=clock.now()) == [due.id]
+    assert (await store.goals.get_goal(due.id)).status is GoalStatus.EXPIRED
+    assert (await store.goals.get_goal(due_paused.id)).status is GoalStatus.EXPIRED
+    assert (await store.goals.get_goal(future.id)).status is GoalStatus.ACTIVE
+    assert (await store.goals.get_goal(open_ended.id)).status is GoalStatus.ACTIVE
+    assert (await store.goals.get_goal(done.id)).status is GoalStatus.COMPLETED
+    expired_task = await store.tasks.get_task(task.id)
     assert expired_task.status is TaskStatus.CANCELLED
-    assert await store.expire_goals(now=clock.now()) == []
-    assert await store.next_deadline() == future.deadline
+    assert await store.goals.expire_goals(now=clock.now()) == []
+    assert await store.goals.next_deadline() == future.deadline
 
 
 # --- tasks: create and claim -------------------------------------------------------------
@@ -390,7 +394,7 @@ async def test_create_task_and_list(store: Store, clock: SimulatedClock) -> None
     goal = await new_goal(store, clock, ada.id)
     bobs_goal = await new_goal(store, clock, bob.id)
     spec = TaskSpec(kind="note", input={"text": "hi"}, priority=2, max_attempts=3, title="Note")
-    t = await store.create_task(spec, person_id=ada.id, goal_id=goal.id, now=clock.now())
+    t = await store.tasks.create_task(spec, person_id=ada.id, goal_id=goal.id, now=clock.now())
     assert (t.kind, t.title, t.input, t.priority, t.max_attempts) == (
         "note",
         "Note",
@@ -408,7 +412,7 @@ async def test_create_task_and_list(store: Store, clock: SimulatedClock) -> None
         None,
         None,
     )
-    assert await store.get_task(t.id) == t
+    assert await store.tasks.get_task(t.id) == t
     loose = await new_task(store, clock, ada.id, title="")
     assert loose.title == "noop"  # the kind stands in for a missing title
     bobs = await new_task(store, clock, bob.id)
@@ -419,16 +423,16 @@ async def test_create_task_and_list(store: Store, clock: SimulatedClock) -> None
     with pytest.raises(NotFound):
         await new_task(store, clock, "per_missing")
     with pytest.raises(NotFound):
-        await store.get_task("tsk_missing")
-    assert {x.id for x in await store.list_tasks(person_id=ada.id)} == {t.id, loose.id}
-    assert [x.id for x in await store.list_tasks(goal_id=goal.id)] == [t.id]
-    assert [x.id for x in await store.list_tasks(person_id=bob.id)] == [bobs.id]
-    assert await store.list_tasks(status=[TaskStatus.RUNNING]) == []
-    assert len(await store.list_tasks(status=[TaskStatus.PENDING])) == 3
-    assert [x.id for x in await store.list_tasks(kind="note")] == [t.id]
-    assert [x.id for x in await store.list_tasks(person_id=bob.id, kind="noop")] == [bobs.id]
-    assert await store.list_tasks(person_id=bob.id, kind="note") == []
-    assert await store.count_tasks() == {"pending": 3}
+        await store.tasks.get_task("tsk_missing")
+    assert {x.id for x in await store.tasks.list_tasks(person_id=ada.id)} == {t.id, loose.id}
+    assert [x.id for x in await store.tasks.list_tasks(goal_id=goal.id)] == [t.id]
+    assert [x.id for x in await store.tasks.list_tasks(person_id=bob.id)] == [bobs.id]
+    assert await store.tasks.list_tasks(status=[TaskStatus.RUNNING]) == []
+    assert len(await store.tasks.list_tasks(status=[TaskStatus.PENDING])) == 3
+    assert [x.id for x in await store.tasks.list_tasks(kind="note")] == [t.id]
+    assert [x.id for x in await store.tasks.list_tasks(person_id=bob.id, kind="noop")] == [bobs.id]
+    assert await store.tasks.list_tasks(person_id=bob.id, kind="note") == []
+    assert await store.tasks.count_tasks() == {"pending": 3}
 
 
 async def test_claim_in_priority_order(store: Store, clock: SimulatedClock) -> None:
@@ -447,13 +451,13 @@ async def test_claim_skips_future_run_at(store: Store, clock: SimulatedClock) ->
     """A task whose run_at is in the future is not claimed until then."""
     ada = await new_person(store, clock)
     t = await new_task(store, clock, ada.id, run_at=later(clock, 60))
-    assert await store.next_run_time() == later(clock, 60)
+    assert await store.tasks.next_run_time() == later(clock, 60)
     assert await claim(store, clock) == []
     clock.advance(timedelta(seconds=59))
     assert await claim(store, clock) == []
     clock.advance(timedelta(seconds=1))
     assert (await claim_one(store, clock)).task.id == t.id
-    assert await store.next_run_time() is None
+    assert await store.tasks.next_run_time() is None
 
 
 async def test_claim_honours_max_concurrency(store: Store, clock: SimulatedClock) -> None:
@@ -473,8 +477,8 @@ async def test_claim_honours_max_concurrency(store: Store, clock: SimulatedClock
     await finish(store, clock, first_ada, Succeed())
     more = await claim(store, clock, limit=10)
     assert [c.task.person_id for c in more] == [ada.id]
-    assert len(await store.list_tasks(person_id=ada.id, status=[TaskStatus.RUNNING])) == 2
-    assert len(await store.list_tasks(person_id=bob.id, status=[TaskStatus.RUNNING])) == 1
+    assert len(await store.tasks.list_tasks(person_id=ada.id, status=[TaskStatus.RUNNING])) == 2
+    assert len(await store.tasks.list_tasks(person_id=bob.id, status=[TaskStatus.RUNNING])) == 1
 
 
 async def test_claim_respects_limit(store: Store, clock: SimulatedClock) -> None:
@@ -505,11 +509,11 @@ async def test_tasks_of_paused_goal_not_claimed(store: Store, clock: SimulatedCl
     ada = await new_person(store, clock)
     goal = await new_goal(store, clock, ada.id)
     in_goal = await new_task(store, clock, ada.id, goal_id=goal.id, priority=5)
-    await store.set_goal_status(goal.id, GoalStatus.PAUSED, now=clock.now())
+    await store.goals.set_goal_status(goal.id, GoalStatus.PAUSED, now=clock.now())
     loose = await new_task(store, clock, ada.id)
     assert [c.task.id for c in await claim(store, clock)] == [loose.id]
     assert await claim(store, clock) == []
-    await store.set_goal_status(goal.id, GoalStatus.ACTIVE, now=clock.now())
+    await store.goals.set_goal_status(goal.id, GoalStatus.ACTIVE, now=clock.now())
     assert [c.task.id for c in await claim(store, clock)] == [in_goal.id]
 
 
@@ -535,7 +539,7 @@ async def test_claim_bumps_epoch_and_opens_activation(store: Store, clock: Simul
         1,
     )
     assert act.started_at == clock.now()
-    stored = await store.list_activations(task_id=t.id)
+    stored = await store.activations.list_activations(task_id=t.id)
     assert len(stored) == 1
     assert stored[0].id == act.id
     assert (stored[0].ended_at, stored[0].outcome) == (None, None)
@@ -549,12 +553,14 @@ async def test_claim_bumps_epoch_and_opens_activation(store: Store, clock: Simul
     assert c2.task.step_seq == 1
     assert c2.activation.reason == "step cap"
     assert c2.wake == {"reason": "step cap"}
-    acts = await store.list_activations(task_id=t.id)
+    acts = await store.activations.list_activations(task_id=t.id)
     assert [(a.epoch, a.worker) for a in acts] == [(1, "w-a"), (2, "w-b")]
     assert acts[0].ended_at == clock.now()
     assert acts[0].steps == 1
-    assert [a.id for a in await store.list_activations(goal_id=goal.id)] == [a.id for a in acts]
-    usage = await store.goal_usage(goal.id)
+    assert [a.id for a in await store.activations.list_activations(goal_id=goal.id)] == [
+        a.id for a in acts
+    ]
+    usage = await store.activations.goal_usage(goal.id)
     assert (usage["activations"], usage["steps"]) == (2, 1)
 
 
@@ -571,17 +577,17 @@ async def test_checkpoint_persists_state_and_steps(store: Store, clock: Simulate
     for seq in (1, 2, 3):
         clock.advance(timedelta(seconds=1))
         assert await checkpoint(store, clock, fence, seq, {"upto": seq, "items": [seq]}) is None
-    got = await store.get_task(t.id)
+    got = await store.tasks.get_task(t.id)
     assert got.step_seq == 3
     assert got.state == {"upto": 3, "items": [3]}
     assert got.updated_at == clock.now()
-    steps = await store.list_steps(t.id)
+    steps = await store.activations.list_steps(t.id)
     assert [(s.seq, s.kind, s.output, s.activation_id) for s in steps] == [
         (n, "step", {"seq": n}, c.activation.id) for n in (1, 2, 3)
     ]
     assert steps[2].created_at == clock.now()
-    assert [s.seq for s in await store.list_steps(t.id, after=1)] == [2, 3]
-    assert [s.seq for s in await store.list_steps(t.id, limit=1)] == [1]
+    assert [s.seq for s in await store.activations.list_steps(t.id, after=1)] == [2, 3]
+    assert [s.seq for s in await store.activations.list_steps(t.id, limit=1)] == [1]
 
 
 async def test_checkpoint_seq_must_be_contiguous(store: Store, clock: SimulatedClock) -> None:
@@ -594,11 +600,11 @@ async def test_checkpoint_seq_must_be_contiguous(store: Store, clock: SimulatedC
     for wrong in (1, 3, 0):
         with pytest.raises(LeaseLost):
             await checkpoint(store, clock, Fence.of(c), wrong, {"bad": wrong})
-        got = await store.get_task(t.id)
+        got = await store.tasks.get_task(t.id)
         assert (got.step_seq, got.state) == (1, {"ok": 1})
-        assert [s.seq for s in await store.list_steps(t.id)] == [1]
+        assert [s.seq for s in await store.activations.list_steps(t.id)] == [1]
     await checkpoint(store, clock, Fence.of(c), 2, {"ok": 2})
-    assert [s.seq for s in await store.list_steps(t.id)] == [1, 2]
+    assert [s.seq for s in await store.activations.list_steps(t.id)] == [1, 2]
 
 
 @pytest.mark.parametrize("how", ["stale_epoch", "expired_lease", "finished"])
@@ -620,13 +626,13 @@ async def test_checkpoint_with_lost_lease_writes_nothing(
         clock.advance(timedelta(seconds=LEASE + 0.5))
     else:
         await finish(store, clock, c, Succeed(result="done"))
-    before = await store.get_task(t.id)
+    before = await store.tasks.get_task(t.id)
     with pytest.raises(LeaseLost) as info:
         await checkpoint(store, clock, Fence.of(c), 2, {"v": 2})
     assert (info.value.task_id, info.value.epoch) == (t.id, c.epoch)
-    after = await store.get_task(t.id)
+    after = await store.tasks.get_task(t.id)
     assert after == before
-    assert [s.seq for s in await store.list_steps(t.id)] == [1]
+    assert [s.seq for s in await store.activations.list_steps(t.id)] == [1]
 
 
 async def test_lease_valid_up_to_its_expiry(store: Store, clock: SimulatedClock) -> None:
@@ -649,14 +655,17 @@ async def test_renew_lease(store: Store, clock: SimulatedClock) -> None:
     c = await claim_one(store, clock)
     fence = Fence.of(c)
     clock.advance(timedelta(seconds=20))
-    assert await store.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now()) is None
-    assert (await store.get_task(t.id)).lease_expires_at == later(clock, LEASE)
+    assert (
+        await store.tasks.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now())
+        is None
+    )
+    assert (await store.tasks.get_task(t.id)).lease_expires_at == later(clock, LEASE)
     clock.advance(timedelta(seconds=20))  # 40 s after the claim: alive thanks to the renewal
     await checkpoint(store, clock, fence, 1, {})
-    assert await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == []
+    assert await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == []
     clock.advance(timedelta(seconds=11))
     with pytest.raises(LeaseLost):
-        await store.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now())
+        await store.tasks.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now())
 
 
 # --- tasks: outcomes ---------------------------------------------------------------------
@@ -673,7 +682,7 @@ async def test_finish_succeed_and_fail(store: Store, clock: SimulatedClock) -> N
     assert c_ok.task.id == ok.id
     await checkpoint(store, clock, Fence.of(c_ok), 1, {})
     clock.advance(timedelta(seconds=3))
-    done = await store.finish_activation(
+    done = await store.activations.finish_activation(
         Fence.of(c_ok),
         Succeed(result={"answer": 42}),
         now=clock.now(),
@@ -685,7 +694,7 @@ async def test_finish_succeed_and_fail(store: Store, clock: SimulatedClock) -> N
     assert done.result == {"answer": 42}
     assert done.finished_at == clock.now()
     assert (done.lease_owner, done.lease_expires_at) == (None, None)
-    act = (await store.list_activations(task_id=ok.id))[0]
+    act = (await store.activations.list_activations(task_id=ok.id))[0]
     assert act.ended_at == clock.now()
     assert act.outcome == "succeed"
     assert (act.steps, act.usage) == (1, {"cost_usd": 0.25, "tokens": 10})
@@ -693,12 +702,12 @@ async def test_finish_succeed_and_fail(store: Store, clock: SimulatedClock) -> N
     assert failed.status is TaskStatus.FAILED
     assert failed.error == "refused"
     assert failed.finished_at == clock.now()
-    assert (await store.list_activations(task_id=bad.id))[0].outcome == "fail"
-    usage = await store.goal_usage(goal.id)
+    assert (await store.activations.list_activations(task_id=bad.id))[0].outcome == "fail"
+    usage = await store.activations.goal_usage(goal.id)
     assert usage == {"activations": 2, "steps": 1, "cost_usd": 0.25, "tokens": 10, "seconds": 6.0}
     with pytest.raises(LeaseLost):
         await finish(store, clock, c_ok, Fail(reason="again"))
-    assert (await store.get_task(ok.id)).status is TaskStatus.SUCCEEDED
+    assert (await store.tasks.get_task(ok.id)).status is TaskStatus.SUCCEEDED
 
 
 async def test_finish_retry_backs_off_then_dead_letters(
@@ -715,7 +724,7 @@ async def test_finish_retry_backs_off_then_dead_letters(
     assert retried.run_at == later(clock, 120)
     assert retried.error == "HTTP 503"
     assert retried.finished_at is None
-    assert (await store.list_activations(task_id=t.id))[0].outcome == "retry"
+    assert (await store.activations.list_activations(task_id=t.id))[0].outcome == "retry"
     clock.advance(timedelta(seconds=119))
     assert await claim(store, clock) == []
     clock.advance(timedelta(seconds=1))
@@ -728,7 +737,7 @@ async def test_finish_retry_backs_off_then_dead_letters(
     assert dead.finished_at == clock.now()
     assert dead.error is not None
     assert "HTTP 503" in dead.error
-    acts = await store.list_activations(task_id=t.id)
+    acts = await store.activations.list_activations(task_id=t.id)
     assert acts[1].outcome == "dead_lettered"
     clock.advance(timedelta(seconds=600))
     assert await claim(store, clock) == []
@@ -747,18 +756,18 @@ async def test_finish_wait_until_and_wake_due_waits(store: Store, clock: Simulat
     assert waiting.status is TaskStatus.WAITING
     assert waiting.wait == WaitCondition(kind="until", until=until)
     assert (waiting.lease_owner, waiting.lease_expires_at) == (None, None)
-    assert (await store.list_activations(task_id=t.id))[0].outcome == "wait"
-    assert await store.next_wait_time() == until
+    assert (await store.activations.list_activations(task_id=t.id))[0].outcome == "wait"
+    assert await store.tasks.next_wait_time() == until
     assert await claim(store, clock) == []
-    assert await store.wake_due_waits(now=later(clock, 3599)) == 0
+    assert await store.tasks.wake_due_waits(now=later(clock, 3599)) == 0
     clock.advance(timedelta(seconds=3600))
-    assert await store.wake_due_waits(now=clock.now()) == 1
-    woken = await store.get_task(t.id)
+    assert await store.tasks.wake_due_waits(now=clock.now()) == 1
+    woken = await store.tasks.get_task(t.id)
     assert woken.status is TaskStatus.PENDING
     assert woken.wait is None
     assert woken.run_at == clock.now()
-    assert await store.next_wait_time() is None
-    assert await store.wake_due_waits(now=clock.now()) == 0
+    assert await store.tasks.next_wait_time() is None
+    assert await store.tasks.wake_due_waits(now=clock.now()) == 0
     c2 = await claim_one(store, clock)
     assert (c2.activation.reason, c2.wake) == ("timer", {"reason": "timer"})
 
@@ -778,8 +787,8 @@ async def test_wait_timeout_wakes_with_reason_timeout(store: Store, clock: Simul
         store, clock, c_forever, Wait(condition=WaitCondition(kind="event", event_type="y"))
     )
     clock.advance(timedelta(days=365))
-    assert await store.wake_due_waits(now=clock.now()) == 1
-    assert (await store.get_task(forever.id)).status is TaskStatus.WAITING
+    assert await store.tasks.wake_due_waits(now=clock.now()) == 1
+    assert (await store.tasks.get_task(forever.id)).status is TaskStatus.WAITING
     c = await claim_one(store, clock)
     assert (c.task.id, c.wake) == (timed.id, {"reason": "timeout"})
 
@@ -794,7 +803,7 @@ async def test_finish_requeue(store: Store, clock: SimulatedClock) -> None:
     assert back.status is TaskStatus.PENDING
     assert back.run_at == clock.now()
     assert back.attempts == 0
-    assert (await store.list_activations(task_id=t.id))[0].outcome == "requeue"
+    assert (await store.activations.list_activations(task_id=t.id))[0].outcome == "requeue"
     assert (await claim_one(store, clock)).wake == {"reason": "fairness"}
 
 
@@ -806,19 +815,19 @@ async def test_finish_stop_cancel_and_pause(store: Store, clock: SimulatedClock)
     b = await new_task(store, clock, ada.id)
     ca, cb = await claim(store, clock)
     assert ca.task.id == a.id
-    await store.request_control(a.id, "cancel", now=clock.now())
-    await store.request_control(b.id, "pause", now=clock.now())
+    await store.tasks.request_control(a.id, "cancel", now=clock.now())
+    await store.tasks.request_control(b.id, "pause", now=clock.now())
     cancelled = await finish(store, clock, ca, Stop(control="cancel"))
     assert cancelled.status is TaskStatus.CANCELLED
     assert cancelled.finished_at == clock.now()
     paused = await finish(store, clock, cb, Stop(control="pause"))
     assert paused.status is TaskStatus.PAUSED
     assert paused.finished_at is None
-    outcomes = {x.task_id: x.outcome for x in await store.list_activations()}
+    outcomes = {x.task_id: x.outcome for x in await store.activations.list_activations()}
     assert outcomes == {a.id: "cancelled", b.id: "paused"}
     assert await claim(store, clock) == []
     clock.advance(timedelta(seconds=5))
-    resumed = await store.request_control(b.id, "resume", now=clock.now())
+    resumed = await store.tasks.request_control(b.id, "resume", now=clock.now())
     assert resumed.status is TaskStatus.PENDING
     assert resumed.run_at == clock.now()
     c = await claim_one(store, clock)
@@ -834,11 +843,11 @@ async def test_finish_under_stale_fence_changes_nothing(
     t = await new_task(store, clock, ada.id)
     c = await claim_one(store, clock)
     clock.advance(timedelta(seconds=LEASE + 1))
-    before = await store.get_task(t.id)
+    before = await store.tasks.get_task(t.id)
     with pytest.raises(LeaseLost):
         await finish(store, clock, c, Succeed(result="late"))
-    assert await store.get_task(t.id) == before
-    assert (await store.list_activations(task_id=t.id))[0].ended_at is None
+    assert await store.tasks.get_task(t.id) == before
+    assert (await store.activations.list_activations(task_id=t.id))[0].ended_at is None
 
 
 # --- tasks: control from outside ---------------------------------------------------------
@@ -850,26 +859,26 @@ async def test_control_idle_tasks(store: Store, clock: SimulatedClock) -> None:
     ada = await new_person(store, clock)
     t = await new_task(store, clock, ada.id)
     with pytest.raises(InvalidTransition):
-        await store.request_control(t.id, "resume", now=clock.now())
-    paused = await store.request_control(t.id, "pause", now=clock.now())
+        await store.tasks.request_control(t.id, "resume", now=clock.now())
+    paused = await store.tasks.request_control(t.id, "pause", now=clock.now())
     assert paused.status is TaskStatus.PAUSED
     assert await claim(store, clock) == []
     with pytest.raises(InvalidTransition):
-        await store.request_control(t.id, "pause", now=clock.now())
-    assert (await store.request_control(t.id, "resume", now=clock.now())).status is (
+        await store.tasks.request_control(t.id, "pause", now=clock.now())
+    assert (await store.tasks.request_control(t.id, "resume", now=clock.now())).status is (
         TaskStatus.PENDING
     )
-    cancelled = await store.request_control(t.id, "cancel", now=clock.now())
+    cancelled = await store.tasks.request_control(t.id, "cancel", now=clock.now())
     assert cancelled.status is TaskStatus.CANCELLED
     assert cancelled.finished_at == clock.now()
     for control in ("cancel", "pause", "resume"):
         with pytest.raises(InvalidTransition):
-            await store.request_control(t.id, control, now=clock.now())
-    assert (await store.get_task(t.id)) == cancelled
+            await store.tasks.request_control(t.id, control, now=clock.now())
+    assert (await store.tasks.get_task(t.id)) == cancelled
     with pytest.raises(InvalidTransition):
-        await store.request_control(t.id, "explode", now=clock.now())
+        await store.tasks.request_control(t.id, "explode", now=clock.now())
     with pytest.raises(NotFound):
-        await store.request_control("tsk_missing", "cancel", now=clock.now())
+        await store.tasks.request_control("tsk_missing", "cancel", now=clock.now())
     assert await claim(store, clock) == []
 
 
@@ -880,18 +889,21 @@ async def test_control_running_task_is_a_request(store: Store, clock: SimulatedC
     t = await new_task(store, clock, ada.id)
     c = await claim_one(store, clock)
     fence = Fence.of(c)
-    asked = await store.request_control(t.id, "pause", now=clock.now())
+    asked = await store.tasks.request_control(t.id, "pause", now=clock.now())
     assert asked.status is TaskStatus.RUNNING
     assert await checkpoint(store, clock, fence, 1, {}) == "pause"
-    await store.request_control(t.id, "resume", now=clock.now())
-    assert await store.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now()) is None
-    assert await checkpoint(store, clock, fence, 2, {}) is None
-    await store.request_control(t.id, "cancel", now=clock.now())
-    assert await store.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now()) == (
-        "cancel"
+    await store.tasks.request_control(t.id, "resume", now=clock.now())
+    assert (
+        await store.tasks.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now())
+        is None
     )
+    assert await checkpoint(store, clock, fence, 2, {}) is None
+    await store.tasks.request_control(t.id, "cancel", now=clock.now())
+    assert await store.tasks.renew_lease(
+        fence, lease_seconds=LEASE, lease_now=clock.lease_now()
+    ) == ("cancel")
     assert await checkpoint(store, clock, fence, 3, {}) == "cancel"
-    assert (await store.get_task(t.id)).status is TaskStatus.RUNNING
+    assert (await store.tasks.get_task(t.id)).status is TaskStatus.RUNNING
     done = await finish(store, clock, c, Stop(control="cancel"), steps=3)
     assert done.status is TaskStatus.CANCELLED
 
@@ -906,15 +918,15 @@ async def test_pause_waiting_task_then_resume_returns_to_waiting(
     c = await claim_one(store, clock)
     cond = WaitCondition(kind="until", until=later(clock, 60))
     await finish(store, clock, c, Wait(condition=cond))
-    paused = await store.request_control(t.id, "pause", now=clock.now())
+    paused = await store.tasks.request_control(t.id, "pause", now=clock.now())
     assert paused.status is TaskStatus.PAUSED
     clock.advance(timedelta(seconds=120))
-    assert await store.wake_due_waits(now=clock.now()) == 0
-    assert (await store.get_task(t.id)).status is TaskStatus.PAUSED
-    resumed = await store.request_control(t.id, "resume", now=clock.now())
+    assert await store.tasks.wake_due_waits(now=clock.now()) == 0
+    assert (await store.tasks.get_task(t.id)).status is TaskStatus.PAUSED
+    resumed = await store.tasks.request_control(t.id, "resume", now=clock.now())
     assert resumed.status is TaskStatus.WAITING
     assert resumed.wait == cond
-    assert await store.wake_due_waits(now=clock.now()) == 1
+    assert await store.tasks.wake_due_waits(now=clock.now()) == 1
     assert (await claim_one(store, clock)).task.id == t.id
 
 
@@ -936,9 +948,9 @@ async def test_cancel_request_survives_non_terminal_outcome(
     goal = await new_goal(store, clock, ada.id)
     t = await new_task(store, clock, ada.id, goal_id=goal.id)
     c = await claim_one(store, clock)
-    await store.set_goal_status(goal.id, GoalStatus.CANCELLED, now=clock.now())
+    await store.goals.set_goal_status(goal.id, GoalStatus.CANCELLED, now=clock.now())
     await finish(store, clock, c, outcome)
-    assert (await store.get_task(t.id)).status is TaskStatus.CANCELLED
+    assert (await store.tasks.get_task(t.id)).status is TaskStatus.CANCELLED
 
 
 async def test_cancel_request_survives_lost_worker(store: Store, clock: SimulatedClock) -> None:
@@ -947,10 +959,10 @@ async def test_cancel_request_survives_lost_worker(store: Store, clock: Simulate
     ada = await new_person(store, clock)
     t = await new_task(store, clock, ada.id)
     await claim_one(store, clock)
-    await store.request_control(t.id, "cancel", now=clock.now())
+    await store.tasks.request_control(t.id, "cancel", now=clock.now())
     clock.advance(timedelta(seconds=LEASE + 1))
-    await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
-    assert (await store.get_task(t.id)).status is TaskStatus.CANCELLED
+    await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
+    assert (await store.tasks.get_task(t.id)).status is TaskStatus.CANCELLED
 
 
 # --- subtasks ----------------------------------------------------------------------------
@@ -970,7 +982,7 @@ async def test_parent_waiting_on_children_wakes_when_last_child_ends(
     kids: list[Task] = []
     for i in range(3):
         spec = TaskSpec(kind="noop", max_attempts=1)
-        kid = await store.create_task(
+        kid = await store.tasks.create_task(
             spec,
             person_id=ada.id,
             goal_id=goal.id,
@@ -981,7 +993,7 @@ async def test_parent_waiting_on_children_wakes_when_last_child_ends(
             lease_now=clock.lease_now(),
         )
         kids.append(kid)
-    replay = await store.create_task(
+    replay = await store.tasks.create_task(
         TaskSpec(kind="other"),
         person_id=ada.id,
         goal_id=goal.id,
@@ -992,20 +1004,20 @@ async def test_parent_waiting_on_children_wakes_when_last_child_ends(
         lease_now=clock.lease_now(),
     )
     assert replay == kids[0]
-    assert {k.id for k in await store.list_tasks(parent_id=parent.id)} == {k.id for k in kids}
+    assert {k.id for k in await store.tasks.list_tasks(parent_id=parent.id)} == {k.id for k in kids}
     await checkpoint(store, clock, fence, 1, {})
     sleeping = await finish(store, clock, cp, Wait(condition=WaitCondition(kind="children")))
     assert sleeping.status is TaskStatus.WAITING
 
     c0 = await claim_one(store, clock)
     await finish(store, clock, c0, Succeed())
-    assert (await store.get_task(parent.id)).status is TaskStatus.WAITING
+    assert (await store.tasks.get_task(parent.id)).status is TaskStatus.WAITING
     c1 = await claim_one(store, clock)
     await finish(store, clock, c1, Retry(reason="x", delay_seconds=1))  # max_attempts=1: dead
-    assert (await store.get_task(c1.task.id)).status is TaskStatus.DEAD_LETTERED
-    assert (await store.get_task(parent.id)).status is TaskStatus.WAITING
-    await store.request_control(kids[2].id, "cancel", now=clock.now())
-    woken = await store.get_task(parent.id)
+    assert (await store.tasks.get_task(c1.task.id)).status is TaskStatus.DEAD_LETTERED
+    assert (await store.tasks.get_task(parent.id)).status is TaskStatus.WAITING
+    await store.tasks.request_control(kids[2].id, "cancel", now=clock.now())
+    woken = await store.tasks.get_task(parent.id)
     assert woken.status is TaskStatus.PENDING
     c = await claim_one(store, clock)
     assert (c.task.id, c.activation.reason, c.wake) == (
@@ -1022,7 +1034,7 @@ async def test_wait_on_children_already_done_does_not_sleep(
     ada = await new_person(store, clock)
     parent = await new_task(store, clock, ada.id, priority=9)
     cp = await claim_one(store, clock)
-    kid = await store.create_task(
+    kid = await store.tasks.create_task(
         TaskSpec(kind="noop"),
         person_id=ada.id,
         parent_id=parent.id,
@@ -1031,7 +1043,7 @@ async def test_wait_on_children_already_done_does_not_sleep(
         fence=Fence.of(cp),
         lease_now=clock.lease_now(),
     )
-    await store.request_control(kid.id, "cancel", now=clock.now())
+    await store.tasks.request_control(kid.id, "cancel", now=clock.now())
     got = await finish(store, clock, cp, Wait(condition=WaitCondition(kind="children")))
     assert got.status is TaskStatus.PENDING
     c = await claim_one(store, clock)
@@ -1045,7 +1057,7 @@ async def test_spawn_under_stale_fence_creates_nothing(store: Store, clock: Simu
     cp = await claim_one(store, clock)
     clock.advance(timedelta(seconds=LEASE + 1))
     with pytest.raises(LeaseLost):
-        await store.create_task(
+        await store.tasks.create_task(
             TaskSpec(kind="noop"),
             person_id=ada.id,
             parent_id=parent.id,
@@ -1054,7 +1066,7 @@ async def test_spawn_under_stale_fence_creates_nothing(store: Store, clock: Simu
             fence=Fence.of(cp),
             lease_now=clock.lease_now(),
         )
-    assert await store.list_tasks(parent_id=parent.id) == []
+    assert await store.tasks.list_tasks(parent_id=parent.id) == []
 
 
 async def test_child_dead_lettered_by_reaper_wakes_parent(
@@ -1065,7 +1077,7 @@ async def test_child_dead_lettered_by_reaper_wakes_parent(
     ada = await new_person(store, clock)
     parent = await new_task(store, clock, ada.id, priority=9)
     cp = await claim_one(store, clock)
-    await store.create_task(
+    await store.tasks.create_task(
         TaskSpec(kind="noop", max_attempts=1),
         person_id=ada.id,
         parent_id=parent.id,
@@ -1077,8 +1089,8 @@ async def test_child_dead_lettered_by_reaper_wakes_parent(
     await finish(store, clock, cp, Wait(condition=WaitCondition(kind="children")))
     await claim_one(store, clock)  # the child; its worker then dies
     clock.advance(timedelta(seconds=LEASE + 1))
-    await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
-    assert (await store.get_task(parent.id)).status is TaskStatus.PENDING
+    await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
+    assert (await store.tasks.get_task(parent.id)).status is TaskStatus.PENDING
 
 
 # --- reaping -----------------------------------------------------------------------------
@@ -1097,17 +1109,19 @@ async def test_reap_expired_leases(store: Store, clock: SimulatedClock) -> None:
     clock.advance(timedelta(seconds=20))
     ch = await claim_one(store, clock)
     assert ch.task.id == healthy.id
-    assert await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == []
+    assert await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == []
     clock.advance(timedelta(seconds=LEASE - 20 + 1))
-    assert await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == [t.id]
-    reaped = await store.get_task(t.id)
+    assert await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == [
+        t.id
+    ]
+    reaped = await store.tasks.get_task(t.id)
     assert reaped.status is TaskStatus.PENDING
     assert reaped.attempts == 1
     assert (reaped.lease_owner, reaped.lease_expires_at) == (None, None)
     assert (reaped.step_seq, reaped.state) == (1, {"v": 1})
-    act = (await store.list_activations(task_id=t.id))[0]
+    act = (await store.activations.list_activations(task_id=t.id))[0]
     assert (act.outcome, act.ended_at) == ("lost", clock.now())
-    assert (await store.get_task(healthy.id)).status is TaskStatus.RUNNING
+    assert (await store.tasks.get_task(healthy.id)).status is TaskStatus.RUNNING
 
     old = Fence.of(c)
     with pytest.raises(LeaseLost):
@@ -1119,7 +1133,7 @@ async def test_reap_expired_leases(store: Store, clock: SimulatedClock) -> None:
     with pytest.raises(LeaseLost):
         await finish(store, clock, old, Succeed(result="zombie"))
     await checkpoint(store, clock, Fence.of(c2), 2, {"v": 2})
-    assert [s.activation_id for s in await store.list_steps(t.id)] == [
+    assert [s.activation_id for s in await store.activations.list_steps(t.id)] == [
         c.activation.id,
         c2.activation.id,
     ]
@@ -1132,14 +1146,17 @@ async def test_reap_dead_letters_at_max_attempts(store: Store, clock: SimulatedC
     for attempt in (1, 2):
         await claim_one(store, clock)
         clock.advance(timedelta(seconds=LEASE + 1))
-        assert await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == [
-            t.id
-        ]
-        assert (await store.get_task(t.id)).attempts == attempt
-    dead = await store.get_task(t.id)
+        assert await store.tasks.reap_expired_leases(
+            now=clock.now(), lease_now=clock.lease_now()
+        ) == [t.id]
+        assert (await store.tasks.get_task(t.id)).attempts == attempt
+    dead = await store.tasks.get_task(t.id)
     assert dead.status is TaskStatus.DEAD_LETTERED
     assert dead.finished_at == clock.now()
-    assert [a.outcome for a in await store.list_activations(task_id=t.id)] == ["lost", "lost"]
+    assert [a.outcome for a in await store.activations.list_activations(task_id=t.id)] == [
+        "lost",
+        "lost",
+    ]
     assert await claim(store, clock) == []
 
 
@@ -1155,7 +1172,7 @@ async def _running(store: Store, clock: SimulatedClock) -> tuple[Person, Claim]:
 async def plan(store: Store, clock: SimulatedClock, fence: Fence, key: str, **kw: Any) -> Effect:
     return await durable(
         store,
-        store.plan_effect(
+        store.effects.plan_effect(
             fence,
             key=key,
             step_seq=kw.get("step_seq", 1),
@@ -1178,7 +1195,7 @@ async def set_status(
 ) -> Effect:
     return await durable(
         store,
-        store.set_effect_status(
+        store.effects.set_effect_status(
             fence, effect_id, status, now=clock.now(), lease_now=clock.lease_now(), **kw
         ),
     )
@@ -1206,9 +1223,12 @@ async def test_plan_effect_is_idempotent_per_key(
     assert again == first
     other = await plan(store, clock, fence, f"{c.task.id}:1:1")
     assert other.id != first.id
-    assert await store.get_effect_by_key(key) == first
-    assert await store.get_effect_by_key("nope") is None
-    assert [e.id for e in await store.list_effects(task_id=c.task.id)] == [first.id, other.id]
+    assert await store.effects.get_effect_by_key(key) == first
+    assert await store.effects.get_effect_by_key("nope") is None
+    assert [e.id for e in await store.effects.list_effects(task_id=c.task.id)] == [
+        first.id,
+        other.id,
+    ]
 
 
 async def test_effect_status_machine(
@@ -1224,7 +1244,7 @@ async def test_effect_status_machine(
     for illegal in (EffectStatus.SUCCEEDED, EffectStatus.FAILED, EffectStatus.IN_DOUBT):
         with pytest.raises(InvalidTransition):
             await set_status(store, clock, fence, eff.id, illegal)
-    assert await store.get_effect_by_key(eff.key) == eff
+    assert await store.effects.get_effect_by_key(eff.key) == eff
     sent = await set_status(store, clock, fence, eff.id, EffectStatus.SENT)
     assert (sent.status, sent.attempts) == (EffectStatus.SENT, 1)
     assert sent.send_deadline == clock.now() + timedelta(seconds=LEASE)
@@ -1232,9 +1252,9 @@ async def test_effect_status_machine(
     assert (doubt.status, doubt.error) == (EffectStatus.IN_DOUBT, "timeout")
     with pytest.raises(EffectMaybeInFlight):
         await set_status(store, clock, fence, eff.id, EffectStatus.SENT)
-    assert await store.get_effect_by_key(eff.key) == doubt
+    assert await store.effects.get_effect_by_key(eff.key) == doubt
     clock.advance(timedelta(seconds=LEASE / 2))
-    await store.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now())
+    await store.tasks.renew_lease(fence, lease_seconds=LEASE, lease_now=clock.lease_now())
     clock.advance(timedelta(seconds=LEASE / 2 + 1))  # past the deadline, within the lease
     resent = await set_status(store, clock, fence, eff.id, EffectStatus.SENT)
     assert resent.attempts == 2
@@ -1251,7 +1271,7 @@ async def test_effect_status_machine(
     for illegal in EffectStatus:
         with pytest.raises(InvalidTransition):
             await set_status(store, clock, fence, eff.id, illegal)
-    assert await store.get_effect_by_key(eff.key) == ok
+    assert await store.effects.get_effect_by_key(eff.key) == ok
     failing = await plan(store, clock, fence, f"{c.task.id}:1:1")
     await set_status(store, clock, fence, failing.id, EffectStatus.SENT)
     failed = await set_status(
@@ -1277,14 +1297,14 @@ async def test_effect_writes_under_stale_fence(
     else:
         clock.advance(timedelta(seconds=LEASE + 1))
         if how == "reaped":
-            await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
+            await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
     with pytest.raises(LeaseLost):
         await set_status(store, clock, fence, eff.id, EffectStatus.SENT)
     with pytest.raises(LeaseLost):
         await plan(store, clock, fence, f"{c.task.id}:1:1")
     with pytest.raises(LeaseLost):
         await plan(store, clock, fence, eff.key)
-    assert [(e.id, e.status, e.attempts) for e in await store.list_effects()] == [
+    assert [(e.id, e.status, e.attempts) for e in await store.effects.list_effects()] == [
         (eff.id, EffectStatus.PLANNED, 0)
     ]
 
@@ -1310,18 +1330,18 @@ async def test_resolve_effect_wakes_waiting_task(
     await finish(store, clock, co, Wait(condition=WaitCondition(kind="effect", ref=other_eff.id)))
 
     clock.advance(timedelta(hours=5))
-    resolved = await store.resolve_effect(eff.id, applied=applied, now=clock.now())
+    resolved = await store.effects.resolve_effect(eff.id, applied=applied, now=clock.now())
     assert resolved.status is (EffectStatus.SUCCEEDED if applied else EffectStatus.PLANNED)
     assert resolved.updated_at == clock.now()
-    assert (await store.get_task(other.id)).status is TaskStatus.WAITING
-    woken = await store.get_task(c.task.id)
+    assert (await store.tasks.get_task(other.id)).status is TaskStatus.WAITING
+    woken = await store.tasks.get_task(c.task.id)
     assert woken.status is TaskStatus.PENDING
     c2 = await claim_one(store, clock)
     assert (c2.task.id, c2.wake) == (c.task.id, {"reason": "effect", "effect_id": eff.id})
     with pytest.raises(InvalidTransition):
-        await store.resolve_effect(eff.id, applied=applied, now=clock.now())
+        await store.effects.resolve_effect(eff.id, applied=applied, now=clock.now())
     with pytest.raises(NotFound):
-        await store.resolve_effect("eff_missing", applied=True, now=clock.now())
+        await store.effects.resolve_effect("eff_missing", applied=True, now=clock.now())
 
 
 async def test_list_effects_filters(
@@ -1338,12 +1358,12 @@ async def test_list_effects_filters(
     clock.advance(timedelta(seconds=1))
     eb = await plan(store, clock, Fence.of(cb), f"{cb.task.id}:1:0")
     await set_status(store, clock, Fence.of(cb), eb.id, EffectStatus.SENT)
-    assert [e.id for e in await store.list_effects(task_id=ca.task.id)] == [ea.id]
-    assert [e.id for e in await store.list_effects(person_id=bob.id)] == [eb.id]
-    assert [e.id for e in await store.list_effects(status=EffectStatus.SENT)] == [eb.id]
-    assert await store.list_effects(status=EffectStatus.SENT, person_id=ada.id) == []
-    assert [e.id for e in await store.list_effects()] == [ea.id, eb.id]
-    assert len(await store.list_effects(limit=1)) == 1
+    assert [e.id for e in await store.effects.list_effects(task_id=ca.task.id)] == [ea.id]
+    assert [e.id for e in await store.effects.list_effects(person_id=bob.id)] == [eb.id]
+    assert [e.id for e in await store.effects.list_effects(status=EffectStatus.SENT)] == [eb.id]
+    assert await store.effects.list_effects(status=EffectStatus.SENT, person_id=ada.id) == []
+    assert [e.id for e in await store.effects.list_effects()] == [ea.id, eb.id]
+    assert len(await store.effects.list_effects(limit=1)) == 1
 
 
 # --- events ------------------------------------------------------------------------------
@@ -1354,7 +1374,7 @@ async def test_add_event_dedupes_per_person(store: Store, clock: SimulatedClock)
     created=False and returns the first copy. Another person's key space is separate."""
     ada = await new_person(store, clock)
     bob = await new_person(store, clock)
-    ev, created = await store.add_event(
+    ev, created = await store.schedule.add_event(
         person_id=ada.id,
         type="email.received",
         source="imap",
@@ -1371,7 +1391,7 @@ async def test_add_event_dedupes_per_person(store: Store, clock: SimulatedClock)
         None,
     )
     clock.advance(timedelta(seconds=1))
-    again, created = await store.add_event(
+    again, created = await store.schedule.add_event(
         person_id=ada.id,
         type="email.received",
         source="imap",
@@ -1381,7 +1401,7 @@ async def test_add_event_dedupes_per_person(store: Store, clock: SimulatedClock)
     )
     assert created is False
     assert again == ev
-    bobs, created = await store.add_event(
+    bobs, created = await store.schedule.add_event(
         person_id=bob.id,
         type="email.received",
         source="imap",
@@ -1391,10 +1411,10 @@ async def test_add_event_dedupes_per_person(store: Store, clock: SimulatedClock)
     )
     assert created is True
     assert bobs.id != ev.id
-    assert [e.id for e in await store.list_events(person_id=ada.id)] == [ev.id]
-    assert len(await store.list_events()) == 2
+    assert [e.id for e in await store.schedule.list_events(person_id=ada.id)] == [ev.id]
+    assert len(await store.schedule.list_events()) == 2
     with pytest.raises(NotFound):
-        await store.add_event(
+        await store.schedule.add_event(
             person_id="per_missing",
             type="x",
             source="s",
@@ -1424,7 +1444,7 @@ async def test_route_events_wakes_matching_waiters(store: Store, clock: Simulate
     miss = await _wait_for_event(store, clock, ada.id, "pr.updated", {"repo": "b"})
     other_type = await _wait_for_event(store, clock, ada.id, "pr.closed", {"repo": "a"})
     other_person = await _wait_for_event(store, clock, bob.id, "pr.updated", {"repo": "a"})
-    ev, _ = await store.add_event(
+    ev, _ = await store.schedule.add_event(
         person_id=ada.id,
         type="pr.updated",
         source="webhook",
@@ -1433,13 +1453,13 @@ async def test_route_events_wakes_matching_waiters(store: Store, clock: Simulate
         now=clock.now(),
     )
     clock.advance(timedelta(seconds=1))
-    assert await store.route_events(now=clock.now()) == 1
-    assert (await store.list_events(person_id=ada.id))[0].routed_at == clock.now()
-    assert (await store.get_task(hit.id)).status is TaskStatus.PENDING
-    assert (await store.get_task(any_pr.id)).status is TaskStatus.PENDING
+    assert await store.schedule.route_events(now=clock.now()) == 1
+    assert (await store.schedule.list_events(person_id=ada.id))[0].routed_at == clock.now()
+    assert (await store.tasks.get_task(hit.id)).status is TaskStatus.PENDING
+    assert (await store.tasks.get_task(any_pr.id)).status is TaskStatus.PENDING
     for asleep in (miss, other_type, other_person):
-        assert (await store.get_task(asleep.id)).status is TaskStatus.WAITING
-    assert await store.route_events(now=clock.now()) == 0
+        assert (await store.tasks.get_task(asleep.id)).status is TaskStatus.WAITING
+    assert await store.schedule.route_events(now=clock.now()) == 0
     claims = await claim(store, clock)
     assert {c.task.id for c in claims} == {hit.id, any_pr.id}
     for c in claims:
@@ -1463,7 +1483,7 @@ async def test_event_wait_registered_after_its_event_wakes_at_once(
     ada = await new_person(store, clock)
     asked_at = clock.now()
     clock.advance(timedelta(seconds=5))
-    reply, _ = await store.add_event(
+    reply, _ = await store.schedule.add_event(
         person_id=ada.id,
         type="chat.reply",
         source="chat",
@@ -1471,7 +1491,7 @@ async def test_event_wait_registered_after_its_event_wakes_at_once(
         payload={"thread": "t1"},
         now=clock.now(),
     )
-    await store.route_events(now=clock.now())
+    await store.schedule.route_events(now=clock.now())
     clock.advance(timedelta(seconds=5))
 
     async def wait(since: datetime, match: dict[str, Any]) -> Task:
@@ -1490,7 +1510,7 @@ async def test_event_wait_registered_after_its_event_wakes_at_once(
     other = await wait(asked_at, {"thread": "t2"})
     for t in (late, other):
         assert t.status is TaskStatus.WAITING
-        assert (await store.get_task(t.id)).status is TaskStatus.WAITING
+        assert (await store.tasks.get_task(t.id)).status is TaskStatus.WAITING
 
 
 async def test_route_events_fires_event_trigger_once(
@@ -1501,7 +1521,7 @@ async def test_route_events_fires_event_trigger_once(
     disabled triggers create nothing."""
     ada = await new_person(store, clock)
     goal = await new_goal(store, clock, ada.id)
-    trig = await store.create_trigger(
+    trig = await store.schedule.create_trigger(
         make_trigger(
             ada.id,
             clock,
@@ -1511,12 +1531,12 @@ async def test_route_events_fires_event_trigger_once(
             match={"repo": "a"},
         )
     )
-    off = await store.create_trigger(
+    off = await store.schedule.create_trigger(
         make_trigger(ada.id, clock, kind=TriggerKind.EVENT, spec="pr.updated", enabled=False)
     )
 
     async def deliver(key: str, payload: dict[str, Any]) -> None:
-        await store.add_event(
+        await store.schedule.add_event(
             person_id=ada.id,
             type="pr.updated",
             source="webhook",
@@ -1527,8 +1547,8 @@ async def test_route_events_fires_event_trigger_once(
 
     await deliver("d1", {"repo": "a"})
     await deliver("d2", {"repo": "b"})
-    assert await store.route_events(now=clock.now()) == 2
-    tasks = await store.list_tasks(person_id=ada.id)
+    assert await store.schedule.route_events(now=clock.now()) == 2
+    tasks = await store.tasks.list_tasks(person_id=ada.id)
     assert len(tasks) == 1
     task = tasks[0]
     assert (task.trigger_id, task.goal_id, task.priority, task.status) == (
@@ -1539,19 +1559,19 @@ async def test_route_events_fires_event_trigger_once(
     )
     assert task.input["from"] == "trigger"
     assert task.input["event"]["payload"] == {"repo": "a"}
-    firings = await store.list_firings(trig.id)
+    firings = await store.schedule.list_firings(trig.id)
     assert [(f.status, f.task_id) for f in firings] == [(FiringStatus.FIRED, task.id)]
-    assert await store.list_firings(off.id) == []
+    assert await store.schedule.list_firings(off.id) == []
 
     await deliver("d1", {"repo": "a"})  # redelivery of the same event
-    assert await store.route_events(now=clock.now()) == 0
-    assert len(await store.list_tasks(person_id=ada.id)) == 1
+    assert await store.schedule.route_events(now=clock.now()) == 0
+    assert len(await store.tasks.list_tasks(person_id=ada.id)) == 1
     c = await claim_one(store, clock)
     assert (c.task.id, c.activation.reason) == (task.id, "event")
     await deliver("d3", {"repo": "a"})
-    assert await store.route_events(now=clock.now()) == 1
-    assert len(await store.list_tasks(person_id=ada.id)) == 2
-    assert len(await store.list_firings(trig.id)) == 2
+    assert await store.schedule.route_events(now=clock.now()) == 1
+    assert len(await store.tasks.list_tasks(person_id=ada.id)) == 2
+    assert len(await store.schedule.list_firings(trig.id)) == 2
 
 
 # --- triggers ----------------------------------------------------------------------------
@@ -1565,31 +1585,36 @@ async def test_trigger_create_list_enable_disable(store: Store, clock: Simulated
     goal = await new_goal(store, clock, ada.id)
     bobs_goal = await new_goal(store, clock, bob.id)
     first = make_trigger(ada.id, clock, goal_id=goal.id, next_fire_at=later(clock, 3600))
-    created = await store.create_trigger(first)
+    created = await store.schedule.create_trigger(first)
     assert created == first
-    assert await store.get_trigger(first.id) == first
+    assert await store.schedule.get_trigger(first.id) == first
     clock.advance(timedelta(seconds=1))  # lists are in creation order
-    loose = await store.create_trigger(
+    loose = await store.schedule.create_trigger(
         make_trigger(ada.id, clock, kind=TriggerKind.CRON, spec="0 9 * * *")
     )
-    assert [t.id for t in await store.list_triggers(person_id=ada.id)] == [first.id, loose.id]
-    assert [t.id for t in await store.list_triggers(goal_id=goal.id)] == [first.id]
-    assert await store.list_triggers(person_id=bob.id) == []
-    off = await store.set_trigger_enabled(first.id, enabled=False, next_fire_at=None)
+    assert [t.id for t in await store.schedule.list_triggers(person_id=ada.id)] == [
+        first.id,
+        loose.id,
+    ]
+    assert [t.id for t in await store.schedule.list_triggers(goal_id=goal.id)] == [first.id]
+    assert await store.schedule.list_triggers(person_id=bob.id) == []
+    off = await store.schedule.set_trigger_enabled(first.id, enabled=False, next_fire_at=None)
     assert (off.enabled, off.next_fire_at) == (False, None)
-    assert await store.next_trigger_time() is None
-    on = await store.set_trigger_enabled(first.id, enabled=True, next_fire_at=later(clock, 60))
+    assert await store.schedule.next_trigger_time() is None
+    on = await store.schedule.set_trigger_enabled(
+        first.id, enabled=True, next_fire_at=later(clock, 60)
+    )
     assert (on.enabled, on.next_fire_at) == (True, later(clock, 60))
-    assert await store.next_trigger_time() == later(clock, 60)
+    assert await store.schedule.next_trigger_time() == later(clock, 60)
     with pytest.raises(NotFound):
-        await store.get_trigger("trg_missing")
+        await store.schedule.get_trigger("trg_missing")
     with pytest.raises(NotFound):
-        await store.set_trigger_enabled("trg_missing", enabled=False, next_fire_at=None)
+        await store.schedule.set_trigger_enabled("trg_missing", enabled=False, next_fire_at=None)
     with pytest.raises(NotFound):
-        await store.create_trigger(make_trigger(ada.id, clock, goal_id=bobs_goal.id))
+        await store.schedule.create_trigger(make_trigger(ada.id, clock, goal_id=bobs_goal.id))
     with pytest.raises(NotFound):
-        await store.create_trigger(make_trigger("per_missing", clock))
-    assert len(await store.list_triggers()) == 2
+        await store.schedule.create_trigger(make_trigger("per_missing", clock))
+    assert len(await store.schedule.list_triggers()) == 2
 
 
 async def test_due_triggers(store: Store, clock: SimulatedClock) -> None:
@@ -1597,26 +1622,30 @@ async def test_due_triggers(store: Store, clock: SimulatedClock) -> None:
     and not those disabled, in the future, of a goal that is not active, or without a time."""
     ada = await new_person(store, clock)
     paused_goal = await new_goal(store, clock, ada.id)
-    await store.set_goal_status(paused_goal.id, GoalStatus.PAUSED, now=clock.now())
+    await store.goals.set_goal_status(paused_goal.id, GoalStatus.PAUSED, now=clock.now())
     active_goal = await new_goal(store, clock, ada.id)
-    due_late = await store.create_trigger(
+    due_late = await store.schedule.create_trigger(
         make_trigger(ada.id, clock, next_fire_at=later(clock, -10), goal_id=active_goal.id)
     )
-    due_early = await store.create_trigger(
+    due_early = await store.schedule.create_trigger(
         make_trigger(ada.id, clock, next_fire_at=later(clock, -60))
     )
-    at_now = await store.create_trigger(make_trigger(ada.id, clock, next_fire_at=clock.now()))
-    await store.create_trigger(make_trigger(ada.id, clock, next_fire_at=later(clock, 1)))
-    await store.create_trigger(
+    at_now = await store.schedule.create_trigger(
+        make_trigger(ada.id, clock, next_fire_at=clock.now())
+    )
+    await store.schedule.create_trigger(make_trigger(ada.id, clock, next_fire_at=later(clock, 1)))
+    await store.schedule.create_trigger(
         make_trigger(ada.id, clock, next_fire_at=later(clock, -5), enabled=False)
     )
-    await store.create_trigger(
+    await store.schedule.create_trigger(
         make_trigger(ada.id, clock, next_fire_at=later(clock, -5), goal_id=paused_goal.id)
     )
-    await store.create_trigger(make_trigger(ada.id, clock, kind=TriggerKind.EVENT, spec="x"))
-    due = await store.due_triggers(now=clock.now())
+    await store.schedule.create_trigger(
+        make_trigger(ada.id, clock, kind=TriggerKind.EVENT, spec="x")
+    )
+    due = await store.schedule.due_triggers(now=clock.now())
     assert [t.id for t in due] == [due_early.id, due_late.id, at_now.id]
-    assert len(await store.due_triggers(now=clock.now(), limit=1)) == 1
+    assert len(await store.schedule.due_triggers(now=clock.now(), limit=1)) == 1
 
 
 async def test_apply_firings(
@@ -1629,12 +1658,14 @@ async def test_apply_firings(
     goal = await new_goal(store, clock, ada.id)
     t0 = later(clock, -7200)
     t1 = later(clock, -3600)
-    trig = await store.create_trigger(make_trigger(ada.id, clock, goal_id=goal.id, next_fire_at=t0))
+    trig = await store.schedule.create_trigger(
+        make_trigger(ada.id, clock, goal_id=goal.id, next_fire_at=t0)
+    )
     plan = [(t0, FiringStatus.MISSED), (t1, FiringStatus.FIRED)]
     nxt = later(clock, 3600)
-    created = await store.apply_firings(trig, plan, next_fire_at=nxt, now=clock.now())
+    created = await store.schedule.apply_firings(trig, plan, next_fire_at=nxt, now=clock.now())
     assert len(created) == 1
-    task = await store.get_task(created[0])
+    task = await store.tasks.get_task(created[0])
     assert (task.trigger_id, task.goal_id, task.person_id, task.kind, task.priority) == (
         trig.id,
         goal.id,
@@ -1644,34 +1675,39 @@ async def test_apply_firings(
     )
     assert task.input == {"from": "trigger", "fired_for": t1.isoformat()}
     assert task.run_at == clock.now()
-    firings = await store.list_firings(trig.id)
+    firings = await store.schedule.list_firings(trig.id)
     assert [(f.scheduled_for, f.status, f.task_id) for f in firings] == [
         (t0, FiringStatus.MISSED, None),
         (t1, FiringStatus.FIRED, task.id),
     ]
     assert all(f.recorded_at == clock.now() for f in firings)
-    moved = await store.get_trigger(trig.id)
+    moved = await store.schedule.get_trigger(trig.id)
     assert (moved.next_fire_at, moved.last_fire_at) == (nxt, t1)
-    assert await store.due_triggers(now=clock.now()) == []
+    assert await store.schedule.due_triggers(now=clock.now()) == []
     c = await claim_one(store, clock)
     assert (c.task.id, c.activation.reason) == (task.id, "timer")
 
     # a second scheduler holding the same (now stale) trigger object
-    assert await store.apply_firings(trig, plan, next_fire_at=nxt, now=clock.now()) == []
+    assert await store.schedule.apply_firings(trig, plan, next_fire_at=nxt, now=clock.now()) == []
     # the schedule rewound to the same slot: the firings exist, so nothing fires again
-    await store.set_trigger_enabled(trig.id, enabled=True, next_fire_at=t0)
-    rewound = await store.get_trigger(trig.id)
-    assert await store.apply_firings(rewound, plan, next_fire_at=nxt, now=clock.now()) == []
-    assert len(await store.list_tasks(person_id=ada.id)) == 1
-    assert len(await store.list_firings(trig.id)) == 2
+    await store.schedule.set_trigger_enabled(trig.id, enabled=True, next_fire_at=t0)
+    rewound = await store.schedule.get_trigger(trig.id)
+    assert (
+        await store.schedule.apply_firings(rewound, plan, next_fire_at=nxt, now=clock.now()) == []
+    )
+    assert len(await store.tasks.list_tasks(person_id=ada.id)) == 1
+    assert len(await store.schedule.list_firings(trig.id)) == 2
     # a disabled trigger does not fire
-    await store.set_trigger_enabled(trig.id, enabled=False, next_fire_at=None)
-    off = await store.get_trigger(trig.id)
+    await store.schedule.set_trigger_enabled(trig.id, enabled=False, next_fire_at=None)
+    off = await store.schedule.get_trigger(trig.id)
     t2 = later(clock, 7200)
     assert (
-        await store.apply_firings(off, [(t2, FiringStatus.FIRED)], next_fire_at=None, now=t2) == []
+        await store.schedule.apply_firings(
+            off, [(t2, FiringStatus.FIRED)], next_fire_at=None, now=t2
+        )
+        == []
     )
-    assert len(await store.list_tasks(person_id=ada.id)) == 1
+    assert len(await store.tasks.list_tasks(person_id=ada.id)) == 1
 
 
 async def test_apply_firings_last_firing_ends_schedule(
@@ -1680,16 +1716,16 @@ async def test_apply_firings_last_firing_ends_schedule(
     """A one-shot trigger's only firing leaves no next fire time."""
     ada = await new_person(store, clock)
     at = clock.now()
-    trig = await store.create_trigger(
+    trig = await store.schedule.create_trigger(
         make_trigger(ada.id, clock, kind=TriggerKind.AT, spec=at.isoformat(), next_fire_at=at)
     )
-    created = await store.apply_firings(
+    created = await store.schedule.apply_firings(
         trig, [(at, FiringStatus.FIRED)], next_fire_at=None, now=clock.now()
     )
     assert len(created) == 1
-    done = await store.get_trigger(trig.id)
+    done = await store.schedule.get_trigger(trig.id)
     assert (done.next_fire_at, done.last_fire_at) == (None, at)
-    assert await store.next_trigger_time() is None
+    assert await store.schedule.next_trigger_time() is None
 
 
 # --- leader leases -----------------------------------------------------------------------
@@ -1701,7 +1737,7 @@ async def test_leader_lease(store: Store, clock: SimulatedClock) -> None:
     ttl = 10.0
 
     async def acquire(holder: str) -> int | None:
-        return await store.acquire_lease(
+        return await store.schedule.acquire_lease(
             "scheduler", holder=holder, ttl_seconds=ttl, lease_now=clock.lease_now()
         )
 
@@ -1712,25 +1748,35 @@ async def test_leader_lease(store: Store, clock: SimulatedClock) -> None:
     clock.advance(timedelta(seconds=ttl + 1))  # a last renewed ttl + 1 seconds ago
     assert await acquire("b") == 2
     assert await acquire("a") is None
-    await store.release_lease("scheduler", holder="a")  # not the holder: no effect
+    await store.schedule.release_lease("scheduler", holder="a")  # not the holder: no effect
     assert await acquire("a") is None
-    await store.release_lease("scheduler", holder="b")
+    await store.schedule.release_lease("scheduler", holder="b")
     assert await acquire("a") == 3
     assert (
-        await store.acquire_lease("other", holder="b", ttl_seconds=ttl, lease_now=clock.lease_now())
+        await store.schedule.acquire_lease(
+            "other", holder="b", ttl_seconds=ttl, lease_now=clock.lease_now()
+        )
         == 1
     )
 
 
 async def test_leader_lease_valid_until_expiry(store: Store, clock: SimulatedClock) -> None:
     """A lease is held through its ttl and free just after."""
-    assert await store.acquire_lease("l", holder="a", ttl_seconds=10, lease_now=clock.now()) == 1
     assert (
-        await store.acquire_lease("l", holder="b", ttl_seconds=10, lease_now=later(clock, 9))
+        await store.schedule.acquire_lease("l", holder="a", ttl_seconds=10, lease_now=clock.now())
+        == 1
+    )
+    assert (
+        await store.schedule.acquire_lease(
+            "l", holder="b", ttl_seconds=10, lease_now=later(clock, 9)
+        )
         is None
     )
     assert (
-        await store.acquire_lease("l", holder="b", ttl_seconds=10, lease_now=later(clock, 11)) == 2
+        await store.schedule.acquire_lease(
+            "l", holder="b", ttl_seconds=10, lease_now=later(clock, 11)
+        )
+        == 2
     )
 
 
@@ -1746,7 +1792,7 @@ async def test_prune_history(store: Store, clock: SimulatedClock) -> None:
     old = await new_task(store, clock, ada.id, goal_id=goal.id, priority=9)
     c = await claim_one(store, clock)
     await checkpoint(store, clock, Fence.of(c), 1, {})
-    await store.write_goal(
+    await store.goals.write_goal(
         goal.id,
         now=clock.now(),
         record=("result", {"r": 1}),
@@ -1758,24 +1804,26 @@ async def test_prune_history(store: Store, clock: SimulatedClock) -> None:
     cl = await claim_one(store, clock)
     await checkpoint(store, clock, Fence.of(cl), 1, {})
     await finish(store, clock, cl, Wait(condition=WaitCondition(kind="input")))
-    trig = await store.create_trigger(make_trigger(ada.id, clock, next_fire_at=clock.now()))
-    await store.apply_firings(
+    trig = await store.schedule.create_trigger(
+        make_trigger(ada.id, clock, next_fire_at=clock.now())
+    )
+    await store.schedule.apply_firings(
         trig, [(clock.now(), FiringStatus.MISSED)], next_fire_at=later(clock, 60), now=clock.now()
     )
-    await store.add_event(
+    await store.schedule.add_event(
         person_id=ada.id, type="x", source="s", dedupe_key="old", payload={}, now=clock.now()
     )
-    await store.route_events(now=clock.now())
+    await store.schedule.route_events(now=clock.now())
 
     clock.advance(timedelta(days=30))
     recent = await new_task(store, clock, ada.id)
-    await store.request_control(recent.id, "cancel", now=clock.now())
-    unrouted, _ = await store.add_event(
+    await store.tasks.request_control(recent.id, "cancel", now=clock.now())
+    unrouted, _ = await store.schedule.add_event(
         person_id=ada.id, type="y", source="s", dedupe_key="new", payload={}, now=clock.now()
     )
     cutoff = clock.now() - timedelta(days=1)
-    feed = await store.feed_since(person_id=ada.id)
-    counts = await store.prune_history(before=cutoff)
+    feed = await store.feed.feed_since(person_id=ada.id)
+    counts = await store.schedule.prune_history(before=cutoff)
     assert counts == {
         "steps": 1,
         "effects": 0,
@@ -1786,25 +1834,25 @@ async def test_prune_history(store: Store, clock: SimulatedClock) -> None:
         "feed entries": sum(1 for e in feed if e.at < cutoff),
     }
     # what happened since the cutoff stays in the feed, and its seqs do not change
-    assert await store.feed_since(person_id=ada.id) == [e for e in feed if e.at >= cutoff]
-    assert [e.kind for e in await store.feed_since(person_id=ada.id)] == [
+    assert await store.feed.feed_since(person_id=ada.id) == [e for e in feed if e.at >= cutoff]
+    assert [e.kind for e in await store.feed.feed_since(person_id=ada.id)] == [
         "task.created",
         "task.cancel",
     ]
     with pytest.raises(NotFound):
-        await store.get_task(old.id)
-    assert await store.list_steps(old.id) == []
-    assert await store.list_activations(task_id=old.id) == []
-    assert (await store.get_task(live.id)).status is TaskStatus.WAITING
-    assert [s.seq for s in await store.list_steps(live.id)] == [1]
-    assert len(await store.list_activations(task_id=live.id)) == 1
-    assert (await store.get_task(recent.id)).status is TaskStatus.CANCELLED
-    assert [e.id for e in await store.list_events()] == [unrouted.id]
-    assert (await store.get_goal(goal.id)).status is GoalStatus.ACTIVE
-    assert [r.task_id for r in await store.list_goal_records(goal.id)] == [old.id]
-    assert (await store.get_trigger(trig.id)).enabled
-    assert await store.list_firings(trig.id) == []
-    assert await store.prune_history(before=cutoff) == dict.fromkeys(counts, 0)
+        await store.tasks.get_task(old.id)
+    assert await store.activations.list_steps(old.id) == []
+    assert await store.activations.list_activations(task_id=old.id) == []
+    assert (await store.tasks.get_task(live.id)).status is TaskStatus.WAITING
+    assert [s.seq for s in await store.activations.list_steps(live.id)] == [1]
+    assert len(await store.activations.list_activations(task_id=live.id)) == 1
+    assert (await store.tasks.get_task(recent.id)).status is TaskStatus.CANCELLED
+    assert [e.id for e in await store.schedule.list_events()] == [unrouted.id]
+    assert (await store.goals.get_goal(goal.id)).status is GoalStatus.ACTIVE
+    assert [r.task_id for r in await store.goals.list_goal_records(goal.id)] == [old.id]
+    assert (await store.schedule.get_trigger(trig.id)).enabled
+    assert await store.schedule.list_firings(trig.id) == []
+    assert await store.schedule.prune_history(before=cutoff) == dict.fromkeys(counts, 0)
 
 
 async def test_prune_history_deletes_effects_of_finished_tasks(
@@ -1820,9 +1868,9 @@ async def test_prune_history_deletes_effects_of_finished_tasks(
     cl = await claim_one(store, clock)
     kept = await plan(store, clock, Fence.of(cl), f"{live.id}:1:0")
     clock.advance(timedelta(days=2))
-    counts = await store.prune_history(before=clock.now() - timedelta(days=1))
+    counts = await store.schedule.prune_history(before=clock.now() - timedelta(days=1))
     assert (counts["effects"], counts["tasks"]) == (1, 1)
-    assert await store.list_effects() == [kept]
+    assert await store.effects.list_effects() == [kept]
 
 
 async def test_recent_audit_reads_newest_first(store: Store, clock: SimulatedClock) -> None:
@@ -1832,22 +1880,24 @@ async def test_recent_audit_reads_newest_first(store: Store, clock: SimulatedClo
     bob = await new_person(store, clock)
     for n in range(5):
         for who in (ada, bob):
-            await store.append_audit(
+            await store.audit.append_audit(
                 person_id=who.id, kind="test", actor="t", data={"n": n}, now=clock.now()
             )
             clock.advance(timedelta(seconds=1))
-    everyone = await store.list_audit(limit=1000)
-    adas = await store.list_audit(person_id=ada.id, limit=1000)
-    assert await store.list_recent_audit(limit=1000) == everyone[::-1]
-    assert await store.list_recent_audit(person_id=ada.id, limit=1000) == adas[::-1]
-    newest = await store.list_recent_audit(person_id=ada.id, limit=2)
+    everyone = await store.audit.list_audit(limit=1000)
+    adas = await store.audit.list_audit(person_id=ada.id, limit=1000)
+    assert await store.audit.list_recent_audit(limit=1000) == everyone[::-1]
+    assert await store.audit.list_recent_audit(person_id=ada.id, limit=1000) == adas[::-1]
+    newest = await store.audit.list_recent_audit(person_id=ada.id, limit=2)
     assert [e.data["n"] for e in newest] == [4, 3]
-    older = await store.list_recent_audit(person_id=ada.id, before_seq=newest[-1].seq, limit=2)
+    older = await store.audit.list_recent_audit(
+        person_id=ada.id, before_seq=newest[-1].seq, limit=2
+    )
     assert [e.data["n"] for e in older] == [2, 1]
     assert {e.person_id for e in older} == {ada.id}
-    first = await store.list_recent_audit(before_seq=everyone[0].seq, limit=10)
+    first = await store.audit.list_recent_audit(before_seq=everyone[0].seq, limit=10)
     assert first == []
-    assert await store.list_recent_audit(person_id="per_missing") == []
+    assert await store.audit.list_recent_audit(person_id="per_missing") == []
 
 
 async def test_mark_read_is_the_persons_own(store: Store, clock: SimulatedClock) -> None:
@@ -1858,7 +1908,7 @@ async def test_mark_read_is_the_persons_own(store: Store, clock: SimulatedClock)
     ids = {}
     for who in (ada, bob):
         ids[who.id] = new_id("ntf")
-        await store.notify(
+        await store.inbox.notify(
             Notification(
                 id=ids[who.id],
                 person_id=who.id,
@@ -1870,10 +1920,10 @@ async def test_mark_read_is_the_persons_own(store: Store, clock: SimulatedClock)
         )
     for missing, mine in (("ntf_missing", None), ("ntf_missing", ada.id), (ids[bob.id], ada.id)):
         with pytest.raises(NotFound):
-            await store.mark_read(missing, now=clock.now(), person_id=mine)
-    assert [n.read_at for n in await store.list_notifications(person_id=bob.id)] == [None]
-    await store.mark_read(ids[ada.id], now=clock.now(), person_id=ada.id)
+            await store.inbox.mark_read(missing, now=clock.now(), person_id=mine)
+    assert [n.read_at for n in await store.inbox.list_notifications(person_id=bob.id)] == [None]
+    await store.inbox.mark_read(ids[ada.id], now=clock.now(), person_id=ada.id)
     clock.advance(timedelta(minutes=1))
-    await store.mark_read(ids[ada.id], now=clock.now(), person_id=ada.id)  # again: unchanged
-    [read] = await store.list_notifications(person_id=ada.id)
+    await store.inbox.mark_read(ids[ada.id], now=clock.now(), person_id=ada.id)  # again: unchanged
+    [read] = await store.inbox.list_notifications(person_id=ada.id)
     assert read.read_at == clock.now() - timedelta(minutes=1)

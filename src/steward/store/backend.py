@@ -124,6 +124,12 @@ class Backend(abc.ABC):
         """Run ``op`` in a write transaction. ``durable`` asks that the commit survive a power
         loss before this returns (used for effect intents)."""
 
+    @property
+    @abc.abstractmethod
+    def writer_alive(self) -> bool:
+        """False once whatever commits writes can no longer do so (a dead writer thread): a
+        write then waits for a commit that never comes, and a caller may fail at once."""
+
     async def read(self, op: Op[T]) -> T:
         """Run ``op`` in a read-only snapshot, on a reader thread."""
         loop = asyncio.get_running_loop()
