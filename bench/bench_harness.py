@@ -225,8 +225,14 @@ async def ours(
 def _time_store_calls(store: Store) -> dict[str, list[float]]:
     """Wrap the store calls the agent loop makes with timers; returns the timings."""
     times: dict[str, list[float]] = {}
-    for name in ("claim_tasks", "checkpoint", "list_steps", "finish_activation"):
-        inner = getattr(store, name)
+    calls: list[tuple[object, str]] = [
+        (store.tasks, "claim_tasks"),
+        (store.activations, "checkpoint"),
+        (store.activations, "list_steps"),
+        (store.activations, "finish_activation"),
+    ]
+    for repository, name in calls:
+        inner = getattr(repository, name)
         samples = times.setdefault(name, [])
 
         async def timed(*args: Any, _inner: Any = inner, _samples: Any = samples, **kw: Any) -> Any:
@@ -236,7 +242,7 @@ def _time_store_calls(store: Store) -> dict[str, list[float]]:
             finally:
                 _samples.append(time.perf_counter() - start)
 
-        setattr(store, name, timed)
+        setattr(repository, name, timed)
     return times
 
 

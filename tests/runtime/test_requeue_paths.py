@@ -93,8 +93,8 @@ async def test_worker_and_scheduler_loops_go_on_after_an_unexpected_error(
     failed: list[str] = []
     calls: dict[str, int] = {}
 
-    def once(name: str) -> None:
-        real = getattr(store, name)
+    def once(repository: object, name: str) -> None:
+        real = getattr(repository, name)
 
         async def failing(*args: Any, **kwargs: Any) -> Any:
             calls[name] = calls.get(name, 0) + 1
@@ -103,10 +103,11 @@ async def test_worker_and_scheduler_loops_go_on_after_an_unexpected_error(
                 raise RuntimeError(f"{name}: unexpected")
             return await real(*args, **kwargs)
 
-        monkeypatch.setattr(store, name, failing)
+        monkeypatch.setattr(repository, name, failing)
 
-    for name in ("claim_tasks", "finish_activation", "route_events"):
-        once(name)
+    once(store.tasks, "claim_tasks")
+    once(store.activations, "finish_activation")
+    once(store.schedule, "route_events")
 
     async def done(ctx: StepContext) -> Outcome | None:
         return Succeed(result=1)

@@ -44,6 +44,14 @@ class Blip:
         self.entered = False
         """Whether the broker got as far as its lookups (the tool was called)."""
 
+    @property
+    def secrets(self) -> Blip:
+        return self
+
+    @property
+    def authority(self) -> Blip:
+        return self
+
     async def list_connections(self, person_id: str) -> list[Connection]:
         self.entered = True
         if self.away:

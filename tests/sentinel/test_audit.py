@@ -334,9 +334,9 @@ async def test_concurrent_appends_from_two_stores_stay_one_chain(
     results = await asyncio.gather(*(writer((a, b)[w % 2], f"w{w}") for w in range(4)))
     assert sorted(seq for seqs in results for seq in seqs) == list(range(1, 201))
     assert all(seqs == sorted(seqs) for seqs in results)
-    verdict = await b.verify_audit(page_size=64)
+    verdict = await b.audit.verify_audit(page_size=64)
     assert (verdict.ok, verdict.checked) == (True, 200)
-    assert [e.actor for e in await a.list_audit(limit=1000)].count("w3") == 50
+    assert [e.actor for e in await a.audit.list_audit(limit=1000)].count("w3") == 50
 
 
 async def test_pruning_history_keeps_the_audit_log(store: Store, clock: SimulatedClock) -> None:

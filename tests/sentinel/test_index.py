@@ -34,9 +34,9 @@ async def test_another_process_revoking_a_grant_bites_at_the_next_decision(
     assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")
     other = await Store.open(db_url)  # a second process: its own pools, no shared memory
     try:
-        await other.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
+        await other.authority.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
         assert await w.check() == (Verdict.ASK, "default:external-asks")
-        deny = await other.add_rule(
+        deny = await other.authority.add_rule(
             Rule(
                 id=new_id("rul"),
                 person_id=w.me.id,
@@ -46,9 +46,9 @@ async def test_another_process_revoking_a_grant_bites_at_the_next_decision(
             )
         )
         assert await w.check() == (Verdict.DENY, f"rule:{deny.id}")
-        await other.delete_rule(deny.id, person_id=w.me.id, now=w.clock.now())
+        await other.authority.delete_rule(deny.id, person_id=w.me.id, now=w.clock.now())
         assert await w.check() == (Verdict.ASK, "default:external-asks")
-        await other.disconnect(w.mail.id, person_id=w.me.id, now=w.clock.now())
+        await other.authority.disconnect(w.mail.id, person_id=w.me.id, now=w.clock.now())
         assert await w.check() == (Verdict.DENY, "connection")
     finally:
         await other.close()
@@ -62,7 +62,7 @@ async def test_a_grant_spent_here_and_revoked_elsewhere_stays_dead(w: World, db_
     assert await w.check() == (Verdict.ALLOW, f"grant:{standing.id}")  # prefers the standing one
     other = await Store.open(db_url)
     try:
-        await other.revoke_grant(standing.id, person_id=w.me.id, now=w.clock.now())
+        await other.authority.revoke_grant(standing.id, person_id=w.me.id, now=w.clock.now())
         assert await w.check() == (Verdict.ALLOW, f"grant:{once.id}")  # read the revoke, spend
         assert await w.check() == (Verdict.ASK, "default:external-asks")
         policy = w.sentinel.policies

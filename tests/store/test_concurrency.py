@@ -122,7 +122,7 @@ async def test_two_store_instances_never_double_claim(
             await store.activations.finish_activation(
                 Fence.of(c), Succeed(), now=clock.now(), steps_taken=0, lease_now=clock.lease_now()
             )
-    done = await a.list_tasks(status=[TaskStatus.SUCCEEDED], limit=1000)
+    done = await a.tasks.list_tasks(status=[TaskStatus.SUCCEEDED], limit=1000)
     assert len(done) > 0
 
 
@@ -249,12 +249,11 @@ async def test_sqlite_write_fails_rather_than_hangs_when_writer_cannot_connect(
     not_a_file = tmp_path / "a_directory"
     not_a_file.mkdir()
     store = await Store.open(f"sqlite:///{not_a_file}", migrate_schema=False)
-    writer: threading.Thread = getattr(store.backend, "_thread")  # noqa: B009
     try:
         write = asyncio.ensure_future(store.persons.create_person(name="x", now=clock.now()))
         for _ in range(100):  # the write ends (with an error), or the writer thread is gone
             done, _ = await asyncio.wait({write}, timeout=0.05)
-            if done or not writer.is_alive():
+            if done or not store.backend.writer_alive:
                 break
         await asyncio.wait({write}, timeout=0.5)
         if not write.done():

@@ -74,7 +74,7 @@ async def test_a_read_only_postgres_primary_is_unavailable(
     readonly = await Store.open(db_url)
     try:
         with pytest.raises(DatabaseUnavailable, match="read-only"):
-            await readonly.create_person(name="p", now=clock.now())
+            await readonly.persons.create_person(name="p", now=clock.now())
     finally:
         await readonly.close()
         with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
