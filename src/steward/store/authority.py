@@ -4,12 +4,12 @@ sentinel decides on.
 Every query names the person it acts for; an id of another person's object is
 :class:`~steward.errors.NotFound`, never someone else's data. Scopes are exact strings
 (``email.read`` never implies ``email.send``), and a grant can never give more than the person's
-active connections allow: :meth:`AuthorityQueries.add_grant` refuses it, and disconnecting an
+active connections allow: :meth:`AuthorityRepository.add_grant` refuses it, and disconnecting an
 account revokes the grants it alone backed.
 
 Every write of a person's connections, grants or rules bumps the person's policy version in
 its own transaction and stamps the rows it writes with it. The sentinel holds each person's
-policy in memory and checks it with :meth:`AuthorityQueries.policy_read` before every
+policy in memory and checks it with :meth:`AuthorityRepository.policy_read` before every
 decision: one primary-key read when nothing changed, the changed rows when something did — so
 a revocation bites at the very next action, inside a running task too, without re-reading a
 thousand grants each time.

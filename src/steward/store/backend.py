@@ -2,7 +2,7 @@
 
 Every store operation is a plain function of a SQLAlchemy ``Connection`` that runs inside one
 transaction. A backend decides which thread runs it and how commits are grouped; the SQL itself
-is shared (see :mod:`steward.store.queries`).
+is shared (the repositories of :mod:`steward.store`).
 """
 
 from __future__ import annotations

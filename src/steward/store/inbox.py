@@ -324,7 +324,7 @@ def decide_in(
     now: datetime,
     note: str | None,
 ) -> Approval:
-    """:meth:`InboxQueries.decide_approval` in the caller's transaction."""
+    """:meth:`InboxRepository.decide_approval` in the caller's transaction."""
     now_f = rows.ts(now)
     status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
 

@@ -1,5 +1,5 @@
 """Vault secrets: ciphertext and host bindings, per person. Plaintext never reaches this module —
-the caller encrypts before :meth:`SecretQueries.put_secret` and decrypts after reading."""
+the caller encrypts before :meth:`SecretRepository.put_secret` and decrypts after reading."""
 
 from __future__ import annotations
 
