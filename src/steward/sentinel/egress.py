@@ -81,7 +81,8 @@ from steward.sentinel.vault import Redactor, SecretInfo, Vault, placeholders_in,
 API_CALL = "api.call"
 """The scope of calling a connected API, with or without a credential: what the broker sends."""
 AuditFn = Callable[..., Awaitable[object]]
-"""Called as ``audit(person_id=, kind=, actor=, data=, now=)``: ``store.audit.append_audit`` fits."""
+"""Called as ``audit(person_id=, kind=, actor=, data=, now=)``:
+``store.audit.append_audit`` fits."""
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolves ``(host, port)`` to IP addresses (text); the system resolver by default."""
 
