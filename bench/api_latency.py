@@ -57,20 +57,20 @@ async def build(url: str, steps: int) -> dict[str, Any]:
         task = await svc.create_task(
             person_id=person.id, spec=TaskSpec(kind="noop", title="the long task"), goal_id=goal.id
         )
-        [claim] = await store.claim_tasks(
+        [claim] = await store.tasks.claim_tasks(
             worker="bench", limit=1, lease_seconds=86_400, now=clock.now()
         )
         fence = Fence.of(claim)
         started = time.perf_counter()
         for seq in range(1, steps + 1):
-            await store.checkpoint(
+            await store.activations.checkpoint(
                 fence, seq=seq, kind="tool", output={"n": seq}, state={}, now=clock.now()
             )
         written = time.perf_counter() - started
         for n in range(APPROVALS):
             args = {"to": f"friend{n}@example.com"}
             approval_id = new_id("apr")
-            await store.request_approval(
+            await store.inbox.request_approval(
                 fence,
                 Approval(
                     id=approval_id,
@@ -98,7 +98,7 @@ async def build(url: str, steps: int) -> dict[str, Any]:
                 ),
             )
         for n in range(NOTIFICATIONS - APPROVALS):
-            await store.notify(
+            await store.inbox.notify(
                 Notification(
                     id=new_id("ntf"),
                     person_id=person.id,
@@ -109,7 +109,7 @@ async def build(url: str, steps: int) -> dict[str, Any]:
                 )
             )
         _, token = await svc.create_token(person_id=person.id, name="bench", scopes=["control"])
-        head = await store.feed_head(person_id=person.id)
+        head = await store.feed.feed_head(person_id=person.id)
         return {"goal": goal.id, "token": token, "head": head, "steps_written_s": written}
     finally:
         await store.close()

@@ -153,7 +153,7 @@ async def ours(
     store_calls = _time_store_calls(store) if breakdown else {}
     try:
         clock = Clock()
-        person = await store.create_person(
+        person = await store.persons.create_person(
             name="bench", now=clock.now(), max_concurrency=max(concurrency, 4)
         )
         model = TimedModel(tool_loop(MODEL_CALLS - 1))
@@ -168,17 +168,19 @@ async def ours(
                     title=f"bench task {index}",
                     input={"instructions": f"bench task {index}"},
                 )
-                ids.append((await store.create_task(spec, person_id=person.id, now=clock.now())).id)
+                ids.append(
+                    (await store.tasks.create_task(spec, person_id=person.id, now=clock.now())).id
+                )
             worker = Worker(store, harness, clock, concurrency=concurrency)
             start = time.perf_counter()
             await worker.run_until_idle()
             seconds = time.perf_counter() - start
-        done = [await store.get_task(task_id) for task_id in ids]
+        done = [await store.tasks.get_task(task_id) for task_id in ids]
         bad = [t.id for t in done if t.status is not TaskStatus.SUCCEEDED]
         if bad:
             raise RuntimeError(f"{len(bad)} tasks did not succeed: {bad[:3]}")
         steps_per_task = {t.step_seq for t in done}
-        kinds = Counter(s.kind for s in await store.list_steps(ids[0]))
+        kinds = Counter(s.kind for s in await store.activations.list_steps(ids[0]))
     finally:
         await store.close()
     if steps_per_task != {2 * MODEL_CALLS}:
@@ -223,8 +225,14 @@ async def ours(
 def _time_store_calls(store: Store) -> dict[str, list[float]]:
     """Wrap the store calls the agent loop makes with timers; returns the timings."""
     times: dict[str, list[float]] = {}
-    for name in ("claim_tasks", "checkpoint", "list_steps", "finish_activation"):
-        inner = getattr(store, name)
+    calls: list[tuple[object, str]] = [
+        (store.tasks, "claim_tasks"),
+        (store.activations, "checkpoint"),
+        (store.activations, "list_steps"),
+        (store.activations, "finish_activation"),
+    ]
+    for repository, name in calls:
+        inner = getattr(repository, name)
         samples = times.setdefault(name, [])
 
         async def timed(*args: Any, _inner: Any = inner, _samples: Any = samples, **kw: Any) -> Any:
@@ -234,7 +242,7 @@ def _time_store_calls(store: Store) -> dict[str, list[float]]:
             finally:
                 _samples.append(time.perf_counter() - start)
 
-        setattr(store, name, timed)
+        setattr(repository, name, timed)
     return times
 
 
@@ -328,7 +336,7 @@ async def context_assembly(url: str, journal_steps: int, budget: ContextBudget) 
     store = await Store.open(url)
     try:
         clock = Clock()
-        person = await store.create_person(name="bench", now=clock.now(), max_concurrency=4)
+        person = await store.persons.create_person(name="bench", now=clock.now(), max_concurrency=4)
         model = TimedModel(ScriptedModel([call_tool("lookup", n=7)], loop_last=True))
         config = AgentConfig(budget=ActivationBudget(max_steps=journal_steps), context=budget)
         with tempfile.TemporaryDirectory(prefix="steward-bench-ws-") as ws:
@@ -340,16 +348,16 @@ async def context_assembly(url: str, journal_steps: int, budget: ContextBudget) 
                 config=config,
             )
             spec = TaskSpec(kind="agent", title="long task", input={"instructions": "long task"})
-            task = await store.create_task(spec, person_id=person.id, now=clock.now())
+            task = await store.tasks.create_task(spec, person_id=person.id, now=clock.now())
             worker = Worker(store, harness, clock, concurrency=1)
             start = time.perf_counter()
             await worker.run_until_idle()
             drive_seconds = time.perf_counter() - start
-            waiting = await store.get_task(task.id)
+            waiting = await store.tasks.get_task(task.id)
             if waiting.status is not TaskStatus.WAITING or waiting.step_seq < journal_steps:
                 raise RuntimeError(f"long task is {waiting.status} at step {waiting.step_seq}")
-            await store.answer_input(task.id, "go on", now=clock.now())
-            claims = await store.claim_tasks(
+            await store.inbox.answer_input(task.id, "go on", now=clock.now())
+            claims = await store.tasks.claim_tasks(
                 worker="bench", limit=1, lease_seconds=300, now=clock.now()
             )
             run = TaskRun(store=store, clock=clock, claim=claims[0])
@@ -365,8 +373,10 @@ async def context_assembly(url: str, journal_steps: int, budget: ContextBudget) 
                 context = await activation._context(specs, shrink=False)
                 seconds.append(time.perf_counter() - begin)
             through = int(run.state["summarized_through"])
-            recent = await store.list_steps(task.id, after=through, limit=100_000)
-            kinds = Counter(s.kind for s in await store.list_steps(task.id, limit=100_000))
+            recent = await store.activations.list_steps(task.id, after=through, limit=100_000)
+            kinds = Counter(
+                s.kind for s in await store.activations.list_steps(task.id, limit=100_000)
+            )
     finally:
         await store.close()
     gaps = model.iteration_gaps()

@@ -43,10 +43,10 @@ async def setup(url: str, goals: int) -> dict[str, Any]:
     try:
         clock = Clock()
         t0 = time.perf_counter()
-        person = await store.create_person(name="me", now=clock.now(), max_concurrency=64)
+        person = await store.persons.create_person(name="me", now=clock.now(), max_concurrency=64)
         made = await gather_chunked(
             functools.partial(
-                store.create_goal, person_id=person.id, title=f"goal {i}", now=clock.now()
+                store.goals.create_goal, person_id=person.id, title=f"goal {i}", now=clock.now()
             )
             for i in range(goals)
         )
@@ -56,7 +56,7 @@ async def setup(url: str, goals: int) -> dict[str, Any]:
         )
         await gather_chunked(
             functools.partial(
-                store.create_task, spec, person_id=person.id, goal_id=goal.id, now=clock.now()
+                store.tasks.create_task, spec, person_id=person.id, goal_id=goal.id, now=clock.now()
             )
             for goal in made
         )

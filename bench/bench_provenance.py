@@ -365,7 +365,7 @@ async def run(scenario: Scenario, store: Store, svc: Service, person: str, ws: W
         sentinel=PolicySentinel(store, clock),
     )
     worker = Worker(store, harness, clock, lease_seconds=30.0, poll_seconds=None)
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", title=scenario.name, input={"instructions": scenario.instructions}),
         person_id=person,
         now=clock.now(),
@@ -375,7 +375,9 @@ async def run(scenario: Scenario, store: Store, svc: Service, person: str, ws: W
     for _ in range(20):
         await worker.run_until_idle()
         pending = [
-            a for a in await store.list_approvals(task_id=task.id) if a.status.value == "pending"
+            a
+            for a in await store.inbox.list_approvals(task_id=task.id)
+            if a.status.value == "pending"
         ]
         if not pending:
             break
@@ -407,7 +409,7 @@ async def configuration(name: str, url: str) -> dict[str, Any]:
         person = (await svc.ensure_person()).id
         await svc.add_connection(person_id=person, kind="all", name="all", scopes=SCOPES)
         if name == "grants":
-            await store.add_grant(
+            await store.authority.add_grant(
                 Grant(
                     id=new_id("grt"),
                     person_id=person,

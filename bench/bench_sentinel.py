@@ -63,10 +63,12 @@ def _ms(values: list[float]) -> dict[str, float]:
 
 async def _populate(store: Store, clock: Clock) -> _Setup:
     now = clock.now()
-    person = (await store.create_person(name="bench", now=now)).id
+    person = (await store.persons.create_person(name="bench", now=now)).id
     spec = TaskSpec(kind="agent", title="t", input={})
-    task = (await store.create_task(spec, person_id=person, now=now)).id
-    others = [(await store.create_task(spec, person_id=person, now=now)).id for _ in range(20)]
+    task = (await store.tasks.create_task(spec, person_id=person, now=now)).id
+    others = [
+        (await store.tasks.create_task(spec, person_id=person, now=now)).id for _ in range(20)
+    ]
     for kind, scopes in [
         ("email", ("email.read", "email.send")),
         ("http", ("http.get", "http.post")),
@@ -74,7 +76,7 @@ async def _populate(store: Store, clock: Clock) -> _Setup:
         ("payment", ("payment.send",)),
         ("mcp", ("mcp:gh.read", "mcp:gh.write")),
     ]:
-        await store.add_connection(
+        await store.authority.add_connection(
             Connection(
                 id=new_id("con"),
                 person_id=person,
@@ -131,7 +133,7 @@ async def _populate(store: Store, clock: Clock) -> _Setup:
     )
     assert len(grants) == GRANTS
     for g in grants:
-        await store.add_grant(g)
+        await store.authority.add_grant(g)
     modes = list(RuleMode)
     rules: list[Rule] = []
     rules += [
@@ -174,7 +176,7 @@ async def _populate(store: Store, clock: Clock) -> _Setup:
     )
     assert len(rules) == RULES
     for r in rules:
-        await store.add_rule(r)
+        await store.authority.add_rule(r)
 
     def req(
         tool: str, effect: EffectClass, scopes: tuple[str, ...], **args: Any
@@ -205,7 +207,7 @@ async def _populate(store: Store, clock: Clock) -> _Setup:
     ]
 
     async def refill() -> None:
-        await store.add_grant(
+        await store.authority.add_grant(
             grant("email.send", lifetime=Lifetime.ONCE, task_id=task, constraints=ONCE_DOMAIN)
         )
 
@@ -389,8 +391,8 @@ async def bench_sentinel(backend: str, quick: bool) -> Outcome:
             )
 
             # adversarial: 1,000 grants that all cover the action
-            worst = await store.create_person(name="worst", now=clock.now())
-            await store.add_connection(
+            worst = await store.persons.create_person(name="worst", now=clock.now())
+            await store.authority.add_connection(
                 Connection(
                     id=new_id("con"),
                     person_id=worst.id,
@@ -401,7 +403,7 @@ async def bench_sentinel(backend: str, quick: bool) -> Outcome:
                 )
             )
             for i in range(GRANTS):
-                await store.add_grant(
+                await store.authority.add_grant(
                     Grant(
                         id=new_id("grt"),
                         person_id=worst.id,

@@ -28,10 +28,10 @@ async def run(url: str, goals: int, days: int) -> dict[str, object]:
     try:
         start = datetime(2026, 1, 1, tzinfo=UTC)
         clock = SimulatedClock(start)
-        person = await store.create_person(name="sim", now=start, max_concurrency=16)
+        person = await store.persons.create_person(name="sim", now=start, max_concurrency=16)
         for i in range(goals):
-            goal = await store.create_goal(person_id=person.id, title=f"goal {i}", now=start)
-            await store.create_trigger(
+            goal = await store.goals.create_goal(person_id=person.id, title=f"goal {i}", now=start)
+            await store.schedule.create_trigger(
                 Trigger(
                     id=new_id("trg"),
                     person_id=person.id,
@@ -48,7 +48,7 @@ async def run(url: str, goals: int, days: int) -> dict[str, object]:
         report = await run_simulation(
             store, builtin_harness(), clock, until=start + timedelta(days=days)
         )
-        counts = await store.count_tasks()
+        counts = await store.tasks.count_tasks()
     finally:
         await store.close()
     expected = goals * days  # 09:00 on each of the days replayed

@@ -84,11 +84,11 @@ async def _finish_tasks(url: str, person_id: str, steps: int) -> None:
         clock = Clock()
         spec = TaskSpec(kind="noop", input={"steps": steps})
         await gather_chunked(
-            lambda: store.create_task(spec, person_id=person_id, now=clock.now())
+            lambda: store.tasks.create_task(spec, person_id=person_id, now=clock.now())
             for _ in range(TASKS)
         )
         await Worker(store, builtin_harness(), clock, concurrency=16).run_until_idle()
-        counts = await store.count_tasks()
+        counts = await store.tasks.count_tasks()
         if counts.get(TaskStatus.SUCCEEDED.value) != TASKS:
             raise RuntimeError(f"tasks did not all succeed: {counts}")
     finally:
@@ -98,7 +98,7 @@ async def _finish_tasks(url: str, person_id: str, steps: int) -> None:
 async def _prune(url: str) -> dict[str, int]:
     store = await Store.open(url)
     try:
-        return await store.prune_history(before=Clock().now() + timedelta(seconds=1))
+        return await store.schedule.prune_history(before=Clock().now() + timedelta(seconds=1))
     finally:
         await store.close()
 
@@ -106,7 +106,7 @@ async def _prune(url: str) -> dict[str, int]:
 async def run(url: str, backend: str, steps: int) -> dict[str, object]:
     store = await Store.open(url)
     try:
-        person = await store.create_person(name="me", now=Clock().now(), max_concurrency=16)
+        person = await store.persons.create_person(name="me", now=Clock().now(), max_concurrency=16)
     finally:
         await store.close()
     size = asyncio.to_thread

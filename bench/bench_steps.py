@@ -64,7 +64,7 @@ async def ours(
         store.backend.write = durable_write  # type: ignore[method-assign]
     try:
         clock = Clock()
-        person = await store.create_person(
+        person = await store.persons.create_person(
             name="bench", now=clock.now(), max_concurrency=max(concurrency, 4)
         )
         spec = TaskSpec(kind="noop", input={"steps": steps})
@@ -72,7 +72,7 @@ async def ours(
             t.id
             for t in await asyncio.gather(
                 *(
-                    store.create_task(spec, person_id=person.id, now=clock.now())
+                    store.tasks.create_task(spec, person_id=person.id, now=clock.now())
                     for _ in range(workflows)
                 )
             )
@@ -81,7 +81,7 @@ async def ours(
         start = time.perf_counter()
         activations = await worker.run_until_idle()
         seconds = time.perf_counter() - start
-        done = [await store.get_task(tid) for tid in task_ids]
+        done = [await store.tasks.get_task(tid) for tid in task_ids]
         bad = [t.id for t in done if t.status is not TaskStatus.SUCCEEDED or t.step_seq != steps]
         if bad:
             raise RuntimeError(f"{len(bad)} tasks did not finish all {steps} steps: {bad[:3]}")

@@ -47,7 +47,7 @@ async def run(url: str, n: int, spread: float, lead: float) -> dict[str, object]
         clock = Clock()
         service = Service(store, clock)
         # the worker in `steward up` runs 8 at once; let this person use all of them
-        person = await store.create_person(name="me", now=clock.now(), max_concurrency=8)
+        person = await store.persons.create_person(name="me", now=clock.now(), max_concurrency=8)
         base = clock.now() + timedelta(seconds=lead)
         times = [base + timedelta(seconds=spread * i / n) for i in range(n)]
         setup = time.perf_counter()

@@ -125,7 +125,7 @@ async def load(book: MemoryBook, clock: SimulatedClock, person: str, data: Datas
     planted = data.by_key()
     keys = {v: k for k, v in ids.items()}
     disagreements = []
-    for stored_memory in await book.store.get_memories(
+    for stored_memory in await book.store.memory.get_memories(
         [ids[k] for k, p in planted.items() if p.slot]
     ):
         truth = planted[keys[stored_memory.id]]
@@ -210,10 +210,10 @@ async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
         store = await Store.open(url)
         try:
             clock = SimulatedClock(data.sessions[0].at)
-            person = (await store.create_person(name="maya", now=clock.now())).id
+            person = (await store.persons.create_person(name="maya", now=clock.now())).id
             book = MemoryBook(store, clock, embedder=embedder)
             loaded = await load(book, clock, person, data)
-            counts = await store.count_memories(person_id=person)
+            counts = await store.memory.count_memories(person_id=person)
             # warm the vector index and the embedder before timing anything
             await book.retriever.search(
                 person_id=person,

@@ -167,10 +167,10 @@ async def build(
     store: Store, size: int, unique: int, embedder: Embedder, rng: random.Random
 ) -> dict[str, Any]:
     """Write the person, their memories and the vectors; what it took."""
-    person = (await store.create_person(name="bench", now=NOW)).id
+    person = (await store.persons.create_person(name="bench", now=NOW)).id
     memories = corpus(rng, size, person)
     started = time.perf_counter()
-    await gather_chunked(partial(store.add_memory, m, actor="bench") for m in memories)
+    await gather_chunked(partial(store.memory.add_memory, m, actor="bench") for m in memories)
     built: dict[str, Any] = {"person": person}
     built["write_memories_seconds"] = round(time.perf_counter() - started, 1)
     matrix, embed_seconds = await vectors(
@@ -181,7 +181,11 @@ async def build(
     started = time.perf_counter()
     await gather_chunked(
         partial(
-            store.put_memory_vector, m.id, person_id=person, model=embedder.name, vector=pack(v)
+            store.memory.put_memory_vector,
+            m.id,
+            person_id=person,
+            model=embedder.name,
+            vector=pack(v),
         )
         for m, v in zip(memories, matrix, strict=True)
     )
@@ -220,7 +224,7 @@ async def run(
         report["build"] = built | {"reused": reused}
         person = built["person"]
         report["database_mib"] = round(sqlite_bytes(url) / 2**20, 1)
-        report["counts"] = await store.count_memories(person_id=person)
+        report["counts"] = await store.memory.count_memories(person_id=person)
 
         retriever = Retriever(store, embedder=embedder)
         private = Audience.parse("private")
@@ -288,15 +292,17 @@ async def breakdown(
         parts["nearest 200 (argpartition)"].append(time.perf_counter() - started)
         nearest = [index.ids[i] for i in top]
         started = time.perf_counter()
-        await store.recallable_memories(person_id=person, ids=nearest, audience=audience, at=NOW)
+        await store.memory_search.recallable_memories(
+            person_id=person, ids=nearest, audience=audience, at=NOW
+        )
         parts["recall filter of the nearest 200"].append(time.perf_counter() - started)
         started = time.perf_counter()
-        await store.search_memories_text(
+        await store.memory_search.search_memories_text(
             person_id=person, query=text, audience=audience, at=NOW, limit=CANDIDATES
         )
         parts["full-text query"].append(time.perf_counter() - started)
         started = time.perf_counter()
-        await store.get_memories(nearest[:10])
+        await store.memory.get_memories(nearest[:10])
         parts["fetch the 10 results"].append(time.perf_counter() - started)
     return {name: ms(values) for name, values in parts.items()}
 

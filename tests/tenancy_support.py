@@ -68,7 +68,7 @@ class Tenant:
 async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> Tenant:
     admin = Service(store, clock, data_dir=data_dir)
     now = clock.now()
-    person = await store.create_person(name=name, now=now)
+    person = await store.persons.create_person(name=name, now=now)
     pid = person.id
     goal = await admin.create_goal(person_id=pid, title=f"{name}'s goal")
     task = await admin.create_task(person_id=pid, spec=TaskSpec(kind="noop"), goal_id=goal.id)
@@ -81,7 +81,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         name=f"{name}'s morning",
     )
     event, _ = await admin.send_event(person_id=pid, type="ping", payload={"who": name})
-    await store.route_events(now=clock.now())  # as a running scheduler would have
+    await store.schedule.route_events(now=clock.now())  # as a running scheduler would have
     connection = await admin.add_connection(
         person_id=pid, kind="email", name=f"{name}'s mail", scopes=["email.send"]
     )
@@ -106,7 +106,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         actor=f"agent:{task.id}",
     )
     assert written.memory is not None
-    held = await store.add_memory_pass(
+    held = await store.memory_passes.add_memory_pass(
         MemoryPass(
             id=f"mps_{name}",
             person_id=pid,
@@ -124,11 +124,11 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
     # (its send deadline, the lease's expiry judged by ``then``, has passed since: the person
     # may decide it either way), and, in the retry running now, an approval
     then = now - timedelta(hours=2)
-    [first] = await store.claim_tasks(
+    [first] = await store.tasks.claim_tasks(
         worker=f"w-{name}", limit=1, lease_seconds=3600, now=clock.now(), lease_now=then
     )
     assert first.task.id == task.id
-    planned = await store.plan_effect(
+    planned = await store.effects.plan_effect(
         Fence.of(first),
         key=f"{task.id}.1.0",
         step_seq=1,
@@ -139,17 +139,17 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         lease_now=then,
     )
     for status in (EffectStatus.SENT, EffectStatus.IN_DOUBT):
-        effect = await store.set_effect_status(
+        effect = await store.effects.set_effect_status(
             Fence.of(first), planned.id, status, now=now, lease_now=then
         )
-    await store.finish_activation(
+    await store.activations.finish_activation(
         Fence.of(first),
         Retry(reason="send_email: connection reset", delay_seconds=0),
         now=now,
         steps_taken=0,
         lease_now=then,
     )
-    [claim] = await store.claim_tasks(
+    [claim] = await store.tasks.claim_tasks(
         worker=f"w-{name}", limit=1, lease_seconds=3600, now=clock.now()
     )
     assert claim.task.id == task.id
@@ -157,7 +157,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
     args = {"to": f"friend-of-{name}@example.com"}
     approval_id = new_id("apr")
     notification = new_id("ntf")
-    approval = await store.request_approval(
+    approval = await store.inbox.request_approval(
         fence,
         Approval(
             id=approval_id,
@@ -208,7 +208,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
 async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
     """Everything of the tenant's, as plain data, through the owner's facade."""
     admin = Service(store, clock)
-    secrets = await store.list_secrets(t.person.id)
+    secrets = await store.secrets.list_secrets(t.person.id)
     pid = t.person.id
     audit = await admin.audit_log(person_id=pid, limit=10_000)
     return to_jsonable(
@@ -224,14 +224,14 @@ async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
             "connections": await admin.list_connections(person_id=pid),
             "grants": await admin.list_grants(person_id=pid, live=False),
             "rules": await admin.list_rules(person_id=pid),
-            "secrets": [(x, await store.secret_ciphertext(pid, x.name)) for x in secrets],
+            "secrets": [(x, await store.secrets.secret_ciphertext(pid, x.name)) for x in secrets],
             "tokens": [
                 {**to_jsonable(x), "last_used_at": None}
                 for x in await admin.list_tokens(person_id=pid)
             ],
             "memories": [
                 await admin.memory_detail(m.id)
-                for m in await store.list_memories(person_id=pid, limit=10_000)
+                for m in await store.memory.list_memories(person_id=pid, limit=10_000)
             ],
             "tombstones": await admin.list_tombstones(person_id=pid),
             "passes": await admin.list_memory_passes(person_id=pid),

@@ -112,7 +112,7 @@ def step_harness(broker: EgressBroker, sentinel: PolicySentinel) -> StepHarness:
     """The built-in step functions, with ``http_post``: its requests are decided by
     ``sentinel`` and sent through ``broker``, like the agent's."""
     harness = builtin_harness()
-    harness.register(HTTP_POST, http_post_kind(broker, sentinel, sentinel.store.append_audit))
+    harness.register(HTTP_POST, http_post_kind(broker, sentinel, sentinel.store.audit.append_audit))
     return harness
 
 
@@ -134,8 +134,10 @@ async def build_harness(
     """The agent harness for ``agent`` tasks, with the built-in step functions for the rest;
     every proposed action passes the person's policy (:class:`PolicySentinel`), and web API
     calls carry credentials only through the egress broker."""
-    vault = Vault(VaultKeys.load(settings.data_dir, stored_secrets=await store.count_secrets()))
-    broker = EgressBroker(store, vault, audit=store.append_audit, now=clock.now)
+    vault = Vault(
+        VaultKeys.load(settings.data_dir, stored_secrets=await store.secrets.count_secrets())
+    )
+    broker = EgressBroker(store, vault, audit=store.audit.append_audit, now=clock.now)
     sentinel = PolicySentinel(store, clock)
     tools: list[Tool] = [http_tool(broker)]
     if settings.mcp_servers:

@@ -345,7 +345,7 @@ async def test_a_captured_delivery_cannot_be_replayed(
         big = b'{"a": "' + b"x" * 1_100_000 + b'"}'
         signed = delivery(secret, big, at=clock.now(), delivery_id="d-5")
         problem_of(await hook.post(path, content=big, headers=signed), 413, "1000000 bytes")
-    delivered = [e for e in await store.list_events(person_id=a.person.id, limit=100)]
+    delivered = [e for e in await store.schedule.list_events(person_id=a.person.id, limit=100)]
     assert sorted(e.dedupe_key for e in delivered if e.source == f"webhook:{trigger.id}") == [
         f"webhook:{trigger.id}:d-1",
         f"webhook:{trigger.id}:d-3",

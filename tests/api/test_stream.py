@@ -16,7 +16,7 @@ WAIT = 20.0
 
 
 async def notify(store: Store, clock: SimulatedClock, person_id: str, title: str) -> None:
-    await store.notify(
+    await store.inbox.notify(
         Notification(
             id=new_id("ntf"),
             person_id=person_id,
@@ -32,7 +32,7 @@ async def test_a_client_that_reconnects_after_its_last_event_id_misses_nothing(
     api: Api, store: Store, clock: SimulatedClock
 ) -> None:
     a, b = api.a, api.b
-    history = await store.feed_since(person_id=a.person.id)
+    history = await store.feed.feed_since(person_id=a.person.id)
     # the world's task: created, retried once (its send failed), then asking for approval
     assert [e.kind for e in history] == [
         "task.created",
@@ -62,7 +62,7 @@ async def test_a_client_that_reconnects_after_its_last_event_id_misses_nothing(
             await notify(store, clock, a.person.id, "live")
             [live] = await asyncio.wait_for(reader.next(1), WAIT)
 
-    expected = await store.feed_since(person_id=a.person.id, after_seq=history[-1].seq)
+    expected = await store.feed.feed_since(person_id=a.person.id, after_seq=history[-1].seq)
     assert [int(e.id or 0) for e in [*missed, live]] == [e.seq for e in expected]
     assert [e.data["summary"] for e in [*missed, live]] == [
         *(f"for ann {n}" for n in range(5)),
@@ -75,7 +75,7 @@ async def test_entries_written_at_once_arrive_once_each_in_order(
     api: Api, store: Store, clock: SimulatedClock
 ) -> None:
     a = api.a
-    head = await store.feed_head(person_id=a.person.id)
+    head = await store.feed.feed_head(person_id=a.person.id)
     async with (
         api.client(a.read) as client,
         client.stream("GET", "/stream", params={"after": head}) as stream,

@@ -26,7 +26,7 @@ async def test_a_signature_with_a_byte_beyond_ascii_is_refused_not_a_crash(
     secret = await api.owner.webhook_secret(trigger.id)
     body = json.dumps({"order": 1}).encode()
     good = delivery(secret, body, at=clock.now())
-    before = await store.list_events(person_id=a.person.id, limit=100)
+    before = await store.schedule.list_events(person_id=a.person.id, limit=100)
     with capture_logs() as records:
         async with api.client(None) as hook:
             refused = await hook.post(
@@ -48,7 +48,7 @@ async def test_a_signature_with_a_byte_beyond_ascii_is_refused_not_a_crash(
     assert "signature does not match" in refused.json()["detail"]
     assert taken.status_code == 202, taken.text
     assert [r for r in records if r["log_level"] == "error"] == []
-    after = await store.list_events(person_id=a.person.id, limit=100)
+    after = await store.schedule.list_events(person_id=a.person.id, limit=100)
     assert len(after) == len(before) + 1
 
 
@@ -63,7 +63,7 @@ async def test_a_delivery_id_too_long_to_key_its_event_is_refused(
     )
     secret = await api.owner.webhook_secret(trigger.id)
     body = json.dumps({"order": 1}).encode()
-    before = await store.list_events(person_id=a.person.id, limit=100)
+    before = await store.schedule.list_events(person_id=a.person.id, limit=100)
     async with api.client(None) as hook:
         refused = await hook.post(
             f"/hooks/{trigger.id}",
@@ -72,4 +72,4 @@ async def test_a_delivery_id_too_long_to_key_its_event_is_refused(
         )
     assert refused.status_code == 400, refused.text
     assert "webhook-id" in refused.json()["detail"]
-    assert await store.list_events(person_id=a.person.id, limit=100) == before
+    assert await store.schedule.list_events(person_id=a.person.id, limit=100) == before

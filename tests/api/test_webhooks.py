@@ -29,7 +29,7 @@ async def test_a_signed_delivery_is_taken_once_and_fires_the_goals_trigger(
         secret, url = made.json()["secret"], made.json()["url"]
         assert url.endswith(f"/api/v1/hooks/{trigger.id}")
     body = json.dumps({"ref": "main", "commits": 3}).encode()
-    events_before = await store.list_events(person_id=a.person.id, limit=100)
+    events_before = await store.schedule.list_events(person_id=a.person.id, limit=100)
 
     async with api.client(None) as hook:
         forged = await hook.post(
@@ -39,7 +39,7 @@ async def test_a_signed_delivery_is_taken_once_and_fires_the_goals_trigger(
         )
         assert forged.status_code == 401
         assert forged.headers["content-type"] == "application/problem+json"
-        assert await store.list_events(person_id=a.person.id, limit=100) == events_before
+        assert await store.schedule.list_events(person_id=a.person.id, limit=100) == events_before
 
         headers = delivery(secret, body, at=clock.now())
         taken = await hook.post(f"/hooks/{trigger.id}", content=body, headers=headers)
@@ -54,7 +54,7 @@ async def test_a_signed_delivery_is_taken_once_and_fires_the_goals_trigger(
     assert (taken.status_code, taken.json()["duplicate"]) == (202, False)
     assert (again.status_code, again.json()) == (202, taken.json() | {"duplicate": True})
     assert (other.status_code, other.json()["duplicate"]) == (202, False)
-    events = await store.list_events(person_id=a.person.id, limit=100)
+    events = await store.schedule.list_events(person_id=a.person.id, limit=100)
     delivered = [e for e in events if e.source == f"webhook:{trigger.id}"]
     assert sorted(e.dedupe_key for e in delivered) == [
         f"webhook:{trigger.id}:d-1",
@@ -64,8 +64,10 @@ async def test_a_signed_delivery_is_taken_once_and_fires_the_goals_trigger(
         e.type == "github.push" and e.payload == {"ref": "main", "commits": 3} for e in delivered
     )
 
-    await store.route_events(now=clock.now())  # what the running scheduler does next
-    fired = [t for t in await store.list_tasks(goal_id=a.goal.id) if t.title == "look at the push"]
+    await store.schedule.route_events(now=clock.now())  # what the running scheduler does next
+    fired = [
+        t for t in await store.tasks.list_tasks(goal_id=a.goal.id) if t.title == "look at the push"
+    ]
     assert len(fired) == 2  # one task per delivery, none for the repeat
 
 
@@ -107,11 +109,11 @@ async def test_a_delivery_needs_this_triggers_current_secret_and_a_json_object(
             )
         return answer.status_code
 
-    before = await store.list_events(person_id=a.person.id, limit=100)
+    before = await store.schedule.list_events(person_id=a.person.id, limit=100)
     assert await deliver(mine.id, old) == 401  # replaced: the old secret signs nothing
     assert await deliver(mine.id, b_secret) == 401  # another trigger's secret
     assert await deliver("trg_nonexistent", new) == 401  # no such trigger: the same answer
     assert await deliver(mine.id, new, b"[1, 2]") == 400
     assert await deliver(mine.id, new, b"not json") == 400
-    assert await store.list_events(person_id=a.person.id, limit=100) == before
+    assert await store.schedule.list_events(person_id=a.person.id, limit=100) == before
     assert await deliver(mine.id, new) == 202

@@ -265,8 +265,8 @@ def test_secrets_are_read_from_stdin_listed_without_values_and_survive_rotation(
 
         store = await Store.open(db)
         try:
-            person = (await store.list_persons())[0]
-            _, ciphertext = await store.secret_ciphertext(person.id, "github")
+            person = (await store.persons.list_persons())[0]
+            _, ciphertext = await store.secrets.secret_ciphertext(person.id, "github")
             return Vault(VaultKeys.load(tmp_path, environ={})).decrypt(ciphertext)
         finally:
             await store.close()

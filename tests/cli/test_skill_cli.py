@@ -45,7 +45,7 @@ def db(tmp_path: Path) -> str:
         store = await Store.open(url)
         try:
             clock = Clock()
-            person = (await store.create_person(name="ada", now=clock.now())).id
+            person = (await store.persons.create_person(name="ada", now=clock.now())).id
             eager, cautious = (
                 SkillLibrary(store, clock),
                 SkillLibrary(store, clock, auto_apply=False),

@@ -64,8 +64,8 @@ async def test_the_facade_refuses_an_unknown_kind_for_tasks_and_triggers(
                 spec="3600",
                 task=TaskSpec(kind="nosuch"),
             )
-    assert await store.list_tasks(person_id=person.id) == []
-    assert await store.list_triggers(person_id=person.id) == []
+    assert await store.tasks.list_tasks(person_id=person.id) == []
+    assert await store.schedule.list_triggers(person_id=person.id) == []
     needs = {"http_post": {"url": "https://api.example.org/hook"}}  # refused without one
     for kind in sorted(task_kinds()):
         await svc.create_task(

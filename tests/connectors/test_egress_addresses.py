@@ -78,7 +78,7 @@ RESOLVER = {
 async def broker_for(
     store: Store, clock: SimulatedClock, resolver: Resolver
 ) -> tuple[EgressBroker, str, list[dict[str, Any]]]:
-    person = await store.create_person(name="p", now=clock.now())
+    person = await store.persons.create_person(name="p", now=clock.now())
     audits: list[dict[str, Any]] = []
 
     async def audit(**entry: Any) -> None:
@@ -90,7 +90,7 @@ async def broker_for(
 
 
 async def connect(store: Store, clock: SimulatedClock, person_id: str, *hosts: str) -> None:
-    await store.add_connection(
+    await store.authority.add_connection(
         Connection(
             id=new_id("con"),
             person_id=person_id,

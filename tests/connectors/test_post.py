@@ -58,7 +58,7 @@ async def run_post(
     )
     harness = await build_harness(Settings(data_dir=tmp_path), store, clock)
     await Worker(store, harness, clock, poll_seconds=None).run_until_idle()
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     return done.status, done.error
 
 

@@ -291,13 +291,15 @@ class TaskLifecycle(RuleBasedStateMachine):
 
     @initialize(target=tasks)
     def first_tasks(self) -> Any:
-        person = self.run(self.store.create_person(name="p", now=self.now, max_concurrency=1000))
+        person = self.run(
+            self.store.persons.create_person(name="p", now=self.now, max_concurrency=1000)
+        )
         self.person_id = person.id
         return multiple(*(self.create(max_attempts=n) for n in (1, 2, 3)))
 
     def create(self, max_attempts: int) -> str:
         task = self.run(
-            self.store.create_task(
+            self.store.tasks.create_task(
                 TaskSpec(kind="k", max_attempts=max_attempts),
                 person_id=self.person_id,
                 now=self.now,
@@ -311,7 +313,7 @@ class TaskLifecycle(RuleBasedStateMachine):
     def claim(self) -> None:
         due = {m.id for m in self.model.values() if m.status is S.PENDING and m.run_at <= self.now}
         claims = self.run(
-            self.store.claim_tasks(
+            self.store.tasks.claim_tasks(
                 worker="w",
                 limit=100,
                 lease_seconds=LEASE,
@@ -358,7 +360,7 @@ class TaskLifecycle(RuleBasedStateMachine):
         if op in ("checkpoint", "replay_step"):
             self.checkpoint(m, fence, replay=op == "replay_step", pick=pick)
         elif op == "renew":
-            call = self.store.renew_lease(
+            call = self.store.tasks.renew_lease(
                 fence, lease_seconds=LEASE, lease_now=self.clock.lease_now()
             )
             if self.holds(m, fence):
@@ -373,7 +375,7 @@ class TaskLifecycle(RuleBasedStateMachine):
     def checkpoint(self, m: TaskModel, fence: Fence, *, replay: bool, pick: int) -> None:
         # a replay re-commits an old step number (or skips one): refused even under the fence
         seq = m.step_seq + 1 + ((-1 if pick % 2 else 1) if replay else 0)
-        call = self.store.checkpoint(
+        call = self.store.activations.checkpoint(
             fence,
             seq=seq,
             kind="step",
@@ -389,7 +391,7 @@ class TaskLifecycle(RuleBasedStateMachine):
         else:
             with pytest.raises(LeaseLost):
                 self.run(call)
-        journal = self.run(self.store.list_steps(m.id))
+        journal = self.run(self.store.activations.list_steps(m.id))
         assert [(s.seq, s.activation_id) for s in journal] == sorted(m.steps.items())
 
     def finish(self, m: TaskModel, fence: Fence, kind: str, delay: int) -> None:
@@ -408,7 +410,7 @@ class TaskLifecycle(RuleBasedStateMachine):
             "stop_cancel": Stop(control="cancel"),
             "stop_pause": Stop(control="pause"),
         }[kind]
-        call = self.store.finish_activation(
+        call = self.store.activations.finish_activation(
             fence, outcome, now=self.now, steps_taken=0, lease_now=self.clock.lease_now()
         )
         if not self.holds(m, fence):
@@ -452,12 +454,12 @@ class TaskLifecycle(RuleBasedStateMachine):
             expected = S.PAUSED
             m.paused_from = S.PENDING
         self.settle_control(m, expected)
-        activations = self.run(self.store.list_activations(task_id=m.id))
+        activations = self.run(self.store.activations.list_activations(task_id=m.id))
         assert [a.ended_at is not None for a in activations if a.epoch == fence.epoch] == [True]
 
     def control(self, task: str, action: str, pick: int) -> None:
         m = self.choose(task, pick, S.RUNNING, S.PAUSED, S.WAITING, S.PENDING)
-        call = self.store.request_control(m.id, action, now=self.now)
+        call = self.store.tasks.request_control(m.id, action, now=self.now)
         status = m.status
         ok = True
         if action == "cancel":
@@ -493,7 +495,7 @@ class TaskLifecycle(RuleBasedStateMachine):
 
     def wake(self, task: str, pick: int) -> None:
         m = self.choose(task, pick, S.WAITING)
-        woken = self.run(self.store.wake_task(m.id, {"reason": "test"}, now=self.now))
+        woken = self.run(self.store.tasks.wake_task(m.id, {"reason": "test"}, now=self.now))
         assert woken is (m.status is S.WAITING)
         if woken:
             m.status = S.PENDING
@@ -511,7 +513,7 @@ class TaskLifecycle(RuleBasedStateMachine):
             for m in self.model.values()
             if m.status is S.WAITING and m.wait_until is not None and m.wait_until <= self.now
         ]
-        assert self.run(self.store.wake_due_waits(now=self.now)) == len(due)
+        assert self.run(self.store.tasks.wake_due_waits(now=self.now)) == len(due)
         for m in due:
             m.status = S.PENDING
             m.run_at = self.now
@@ -522,7 +524,7 @@ class TaskLifecycle(RuleBasedStateMachine):
             if m.status is S.RUNNING and m.lease_expires is not None and m.lease_expires < self.now
         ]
         reaped = self.run(
-            self.store.reap_expired_leases(now=self.now, lease_now=self.clock.lease_now())
+            self.store.tasks.reap_expired_leases(now=self.now, lease_now=self.clock.lease_now())
         )
         assert sorted(reaped) == sorted(m.id for m in expired)
         for m in expired:
@@ -534,7 +536,7 @@ class TaskLifecycle(RuleBasedStateMachine):
 
     @invariant()
     def store_agrees_with_model(self) -> None:
-        stored = {t.id: t for t in self.run(self.store.list_tasks(limit=1000))}
+        stored = {t.id: t for t in self.run(self.store.tasks.list_tasks(limit=1000))}
         assert set(stored) == set(self.model)
         for task_id, m in self.model.items():
             task = stored[task_id]
@@ -603,7 +605,7 @@ class EffectLifecycle(TaskLifecycle):
         m = self.choose(task, pick, S.RUNNING)
         fence = self.fence_for(m, which, pick)
         key = effect_key(m.id, m.step_seq + 1, index)
-        call = self.store.plan_effect(
+        call = self.store.effects.plan_effect(
             fence,
             key=key,
             step_seq=m.step_seq + 1,
@@ -639,7 +641,7 @@ class EffectLifecycle(TaskLifecycle):
             new = allowed[(pick + delay // 5) % len(allowed)]
         m = self.model[e.task_id]
         fence = self.fence_for(m, which, pick)
-        call = self.store.set_effect_status(
+        call = self.store.effects.set_effect_status(
             fence, e.id, new, now=self.now, result={"r": 1}, lease_now=self.clock.lease_now()
         )
         if not self.holds(m, fence):
@@ -664,7 +666,7 @@ class EffectLifecycle(TaskLifecycle):
 
     def resolve_effect(self, pick: int, applied: bool) -> None:
         e = self.pick_effect(pick)
-        call = self.store.resolve_effect(
+        call = self.store.effects.resolve_effect(
             e.id, applied=applied, now=self.now, lease_now=self.clock.lease_now()
         )
         if e.status is not E.IN_DOUBT:
@@ -694,7 +696,7 @@ class EffectLifecycle(TaskLifecycle):
 
     @invariant()
     def effects_follow_their_machine(self) -> None:
-        stored = {e.key: e for e in self.run(self.store.list_effects())}
+        stored = {e.key: e for e in self.run(self.store.effects.list_effects())}
         assert set(stored) == set(self.effect_model)
         for key, e in self.effect_model.items():
             effect = stored[key]
@@ -735,9 +737,9 @@ def test_task_and_effect_lifecycle() -> None:
 
 @pytest.fixture
 async def running_task(store: Store, clock: SimulatedClock) -> tuple[str, Fence]:
-    person = await store.create_person(name="p", now=clock.now())
-    task = await store.create_task(TaskSpec(kind="k"), person_id=person.id, now=clock.now())
-    [claim] = await store.claim_tasks(
+    person = await store.persons.create_person(name="p", now=clock.now())
+    task = await store.tasks.create_task(TaskSpec(kind="k"), person_id=person.id, now=clock.now())
+    [claim] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=LEASE, now=clock.now(), lease_now=clock.lease_now()
     )
     return task.id, Fence.of(claim)
@@ -755,16 +757,16 @@ async def test_pending_control_survives_lease_reap(
     reaper ends the task cancelled (or parks it paused) instead of re-queueing it for the next
     claim to run on."""
     task_id, _ = running_task
-    await store.request_control(task_id, control, now=clock.now())
+    await store.tasks.request_control(task_id, control, now=clock.now())
     clock.advance(timedelta(seconds=LEASE + 1))
-    assert await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == [
+    assert await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == [
         task_id
     ]
-    task = await store.get_task(task_id)
+    task = await store.tasks.get_task(task_id)
     assert task.status is expected
     assert task.lease_owner is None
     assert (task.finished_at is not None) is expected.terminal
-    claims = await store.claim_tasks(
+    claims = await store.tasks.claim_tasks(
         worker="w2", limit=1, lease_seconds=LEASE, now=clock.now(), lease_now=clock.lease_now()
     )
     assert claims == []
@@ -786,11 +788,11 @@ async def test_pending_cancel_survives_non_terminal_outcome(
     """A cancel requested after the last checkpoint of an activation that then ends without
     finishing (it waits, retries, yields or pauses) is honoured as the lease is released."""
     task_id, fence = running_task
-    await store.request_control(task_id, "cancel", now=clock.now())
-    await store.finish_activation(
+    await store.tasks.request_control(task_id, "cancel", now=clock.now())
+    await store.activations.finish_activation(
         fence, outcome, now=clock.now(), steps_taken=0, lease_now=clock.lease_now()
     )
-    task = await store.get_task(task_id)
+    task = await store.tasks.get_task(task_id)
     assert task.status is S.CANCELLED
     assert task.finished_at is not None
 
@@ -801,22 +803,22 @@ async def test_pending_pause_parks_a_waiting_task_and_resume_restores_the_wait(
     """A pause that arrives while an activation is about to go to sleep parks the task paused;
     resuming puts it back to sleep on the same condition (it is not run early)."""
     task_id, fence = running_task
-    await store.request_control(task_id, "pause", now=clock.now())
+    await store.tasks.request_control(task_id, "pause", now=clock.now())
     until = clock.now() + timedelta(hours=1)
-    await store.finish_activation(
+    await store.activations.finish_activation(
         fence,
         Wait(condition=WaitCondition(kind="until", until=until)),
         now=clock.now(),
         steps_taken=0,
         lease_now=clock.lease_now(),
     )
-    assert (await store.get_task(task_id)).status is S.PAUSED
-    resumed = await store.request_control(task_id, "resume", now=clock.now())
+    assert (await store.tasks.get_task(task_id)).status is S.PAUSED
+    resumed = await store.tasks.request_control(task_id, "resume", now=clock.now())
     assert resumed.status is S.WAITING
     assert resumed.wait is not None
     assert resumed.wait.until == until
-    assert await store.wake_due_waits(now=clock.now()) == 0
-    assert await store.wake_due_waits(now=until) == 1
+    assert await store.tasks.wake_due_waits(now=clock.now()) == 0
+    assert await store.tasks.wake_due_waits(now=until) == 1
 
 
 # --- resolving effects ------------------------------------------------------------------------
@@ -828,7 +830,7 @@ async def test_resolve_refuses_an_effect_not_in_doubt(
     """Only an in-doubt effect can be resolved by the person: an effect still being sent by a
     live worker is refused with InvalidTransition and left as it is."""
     task_id, fence = running_task
-    effect = await store.plan_effect(
+    effect = await store.effects.plan_effect(
         fence,
         key=effect_key(task_id, 1, 0),
         step_seq=1,
@@ -838,12 +840,12 @@ async def test_resolve_refuses_an_effect_not_in_doubt(
         now=clock.now(),
         lease_now=clock.lease_now(),
     )
-    await store.set_effect_status(
+    await store.effects.set_effect_status(
         fence, effect.id, E.SENT, now=clock.now(), lease_now=clock.lease_now()
     )
     for applied in (True, False):
         with pytest.raises(InvalidTransition):
-            await store.resolve_effect(effect.id, applied=applied, now=clock.now())
-    stored = await store.get_effect_by_key(effect.key)
+            await store.effects.resolve_effect(effect.id, applied=applied, now=clock.now())
+    stored = await store.effects.get_effect_by_key(effect.key)
     assert stored is not None
     assert stored.status is E.SENT

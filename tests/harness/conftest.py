@@ -17,7 +17,7 @@ from steward.store import Store
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock) -> Person:
-    return await store.create_person(name="p", now=clock.now(), max_concurrency=8)
+    return await store.persons.create_person(name="p", now=clock.now(), max_concurrency=8)
 
 
 @pytest.fixture

@@ -38,11 +38,11 @@ S = TaskStatus
 
 async def observations(store: Store, task_id: str) -> list[dict[str, Any]]:
     """The outputs of the task's tool steps, in order."""
-    return [s.output for s in await store.list_steps(task_id) if s.kind == "tool"]
+    return [s.output for s in await store.activations.list_steps(task_id) if s.kind == "tool"]
 
 
 async def kinds(store: Store, task_id: str) -> list[str]:
-    return [s.kind for s in await store.list_steps(task_id)]
+    return [s.kind for s in await store.activations.list_steps(task_id)]
 
 
 async def agent_task(
@@ -57,7 +57,9 @@ async def agent_task(
     spec = TaskSpec(
         kind="agent", title=instructions[:40], input={"instructions": instructions, **extra}
     )
-    task = await store.create_task(spec, person_id=person.id, goal_id=goal_id, now=clock.now())
+    task = await store.tasks.create_task(
+        spec, person_id=person.id, goal_id=goal_id, now=clock.now()
+    )
     return task.id
 
 
@@ -103,7 +105,9 @@ async def test_goal_task_runs_three_activations_over_days_through_a_real_socket(
             call_tool("finish", result="The venue is the Old Mill; Ana confirmed."),
         ]
     )
-    goal = await store.create_goal(person_id=person.id, title="Book the venue", now=clock.now())
+    goal = await store.goals.create_goal(
+        person_id=person.id, title="Book the venue", now=clock.now()
+    )
     with run_model_server(model) as server:
         remote = OpenAIModel(name=model.name, base_url=server.url, api_key=server.api_key)
         harness = AgentHarness(model=remote, workspace=workspace, tools=[check_inbox])
@@ -114,7 +118,7 @@ async def test_goal_task_runs_three_activations_over_days_through_a_real_socket(
         worker = agent_worker(store, harness, clock)
 
         assert await worker.run_until_idle() == 1
-        waiting = await store.get_task(task_id)
+        waiting = await store.tasks.get_task(task_id)
         assert waiting.status is S.WAITING
         assert waiting.wait is not None
         assert (waiting.wait.kind, waiting.wait.event_type, waiting.wait.match) == (
@@ -126,7 +130,7 @@ async def test_goal_task_runs_three_activations_over_days_through_a_real_socket(
         assert server.requests == 2
 
         clock.advance(timedelta(days=2))
-        await store.add_event(
+        await store.schedule.add_event(
             person_id=person.id,
             type="reply.received",
             source="test",
@@ -135,8 +139,8 @@ async def test_goal_task_runs_three_activations_over_days_through_a_real_socket(
             now=clock.now(),
         )
         await scheduler.tick()
-        assert (await store.get_task(task_id)).status is S.WAITING  # not its thread
-        await store.add_event(
+        assert (await store.tasks.get_task(task_id)).status is S.WAITING  # not its thread
+        await store.schedule.add_event(
             person_id=person.id,
             type="reply.received",
             source="test",
@@ -145,9 +149,9 @@ async def test_goal_task_runs_three_activations_over_days_through_a_real_socket(
             now=clock.now(),
         )
         await scheduler.tick()
-        assert (await store.get_task(task_id)).status is S.PENDING
+        assert (await store.tasks.get_task(task_id)).status is S.PENDING
         assert await worker.run_until_idle() == 1
-        sleeping = await store.get_task(task_id)
+        sleeping = await store.tasks.get_task(task_id)
         assert sleeping.status is S.WAITING
         assert sleeping.wait == WaitCondition(kind="until", until=clock.now() + timedelta(days=1))
         assert server.requests == 4
@@ -157,7 +161,7 @@ async def test_goal_task_runs_three_activations_over_days_through_a_real_socket(
         assert await worker.run_until_idle() == 1
         assert server.requests == 5
 
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert done.status is S.SUCCEEDED
     assert done.result == {
         "text": "The venue is the Old Mill; Ana confirmed.",
@@ -168,18 +172,18 @@ async def test_goal_task_runs_three_activations_over_days_through_a_real_socket(
     # the third request's last message is the observation of the event
     third, _ = model.requests[2]
     assert "Old Mill" in third[-1].content
-    activations = await store.list_activations(task_id=task_id)
+    activations = await store.activations.list_activations(task_id=task_id)
     assert [a.reason for a in activations] == ["created", "event", "timer"]
     assert [a.outcome for a in activations] == ["wait", "wait", "succeed"]
-    final_goal = await store.get_goal(goal.id)
+    final_goal = await store.goals.get_goal(goal.id)
     assert final_goal.state == {"venue": "Old Mill", "confirmed": True}
-    records = await store.list_goal_records(goal.id)
+    records = await store.goals.list_goal_records(goal.id)
     assert [r.kind for r in records] == ["note", "result", "result"]
     assert records[0].content == {"text": "Ana will confirm by Wednesday"}
     assert records[1].content == {"text": "venue confirmed: Old Mill"}
     assert {r.task_id for r in records} == {task_id}
     assert inbox_checks == ["inbox"]  # never re-run by later activations
-    steps = await store.list_steps(task_id)
+    steps = await store.activations.list_steps(task_id)
     model_steps = [s for s in steps if s.kind == "model"]
     assert len(model_steps) == 5
     # every answer was recorded with the prompt size it was made from
@@ -236,7 +240,7 @@ async def test_bad_tool_calls_become_error_observations_and_the_task_goes_on(
         assert await agent_worker(store, harness, clock).run_until_idle() == 1
         assert server.requests == 8
 
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert (done.status, done.attempts, done.result) == (
         S.SUCCEEDED,
         0,
@@ -262,7 +266,7 @@ async def test_bad_tool_calls_become_error_observations_and_the_task_goes_on(
         assert messages[-1].role == "tool"
         assert messages[-1].content == observation["observation"]
         assert messages[-1].tool_call_id == observation["call_id"]
-    [activation] = await store.list_activations(task_id=task_id)
+    [activation] = await store.activations.list_activations(task_id=task_id)
     assert activation.outcome == "succeed"
 
 
@@ -296,9 +300,9 @@ async def test_large_output_becomes_an_artifact_the_model_can_page_through(
     harness = AgentHarness(model=model, workspace=workspace, tools=[export_report], config=config)
     task_id = await agent_task(store, clock, person)
     await agent_worker(store, harness, clock).run_until_idle()
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
 
-    [artifact] = await store.list_artifacts(task_id=task_id)
+    [artifact] = await store.inbox.list_artifacts(task_id=task_id)
     assert (artifact.person_id, artifact.name, artifact.size) == (person.id, "export_report", 11000)
     on_disk = workspace.person_dir(person.id) / artifact.path
     assert on_disk.read_text() == report
@@ -332,7 +336,7 @@ async def test_question_waits_for_the_persons_answer_days_later(
     task_id = await agent_task(store, clock, person)
     worker = agent_worker(store, harness, clock)
     await worker.run_until_idle()
-    waiting = await store.get_task(task_id)
+    waiting = await store.tasks.get_task(task_id)
     assert waiting.status is S.WAITING
     assert waiting.wait is not None
     assert (waiting.wait.kind, waiting.wait.prompt, waiting.wait.until) == (
@@ -340,7 +344,7 @@ async def test_question_waits_for_the_persons_answer_days_later(
         "Which day suits you for the dentist?",
         clock.now() + timedelta(hours=72),
     )
-    [question] = await store.list_notifications(person_id=person.id)
+    [question] = await store.inbox.list_notifications(person_id=person.id)
     assert (question.kind, question.title, question.task_id, question.ref) == (
         "question",
         "Which day suits you for the dentist?",
@@ -350,12 +354,12 @@ async def test_question_waits_for_the_persons_answer_days_later(
     clock.advance(timedelta(days=2))
     assert await worker.run_until_idle() == 0  # asleep until answered
     if answered:
-        await store.answer_input(task_id, "Tuesday afternoon", now=clock.now())
+        await store.inbox.answer_input(task_id, "Tuesday afternoon", now=clock.now())
     else:
         clock.advance(timedelta(days=1))
         await Scheduler(store, clock).tick()
     assert await worker.run_until_idle() == 1
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
     seen, _ = model.requests[1]
     assert seen[-1].role == "tool"
     [observed] = (await observations(store, task_id))[:1]
@@ -366,8 +370,8 @@ async def test_question_waits_for_the_persons_answer_days_later(
         assert seen[-1].content == "the person did not answer in time"
         assert observed["error"] is True
         with pytest.raises(InvalidTransition):
-            await store.answer_input(task_id, "too late", now=clock.now())
-    reasons = [a.reason for a in await store.list_activations(task_id=task_id)]
+            await store.inbox.answer_input(task_id, "too late", now=clock.now())
+    reasons = [a.reason for a in await store.activations.list_activations(task_id=task_id)]
     assert reasons == ["created", "input" if answered else "timeout"]
 
 
@@ -400,7 +404,7 @@ async def test_subtask_result_must_meet_its_acceptance_and_returns_to_the_parent
     parent_id = await agent_task(store, clock, person, instructions="Chase unpaid invoices")
     await agent_worker(store, harness, clock).run_until_idle()
 
-    [child] = await store.list_tasks(parent_id=parent_id)
+    [child] = await store.tasks.list_tasks(parent_id=parent_id)
     assert child.kind == "agent"
     assert child.input["acceptance"]["required_keys"] == ["count"]
     assert (child.status, child.result) == (S.SUCCEEDED, {"text": "3 open", "data": {"count": 3}})
@@ -408,9 +412,9 @@ async def test_subtask_result_must_meet_its_acceptance_and_returns_to_the_parent
     assert refused["error"] is True
     assert refused["observation"] == "error: not accepted: the data must include keys ['count']"
     assert accepted["observation"] == "finished"
-    parent = await store.get_task(parent_id)
+    parent = await store.tasks.get_task(parent_id)
     assert (parent.status, parent.result) == (S.SUCCEEDED, {"text": "3 invoices open"})
-    reasons = [a.reason for a in await store.list_activations(task_id=parent_id)]
+    reasons = [a.reason for a in await store.activations.list_activations(task_id=parent_id)]
     assert reasons == ["created", "children"]
 
 
@@ -430,23 +434,23 @@ async def test_chat_replies_wait_for_the_person_and_continue_the_conversation(
     task_id = await agent_task(store, clock, person, instructions="Plan a trip", mode="chat")
     worker = agent_worker(store, harness, clock)
     await worker.run_until_idle()
-    first = await store.get_task(task_id)
+    first = await store.tasks.get_task(task_id)
     assert first.status is S.WAITING
     assert first.wait is not None
     assert (first.wait.kind, first.wait.prompt) == ("input", "Where would you like to go?")
 
-    await store.answer_input(task_id, "Lisbon, in May", now=clock.now())
+    await store.inbox.answer_input(task_id, "Lisbon, in May", now=clock.now())
     await worker.run_until_idle()
-    second = await store.get_task(task_id)
+    second = await store.tasks.get_task(task_id)
     assert second.wait is not None
     assert second.wait.prompt == "Lisbon in May is lovely. Shall I look for flights?"
     messages, _ = model.requests[1]
     assert (messages[-1].role, messages[-1].content) == ("user", "Lisbon, in May")
     assert [m.role for m in messages[2:]] == ["assistant", "user"]
 
-    await store.answer_input(task_id, "No thanks, I'll book", now=clock.now())
+    await store.inbox.answer_input(task_id, "No thanks, I'll book", now=clock.now())
     await worker.run_until_idle()
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
     assert await kinds(store, task_id) == [
         "model",
         "suspend",
@@ -503,18 +507,18 @@ async def test_external_call_waits_for_approval(
     worker = agent_worker(store, harness, clock)
     await worker.run_until_idle()
 
-    [approval] = await store.list_approvals(task_id=task_id)
+    [approval] = await store.inbox.list_approvals(task_id=task_id)
     assert approval.status is ApprovalStatus.PENDING
     assert (approval.tool, approval.args) == (
         "send_invoice",
         {"to": "ana@example.com", "amount": 120},
     )
     assert "send_invoice acts on the world" in approval.reason
-    waiting = await store.get_task(task_id)
+    waiting = await store.tasks.get_task(task_id)
     assert (waiting.status, waiting.lease_owner) == (S.WAITING, None)
     assert waiting.wait is not None
     assert (waiting.wait.kind, waiting.wait.ref) == ("approval", approval.id)
-    [notice] = await store.list_notifications(person_id=person.id)
+    [notice] = await store.inbox.list_notifications(person_id=person.id)
     assert (notice.kind, notice.ref, notice.task_id) == ("approval", approval.id, task_id)
     assert mailer.sent == []
 
@@ -524,7 +528,7 @@ async def test_external_call_waits_for_approval(
     else:
         clock.advance(timedelta(days=3))
         assert await worker.run_until_idle() == 0  # nothing happens until the person decides
-        await store.decide_approval(
+        await store.inbox.decide_approval(
             approval.id,
             approve=decision == "approve",
             decided_by="person",
@@ -532,22 +536,22 @@ async def test_external_call_waits_for_approval(
             now=clock.now(),
         )
     assert await worker.run_until_idle() == 1
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
     assert model.calls == 2
 
-    steps = await store.list_steps(task_id)
+    steps = await store.activations.list_steps(task_id)
     assert [s.kind for s in steps] == ["model", "suspend", "tool", "model", "tool"]
     [call] = steps[0].output["response"]["tool_calls"]
     observed = steps[2].output
     assert observed["call_id"] == call["id"]
-    decided = await store.get_approval(approval.id)
+    decided = await store.inbox.get_approval(approval.id)
     if decision == "approve":
         assert mailer.sent == [{"to": "ana@example.com", "amount": 120}]
         assert (observed["observation"], observed["error"]) == (
             "invoice sent to ana@example.com",
             False,
         )
-        [effect] = await store.list_effects(task_id=task_id)
+        [effect] = await store.effects.list_effects(task_id=task_id)
         assert (effect.tool, effect.status.value, effect.step_seq) == (
             "send_invoice",
             "succeeded",
@@ -565,7 +569,9 @@ async def test_external_call_waits_for_approval(
         assert observed["observation"] == "not done: the approval request expired"
         assert decided.status is ApprovalStatus.EXPIRED
     with pytest.raises(InvalidTransition):
-        await store.decide_approval(approval.id, approve=True, decided_by="person", now=clock.now())
+        await store.inbox.decide_approval(
+            approval.id, approve=True, decided_by="person", now=clock.now()
+        )
 
 
 class Rules:
@@ -594,7 +600,7 @@ async def test_denied_call_is_never_run_and_the_model_is_told_why(
     task_id = await agent_task(store, clock, person)
     await agent_worker(store, harness, clock).run_until_idle()
 
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
     assert mailer.sent == []
     denied = (await observations(store, task_id))[0]
     assert (denied["observation"], denied["error"]) == (
@@ -613,8 +619,8 @@ async def test_denied_call_is_never_run_and_the_model_is_told_why(
         task_id,
         ("invoice.send",),
     )
-    assert await store.list_approvals(task_id=task_id) == []
-    assert await store.list_effects(task_id=task_id) == []
+    assert await store.inbox.list_approvals(task_id=task_id) == []
+    assert await store.effects.list_effects(task_id=task_id) == []
 
 
 async def test_handoff_asks_the_person_to_do_it_themselves(
@@ -628,20 +634,20 @@ async def test_handoff_asks_the_person_to_do_it_themselves(
     worker = agent_worker(store, harness, clock)
     await worker.run_until_idle()
 
-    waiting = await store.get_task(task_id)
+    waiting = await store.tasks.get_task(task_id)
     assert waiting.status is S.WAITING
     assert waiting.wait is not None
     assert waiting.wait.kind == "input"
     assert "only the person may send invoices" in (waiting.wait.prompt or "")
-    [notice] = await store.list_notifications(person_id=person.id)
+    [notice] = await store.inbox.list_notifications(person_id=person.id)
     assert (notice.kind, notice.ref) == ("handoff", waiting.wait.ref)
     assert "send_invoice" in notice.body
     assert "ana@example.com" in notice.body
 
     clock.advance(timedelta(days=1))
-    await store.answer_input(task_id, "sent it from my phone", now=clock.now())
+    await store.inbox.answer_input(task_id, "sent it from my phone", now=clock.now())
     await worker.run_until_idle()
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
     assert mailer.sent == []
     observed = (await observations(store, task_id))[0]
     assert observed["observation"] == "the person handled it themselves: sent it from my phone"
@@ -659,11 +665,13 @@ async def test_approval_revoked_after_it_was_given_still_stops_the_call(
     task_id = await agent_task(store, clock, person)
     worker = agent_worker(store, harness, clock)
     await worker.run_until_idle()
-    [approval] = await store.list_approvals(task_id=task_id)
+    [approval] = await store.inbox.list_approvals(task_id=task_id)
     rules.verdict, rules.reason = Verdict.DENY, "the person revoked invoice sending"
-    await store.decide_approval(approval.id, approve=True, decided_by="person", now=clock.now())
+    await store.inbox.decide_approval(
+        approval.id, approve=True, decided_by="person", now=clock.now()
+    )
     await worker.run_until_idle()
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
     assert mailer.sent == []
     observed = (await observations(store, task_id))[0]
     assert observed["observation"] == "denied: the person revoked invoice sending"
@@ -680,14 +688,16 @@ async def test_approval_decided_before_the_task_is_asleep_still_wakes_it(
     harness = AgentHarness(model=model, workspace=workspace, tools=[mailer.tool], config=config)
     task_id = await agent_task(store, clock, person)
     # what a worker does, with the person's decision falling between the two commits
-    [claim] = await store.claim_tasks(
+    [claim] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=30, now=clock.now(), lease_now=clock.lease_now()
     )
     run = TaskRun(store=store, clock=clock, claim=claim)
     outcome = await harness.activate(run)
-    [approval] = await store.list_approvals(task_id=task_id)
-    await store.decide_approval(approval.id, approve=True, decided_by="person", now=clock.now())
-    await store.finish_activation(
+    [approval] = await store.inbox.list_approvals(task_id=task_id)
+    await store.inbox.decide_approval(
+        approval.id, approve=True, decided_by="person", now=clock.now()
+    )
+    await store.activations.finish_activation(
         run.fence,
         outcome,
         now=clock.now(),
@@ -696,7 +706,7 @@ async def test_approval_decided_before_the_task_is_asleep_still_wakes_it(
         lease_now=clock.lease_now(),
         final_step=run.final_step,
     )
-    assert (await store.get_task(task_id)).status is S.PENDING
+    assert (await store.tasks.get_task(task_id)).status is S.PENDING
     await agent_worker(store, harness, clock).run_until_idle()
     assert mailer.sent == [{"to": "ana@example.com", "amount": 120}]
 
@@ -717,7 +727,7 @@ def reply_waiter() -> ScriptedModel:
 
 
 async def reply(store: Store, clock: SimulatedClock, person: Person, text: str) -> None:
-    await store.add_event(
+    await store.schedule.add_event(
         person_id=person.id,
         type="reply.received",
         source="test",
@@ -741,12 +751,12 @@ async def test_one_event_satisfies_only_one_wait(
     await reply(store, clock, person, "first")
     await scheduler.tick()
     await worker.run_until_idle()
-    assert (await store.get_task(task_id)).status is S.WAITING
+    assert (await store.tasks.get_task(task_id)).status is S.WAITING
     clock.advance(timedelta(days=1))
     await reply(store, clock, person, "second")
     await scheduler.tick()
     await worker.run_until_idle()
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert done.result == {
         "text": "first / second",
         "untrusted_sources": ["event:reply.received (step 3)", "event:reply.received (step 6)"],
@@ -770,7 +780,7 @@ async def test_event_arriving_while_the_task_is_busy_is_not_lost(
     await scheduler.tick()
     clock.advance(timedelta(minutes=1))
     await worker.run_until_idle()
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert done.result == {
         "text": "first / second",
         "untrusted_sources": ["event:reply.received (step 3)", "event:reply.received (step 6)"],

@@ -53,7 +53,7 @@ def effect_service() -> Iterator[RunningService]:
 
 async def doomed_run(store: Store, clock: SimulatedClock) -> TaskRun:
     """Claim the due task as a worker that is about to die (no heartbeat, no outcome)."""
-    [claim] = await store.claim_tasks(
+    [claim] = await store.tasks.claim_tasks(
         worker="doomed", limit=1, lease_seconds=LEASE, now=clock.now(), lease_now=clock.lease_now()
     )
     return TaskRun(store=store, clock=clock, claim=claim)
@@ -67,7 +67,7 @@ async def crash(store: Store, clock: SimulatedClock, harness: AgentHarness) -> T
         await harness.activate(run)
     clock.advance(timedelta(seconds=LEASE + 1))
     await Scheduler(store, clock).tick()
-    assert (await store.get_task(run.task.id)).status is S.PENDING
+    assert (await store.tasks.get_task(run.task.id)).status is S.PENDING
     return run
 
 
@@ -116,7 +116,7 @@ async def test_recovered_activation_reuses_the_recorded_answer(
             call_tool("finish", result="6 transactions"),
         ]
     )
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": "Summarise the quarter"}),
         person_id=person.id,
         now=clock.now(),
@@ -129,7 +129,7 @@ async def test_recovered_activation_reuses_the_recorded_answer(
         dead = await crash(store, clock, first)
         assert server.requests == 1
         assert fetched == ["2026-01"][: dies_at - 1]
-        before = await store.list_steps(task.id)
+        before = await store.activations.list_steps(task.id)
         assert [s.kind for s in before] == ["model", "tool"][:dies_at]
         assert {s.activation_id for s in before} == {dead.claim.activation.id}
 
@@ -139,16 +139,16 @@ async def test_recovered_activation_reuses_the_recorded_answer(
         assert await agent_worker(store, second, clock).run_until_idle() == 1
         assert server.requests == 2  # the recovered answer cost no request
 
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     assert (done.status, done.result) == (S.SUCCEEDED, {"text": "6 transactions"})
     assert fetched == ["2026-01", "2026-02"]
-    steps = await store.list_steps(task.id)
+    steps = await store.activations.list_steps(task.id)
     assert [s.kind for s in steps] == ["model", "tool", "tool", "model", "tool"]
     assert [s.output["observation"] for s in steps[1:3]] == [
         "statement 2026-01: 3 transactions",
         "statement 2026-02: 3 transactions",
     ]
-    lost, recovered = await store.list_activations(task_id=task.id)
+    lost, recovered = await store.activations.list_activations(task_id=task.id)
     assert (lost.outcome, recovered.reason, recovered.outcome) == ("lost", "recovered", "succeed")
     assert lost.usage["model_calls"] == 1  # saved with the answer, though the worker died
     assert {s.activation_id for s in steps[dies_at:]} == {recovered.id}
@@ -184,7 +184,7 @@ class Payments:
 
 
 async def pay_task(store: Store, clock: SimulatedClock, person: Person) -> str:
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": "Pay the plumber 80"}),
         person_id=person.id,
         now=clock.now(),
@@ -217,7 +217,7 @@ async def test_idempotent_effect_is_retried_with_the_same_key(
 
         await crash(store, clock, harness())
         key = effect_key(task_id, 2, 0)
-        effect = await store.get_effect_by_key(key)
+        effect = await store.effects.get_effect_by_key(key)
         assert effect is not None
         assert effect.status is EffectStatus.SENT
         await agent_worker(store, harness(), clock).run_until_idle()
@@ -226,14 +226,16 @@ async def test_idempotent_effect_is_retried_with_the_same_key(
     assert payments.keys == [key, key]
     stats = (await EffectServiceClient(effect_service.url).stats())[key]
     assert (stats["requests"], stats["applied"]) == (2, 1)
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert done.status is S.SUCCEEDED
-    effect = await store.get_effect_by_key(key)
+    effect = await store.effects.get_effect_by_key(key)
     assert effect is not None
     assert (effect.status, effect.attempts) == (EffectStatus.SUCCEEDED, 2)
     assert effect.result["key"] == key
     assert effect.result["applied_count"] == 1
-    observed = next(s.output for s in await store.list_steps(task_id) if s.kind == "tool")
+    observed = next(
+        s.output for s in await store.activations.list_steps(task_id) if s.kind == "tool"
+    )
     assert '"applied_count": 1' in observed["observation"]
 
 
@@ -264,10 +266,10 @@ async def test_effect_without_idempotency_is_left_in_doubt_not_repeated(
         key = effect_key(task_id, 2, 0)
         worker = agent_worker(store, harness(), clock)
         await worker.run_until_idle()
-        effect = await store.get_effect_by_key(key)
+        effect = await store.effects.get_effect_by_key(key)
         assert effect is not None
         assert effect.status is EffectStatus.IN_DOUBT
-        waiting = await store.get_task(task_id)
+        waiting = await store.tasks.get_task(task_id)
         assert waiting.status is S.WAITING
         assert waiting.wait is not None
         assert (waiting.wait.kind, waiting.wait.ref) == ("effect", effect.id)
@@ -276,11 +278,11 @@ async def test_effect_without_idempotency_is_left_in_doubt_not_repeated(
         stats = (await EffectServiceClient(effect_service.url).stats())[key]
         assert (stats["requests"], stats["applied"]) == (1, 1)
 
-        await store.resolve_effect(effect.id, applied=True, now=clock.now())
+        await store.effects.resolve_effect(effect.id, applied=True, now=clock.now())
         await worker.run_until_idle()
         assert server.requests == 2
 
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
     assert payments.keys == [key]
     stats = (await EffectServiceClient(effect_service.url).stats())[key]
     assert (stats["requests"], stats["applied"]) == (1, 1)
@@ -304,15 +306,15 @@ async def test_effect_resolved_before_the_task_is_asleep_still_wakes_it(
     task_id = await pay_task(store, clock, person)
     await crash(store, clock, harness)
     # what a worker does, with the person's decision falling between the two commits
-    [claim] = await store.claim_tasks(
+    [claim] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=LEASE, now=clock.now(), lease_now=clock.lease_now()
     )
     run = TaskRun(store=store, clock=clock, claim=claim)
     with pytest.raises(EffectInDoubt) as doubt:
         await harness.activate(run)
     effect_id = doubt.value.effect_id
-    await store.resolve_effect(effect_id, applied=True, now=clock.now())
-    await store.finish_activation(
+    await store.effects.resolve_effect(effect_id, applied=True, now=clock.now())
+    await store.activations.finish_activation(
         run.fence,
         Wait(condition=WaitCondition(kind="effect", ref=effect_id)),
         now=clock.now(),
@@ -320,4 +322,4 @@ async def test_effect_resolved_before_the_task_is_asleep_still_wakes_it(
         usage=run.usage,
         lease_now=clock.lease_now(),
     )
-    assert (await store.get_task(task_id)).status is S.PENDING
+    assert (await store.tasks.get_task(task_id)).status is S.PENDING

@@ -69,7 +69,7 @@ async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_p
             harness = await build_harness(settings, store, clock)
             person = await svc.ensure_person()
             # the MCP server is a connection that may send (reading is not sending)
-            await store.add_connection(
+            await store.authority.add_connection(
                 Connection(
                     id=new_id("con"),
                     person_id=person.id,
@@ -83,7 +83,7 @@ async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_p
             worker = Worker(store, harness, clock, poll_seconds=None, name="first")
             await worker.run_until_idle()
 
-            waiting = await store.get_task(task.id)
+            waiting = await store.tasks.get_task(task.id)
             assert waiting.status is TaskStatus.WAITING
             assert waiting.wait is not None
             assert waiting.wait.kind == "approval"
@@ -114,12 +114,12 @@ async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_p
                 # started once and polled below; nothing blocks on it
                 worker_proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)  # noqa: ASYNC220
             deadline = time.monotonic() + scaled(60)
-            while (await store.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
+            while (await store.tasks.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
                 assert worker_proc.poll() is None, (tmp_path / "worker.log").read_text()
                 assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
                 await asyncio.sleep(0.2)
 
-            steps = await store.list_steps(task.id)
+            steps = await store.activations.list_steps(task.id)
             kinds = [(s.seq, s.kind) for s in steps]
             assert kinds == [(1, "model"), (2, "suspend"), (3, "tool"), (4, "model"), (5, "tool")]
             assert suspended_at == 2
@@ -129,19 +129,19 @@ async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_p
             assert not observed["error"]
             # the recorded answer was reused: one request before, one (finish) after
             assert server.requests == 2
-            first, second = await store.list_activations(task_id=task.id)
+            first, second = await store.activations.list_activations(task_id=task.id)
             assert first.worker == "first"
             assert second.worker != "first"
             assert second.reason == "approval"
             # every decision is in the audit log with what decided it, and the chain holds
             decisions = [
                 (e.data["tool"], e.data["verdict"])
-                for e in await store.list_audit(person_id=person.id)
+                for e in await store.audit.list_audit(person_id=person.id)
                 if e.kind == "decision"
             ]
             assert decisions[0] == ("test__echo", "ask")
             assert ("finish", "allow") in decisions
-            assert (await store.verify_audit()).ok
+            assert (await store.audit.verify_audit()).ok
     finally:
         if worker_proc is not None:
             worker_proc.terminate()

@@ -78,11 +78,11 @@ async def test_a_group_conversation_and_its_subtask_are_heard_by_the_group(
         title="party",
         input={"instructions": "Plan the party", "audience": "group:family"},
     )
-    task = await store.create_task(spec, person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(spec, person_id=person.id, now=clock.now())
     await agent_worker(store, harness, clock).run_until_idle()
 
-    assert (await store.get_task(task.id)).status is TaskStatus.SUCCEEDED
-    [child] = await store.list_tasks(parent_id=task.id)
+    assert (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
+    [child] = await store.tasks.list_tasks(parent_id=task.id)
     assert child.input["audience"] == "group:family"
     assert {q.audience for q in personal.queries} == {FAMILY}
     assert len(personal.queries) >= 2  # the parent's and the child's activations
@@ -109,10 +109,10 @@ async def test_an_unreadable_audience_is_treated_as_public_down_the_tree(
     personal = RecordingContext()
     harness = AgentHarness(model=model, workspace=workspace, personal=personal)
     spec = TaskSpec(kind="agent", title="t", input={"instructions": "go", "audience": "??"})
-    task = await store.create_task(spec, person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(spec, person_id=person.id, now=clock.now())
     await agent_worker(store, harness, clock).run_until_idle()
 
-    [child] = await store.list_tasks(parent_id=task.id)
+    [child] = await store.tasks.list_tasks(parent_id=task.id)
     assert child.input["audience"] == "public"
     assert {q.audience for q in personal.queries} == {PUBLIC}
     assert all("Audience: the public." in m[0].content for m, _ in model.requests)

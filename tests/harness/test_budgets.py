@@ -43,7 +43,7 @@ async def create(
     goal_id: str | None = None,
     **task_input: Any,
 ) -> str:
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", title="watch", input={"instructions": "watch", **task_input}),
         person_id=person.id,
         goal_id=goal_id,
@@ -64,12 +64,12 @@ async def test_step_budget_stops_a_runaway_loop_and_the_person_can_extend_it(
     worker = agent_worker(store, harness, clock)
     assert await worker.run_until_idle() == 1
 
-    stopped = await store.get_task(task_id)
+    stopped = await store.tasks.get_task(task_id)
     assert stopped.status is S.WAITING
     assert stopped.wait is not None
     assert stopped.wait.kind == "input"
     assert stopped.wait.prompt == "Budget reached: activation step budget reached (10 steps)"
-    [notice] = await store.list_notifications(person_id=person.id)
+    [notice] = await store.inbox.list_notifications(person_id=person.id)
     assert (notice.kind, notice.ref, notice.task_id) == ("budget", stopped.wait.ref, task_id)
     assert notice.title == "Task paused: activation step budget reached (10 steps)"
     assert "stopped instead of spending more" in notice.body
@@ -77,17 +77,17 @@ async def test_step_budget_stops_a_runaway_loop_and_the_person_can_extend_it(
     assert stopped.step_seq == 11  # and the stop itself
 
     clock.advance(timedelta(hours=5))
-    await store.answer_input(task_id, "keep watching", now=clock.now())
+    await store.inbox.answer_input(task_id, "keep watching", now=clock.now())
     assert await worker.run_until_idle() == 1
-    again = await store.get_task(task_id)
+    again = await store.tasks.get_task(task_id)
     assert again.status is S.WAITING
     assert model.calls == 10
-    first, second = await store.list_activations(task_id=task_id)
+    first, second = await store.activations.list_activations(task_id=task_id)
     assert (first.usage["model_calls"], second.usage["model_calls"]) == (5, 5)
     assert (second.reason, second.outcome) == ("input", "wait")
-    kinds = [s.kind for s in await store.list_steps(task_id, after=11)]
+    kinds = [s.kind for s in await store.activations.list_steps(task_id, after=11)]
     assert kinds == ["resumed", *["model", "tool"] * 5, "suspend"]
-    assert len(await store.list_notifications(person_id=person.id)) == 2
+    assert len(await store.inbox.list_notifications(person_id=person.id)) == 2
 
 
 async def test_cost_budget_stops_before_spending_more(
@@ -100,15 +100,15 @@ async def test_cost_budget_stops_before_spending_more(
     task_id = await create(store, clock, person, budget={"max_cost_usd": 3.0, "max_steps": 500})
     await agent_worker(store, harness, clock).run_until_idle()
 
-    stopped = await store.get_task(task_id)
+    stopped = await store.tasks.get_task(task_id)
     assert stopped.status is S.WAITING
     assert stopped.wait is not None
     assert stopped.wait.prompt == "Budget reached: activation cost budget reached ($3.00)"
-    [notice] = await store.list_notifications(person_id=person.id)
+    [notice] = await store.inbox.list_notifications(person_id=person.id)
     assert notice.kind == "budget"
     assert "cost budget" in notice.title
-    [activation] = await store.list_activations(task_id=task_id)
-    model_steps = [s for s in await store.list_steps(task_id) if s.kind == "model"]
+    [activation] = await store.activations.list_activations(task_id=task_id)
+    model_steps = [s for s in await store.activations.list_steps(task_id) if s.kind == "model"]
     costs = [s.output["response"]["usage"]["cost_usd"] for s in model_steps]
     assert all(cost > 0 for cost in costs)
     assert activation.usage["cost_usd"] == pytest.approx(sum(costs))
@@ -124,36 +124,36 @@ async def test_goal_token_budget_stops_the_task_and_then_refuses_to_run_it(
     the next activation is refused and the task fails with the reason."""
     model = runaway()
     harness = AgentHarness(model=model, workspace=workspace, tools=[poke])
-    goal = await store.create_goal(
+    goal = await store.goals.create_goal(
         person_id=person.id, title="watch", now=clock.now(), budget=Budget(max_tokens=8000)
     )
     warmup = await create(store, clock, person, goal_id=goal.id, budget={"max_steps": 4})
     worker = agent_worker(store, harness, clock)
     await worker.run_until_idle()
-    spent_before = (await store.goal_usage(goal.id))["tokens"]
+    spent_before = (await store.activations.goal_usage(goal.id))["tokens"]
     assert 0 < spent_before < 8000
-    assert (await store.get_task(warmup)).wait is not None
+    assert (await store.tasks.get_task(warmup)).wait is not None
 
     task_id = await create(store, clock, person, goal_id=goal.id, budget={"max_steps": 500})
     await worker.run_until_idle()
-    stopped = await store.get_task(task_id)
+    stopped = await store.tasks.get_task(task_id)
     assert stopped.status is S.WAITING
     assert stopped.wait is not None
     assert stopped.wait.prompt == "Budget reached: goal token budget reached (8000 tokens)"
-    [activation] = await store.list_activations(task_id=task_id)
+    [activation] = await store.activations.list_activations(task_id=task_id)
     tokens = [
         s.output["response"]["usage"]["input_tokens"]
         + s.output["response"]["usage"]["output_tokens"]
-        for s in await store.list_steps(task_id)
+        for s in await store.activations.list_steps(task_id)
         if s.kind == "model"
     ]
     assert activation.usage["tokens"] == sum(tokens)
     assert spent_before + sum(tokens) >= 8000 > spent_before + sum(tokens[:-1])
 
     calls = model.calls
-    await store.answer_input(task_id, "go on", now=clock.now())
+    await store.inbox.answer_input(task_id, "go on", now=clock.now())
     await worker.run_until_idle()
-    refused = await store.get_task(task_id)
+    refused = await store.tasks.get_task(task_id)
     assert (refused.status, refused.error) == (S.FAILED, "goal budget exhausted: 8000 tokens")
     assert model.calls == calls
 
@@ -173,22 +173,22 @@ async def test_time_budgets_count_simulated_time(
 
     model = ScriptedModel([call_tool("slow_poke")], loop_last=True)
     harness = AgentHarness(model=model, workspace=workspace, tools=[slow_poke])
-    goal = await store.create_goal(
+    goal = await store.goals.create_goal(
         person_id=person.id, title="watch", now=clock.now(), budget=Budget(max_seconds=2400)
     )
     first = await create(store, clock, person, goal_id=goal.id, budget={"max_seconds": 1800})
     # the tool moves simulated time past a normal lease: a lease long enough for the test
     worker = Worker(store, harness, clock, lease_seconds=86_400, poll_seconds=None)
     await worker.run_until_idle()
-    stopped = await store.get_task(first)
+    stopped = await store.tasks.get_task(first)
     assert stopped.wait is not None
     assert stopped.wait.prompt == "Budget reached: activation time budget reached (1800s)"
     assert model.calls == 3
-    assert (await store.goal_usage(goal.id))["seconds"] == 1800
+    assert (await store.activations.goal_usage(goal.id))["seconds"] == 1800
 
     second = await create(store, clock, person, goal_id=goal.id)
     await worker.run_until_idle()
-    stopped = await store.get_task(second)
+    stopped = await store.tasks.get_task(second)
     assert stopped.wait is not None
     assert stopped.wait.prompt == "Budget reached: goal time budget reached (2400s of work)"
     assert model.calls == 4
@@ -209,17 +209,17 @@ async def test_usage_is_summed_per_activation_and_per_goal(
         price=PRICE,
     )
     harness = AgentHarness(model=model, workspace=workspace, tools=[poke])
-    goal = await store.create_goal(person_id=person.id, title="g", now=clock.now())
+    goal = await store.goals.create_goal(person_id=person.id, title="g", now=clock.now())
     task_id = await create(store, clock, person, goal_id=goal.id)
     worker = agent_worker(store, harness, clock)
     await worker.run_until_idle()
     clock.advance(timedelta(days=1))
-    await store.answer_input(task_id, "yes", now=clock.now())
+    await store.inbox.answer_input(task_id, "yes", now=clock.now())
     await worker.run_until_idle()
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
 
-    activations = await store.list_activations(task_id=task_id)
-    steps = await store.list_steps(task_id)
+    activations = await store.activations.list_activations(task_id=task_id)
+    steps = await store.activations.list_steps(task_id)
     assert len(activations) == 2
     for activation in activations:
         usages = [
@@ -235,7 +235,7 @@ async def test_usage_is_summed_per_activation_and_per_goal(
             u["input_tokens"] + u["output_tokens"] for u in usages
         )
         assert activation.usage["cost_usd"] == pytest.approx(sum(u["cost_usd"] for u in usages))
-    spent = await store.goal_usage(goal.id)
+    spent = await store.activations.goal_usage(goal.id)
     assert spent["activations"] == 2
     assert spent["steps"] == len(steps)
     assert spent["tokens"] == sum(a.usage["tokens"] for a in activations)

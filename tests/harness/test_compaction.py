@@ -89,16 +89,16 @@ async def test_long_task_stays_within_its_context_budget(
     config = AgentConfig(context=budget, budget=ActivationBudget(max_steps=2000))
     model = counting_model(target)
     harness = AgentHarness(model=model, workspace=workspace, tools=[log_line], config=config)
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": f"Count to {target}"}),
         person_id=person.id,
         now=clock.now(),
     )
     assert await agent_worker(store, harness, clock).run_until_idle() == 1
 
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     assert (done.status, done.result) == (S.SUCCEEDED, {"text": f"counted {target}"})
-    steps = await store.list_steps(task.id, limit=10_000)
+    steps = await store.activations.list_steps(task.id, limit=10_000)
     assert len(steps) > 500
     # without compaction the conversation could not have fitted
     assert steps_tokens(steps) > 2 * budget.total
@@ -142,20 +142,20 @@ async def test_model_summary_is_used_and_a_failing_summarizer_falls_back(
     harness = AgentHarness(
         model=model, workspace=workspace, tools=[log_line], config=config, summarizer=summarizer
     )
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": "Count to 30"}),
         person_id=person.id,
         now=clock.now(),
     )
     await agent_worker(store, harness, clock).run_until_idle()
-    assert (await store.get_task(task.id)).result == {"text": "counted 30"}
-    steps = await store.list_steps(task.id)
+    assert (await store.tasks.get_task(task.id)).result == {"text": "counted 30"}
+    steps = await store.activations.list_steps(task.id)
     summaries = [s for s in steps if s.kind == "summary"]
     assert len(summaries) == summarizer.calls >= 2
     assert {s.output["method"] for s in summaries} == {"model"}
     late, _ = model.requests[-1]
     assert "SUMMARY covering" in late[0].content
-    [activation] = await store.list_activations(task_id=task.id)
+    [activation] = await store.activations.list_activations(task_id=task.id)
     assert activation.usage["model_calls"] == model.calls + summarizer.calls
 
     broken = ScriptedModel([])  # every call fails: its script is exhausted
@@ -163,14 +163,14 @@ async def test_model_summary_is_used_and_a_failing_summarizer_falls_back(
     harness = AgentHarness(
         model=model, workspace=workspace, tools=[log_line], config=config, summarizer=broken
     )
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": "Count to 30"}),
         person_id=person.id,
         now=clock.now(),
     )
     await agent_worker(store, harness, clock).run_until_idle()
-    assert (await store.get_task(task.id)).result == {"text": "counted 30"}
-    summaries = [s for s in await store.list_steps(task.id) if s.kind == "summary"]
+    assert (await store.tasks.get_task(task.id)).result == {"text": "counted 30"}
+    summaries = [s for s in await store.activations.list_steps(task.id) if s.kind == "summary"]
     assert broken.calls == len(summaries) >= 2
     assert {s.output["method"] for s in summaries} == {"deterministic"}
 
@@ -339,7 +339,7 @@ async def test_context_overflow_compacts_harder_and_asks_again(
         )
 
     model = ScriptedModel(script)
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": "Count to 12"}),
         person_id=person.id,
         now=clock.now(),
@@ -351,8 +351,8 @@ async def test_context_overflow_compacts_harder_and_asks_again(
         assert await agent_worker(store, harness, clock).run_until_idle() == 1
         assert server.requests == model.calls + 1  # the refused request
 
-    assert (await store.get_task(task.id)).result == {"text": "counted 12"}
-    steps = await store.list_steps(task.id)
+    assert (await store.tasks.get_task(task.id)).result == {"text": "counted 12"}
+    steps = await store.activations.list_steps(task.id)
     kinds = [s.kind for s in steps]
     # nothing needed compacting before the overflow; right after it, one summary
     first_summary = kinds.index("summary")
@@ -360,4 +360,6 @@ async def test_context_overflow_compacts_harder_and_asks_again(
     assert kinds[first_summary + 1] == "model"
     retried, _ = model.requests[overflow_after + 1]
     assert sum(message_tokens(m) for m in retried[2:]) <= (budget.recent - schemas) // 4
-    assert [a.outcome for a in await store.list_activations(task_id=task.id)] == ["succeed"]
+    assert [a.outcome for a in await store.activations.list_activations(task_id=task.id)] == [
+        "succeed"
+    ]

@@ -70,8 +70,8 @@ async def test_killed_after_the_model_answered_reuses_the_answer_and_runs_the_to
                 "STEWARD_MODEL_API_KEY": server.api_key,
             }
             now = datetime.now(UTC)
-            person = await store.create_person(name="p", now=now)
-            task = await store.create_task(
+            person = await store.persons.create_person(name="p", now=now)
+            task = await store.tasks.create_task(
                 TaskSpec(kind="agent", input={"instructions": "record once"}, max_attempts=5),
                 person_id=person.id,
                 now=now,
@@ -82,21 +82,21 @@ async def test_killed_after_the_model_answered_reuses_the_answer_and_runs_the_to
             assert await asyncio.to_thread(doomed.wait, scaled(60)) == 137, log.read_text()
             assert server.requests == 1
             assert not record.exists()  # died before the tool ran
-            steps = await store.list_steps(task.id)
+            steps = await store.activations.list_steps(task.id)
             assert [s.kind for s in steps] == ["model"]
 
             # a scheduler reaps the expired lease; a fresh worker carries on
             procs.append(start("scheduler", db_url, env, log))
             procs.append(start("worker", db_url, env, log))
             deadline = time.monotonic() + scaled(60)
-            while (await store.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
+            while (await store.tasks.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
                 assert time.monotonic() < deadline, log.read_text()
                 await asyncio.sleep(0.1)
             assert server.requests == 2  # the recorded answer was reused, not asked again
             assert record.read_text() == "once\n"  # the tool ran once
-            kinds = [s.kind for s in await store.list_steps(task.id)]
+            kinds = [s.kind for s in await store.activations.list_steps(task.id)]
             assert kinds == ["model", "tool", "model", "tool"]
-            first, second = await store.list_activations(task_id=task.id)
+            first, second = await store.activations.list_activations(task_id=task.id)
             assert first.outcome in (None, "lost")  # its worker died holding it
             assert (second.reason, second.outcome) == ("recovered", "succeed")
     finally:

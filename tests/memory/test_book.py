@@ -28,7 +28,7 @@ def said_in(ref: str, *, trusted: bool = True) -> Source:
 async def person(store: Store, clock: SimulatedClock) -> str:
     if clock.now() < SUMMER:
         clock.advance(SUMMER - clock.now())  # after the move, so both cities are in the past
-    return (await store.create_person(name="ada", now=clock.now())).id
+    return (await store.persons.create_person(name="ada", now=clock.now())).id
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ async def test_a_move_supersedes_the_old_city_which_stays_in_history(
     assert await find(book, person, "Which city does she live in? Lisbon or Berlin") == [
         "Moved to Berlin in May"
     ]
-    old = await book.store.get_memory(lisbon.memory.id)
+    old = await book.store.memory.get_memory(lisbon.memory.id)
     assert (old.valid_to, old.superseded_by, old.status) == (
         MAY,
         berlin.memory.id,
@@ -114,7 +114,7 @@ async def test_news_older_than_what_is_known_does_not_replace_it(
     assert older.memory is not None
     assert older.memory.superseded_by == newer.memory.id
     assert older.memory.valid_to == MAY
-    assert (await book.store.get_memory(newer.memory.id)).valid_to is None
+    assert (await book.store.memory.get_memory(newer.memory.id)).valid_to is None
     assert await find(book, person, "where does she work Acme Initech") == ["Works at Acme"]
 
 
@@ -139,7 +139,7 @@ async def test_a_one_off_exception_leaves_the_standing_preference(
     )
     assert preference.memory is not None
     assert exception.memory is not None
-    kept = await book.store.get_memory(preference.memory.id)
+    kept = await book.store.memory.get_memory(preference.memory.id)
     assert (kept.valid_to, kept.superseded_by, kept.version) == (None, None, 1)
     assert exception.memory.supersedes is None
     found = await find(book, person, "which flights does she prefer red-eye or morning")
@@ -200,9 +200,9 @@ async def test_the_same_statement_is_not_learned_twice(book: MemoryBook, person:
     await book.forget_source(person, "task:tsk_gone", actor="person")
     ghost = await say("Is allergic to peanuts", "tsk_gone")
     assert (ghost.outcome, ghost.memory) == (WriteOutcome.FORGOTTEN, None)
-    kept = await book.store.get_memory(first.memory.id)
+    kept = await book.store.memory.get_memory(first.memory.id)
     assert [s.ref for s in kept.sources] == ["tsk_a", "tsk_b"]
-    assert len(await book.store.list_memories(person_id=person)) == 2
+    assert len(await book.store.memory.list_memories(person_id=person)) == 2
 
 
 async def test_edits_are_versions_and_any_version_comes_back(book: MemoryBook, person: str) -> None:
@@ -263,7 +263,7 @@ async def test_forgetting_a_source_purges_what_came_of_it_for_good(
     assert await find(book, person, "budget trip window seat sister Ana") == []
     assert other.memory is not None
     with pytest.raises(Exception, match="not found"):
-        await book.store.get_memory(other.memory.id)
+        await book.store.memory.get_memory(other.memory.id)
     again = await book.write(
         person_id=person,
         content="Budget for the trip is 2000 euros",
@@ -272,9 +272,11 @@ async def test_forgetting_a_source_purges_what_came_of_it_for_good(
         actor="agent:tsk_chat",
     )
     assert (again.outcome, again.memory) == (WriteOutcome.FORGOTTEN, None)
-    assert await book.store.list_memories(person_id=person) == []
+    assert await book.store.memory.list_memories(person_id=person) == []
     forgotten = [
-        e for e in await book.store.list_audit(person_id=person) if e.kind == "memory_forgotten"
+        e
+        for e in await book.store.audit.list_audit(person_id=person)
+        if e.kind == "memory_forgotten"
     ]
     assert [e.data for e in forgotten] == [{"source": "task:tsk_chat", "purged": 3}]
 
@@ -328,7 +330,7 @@ async def test_bad_memories_are_refused_and_nothing_is_written(
             actor="person",
             **fields,  # type: ignore[arg-type]
         )
-    assert await book.store.list_memories(person_id=person) == []
+    assert await book.store.memory.list_memories(person_id=person) == []
 
 
 async def test_a_change_without_a_date_counts_from_when_it_was_said(
@@ -392,7 +394,7 @@ async def test_old_news_finds_its_place_in_the_history_and_keeps_its_own_end(
         datetime(2021, 9, 1, tzinfo=UTC),
         datetime(2024, 12, 31, tzinfo=UTC),
     )
-    stored = {m.id: m for m in await book.store.list_memories(person_id=person)}
+    stored = {m.id: m for m in await book.store.memory.list_memories(person_id=person)}
     assert stored[harbour].valid_to == datetime(2024, 12, 31, tzinfo=UTC)
     assert stored[harbour].superseded_by == acme
     assert stored[acme].superseded_by == northwind
@@ -462,7 +464,7 @@ async def test_forgetting_the_newer_value_makes_the_older_current_again(
     await book.forget_source(person, "task:tsk_b", actor="person")
 
     assert lisbon.memory is not None
-    reopened = await book.store.get_memory(lisbon.memory.id)
+    reopened = await book.store.memory.get_memory(lisbon.memory.id)
     assert (reopened.valid_to, reopened.superseded_by) == (None, None)
     assert await find(book, person, "Which city Lisbon Berlin") == ["Lives in Lisbon"]
 
@@ -486,7 +488,7 @@ async def test_values_written_to_one_slot_at_once_form_one_history(
         )
     )
     assert all(w.outcome is WriteOutcome.CREATED for w in written)
-    values = await book.store.list_memories(person_id=person, slot="home_city")
+    values = await book.store.memory.list_memories(person_id=person, slot="home_city")
     by_start = sorted(values, key=lambda m: m.valid_from or m.observed_at)
     # one current value, each ended exactly where the next begins, whatever the write order
     assert [m.superseded_by for m in by_start] == [m.id for m in by_start[1:]] + [None]
@@ -553,5 +555,5 @@ async def test_forgetting_a_source_only_an_older_version_named_purges_the_memory
 
     assert tombstone.purged == 1
     with pytest.raises(NotFound):
-        await book.store.get_memory(first.memory.id)
+        await book.store.memory.get_memory(first.memory.id)
     assert await book.history(first.memory.id) == []

@@ -40,7 +40,7 @@ def said_in(ref: str, *, trusted: bool = True) -> Source:
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock) -> str:
-    return (await store.create_person(name="ada", now=clock.now())).id
+    return (await store.persons.create_person(name="ada", now=clock.now())).id
 
 
 @pytest.fixture
@@ -71,13 +71,13 @@ async def stored(
         created_at=now,
         updated_at=now,
     )
-    written = await book.store.add_memory(memory, actor=f"agent:{ref}")
+    written = await book.store.memory.add_memory(memory, actor=f"agent:{ref}")
     assert written is not None
     return written
 
 
 async def statuses(book: MemoryBook, *ids: str) -> list[MemoryStatus]:
-    return [m.status for m in await book.store.get_memories(ids)]
+    return [m.status for m in await book.store.memory.get_memories(ids)]
 
 
 async def test_a_pass_merges_duplicates_into_the_oldest_with_every_source(
@@ -98,7 +98,7 @@ async def test_a_pass_merges_duplicates_into_the_oldest_with_every_source(
         None,
     )
     assert "(preference, archived) prefers aisle seats" in merge.after[again.id]
-    kept = await book.store.get_memory(first.id)
+    kept = await book.store.memory.get_memory(first.id)
     assert (kept.status, kept.importance, [s.key for s in kept.sources]) == (
         MemoryStatus.ACTIVE,
         0.8,
@@ -115,7 +115,7 @@ async def test_a_pass_merges_duplicates_into_the_oldest_with_every_source(
         (f"consolidation:{done.id}", f"merged into {first.id}"),
     ]
     assert history[0].memory.status is MemoryStatus.ACTIVE
-    assert await book.store.get_memory_pass(done.id) == done
+    assert await book.store.memory_passes.get_memory_pass(done.id) == done
 
 
 async def test_a_confirmed_newer_fact_is_promoted_and_supersedes_the_older_one(
@@ -151,8 +151,8 @@ async def test_a_confirmed_newer_fact_is_promoted_and_supersedes_the_older_one(
         (OperationKind.PROMOTE, (berlin.memory.id,)),
         (OperationKind.SUPERSEDE, (lisbon.memory.id, berlin.memory.id)),
     ]
-    old = await book.store.get_memory(lisbon.memory.id)
-    new = await book.store.get_memory(berlin.memory.id)
+    old = await book.store.memory.get_memory(lisbon.memory.id)
+    new = await book.store.memory.get_memory(berlin.memory.id)
     assert (old.status, old.valid_to, old.superseded_by) == (
         MemoryStatus.ACTIVE,
         MAY,
@@ -190,7 +190,7 @@ async def test_an_episode_never_supersedes_the_standing_preference(
     done = await consolidate(book, person, rules=LENIENT)
 
     assert done.operations == ()
-    kept = await book.store.get_memory(habit.memory.id)
+    kept = await book.store.memory.get_memory(habit.memory.id)
     assert (kept.version, kept.valid_to, kept.superseded_by) == (1, None, None)
     assert await statuses(book, once.memory.id) == [MemoryStatus.ACTIVE]
 
@@ -243,7 +243,7 @@ async def test_stale_notes_are_archived_and_recalled_or_important_ones_kept(
     weighty = await stored(
         book, person, "Passport renewed", ref="tsk_c", kind=MemoryKind.NOTE, importance=0.9
     )
-    await book.store.record_memory_uses([recalled.id])
+    await book.store.memory.record_memory_uses([recalled.id])
     clock.advance(timedelta(days=181))
 
     done = await consolidate(book, person, rules=LENIENT)
@@ -274,13 +274,15 @@ async def test_a_destructive_pass_is_held_until_approved_and_skips_what_changed_
 
     assert (held.status, held.drops, held.active, held.share) == (PassStatus.HELD, 3, 5, 0.6)
     everyone = [first, again, *old_notes, keeper]
-    assert [m.version for m in await book.store.get_memories([m.id for m in everyone])] == [1] * 5
+    assert [m.version for m in await book.store.memory.get_memories([m.id for m in everyone])] == [
+        1
+    ] * 5
     assert await statuses(book, *(m.id for m in everyone)) == [MemoryStatus.ACTIVE] * 5
     assert held.describe()[0] == f"merge: same statement: {again.id} merged into {first.id}"
 
     # before the review, the person keeps one note alive and a task recalls the other
     await book.edit(old_notes[1].id, actor="person", importance=0.8)
-    await book.store.record_memory_uses([old_notes[0].id])
+    await book.store.memory.record_memory_uses([old_notes[0].id])
     approved = await approve_pass(book, held.id)
 
     assert approved.status is PassStatus.APPLIED
@@ -299,7 +301,7 @@ async def test_a_destructive_pass_is_held_until_approved_and_skips_what_changed_
         MemoryStatus.ACTIVE,
         MemoryStatus.ACTIVE,
     ]
-    assert (await book.store.get_memory_pass(held.id)).status is PassStatus.APPLIED
+    assert (await book.store.memory_passes.get_memory_pass(held.id)).status is PassStatus.APPLIED
     with pytest.raises(InvalidTransition):
         await approve_pass(book, held.id)
 
@@ -317,8 +319,10 @@ async def test_a_held_pass_can_be_rejected_and_is_expired_by_a_newer_one(
     older = await consolidate(book, person)
     newer = await consolidate(book, person)
     assert (older.status, newer.status) == (PassStatus.HELD, PassStatus.HELD)
-    assert (await book.store.get_memory_pass(older.id)).status is PassStatus.EXPIRED
-    held = await book.store.list_memory_passes(person_id=person, status=PassStatus.HELD)
+    assert (await book.store.memory_passes.get_memory_pass(older.id)).status is PassStatus.EXPIRED
+    held = await book.store.memory_passes.list_memory_passes(
+        person_id=person, status=PassStatus.HELD
+    )
     assert [p.id for p in held] == [newer.id]
 
 
@@ -336,7 +340,7 @@ async def test_the_nightly_job_runs_a_pass_through_a_worker_and_asks_for_review(
     worker = Worker(store, with_memory_jobs(builtin_harness(), book), clock, poll_seconds=None)
     assert await worker.run_until_idle() == 1
 
-    [task] = await store.list_tasks(person_id=person)
+    [task] = await store.tasks.list_tasks(person_id=person)
     assert (task.kind, task.status) == (CONSOLIDATE, TaskStatus.SUCCEEDED)
     pass_id = f"mps_{task.id}"
     assert task.result == {
@@ -348,7 +352,7 @@ async def test_the_nightly_job_runs_a_pass_through_a_worker_and_asks_for_review(
         "extracted_from": 0,
     }
     assert await statuses(book, first.id, again.id) == [MemoryStatus.ACTIVE] * 2
-    [review] = await store.list_notifications(person_id=person)
+    [review] = await store.inbox.list_notifications(person_id=person)
     assert (review.kind, review.ref, review.task_id) == ("memory_review", pass_id, task.id)
     assert "set aside 1 of 2 memories" in review.title
 
@@ -368,24 +372,24 @@ async def test_the_nightly_job_first_learns_from_tasks_finished_since_the_last_p
     chat = ScriptedModel([say("Noted, Berlin it is.")])
     harness = AgentHarness(model=chat, workspace=Workspace(tmp_path / "ws"))
     spec = TaskSpec(kind="agent", title="move", input={"instructions": "I moved to Berlin"})
-    told = await store.create_task(spec, person_id=person, now=clock.now())
+    told = await store.tasks.create_task(spec, person_id=person, now=clock.now())
     await agent_worker(store, harness, clock).run_until_idle()
-    assert (await store.get_task(told.id)).status is TaskStatus.SUCCEEDED
+    assert (await store.tasks.get_task(told.id)).status is TaskStatus.SUCCEEDED
 
     answer = '[{"content": "Lives in Berlin", "kind": "fact", "slot": "home_city"}]'
     extractor = ModelExtractor(ScriptedModel([say(answer), say(answer)]))
     jobs = with_memory_jobs(builtin_harness(), book, extractor=extractor)
     results = []
     for _ in range(2):
-        job = await store.create_task(
+        job = await store.tasks.create_task(
             TaskSpec(kind=CONSOLIDATE, title="nightly"), person_id=person, now=clock.now()
         )
         await Worker(store, jobs, clock, poll_seconds=None).run_until_idle()
-        results.append((await store.get_task(job.id)).result)
+        results.append((await store.tasks.get_task(job.id)).result)
         clock.advance(timedelta(days=1))
 
     assert [r["extracted_from"] for r in results if r] == [1, 0]  # the second night: nothing new
-    [learned] = await store.list_memories(person_id=person)
+    [learned] = await store.memory.list_memories(person_id=person)
     assert (learned.content, learned.status) == ("Lives in Berlin", MemoryStatus.CANDIDATE)
     assert [s.key for s in learned.sources] == [f"task:{told.id}"]
 
@@ -405,7 +409,7 @@ async def test_what_one_night_cannot_read_the_next_night_reads_oldest_first(
         chat = ScriptedModel([say("Noted.")])
         harness = AgentHarness(model=chat, workspace=Workspace(tmp_path / "ws"))
         spec = TaskSpec(kind="agent", title=city, input={"instructions": f"I visited {city}"})
-        task = await store.create_task(spec, person_id=person, now=clock.now())
+        task = await store.tasks.create_task(spec, person_id=person, now=clock.now())
         await agent_worker(store, harness, clock).run_until_idle()
         told.append(task.id)
         clock.advance(timedelta(minutes=5))
@@ -420,13 +424,13 @@ async def test_what_one_night_cannot_read_the_next_night_reads_oldest_first(
     jobs = with_memory_jobs(builtin_harness(), book, extractor=Recording())
     counts = []
     for _ in range(3):
-        job = await store.create_task(
+        job = await store.tasks.create_task(
             TaskSpec(kind=CONSOLIDATE, title="nightly", input={"max_extractions": 2}),
             person_id=person,
             now=clock.now(),
         )
         await Worker(store, jobs, clock, poll_seconds=None).run_until_idle()
-        counts.append((await store.get_task(job.id)).result["extracted_from"])  # type: ignore[index]
+        counts.append((await store.tasks.get_task(job.id)).result["extracted_from"])  # type: ignore[index]
         clock.advance(timedelta(days=1))
 
     assert counts == [2, 1, 0]
@@ -451,6 +455,6 @@ async def test_a_forgotten_memory_leaves_the_diffs_that_quoted_it(
 
     await book.forget_source(person, "task:tsk_secret", actor="person")
 
-    [after] = await store.list_memory_passes(person_id=person)
+    [after] = await store.memory_passes.list_memory_passes(person_id=person)
     assert len(after.operations) == len(held.operations) - 1
     assert not any("diabetes" in line for line in after.describe())

@@ -37,7 +37,7 @@ FAMILY = Audience.parse("group:family")
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock) -> str:
-    return (await store.create_person(name="ada", now=clock.now())).id
+    return (await store.persons.create_person(name="ada", now=clock.now())).id
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def chat(person: str, clock: SimulatedClock, *, ref: str = "tsk_trip") -> Transc
 
 
 async def live(book: MemoryBook, person: str) -> list[str]:
-    memories = await book.store.list_memories(
+    memories = await book.store.memory.list_memories(
         person_id=person, statuses=[MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE]
     )
     return sorted(m.content for m in memories)
@@ -180,7 +180,7 @@ async def test_extraction_over_a_forgotten_source_creates_nothing(
     first = await learn(book, ModelExtractor(answering(aisle)), chat(person, clock))
     assert len(first.created) == 1
 
-    stone = await book.store.forget_source(
+    stone = await book.store.memory.forget_source(
         person, "conversation:tsk_trip", now=clock.now(), actor="person"
     )
     assert stone.purged == 1
@@ -207,16 +207,16 @@ async def test_a_finished_chat_is_learned_from_the_persons_words_and_stewards_re
     )
     harness = AgentHarness(model=agent, workspace=Workspace(tmp_path / "ws"))
     spec = TaskSpec(kind="agent", input={"instructions": "Plan a trip", "mode": "chat"})
-    task = await store.create_task(spec, person_id=person, now=clock.now())
+    task = await store.tasks.create_task(spec, person_id=person, now=clock.now())
     worker = agent_worker(store, harness, clock)
     await worker.run_until_idle()
     for answer in ("Lisbon, in May", "No thanks, I always book my own flights"):
-        await store.answer_input(task.id, answer, now=clock.now())
+        await store.inbox.answer_input(task.id, answer, now=clock.now())
         await worker.run_until_idle()
-    finished = await store.get_task(task.id)
+    finished = await store.tasks.get_task(task.id)
     assert finished.status is TaskStatus.SUCCEEDED
 
-    transcript = task_transcript(finished, await store.list_steps(task.id))
+    transcript = task_transcript(finished, await store.activations.list_steps(task.id))
     assert [(t.role, t.text) for t in transcript.turns] == [
         ("person", "Plan a trip"),
         ("steward", "Where would you like to go?"),
@@ -249,7 +249,7 @@ async def test_a_task_that_read_untrusted_content_gives_untrusted_candidates(
     agent = ScriptedModel([call_tool("read_mail"), say("Acme says you agreed to pay 4,800 EUR.")])
     harness = AgentHarness(model=agent, workspace=Workspace(tmp_path / "ws"), tools=[read_mail])
     spec = TaskSpec(kind="agent", input={"instructions": "What does the newest mail say?"})
-    task = await store.create_task(spec, person_id=person, now=clock.now())
+    task = await store.tasks.create_task(spec, person_id=person, now=clock.now())
     await agent_worker(store, harness, clock).run_until_idle()
 
     model = answering({"content": "Agreed to pay Acme 4,800 EUR", "kind": "decision"})

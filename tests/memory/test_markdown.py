@@ -28,7 +28,7 @@ MAY = datetime(2026, 5, 1, tzinfo=UTC)
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock) -> str:
-    return (await store.create_person(name="ada", now=clock.now())).id
+    return (await store.persons.create_person(name="ada", now=clock.now())).id
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ async def test_every_field_exported_reads_back_as_it_was(book: MemoryBook, perso
     assert parsed.errors == []
     assert parsed.person_id == person
     read = {e.memory_id: (e.version, e.values) for e in parsed.entries if e.memory_id}
-    current = {m.id: m for m in await book.store.get_memories(list(read))}
+    current = {m.id: m for m in await book.store.memory.get_memories(list(read))}
     assert len(parsed.entries) == len(read)
     assert set(read) == {full.id, candidate.id, archived.id, new.id}  # not deleted, not replaced
     for memory_id, (version, values) in read.items():
@@ -174,8 +174,8 @@ async def test_status_kind_and_field_edits_apply_as_versions(book: MemoryBook, p
 
     assert (report.errors, report.conflicts) == ([], [])
     assert sorted(report.edited) == sorted([proposed.id, gym.id])
-    promoted = await book.store.get_memory(proposed.id)
-    moved = await book.store.get_memory(gym.id)
+    promoted = await book.store.memory.get_memory(proposed.id)
+    moved = await book.store.memory.get_memory(gym.id)
     assert promoted.status is MemoryStatus.ACTIVE
     assert (moved.kind, moved.content, str(moved.audience), moved.status) == (
         MemoryKind.DECISION,
@@ -202,8 +202,8 @@ async def test_a_memory_changed_or_deleted_since_the_export_is_a_conflict(
         tea.id: "changed since the export (now version 2: edited)",
         jazz.id: "changed since the export (now version 2: deleted)",
     }
-    assert (await book.store.get_memory(tea.id)).content == "Drinks black tea"
-    assert (await book.store.get_memory(jazz.id)).status is MemoryStatus.DELETED
+    assert (await book.store.memory.get_memory(tea.id)).content == "Drinks black tea"
+    assert (await book.store.memory.get_memory(jazz.id)).status is MemoryStatus.DELETED
     # a bullet the person left alone is no conflict, however the memory changed
     assert (await apply(book, person, text)).conflicts == []
 
@@ -214,7 +214,7 @@ async def test_lines_that_cannot_apply_stop_the_whole_import(
     city = await remember(book, person, "Lives in Berlin", slot="home_city", valid_from=MAY)
     text = await export_markdown(book, person_id=person)
     bullet = next(line for line in text.splitlines() if city.id in line)
-    other = (await store.create_person(name="bob", now=clock.now())).id
+    other = (await store.persons.create_person(name="bob", now=clock.now())).id
     cases = {
         "cannot be removed": text.replace(" slot=home_city", ""),
         "already on line": text.replace(bullet, f"{bullet}\n{bullet}"),
@@ -229,7 +229,7 @@ async def test_lines_that_cannot_apply_stop_the_whole_import(
         assert any(expected in e.message for e in report.errors), (expected, report.errors)
         assert (report.created, report.edited, report.archived) == ([], [], [])
     assert await book.history(city.id) == before
-    assert len(await book.store.list_memories(person_id=person)) == 1
+    assert len(await book.store.memory.list_memories(person_id=person)) == 1
 
 
 async def test_new_bullets_from_a_forgotten_file_are_refused(book: MemoryBook, person: str) -> None:
@@ -240,7 +240,7 @@ async def test_new_bullets_from_a_forgotten_file_are_refused(book: MemoryBook, p
 
     assert len(first.created) == 1
     assert [e.message.split(" ")[0] for e in report.errors] == ["import:MEMORY.md"]
-    assert await book.store.list_memories(person_id=person) == []
+    assert await book.store.memory.list_memories(person_id=person) == []
 
 
 async def test_missing_bullets_are_reported_and_archived_only_when_asked(
@@ -259,8 +259,10 @@ async def test_missing_bullets_are_reported_and_archived_only_when_asked(
 
     assert (reported.missing, reported.archived) == ([dropped.id], [])
     assert (archived.missing, archived.archived) == ([dropped.id], [dropped.id])
-    assert (await book.store.get_memory(dropped.id)).status is MemoryStatus.ARCHIVED
-    assert (await book.store.get_memory(later.id)).status is MemoryStatus.ACTIVE  # made later
+    assert (await book.store.memory.get_memory(dropped.id)).status is MemoryStatus.ARCHIVED
+    assert (
+        await book.store.memory.get_memory(later.id)
+    ).status is MemoryStatus.ACTIVE  # made later
     assert reported.unchanged == [kept.id]
     # without the export's header every memory not in the file is missing
     assert sorted(stray.missing) == sorted([kept.id, dropped.id, later.id])

@@ -78,14 +78,16 @@ class Rig:
         spec = TaskSpec(
             kind="agent", title="invoice", input={"instructions": "Invoice total?", **task_input}
         )
-        task = await self.store.create_task(spec, person_id=self.person.id, now=self.clock.now())
+        task = await self.store.tasks.create_task(
+            spec, person_id=self.person.id, now=self.clock.now()
+        )
         await agent_worker(self.store, harness, self.clock).run_until_idle()
         return task.id
 
 
 @pytest.fixture
 async def rig(store: Store, clock: SimulatedClock, tmp_path: Path) -> Rig:
-    person = await store.create_person(name="ada", now=clock.now())
+    person = await store.persons.create_person(name="ada", now=clock.now())
     return Rig(store, clock, tmp_path, person)
 
 
@@ -95,14 +97,16 @@ async def test_a_workflow_runs_to_the_end_without_a_model(rig: Rig) -> None:
 
     task_id = await rig.run(model, skill="invoice-total", inputs={"page": "/billing/invoices"})
 
-    task = await rig.store.get_task(task_id)
+    task = await rig.store.tasks.get_task(task_id)
     assert task.status is TaskStatus.SUCCEEDED, task.error
     assert task.result == {"text": "ran the workflow of skill 'invoice-total': 1 steps"}
     assert model.calls == 0
     assert rig.visits == ["/billing/invoices"]
-    tool_steps = [s.output for s in await rig.store.list_steps(task_id) if s.kind == "tool"]
+    tool_steps = [
+        s.output for s in await rig.store.activations.list_steps(task_id) if s.kind == "tool"
+    ]
     assert tool_steps[0]["observation"] == PAGES["/billing/invoices"]
-    [skill] = await rig.library.store.list_skills(person_id=rig.person.id)
+    [skill] = await rig.library.store.skills.list_skills(person_id=rig.person.id)
     assert (skill.uses, skill.successes, skill.failures) == (1, 1, 0)
 
 
@@ -117,7 +121,7 @@ async def test_where_a_step_fails_the_model_takes_over(rig: Rig) -> None:
 
     task_id = await rig.run(model, skill="invoice-total")
 
-    task = await rig.store.get_task(task_id)
+    task = await rig.store.tasks.get_task(task_id)
     assert (task.status, task.result) == (TaskStatus.SUCCEEDED, {"text": "42.50 EUR"})
     assert rig.visits == ["/billing/old-invoices", "/billing/invoices"]
     first_prompt, _ = model.requests[0]
@@ -130,8 +134,10 @@ async def test_a_workflows_external_step_meets_the_sentinel(rig: Rig) -> None:
 
     task_id = await rig.run(ScriptedModel([]), skill="invoice-total", inputs={"total": 42.5})
 
-    assert (await rig.store.get_task(task_id)).status is TaskStatus.WAITING
-    [asked] = await rig.store.list_approvals(person_id=rig.person.id, status=ApprovalStatus.PENDING)
+    assert (await rig.store.tasks.get_task(task_id)).status is TaskStatus.WAITING
+    [asked] = await rig.store.inbox.list_approvals(
+        person_id=rig.person.id, status=ApprovalStatus.PENDING
+    )
     assert (asked.tool, asked.args) == ("send_note", {"text": "Total: 42.5"})
     assert rig.notes == []
 
@@ -148,7 +154,7 @@ async def test_a_workflow_that_cannot_start_fails_the_task_clearly(
 ) -> None:
     await rig.learn(WorkflowStep(tool="open_page", arguments={"path": "{page}"}))
     task_id = await rig.run(ScriptedModel([]), **task_input)
-    task = await rig.store.get_task(task_id)
+    task = await rig.store.tasks.get_task(task_id)
     assert task.status is TaskStatus.FAILED
     assert error in (task.error or "")
     assert rig.visits == []
@@ -161,7 +167,7 @@ async def test_asking_through_the_facade_names_the_skill_and_its_inputs(
     svc = Service(store, clock)
     with pytest.raises(UsageError, match="inputs are for a skill"):
         await svc.ask_agent(person_id=rig.person.id, instructions="x", inputs={"page": "/"})
-    assert await store.list_tasks(person_id=rig.person.id) == []
+    assert await store.tasks.list_tasks(person_id=rig.person.id) == []
 
     task = await svc.ask_agent(
         person_id=rig.person.id,
@@ -176,7 +182,7 @@ async def test_asking_through_the_facade_names_the_skill_and_its_inputs(
         personal=PersonalMemory(MemoryBook(store, clock), skills=rig.library),
     )
     await agent_worker(store, harness, clock).run_until_idle()
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     # the harness offers no open_page here: the unknown tool fails the step, and the empty
     # script shows the model was then asked to take over
     assert task.input["inputs"] == {"page": "/billing/invoices"}

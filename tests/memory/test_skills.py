@@ -96,9 +96,9 @@ class Portal:
             personal=PersonalMemory(MemoryBook(self.store, self.clock), skills=self.library),
         )
         spec = TaskSpec(kind="agent", title=instructions, input={"instructions": instructions})
-        task = await self.store.create_task(spec, person_id=self.person, now=self.clock.now())
+        task = await self.store.tasks.create_task(spec, person_id=self.person, now=self.clock.now())
         await agent_worker(self.store, harness, self.clock).run_until_idle()
-        done = await self.store.get_task(task.id)
+        done = await self.store.tasks.get_task(task.id)
         assert done.status is TaskStatus.SUCCEEDED, done.error
         assert done.result == {"text": PAGES["/account/billing/invoices"]}
         return task.id, model.calls, visits, model.requests[0][0][0].content
@@ -107,7 +107,7 @@ class Portal:
 async def test_experience_takes_effect_and_reverting_the_skill_changes_later_runs_only(
     store: Store, clock: SimulatedClock, tmp_path: Path
 ) -> None:
-    person = (await store.create_person(name="ada", now=clock.now())).id
+    person = (await store.persons.create_person(name="ada", now=clock.now())).id
     portal = Portal(store, clock, tmp_path, person)
     svc = Service(store, clock)
 
@@ -130,7 +130,7 @@ async def test_experience_takes_effect_and_reverting_the_skill_changes_later_run
     assert DIRECT not in prompt  # the body came only through load_skill
     skill = await svc.get_skill(SKILL, person_id=person)
     assert (skill.uses, skill.successes, skill.failures) == (1, 1, 0)
-    second_steps = await store.list_steps(second)
+    second_steps = await store.activations.list_steps(second)
 
     # archived, the skill is no longer offered: task 3 explores again; what it proposes
     # about a skill the person set aside waits for them
@@ -148,11 +148,11 @@ async def test_experience_takes_effect_and_reverting_the_skill_changes_later_run
     assert (restored.status, restored.version, restored.content) == (
         SkillStatus.ACTIVE,
         4,
-        (await store.skill_version(restored.id, 1)).skill.content,
+        (await store.skills.skill_version(restored.id, 1)).skill.content,
     )
     _, calls, visits, _ = await portal.task("Latest invoice total, please")
     assert (calls, visits) == (used_calls, used)
-    assert await store.list_steps(second) == second_steps
+    assert await store.activations.list_steps(second) == second_steps
     skill = await svc.get_skill(SKILL, person_id=person)
     assert (skill.uses, skill.successes) == (2, 2)
     history = await svc.skill_history(SKILL, person_id=person)
@@ -172,7 +172,7 @@ def content(procedure: str, **kw: object) -> SkillContent:
 
 
 async def test_versions_diff_and_restore(store: Store, clock: SimulatedClock) -> None:
-    person = (await store.create_person(name="ada", now=clock.now())).id
+    person = (await store.persons.create_person(name="ada", now=clock.now())).id
     library = SkillLibrary(store, clock)
     first = await library.propose(
         person_id=person,
@@ -219,7 +219,7 @@ async def test_versions_diff_and_restore(store: Store, clock: SimulatedClock) ->
         (3, "person", "restored v1"),
     ]
     assert history[1].skill.content.procedure.startswith("1. Use the booking page")
-    audit = await store.list_audit(person_id=person)
+    audit = await store.audit.list_audit(person_id=person)
     assert [(e.kind, e.data["version"]) for e in audit] == [
         ("skill", 1),
         ("skill", 2),
@@ -230,7 +230,7 @@ async def test_versions_diff_and_restore(store: Store, clock: SimulatedClock) ->
 async def test_the_index_is_one_line_per_skill_and_the_body_comes_on_demand(
     store: Store, clock: SimulatedClock
 ) -> None:
-    person = (await store.create_person(name="ada", now=clock.now())).id
+    person = (await store.persons.create_person(name="ada", now=clock.now())).id
     library = SkillLibrary(store, clock)
     personal = PersonalMemory(MemoryBook(store, clock), skills=library)
     await library.propose(
@@ -269,7 +269,7 @@ async def test_the_index_is_one_line_per_skill_and_the_body_comes_on_demand(
     assert "SECRET-STEPS: call Luigi on his mobile" in loaded.text
     assert "When to use: dinner plans" in loaded.text
     assert await personal.load_skill(query, "no-such-skill") is None
-    skill = await store.find_skill(person_id=person, name="book-table")
+    skill = await store.skills.find_skill(person_id=person, name="book-table")
     assert skill is not None
     assert skill.uses == 1
     await library.archive(skill, actor="person")
@@ -278,8 +278,8 @@ async def test_the_index_is_one_line_per_skill_and_the_body_comes_on_demand(
 
 
 async def test_outcomes_are_counted_and_rank_the_index(store: Store, clock: SimulatedClock) -> None:
-    person = (await store.create_person(name="ada", now=clock.now())).id
-    other = (await store.create_person(name="bob", now=clock.now())).id
+    person = (await store.persons.create_person(name="ada", now=clock.now())).id
+    other = (await store.persons.create_person(name="bob", now=clock.now())).id
     library = SkillLibrary(store, clock)
     made = {}
     for name in ("plan-trip-a", "plan-trip-b"):
@@ -297,15 +297,15 @@ async def test_outcomes_are_counted_and_rank_the_index(store: Store, clock: Simu
     await library.settle(person, [made["plan-trip-b"]], success=True)
     await library.settle(other, [made["plan-trip-b"]], success=False)  # not theirs: no count
     assert [s.name for s in await library.index(query)] == ["plan-trip-b", "plan-trip-a"]
-    a = await store.get_skill(made["plan-trip-a"])
-    b = await store.get_skill(made["plan-trip-b"])
+    a = await store.skills.get_skill(made["plan-trip-a"])
+    b = await store.skills.get_skill(made["plan-trip-b"])
     assert (a.successes, a.failures, b.successes, b.failures) == (0, 1, 1, 0)
     best = next(r.text for r in await library.recall(query))
     assert best == "Plan a weekend trip (1/1 succeeded)"
 
 
 async def add_rule(store: Store, clock: SimulatedClock, person: str, mode: RuleMode) -> None:
-    await store.add_rule(
+    await store.authority.add_rule(
         Rule(
             id=new_id("rul"),
             person_id=person,
@@ -317,7 +317,7 @@ async def add_rule(store: Store, clock: SimulatedClock, person: str, mode: RuleM
 
 
 async def test_a_held_proposal_waits_for_the_person(store: Store, clock: SimulatedClock) -> None:
-    person = (await store.create_person(name="ada", now=clock.now())).id
+    person = (await store.persons.create_person(name="ada", now=clock.now())).id
     library = SkillLibrary(store, clock)
     svc = Service(store, clock)
     query = RecallQuery(person_id=person, text="book a table")
@@ -355,8 +355,8 @@ async def test_a_held_proposal_waits_for_the_person(store: Store, clock: Simulat
     assert (rejected.pending, rejected.content.procedure) == (None, "call them")
 
     # others' text may be steering a task: what it learned waits whatever the rules say
-    [ask] = await store.list_rules(person)
-    await store.delete_rule(ask.id, person_id=person, now=clock.now())
+    [ask] = await store.authority.list_rules(person)
+    await store.authority.delete_rule(ask.id, person_id=person, now=clock.now())
     await add_rule(store, clock, person, RuleMode.DO)
     tainted = await library.take(
         SkillProposal(
@@ -376,7 +376,7 @@ async def test_a_held_proposal_waits_for_the_person(store: Store, clock: Simulat
 async def test_the_persons_rule_decides_and_the_library_default_applies_without_one(
     store: Store, clock: SimulatedClock
 ) -> None:
-    person = (await store.create_person(name="ada", now=clock.now())).id
+    person = (await store.persons.create_person(name="ada", now=clock.now())).id
     cautious = SkillLibrary(store, clock, auto_apply=False)
     held = await cautious.propose(person_id=person, name="a", content=content("x"), actor="agent:t")
     assert (held.disposition, held.why) == (Disposition.HELD, "new skills wait for the person")
@@ -390,7 +390,7 @@ async def test_the_persons_rule_decides_and_the_library_default_applies_without_
         SkillProposal(person_id=person, name="c", description="d", procedure="p", task_id="t")
     )
     assert refused == "not kept: the person's rule for skill.apply denies learning skills"
-    assert await store.find_skill(person_id=person, name="c") is None
+    assert await store.skills.find_skill(person_id=person, name="c") is None
     bad = await cautious.take(
         SkillProposal(person_id=person, name="no good!", description="d", procedure="p")
     )
@@ -400,7 +400,7 @@ async def test_the_persons_rule_decides_and_the_library_default_applies_without_
 async def test_a_task_that_loaded_a_skill_and_failed_counts_a_failure(
     store: Store, clock: SimulatedClock, tmp_path: Path
 ) -> None:
-    person: Person = await store.create_person(name="ada", now=clock.now())
+    person: Person = await store.persons.create_person(name="ada", now=clock.now())
     library = SkillLibrary(store, clock)
     await library.propose(
         person_id=person.id, name="book-table", content=content("call them"), actor="agent:t"
@@ -418,14 +418,14 @@ async def test_a_task_that_loaded_a_skill_and_failed_counts_a_failure(
         personal=PersonalMemory(MemoryBook(store, clock), skills=library),
     )
     spec = TaskSpec(kind="agent", title="t", input={"instructions": "Book a table"})
-    task = await store.create_task(spec, person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(spec, person_id=person.id, now=clock.now())
     await agent_worker(store, harness, clock).run_until_idle()
-    assert (await store.get_task(task.id)).status is TaskStatus.FAILED
-    observed = [s.output for s in await store.list_steps(task.id) if s.kind == "tool"]
+    assert (await store.tasks.get_task(task.id)).status is TaskStatus.FAILED
+    observed = [s.output for s in await store.activations.list_steps(task.id) if s.kind == "tool"]
     assert observed[0]["error"] is True
     assert "no skill 'no-such-skill'" in observed[0]["observation"]
     assert observed[1]["observation"].startswith("# Skill book-table (version 1, active)")
-    skill = await store.find_skill(person_id=person.id, name="book-table")
+    skill = await store.skills.find_skill(person_id=person.id, name="book-table")
     assert skill is not None
     assert (skill.uses, skill.successes, skill.failures) == (1, 0, 1)
 
@@ -435,7 +435,7 @@ async def test_a_held_proposal_lends_nothing_to_the_one_that_replaces_it(
 ) -> None:
     """A proposal from a task that read others' text waits; a later trusted proposal of the
     same name replaces it whole, so the held workflow never becomes active."""
-    person = (await store.create_person(name="ada", now=clock.now())).id
+    person = (await store.persons.create_person(name="ada", now=clock.now())).id
     library = SkillLibrary(store, clock)
     await library.take(
         SkillProposal(
@@ -458,7 +458,7 @@ async def test_a_held_proposal_lends_nothing_to_the_one_that_replaces_it(
             trusted=True,
         )
     )
-    skill = await store.find_skill(person_id=person, name="pay-invoice")
+    skill = await store.skills.find_skill(person_id=person, name="pay-invoice")
     assert skill is not None
     assert skill.status is SkillStatus.ACTIVE
     assert skill.content.workflow == ()
@@ -468,7 +468,7 @@ async def test_a_held_proposal_lends_nothing_to_the_one_that_replaces_it(
 async def test_a_waiting_change_overtaken_by_an_update_cannot_be_approved_over_it(
     store: Store, clock: SimulatedClock
 ) -> None:
-    person = (await store.create_person(name="ada", now=clock.now())).id
+    person = (await store.persons.create_person(name="ada", now=clock.now())).id
     library = SkillLibrary(store, clock)
 
     def proposal(procedure: str, task: str, *, trusted: bool = True) -> SkillProposal:
@@ -485,7 +485,7 @@ async def test_a_waiting_change_overtaken_by_an_update_cannot_be_approved_over_i
     await library.take(proposal("1. Way from a mail.", "tsk_2", trusted=False))  # waits
     clock.advance(timedelta(minutes=1))
     await library.take(proposal("1. Better way.", "tsk_3"))
-    skill = await store.find_skill(person_id=person, name="x-skill")
+    skill = await store.skills.find_skill(person_id=person, name="x-skill")
     assert skill is not None
     assert skill.pending is not None
 
@@ -498,7 +498,7 @@ async def test_a_waiting_change_overtaken_by_an_update_cannot_be_approved_over_i
 async def test_a_group_learns_nothing_of_a_private_skill_by_proposing_its_name(
     store: Store, clock: SimulatedClock
 ) -> None:
-    person = (await store.create_person(name="ada", now=clock.now())).id
+    person = (await store.persons.create_person(name="ada", now=clock.now())).id
     library = SkillLibrary(store, clock)
     await library.propose(
         person_id=person,
@@ -524,7 +524,7 @@ async def test_a_group_learns_nothing_of_a_private_skill_by_proposing_its_name(
     # the same answer whether or not a private skill of that name exists
     assert known.replace("book-table", "NAME") == unknown.replace("book-brunch", "NAME")
     assert "kept for the person to approve" in known
-    private = await store.find_skill(person_id=person, name="book-table")
+    private = await store.skills.find_skill(person_id=person, name="book-table")
     assert private is not None
     assert private.content.procedure == "SECRET-STEPS: call Luigi on his mobile"
     assert private.content.audience == PRIVATE

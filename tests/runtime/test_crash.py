@@ -182,7 +182,7 @@ async def killed_workers_run(db_url: str, tmp_path: Path, seed: int) -> bool:
         with run_effect_service(allow_kill=True) as service:
             client = EffectServiceClient(service.url)
             now = datetime.now(UTC)
-            person = await store.create_person(name="crash", now=now, max_concurrency=12)
+            person = await store.persons.create_person(name="crash", now=now, max_concurrency=12)
             await connect_local_service(store, person.id, service.url, now=now)
             tasks: list[Task] = []
             for i in range(TASKS):
@@ -199,7 +199,7 @@ async def killed_workers_run(db_url: str, tmp_path: Path, seed: int) -> bool:
                     # repeated kills must not dead-letter a task: this test is about recovery
                     max_attempts=50,
                 )
-                tasks.append(await store.create_task(spec, person_id=person.id, now=now))
+                tasks.append(await store.tasks.create_task(spec, person_id=person.id, now=now))
             keyed_tasks = [t for t in tasks if t.input["idempotent"]]
             unkeyed_tasks = [t for t in tasks if not t.input["idempotent"]]
             # Some kills after answering are certain, so both crash paths are always exercised.
@@ -232,7 +232,7 @@ async def killed_workers_run(db_url: str, tmp_path: Path, seed: int) -> bool:
                     rng.choice(workers).kill()  # kill -9 at whatever it is doing now
                     test_kills += 1
                     next_kill = time.monotonic() + rng.uniform(0.3, 1.5)
-                current = await store.list_tasks(person_id=person.id, limit=TASKS + 1)
+                current = await store.tasks.list_tasks(person_id=person.id, limit=TASKS + 1)
                 if settled(current):
                     break
                 steps = sum(t.step_seq for t in current)
@@ -254,14 +254,19 @@ async def killed_workers_run(db_url: str, tmp_path: Path, seed: int) -> bool:
 
             stats = await client.stats()
             service_kills = (await client.control())["kills"]
-            final = await store.list_tasks(person_id=person.id, limit=TASKS + 1)
-            effects = await store.list_effects(person_id=person.id, limit=TASKS * CALLS + 1)
-            in_doubt = await store.list_effects(person_id=person.id, status=EffectStatus.IN_DOUBT)
+            final = await store.tasks.list_tasks(person_id=person.id, limit=TASKS + 1)
+            effects = await store.effects.list_effects(person_id=person.id, limit=TASKS * CALLS + 1)
+            in_doubt = await store.effects.list_effects(
+                person_id=person.id, status=EffectStatus.IN_DOUBT
+            )
             first_answers = await applied_answers(
                 service.url, [e.key for e in effects if e.status is EffectStatus.SUCCEEDED]
             )
             journals = {
-                t.id: (await store.list_steps(t.id), await store.list_activations(task_id=t.id))
+                t.id: (
+                    await store.activations.list_steps(t.id),
+                    await store.activations.list_activations(task_id=t.id),
+                )
                 for t in final
             }
     finally:
@@ -347,14 +352,14 @@ async def test_crash_after_the_deciding_step_applies_the_decided_outcome(db_url:
         with run_effect_service() as service:
             client = EffectServiceClient(service.url)
             clock = Clock()
-            person = await store.create_person(name="crash", now=clock.now())
+            person = await store.persons.create_person(name="crash", now=clock.now())
             await connect_local_service(store, person.id, service.url, now=clock.now())
             spec = TaskSpec(kind="http_post", input={"url": f"{service.url}/effect", "calls": 3})
-            task = await store.create_task(spec, person_id=person.id, now=clock.now())
+            task = await store.tasks.create_task(spec, person_id=person.id, now=clock.now())
             async with asyncio.timeout(scaled(15)):
                 # An activation runs every step of the task, then its process dies right there,
                 # before the worker could apply the outcome.
-                (claim,) = await store.claim_tasks(
+                (claim,) = await store.tasks.claim_tasks(
                     worker="doomed", limit=1, lease_seconds=30, now=clock.now()
                 )
                 outcome = await posting(store, clock).activate(
@@ -363,13 +368,13 @@ async def test_crash_after_the_deciding_step_applies_the_decided_outcome(db_url:
                 assert outcome.kind == "succeed"
                 # Its lease lapses (seen from 5 minutes later); the reaper re-queues the task.
                 lapsed = clock.now() + timedelta(minutes=5)
-                assert await store.reap_expired_leases(now=clock.now(), lease_now=lapsed) == [
+                assert await store.tasks.reap_expired_leases(now=clock.now(), lease_now=lapsed) == [
                     task.id
                 ]
                 assert await Worker(store, posting(store, clock), clock).run_until_idle() == 1
-            done = await store.get_task(task.id)
-            steps = await store.list_steps(task.id)
-            effects = await store.list_effects(task_id=task.id)
+            done = await store.tasks.get_task(task.id)
+            steps = await store.activations.list_steps(task.id)
+            effects = await store.effects.list_effects(task_id=task.id)
             stats = await client.stats()
     finally:
         await store.close()
@@ -393,10 +398,10 @@ async def test_graceful_stop_during_the_deciding_step_applies_the_decided_outcom
         with run_effect_service() as service:
             client = EffectServiceClient(service.url)
             clock = Clock()
-            person = await store.create_person(name="stop", now=clock.now())
+            person = await store.persons.create_person(name="stop", now=clock.now())
             await connect_local_service(store, person.id, service.url, now=clock.now())
             spec = TaskSpec(kind="http_post", input={"url": f"{service.url}/effect", "calls": 1})
-            task = await store.create_task(spec, person_id=person.id, now=clock.now())
+            task = await store.tasks.create_task(spec, person_id=person.id, now=clock.now())
             key = f"{task.id}:1:0"
             await client.control(hold=True)
             worker = Worker(store, posting(store, clock), clock)
@@ -413,8 +418,8 @@ async def test_graceful_stop_during_the_deciding_step_applies_the_decided_outcom
                 await client.control(hold=False)
                 await running
                 assert await Worker(store, posting(store, clock), clock).run_until_idle() <= 1
-            done = await store.get_task(task.id)
-            steps = await store.list_steps(task.id)
+            done = await store.tasks.get_task(task.id)
+            steps = await store.activations.list_steps(task.id)
             stats = await client.stats()
             answer = (await client.applied(key))["response"]
     finally:

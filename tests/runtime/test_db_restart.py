@@ -143,11 +143,11 @@ async def test_workers_and_scheduler_ride_through_postgres_restarts(
     resumed: list[tuple[str, float, float]] = []
     try:
         now = datetime.now(UTC)
-        people = [await store.create_person(name=f"p{i}", now=now) for i in range(PEOPLE)]
+        people = [await store.persons.create_person(name=f"p{i}", now=now) for i in range(PEOPLE)]
 
         async def wave() -> list[str]:
             made = [
-                await store.create_task(
+                await store.tasks.create_task(
                     TaskSpec(kind="noop", input={"steps": STEPS}),
                     person_id=people[i % PEOPLE].id,
                     now=datetime.now(UTC),
@@ -158,7 +158,7 @@ async def test_workers_and_scheduler_ride_through_postgres_restarts(
             return [t.id for t in made]
 
         async def all_done() -> bool:
-            return all([(await store.get_task(t)).status.terminal for t in task_ids])
+            return all([(await store.tasks.get_task(t)).status.terminal for t in task_ids])
 
         for name in ("worker1", "worker2"):
             procs[name] = spawn("worker", url, tmp_path / f"{name}.log", env=env)
@@ -171,7 +171,9 @@ async def test_workers_and_scheduler_ride_through_postgres_restarts(
             ids = await wave()
 
             async def running(ids: list[str] = ids) -> bool:
-                return any([(await store.get_task(t)).status is TaskStatus.RUNNING for t in ids])
+                return any(
+                    [(await store.tasks.get_task(t)).status is TaskStatus.RUNNING for t in ids]
+                )
 
             await until(running, "tasks to be running", procs, tmp_path, start_deadline())
             mode = "immediate" if restart % 2 else "fast"
@@ -190,7 +192,7 @@ async def test_workers_and_scheduler_ride_through_postgres_restarts(
 
         await until(all_done, "every task to finish", procs, tmp_path, start_deadline(60))
         await all_back(procs, tmp_path, start_deadline())
-        tasks = [await store.get_task(t) for t in task_ids]
+        tasks = [await store.tasks.get_task(t) for t in task_ids]
         unfinished = {t.id: (t.status, t.error) for t in tasks if t.status != TaskStatus.SUCCEEDED}
         assert not unfinished
         assert {n: p.poll() for n, p in procs.items()} == dict.fromkeys(procs)
@@ -227,16 +229,18 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_ridden_through(
     env = {"STEWARD_DATA_DIR": str(tmp_path / "data"), "STEWARD_DATABASE_BUSY_TIMEOUT_SECONDS": "2"}
     task_ids: list[str] = []
     try:
-        person = await store.create_person(name="p", now=datetime.now(UTC))
+        person = await store.persons.create_person(name="p", now=datetime.now(UTC))
 
         async def create(steps: int, count: int) -> None:
             for _ in range(count):
                 spec = TaskSpec(kind="noop", input={"steps": steps})
-                task = await store.create_task(spec, person_id=person.id, now=datetime.now(UTC))
+                task = await store.tasks.create_task(
+                    spec, person_id=person.id, now=datetime.now(UTC)
+                )
                 task_ids.append(task.id)
 
         async def all_done() -> bool:
-            return all([(await store.get_task(t)).status.terminal for t in task_ids])
+            return all([(await store.tasks.get_task(t)).status.terminal for t in task_ids])
 
         procs["worker1"] = spawn("worker", url, tmp_path / "worker1.log", env=env)
         procs["scheduler"] = spawn("scheduler", url, tmp_path / "scheduler.log", env=env)
@@ -246,31 +250,31 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_ridden_through(
         long_task = task_ids[-1]
 
         async def steps_done() -> bool:
-            return (await store.get_task(long_task)).step_seq > 0
+            return (await store.tasks.get_task(long_task)).step_seq > 0
 
         await until(steps_done, "the long task to run", procs, tmp_path, start_deadline())
 
         holder = sqlite3.connect(path, isolation_level=None, timeout=60)
         holder.execute("BEGIN IMMEDIATE")
         try:
-            held_at = (await store.get_task(long_task)).step_seq
+            held_at = (await store.tasks.get_task(long_task)).step_seq
             # a new process opens the store meanwhile: `steward up`, scheduler and worker in one
             procs["up"] = spawn("up", url, tmp_path / "up.log", "--no-http", env=env)
             await asyncio.sleep(35)
-            assert (await store.get_task(long_task)).step_seq == held_at
+            assert (await store.tasks.get_task(long_task)).step_seq == held_at
         finally:
             holder.execute("COMMIT")
             holder.close()
 
         async def moving() -> bool:
-            return (await store.get_task(long_task)).step_seq > held_at
+            return (await store.tasks.get_task(long_task)).step_seq > held_at
 
         resumed = await until(moving, "the task to go on", procs, tmp_path, start_deadline())
-        await store.request_control(long_task, "cancel", now=datetime.now(UTC))
+        await store.tasks.request_control(long_task, "cancel", now=datetime.now(UTC))
         await create(steps=3, count=8)
         await until(all_done, "every task to finish", procs, tmp_path, start_deadline(30))
         await all_back(procs, tmp_path, start_deadline())
-        ends = {t: (await store.get_task(t)).status for t in task_ids}
+        ends = {t: (await store.tasks.get_task(t)).status for t in task_ids}
         assert ends.pop(long_task) is TaskStatus.CANCELLED
         assert set(ends.values()) == {TaskStatus.SUCCEEDED}
         assert {n: p.poll() for n, p in procs.items()} == dict.fromkeys(procs)

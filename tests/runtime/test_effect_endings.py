@@ -37,7 +37,7 @@ LEASE = 30.0
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock) -> Person:
-    return await store.create_person(name="p", now=clock.now(), max_concurrency=8)
+    return await store.persons.create_person(name="p", now=clock.now(), max_concurrency=8)
 
 
 async def sent_and_planned(
@@ -45,19 +45,19 @@ async def sent_and_planned(
 ) -> tuple[Claim, str, str]:
     """A claimed task that marked one effect sent (no answer recorded) and planned another.
     Returns the claim and the two effect ids."""
-    await store.create_task(
+    await store.tasks.create_task(
         TaskSpec(kind="pay", max_attempts=max_attempts),
         person_id=person.id,
         now=clock.now(),
         **task,
     )
-    [claim] = await store.claim_tasks(
+    [claim] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=LEASE, now=clock.now(), lease_now=clock.lease_now()
     )
     fence = Fence.of(claim)
     ids = []
     for index in (0, 1):
-        effect = await store.plan_effect(
+        effect = await store.effects.plan_effect(
             fence,
             key=effect_key(claim.task.id, 1, index),
             step_seq=1,
@@ -68,18 +68,20 @@ async def sent_and_planned(
             lease_now=clock.lease_now(),
         )
         ids.append(effect.id)
-    await store.mark_effect_sent(fence, ids[0], now=clock.now(), lease_now=clock.lease_now())
+    await store.effects.mark_effect_sent(
+        fence, ids[0], now=clock.now(), lease_now=clock.lease_now()
+    )
     return claim, ids[0], ids[1]
 
 
 async def ends(store: Store, clock: SimulatedClock, claim: Claim, outcome: Outcome) -> None:
-    await store.finish_activation(
+    await store.activations.finish_activation(
         Fence.of(claim), outcome, now=clock.now(), steps_taken=0, lease_now=clock.lease_now()
     )
 
 
 async def statuses(store: Store, task_id: str) -> list[EffectStatus]:
-    return [e.status for e in await store.list_effects(task_id=task_id)]
+    return [e.status for e in await store.effects.list_effects(task_id=task_id)]
 
 
 @pytest.mark.parametrize(
@@ -88,7 +90,7 @@ async def statuses(store: Store, task_id: str) -> list[EffectStatus]:
 async def test_an_ended_task_leaves_its_unknown_effects_in_doubt_and_closes_its_intents(
     store: Store, clock: SimulatedClock, person: Person, how: str
 ) -> None:
-    goal = await store.create_goal(person_id=person.id, title="g", now=clock.now())
+    goal = await store.goals.create_goal(person_id=person.id, title="g", now=clock.now())
     last = how in ("reaped", "last retry")
     claim, sent, planned = await sent_and_planned(
         store, clock, person, max_attempts=1 if last else 5, goal_id=goal.id
@@ -104,9 +106,9 @@ async def test_an_ended_task_leaves_its_unknown_effects_in_doubt_and_closes_its_
     }[how]
     if how == "reaped":  # its worker died holding it
         clock.advance(timedelta(seconds=LEASE + 1))
-        assert await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now()) == [
-            task_id
-        ]
+        assert await store.tasks.reap_expired_leases(
+            now=clock.now(), lease_now=clock.lease_now()
+        ) == [task_id]
     elif how == "last retry":
         await ends(store, clock, claim, Retry(reason="flaky", delay_seconds=1))
     elif how == "failed":
@@ -115,12 +117,14 @@ async def test_an_ended_task_leaves_its_unknown_effects_in_doubt_and_closes_its_
         await ends(store, clock, claim, Succeed(result=None))
     else:
         await ends(store, clock, claim, Retry(reason="once more", delay_seconds=600))
-        assert (await store.get_task(task_id)).status is TaskStatus.PENDING  # idle, then ended
+        assert (
+            await store.tasks.get_task(task_id)
+        ).status is TaskStatus.PENDING  # idle, then ended
         if how == "cancelled":
-            await store.request_control(task_id, "cancel", now=clock.now())
+            await store.tasks.request_control(task_id, "cancel", now=clock.now())
         else:
-            await store.set_goal_status(goal.id, GoalStatus.CANCELLED, now=clock.now())
-    assert (await store.get_task(task_id)).status is expected
+            await store.goals.set_goal_status(goal.id, GoalStatus.CANCELLED, now=clock.now())
+    assert (await store.tasks.get_task(task_id)).status is expected
     assert await statuses(store, task_id) == [EffectStatus.IN_DOUBT, EffectStatus.ABANDONED]
     in_doubt = await Service(store, clock).in_doubt_effects(person.id)
     assert [e.id for e in in_doubt] == [sent]
@@ -128,7 +132,9 @@ async def test_an_ended_task_leaves_its_unknown_effects_in_doubt_and_closes_its_
     assert in_doubt[0].error == (
         f"outcome unknown: the task ended ({said}) before its answer was recorded"
     )
-    assert (await store.get_effect(planned)).error == f"not sent: the task ended ({said}) first"
+    assert (
+        await store.effects.get_effect(planned)
+    ).error == f"not sent: the task ended ({said}) first"
 
 
 @pytest.mark.parametrize("applied", [True, False])
@@ -137,14 +143,14 @@ async def test_an_effect_of_an_ended_task_is_decided_and_the_task_stays_ended(
 ) -> None:
     claim, sent, _ = await sent_and_planned(store, clock, person)
     clock.advance(timedelta(seconds=LEASE + 1))
-    await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
-    before = await store.get_task(claim.task.id)
+    await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
+    before = await store.tasks.get_task(claim.task.id)
     assert before.status is TaskStatus.DEAD_LETTERED
     service = Service(store, clock)
     resolved = await service.resolve_effect(
         sent, applied=applied, result={"receipt": 7} if applied else None
     )
-    after = await store.get_task(claim.task.id)
+    after = await store.tasks.get_task(claim.task.id)
     assert after == before
     if applied:
         assert (resolved.status, resolved.result) == (EffectStatus.SUCCEEDED, {"receipt": 7})
@@ -156,7 +162,9 @@ async def test_an_effect_of_an_ended_task_is_decided_and_the_task_stays_ended(
         assert resolution_summary(resolved, after.status) == (
             "Recorded: pay did not happen; the task stays dead-lettered, so it is not sent."
         )
-    [entry] = [a for a in await store.list_audit(person_id=person.id) if a.data.get("resolution")]
+    [entry] = [
+        a for a in await store.audit.list_audit(person_id=person.id) if a.data.get("resolution")
+    ]
     assert (entry.actor, entry.data["effect"], entry.data["task_status"]) == (
         "person",
         sent,
@@ -190,9 +198,9 @@ async def in_doubt_while_waiting(
     doubt and the task waits for the person. Returns (task id, effect id)."""
     claim, sent, _ = await sent_and_planned(store, clock, person, max_attempts=5)
     clock.advance(timedelta(seconds=LEASE + 1))
-    await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
+    await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
     await worker.run_until_idle()
-    assert (await store.get_task(claim.task.id)).status is TaskStatus.WAITING
+    assert (await store.tasks.get_task(claim.task.id)).status is TaskStatus.WAITING
     return claim.task.id, sent
 
 
@@ -212,7 +220,7 @@ async def test_the_step_reads_the_answer_given_with_applied_or_that_it_is_unknow
         said = "Recorded: pay happened (its result is recorded as unknown); the task goes on."
     assert resolution_summary(resolved, TaskStatus.PENDING) == said
     await worker.run_until_idle()
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert (done.status, done.result) == (TaskStatus.SUCCEEDED, reads)
     assert sends == []
     with pytest.raises(UsageError, match="only with an effect that happened"):
@@ -237,9 +245,9 @@ async def test_a_reconcile_hook_that_confirms_without_an_answer_records_it_as_un
 
     claim, _, _ = await sent_and_planned(store, clock, person, max_attempts=5)
     clock.advance(timedelta(seconds=LEASE + 1))
-    await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
+    await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
     await Worker(store, harness, clock, lease_seconds=LEASE, poll_seconds=None).run_until_idle()
-    done = await store.get_task(claim.task.id)
+    done = await store.tasks.get_task(claim.task.id)
     assert (done.status, done.result) == (TaskStatus.SUCCEEDED, APPLIED_RESULT_UNKNOWN)
 
 
@@ -250,10 +258,10 @@ def test_cli_resolve_takes_the_result_as_json_and_says_what_changed(tmp_path: Pa
         store = await Store.open(db)
         try:
             clock = SimulatedClock(START)
-            person = await store.create_person(name="p", now=clock.now())
+            person = await store.persons.create_person(name="p", now=clock.now())
             claim, sent, _ = await sent_and_planned(store, clock, person)
             clock.advance(timedelta(seconds=LEASE + 1))
-            await store.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
+            await store.tasks.reap_expired_leases(now=clock.now(), lease_now=clock.lease_now())
             return claim.task.id, sent
         finally:
             await store.close()

@@ -70,7 +70,7 @@ async def waiting_for(
         spec=TaskSpec(kind="wait_event", input=task_input),
     )
     assert await rig.worker.run_until_idle() == 1
-    asleep = await rig.service.store.get_task(task.id)
+    asleep = await rig.service.store.tasks.get_task(task.id)
     assert asleep.status is S.WAITING
     assert asleep.lease_owner is None
     return task.id
@@ -108,23 +108,23 @@ async def test_duplicate_delivery_is_stored_once_and_acts_once(rig: Rig) -> None
     assert (late.id, created_late) == (first.id, False)
     assert await rig.settle() == 0
 
-    assert [e.id for e in await store.list_events(person_id=rig.person.id)] == [first.id]
-    done = await store.get_task(task_id)
+    assert [e.id for e in await store.schedule.list_events(person_id=rig.person.id)] == [first.id]
+    done = await store.tasks.get_task(task_id)
     assert done.status is S.SUCCEEDED
     assert done.result["timed_out"] is False
     assert done.result["event"]["id"] == first.id
     assert done.result["event"]["payload"] == payload
-    assert len(await store.list_activations(task_id=task_id)) == 2
-    records = await store.list_goal_records(rig.goal.id)
+    assert len(await store.activations.list_activations(task_id=task_id)) == 2
+    records = await store.goals.list_goal_records(rig.goal.id)
     assert [(r.kind, r.content["event"]["id"]) for r in records] == [("evidence", first.id)]
 
-    [firing] = await store.list_firings(trigger.id)
+    [firing] = await store.schedule.list_firings(trigger.id)
     assert firing.status is FiringStatus.FIRED
     assert firing.task_id is not None
-    fired_task = await store.get_task(firing.task_id)
+    fired_task = await store.tasks.get_task(firing.task_id)
     assert fired_task.status is S.SUCCEEDED
     assert fired_task.input["event"]["id"] == first.id
-    from_trigger = [t.id for t in await store.list_tasks(goal_id=rig.goal.id) if t.trigger_id]
+    from_trigger = [t.id for t in await store.tasks.list_tasks(goal_id=rig.goal.id) if t.trigger_id]
     assert from_trigger == [fired_task.id]
 
 
@@ -143,7 +143,7 @@ async def test_distinct_deliveries_act_separately(rig: Rig) -> None:
         )
         assert created
     assert await rig.settle() == 2
-    assert len(await rig.service.store.list_firings(trigger.id)) == 2
+    assert len(await rig.service.store.schedule.list_firings(trigger.id)) == 2
 
 
 async def test_wait_event_times_out(rig: Rig) -> None:
@@ -152,20 +152,20 @@ async def test_wait_event_times_out(rig: Rig) -> None:
     store = rig.service.store
     start = rig.clock.now()
     task_id = await waiting_for(rig, {"repo": "steward"}, timeout_seconds=600)
-    asleep = await store.get_task(task_id)
+    asleep = await store.tasks.get_task(task_id)
     assert asleep.wait is not None
     assert asleep.wait.until == start + timedelta(seconds=600)
     rig.clock.advance(timedelta(seconds=599))
     assert await rig.settle() == 0
-    assert (await store.get_task(task_id)).status is S.WAITING
+    assert (await store.tasks.get_task(task_id)).status is S.WAITING
     rig.clock.advance(timedelta(seconds=1))
     assert await rig.settle() == 1
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert done.status is S.SUCCEEDED
     assert done.result == {"event": None, "timed_out": True}
-    reasons = [a.reason for a in await store.list_activations(task_id=task_id)]
+    reasons = [a.reason for a in await store.activations.list_activations(task_id=task_id)]
     assert reasons == ["created", "timeout"]
-    assert await store.list_goal_records(rig.goal.id) == []
+    assert await store.goals.list_goal_records(rig.goal.id) == []
 
 
 async def test_non_matching_events_do_not_wake(rig: Rig) -> None:
@@ -193,7 +193,7 @@ async def test_non_matching_events_do_not_wake(rig: Rig) -> None:
             person_id=rig.person.id, type=event_type, payload=payload, dedupe_key=f"miss-{i}"
         )
     assert await rig.settle() == 0
-    asleep = await store.get_task(task_id)
+    asleep = await store.tasks.get_task(task_id)
     assert asleep.status is S.WAITING
     assert asleep.wait is not None
     assert asleep.wait == WaitCondition(
@@ -202,7 +202,7 @@ async def test_non_matching_events_do_not_wake(rig: Rig) -> None:
         match={"repo": "steward", "action": "opened"},
         since=asleep.wait.since,
     )
-    assert await store.list_firings(trigger.id) == []
+    assert await store.schedule.list_firings(trigger.id) == []
 
     hit, _ = await rig.service.send_event(
         person_id=rig.person.id,
@@ -211,10 +211,10 @@ async def test_non_matching_events_do_not_wake(rig: Rig) -> None:
         dedupe_key="hit",
     )
     assert await rig.settle() == 2
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert done.status is S.SUCCEEDED
     assert done.result["event"]["id"] == hit.id
-    assert [f.status for f in await store.list_firings(trigger.id)] == [FiringStatus.FIRED]
+    assert [f.status for f in await store.schedule.list_firings(trigger.id)] == [FiringStatus.FIRED]
 
 
 @pytest.mark.postgres
@@ -227,7 +227,7 @@ async def test_event_arriving_as_the_task_goes_to_sleep_wakes_it(db_url: str, ri
     task = await rig.service.create_task(
         person_id=rig.person.id, goal_id=rig.goal.id, spec=TaskSpec(kind="wait_event")
     )
-    [claim] = await store.claim_tasks(
+    [claim] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=30, now=clock.now(), lease_now=clock.lease_now()
     )
     wait = WaitCondition(kind="event", event_type=PR, since=task.created_at)
@@ -239,7 +239,7 @@ async def test_event_arriving_as_the_task_goes_to_sleep_wakes_it(db_url: str, ri
     ):
         blocker.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task.id,))
         going_to_sleep = asyncio.ensure_future(
-            store.finish_activation(
+            store.activations.finish_activation(
                 Fence.of(claim),
                 Wait(condition=wait),
                 now=clock.now(),
@@ -255,8 +255,8 @@ async def test_event_arriving_as_the_task_goes_to_sleep_wakes_it(db_url: str, ri
         blocker.rollback()
     await asyncio.gather(going_to_sleep, routed)
     await rig.scheduler.tick()
-    assert (await store.get_task(task.id)).status is S.PENDING
-    [woken] = await store.claim_tasks(
+    assert (await store.tasks.get_task(task.id)).status is S.PENDING
+    [woken] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=30, now=clock.now(), lease_now=clock.lease_now()
     )
     assert woken.wake["reason"] == "event"
@@ -288,7 +288,7 @@ async def test_wait_event_without_a_goal_receives_its_event(rig: Rig) -> None:
     # a failed step is retried after a backoff: let it happen
     rig.clock.advance(timedelta(minutes=5))
     await rig.settle()
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     assert done.status is S.SUCCEEDED
     assert done.result == {
         "event": {

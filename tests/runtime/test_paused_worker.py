@@ -84,7 +84,7 @@ async def pause_in_transaction(
             return found is not None and found[0] == "idle in transaction"
 
         await until(idle_in_transaction, "A to be idle in transaction", procs, logs, 30)
-    (activation,) = await store.list_activations(task_id=task_id)
+    (activation,) = await store.activations.list_activations(task_id=task_id)
     return PausedWorker(a, backend, activation.id)
 
 
@@ -98,8 +98,8 @@ async def test_a_paused_worker_loses_its_row_lock_and_its_task_is_taken_over(
     procs: dict[str, subprocess.Popen[bytes]] = {}
     try:
         now = datetime.now(UTC)
-        person = await store.create_person(name="paused", now=now)
-        task = await store.create_task(
+        person = await store.persons.create_person(name="paused", now=now)
+        task = await store.tasks.create_task(
             TaskSpec(kind="noop", input={"steps": 3}), person_id=person.id, now=now
         )
         env = {"STEWARD_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS": str(IDLE_SECONDS)}
@@ -108,7 +108,7 @@ async def test_a_paused_worker_loses_its_row_lock_and_its_task_is_taken_over(
         procs["b"] = spawn("worker", db_url, tmp_path / "b.log")
 
         async def taken_over() -> bool:
-            return (await store.get_task(task.id)).epoch >= 2
+            return (await store.tasks.get_task(task.id)).epoch >= 2
 
         took = await until(
             taken_over,
@@ -119,7 +119,7 @@ async def test_a_paused_worker_loses_its_row_lock_and_its_task_is_taken_over(
         )
 
         async def finished() -> bool:
-            return (await store.get_task(task.id)).status.terminal
+            return (await store.tasks.get_task(task.id)).status.terminal
 
         await until(finished, "worker B to finish the task", procs, tmp_path, start_deadline())
         paused.proc.send_signal(signal.SIGCONT)
@@ -131,9 +131,9 @@ async def test_a_paused_worker_loses_its_row_lock_and_its_task_is_taken_over(
             return any(line in said for line in A_WENT_ON)
 
         await until(a_went_on, "A to shrug off its ended session", procs, tmp_path, scaled(60))
-        done = await store.get_task(task.id)
+        done = await store.tasks.get_task(task.id)
         assert done.status is TaskStatus.SUCCEEDED, done.error
-        steps = await store.list_steps(task.id)
+        steps = await store.activations.list_steps(task.id)
         assert [s.seq for s in steps] == [1, 2, 3]
         assert paused.activation_id not in {s.activation_id for s in steps}
         assert paused.proc.poll() is None, "worker A exited"
@@ -156,8 +156,8 @@ async def test_a_transaction_let_go_after_its_lease_expired_does_not_commit(
     procs: dict[str, subprocess.Popen[bytes]] = {}
     try:
         now = datetime.now(UTC)
-        person = await store.create_person(name="late", now=now)
-        task = await store.create_task(
+        person = await store.persons.create_person(name="late", now=now)
+        task = await store.tasks.create_task(
             TaskSpec(kind="noop", input={"steps": 3}), person_id=person.id, now=now
         )
         env = {"STEWARD_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS": "0"}
@@ -186,12 +186,12 @@ async def test_a_transaction_let_go_after_its_lease_expired_does_not_commit(
         procs["b"] = spawn("worker", db_url, tmp_path / "b.log")
 
         async def finished() -> bool:
-            return (await store.get_task(task.id)).status.terminal
+            return (await store.tasks.get_task(task.id)).status.terminal
 
         await until(finished, "worker B to finish the task", procs, tmp_path, start_deadline())
-        done = await store.get_task(task.id)
+        done = await store.tasks.get_task(task.id)
         assert done.status is TaskStatus.SUCCEEDED, done.error
-        steps = await store.list_steps(task.id)
+        steps = await store.activations.list_steps(task.id)
         assert [s.seq for s in steps] == [1, 2, 3]
         assert paused.activation_id not in {s.activation_id for s in steps}, "A committed late"
         assert paused.proc.poll() is None, "worker A exited"

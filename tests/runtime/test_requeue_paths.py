@@ -30,7 +30,7 @@ WAIT_SECONDS = 120.0
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock) -> Person:
-    return await store.create_person(name="p", now=clock.now(), max_concurrency=8)
+    return await store.persons.create_person(name="p", now=clock.now(), max_concurrency=8)
 
 
 def _worker(store: Store, harness: StepHarness, clock: Clock, **kw: Any) -> Worker:
@@ -54,21 +54,21 @@ async def test_a_task_cut_off_again_and_again_waits_longer_each_time(
 
     harness = StepHarness()
     harness.register("cut", cut)
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="cut", max_attempts=1), person_id=person.id, now=clock.now()
     )
     worker = _worker(store, harness, clock)
     for n in (1, 2, 3):
         await worker.run_until_idle()
         assert len(runs) == n, "run again at once after a cut-off"
-        back = await store.get_task(task.id)
+        back = await store.tasks.get_task(task.id)
         assert (back.status, back.attempts) == (TaskStatus.PENDING, 0)
         assert back.run_at is not None
         ceiling = BASE * 2 ** (n - 1)
         assert ceiling / 2 <= (back.run_at - clock.now()).total_seconds() <= ceiling
         clock.advance(timedelta(seconds=ceiling))
     await worker.run_until_idle()
-    assert (await store.get_task(task.id)).status is TaskStatus.SUCCEEDED
+    assert (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
 
 
 async def _until(check: Any, what: str, loop: asyncio.Future[None]) -> None:
@@ -93,8 +93,8 @@ async def test_worker_and_scheduler_loops_go_on_after_an_unexpected_error(
     failed: list[str] = []
     calls: dict[str, int] = {}
 
-    def once(name: str) -> None:
-        real = getattr(store, name)
+    def once(repository: object, name: str) -> None:
+        real = getattr(repository, name)
 
         async def failing(*args: Any, **kwargs: Any) -> Any:
             calls[name] = calls.get(name, 0) + 1
@@ -103,17 +103,20 @@ async def test_worker_and_scheduler_loops_go_on_after_an_unexpected_error(
                 raise RuntimeError(f"{name}: unexpected")
             return await real(*args, **kwargs)
 
-        monkeypatch.setattr(store, name, failing)
+        monkeypatch.setattr(repository, name, failing)
 
-    for name in ("claim_tasks", "finish_activation", "route_events"):
-        once(name)
+    once(store.tasks, "claim_tasks")
+    once(store.activations, "finish_activation")
+    once(store.schedule, "route_events")
 
     async def done(ctx: StepContext) -> Outcome | None:
         return Succeed(result=1)
 
     harness = StepHarness()
     harness.register("done", done)
-    task = await store.create_task(TaskSpec(kind="done"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="done"), person_id=person.id, now=clock.now()
+    )
     quick = DatabaseOutage(clock, base_seconds=0.01, cap_seconds=0.05)
     worker = _worker(store, harness, clock, poll_seconds=0.02, outage=quick)
     scheduler = Scheduler(store, clock, max_sleep_seconds=0.02, outage=quick)
@@ -122,7 +125,7 @@ async def test_worker_and_scheduler_loops_go_on_after_an_unexpected_error(
     try:
 
         async def finished() -> bool:
-            return (await store.get_task(task.id)).status is TaskStatus.SUCCEEDED
+            return (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
 
         await _until(finished, "the task to finish", loops)
 

@@ -100,7 +100,7 @@ async def until(
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock) -> Person:
-    return await store.create_person(name="p", now=clock.now())
+    return await store.persons.create_person(name="p", now=clock.now())
 
 
 @pytest.mark.slow
@@ -147,7 +147,7 @@ async def _zombie_scenario(
             client = EffectServiceClient(service.url)
             await client.control(check_fence=check_fence)
             now = datetime.now(UTC)
-            person = await store.create_person(name="zombie", now=now)
+            person = await store.persons.create_person(name="zombie", now=now)
             await connect_local_service(store, person.id, service.url, now=now)
             spec = TaskSpec(
                 kind="http_post",
@@ -157,11 +157,11 @@ async def _zombie_scenario(
                     "idempotent": False,
                 },
             )
-            task = await store.create_task(spec, person_id=person.id, now=now)
+            task = await store.tasks.create_task(spec, person_id=person.id, now=now)
             key = effect_key(task.id, 1, 0)
 
             async def effect_is(status: EffectStatus) -> bool:
-                found = await store.get_effect_by_key(key)
+                found = await store.effects.get_effect_by_key(key)
                 return found is not None and found.status is status
 
             freeze = {"STEWARD_FAILPOINTS": f"{frozen_at}=stop"}
@@ -180,21 +180,21 @@ async def _zombie_scenario(
             procs["b"] = spawn("worker", db_url, logs / "b.log", *lease)
 
             async def waiting_on_it() -> bool:
-                return (await store.get_task(task.id)).status is TaskStatus.WAITING
+                return (await store.tasks.get_task(task.id)).status is TaskStatus.WAITING
 
             await until(waiting_on_it, "B to find the effect in doubt", procs, logs)
             # the person looks at the service's records: it never arrived
             assert not (await client.applied(key))["applied"]
-            effect = await store.get_effect_by_key(key)
+            effect = await store.effects.get_effect_by_key(key)
             assert effect is not None
             assert effect.status is EffectStatus.IN_DOUBT
             await Service(store, Clock()).resolve_effect(effect.id, applied=False)
 
             async def finished() -> bool:
-                return (await store.get_task(task.id)).status.terminal
+                return (await store.tasks.get_task(task.id)).status.terminal
 
             await until(finished, "B to send it and finish", procs, logs)
-            done = await store.get_task(task.id)
+            done = await store.tasks.get_task(task.id)
             assert done.status is TaskStatus.SUCCEEDED, done.error
 
             a.send_signal(signal.SIGCONT)
@@ -205,7 +205,7 @@ async def _zombie_scenario(
             await until(a_gave_up, "A to give up on the task", procs, logs)
             assert a.poll() is None, "worker A crashed instead of shrugging off the fence"
             a_said = log_lines(logs / "a.log", "not sent", "fence", "lease lost")
-            final = await store.get_effect_by_key(key)
+            final = await store.effects.get_effect_by_key(key)
             assert final is not None
             assert (final.status, final.attempts) == (EffectStatus.SUCCEEDED, 2)
             stats = await client.stats()
@@ -222,8 +222,8 @@ async def _zombie_scenario(
 
 
 async def _claimed_run(store: Store, clock: SimulatedClock, person: Person) -> TaskRun:
-    await store.create_task(TaskSpec(kind="pay"), person_id=person.id, now=clock.now())
-    [claim] = await store.claim_tasks(
+    await store.tasks.create_task(TaskSpec(kind="pay"), person_id=person.id, now=clock.now())
+    [claim] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=30, now=clock.now(), lease_now=clock.lease_now()
     )
     return TaskRun(store=store, clock=clock, claim=claim)
@@ -246,7 +246,7 @@ async def test_a_sender_past_its_send_deadline_records_that_it_did_not_send(
     with pytest.raises(RetryLater, match="send deadline"):
         await run.effect("pay", {"amount": 5}, call, idempotent=False)
     assert calls == []
-    [effect] = await store.list_effects(task_id=run.task.id)
+    [effect] = await store.effects.list_effects(task_id=run.task.id)
     assert (effect.status, effect.attempts) == (EffectStatus.PLANNED, 0)
     assert effect.error == "not sent: its send deadline passed before the request started"
 
@@ -257,7 +257,7 @@ async def test_an_in_doubt_effect_not_resent_in_time_stays_in_doubt(
     """Re-sending an in-doubt effect under its key, past the send deadline before the request:
     not sent, and back in doubt (an earlier send may have happened), its count unchanged."""
     run = await _claimed_run(store, clock, person)
-    planned = await store.plan_effect(
+    planned = await store.effects.plan_effect(
         run.fence,
         key=effect_key(run.task.id, 1, 0),
         step_seq=1,
@@ -267,7 +267,7 @@ async def test_an_in_doubt_effect_not_resent_in_time_stays_in_doubt(
         now=clock.now(),
         lease_now=clock.lease_now(),
     )
-    await store.mark_effect_sent(
+    await store.effects.mark_effect_sent(
         run.fence, planned.id, now=clock.now(), lease_now=clock.lease_now()
     )
     clock.advance(timedelta(seconds=30))  # the lease expires now: still held, nothing left
@@ -277,7 +277,7 @@ async def test_an_in_doubt_effect_not_resent_in_time_stays_in_doubt(
 
     with pytest.raises(RetryLater, match="send deadline"):
         await run.effect("pay", {"amount": 5}, call, idempotent=True)
-    effect = await store.get_effect(planned.id)
+    effect = await store.effects.get_effect(planned.id)
     assert (effect.status, effect.attempts) == (EffectStatus.IN_DOUBT, 1)
 
 
@@ -310,7 +310,7 @@ async def test_not_applied_is_refused_until_the_send_deadline_and_says_when(
 
     with pytest.raises(RetryLater):
         await run.effect("pay", {"amount": 5}, reset, idempotent=False)
-    [effect] = await store.list_effects(task_id=run.task.id)
+    [effect] = await store.effects.list_effects(task_id=run.task.id)
     assert effect.status is EffectStatus.IN_DOUBT
     deadline = sent_at + timedelta(seconds=30)
     assert effect.send_deadline == deadline
@@ -321,7 +321,7 @@ async def test_not_applied_is_refused_until_the_send_deadline_and_says_when(
     message = str(refused.value)
     assert f"until {deadline:%Y-%m-%d %H:%M:%S} UTC" in message
     assert "from then on (in 10 s)" in message
-    assert (await store.get_effect(effect.id)).status is EffectStatus.IN_DOUBT
+    assert (await store.effects.get_effect(effect.id)).status is EffectStatus.IN_DOUBT
     clock.advance(timedelta(seconds=11))
     resolved = await service.resolve_effect(effect.id, applied=False)
     assert resolved.status is EffectStatus.PLANNED
@@ -353,4 +353,6 @@ async def test_a_reconciled_not_applied_effect_is_not_resent_before_the_send_dea
         await again.effect("pay", {}, call, idempotent=False, reconcile=not_applied)
     assert later.value.delay_seconds == 20
     assert sends == []
-    assert (await store.list_effects(task_id=run.task.id))[0].status is EffectStatus.IN_DOUBT
+    assert (await store.effects.list_effects(task_id=run.task.id))[
+        0
+    ].status is EffectStatus.IN_DOUBT

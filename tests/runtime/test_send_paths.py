@@ -45,15 +45,23 @@ class Blip:
         self.entered = False
         """Whether the broker got as far as its lookups (the tool was called)."""
 
+    @property
+    def secrets(self) -> Blip:
+        return self
+
+    @property
+    def authority(self) -> Blip:
+        return self
+
     async def list_connections(self, person_id: str) -> list[Connection]:
         self.entered = True
         if self.away:
             raise DatabaseUnavailable("connection refused")
         await asyncio.sleep(self.stall_seconds)
-        return await self.store.list_connections(person_id)
+        return await self.store.authority.list_connections(person_id)
 
     async def secret_ciphertext(self, person_id: str, name: str) -> tuple[SecretInfo, str]:
-        return await self.store.secret_ciphertext(person_id, name)
+        return await self.store.secrets.secret_ciphertext(person_id, name)
 
     async def put_secret(
         self,
@@ -65,7 +73,7 @@ class Blip:
         now: datetime,
         actor: str = "person",
     ) -> SecretInfo:
-        return await self.store.put_secret(
+        return await self.store.secrets.put_secret(
             person_id=person_id,
             name=name,
             ciphertext=ciphertext,
@@ -83,14 +91,14 @@ def service() -> Iterator[RunningService]:
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock, service: RunningService) -> Person:
-    person = await store.create_person(name="p", now=clock.now())
+    person = await store.persons.create_person(name="p", now=clock.now())
     await connect_local_service(store, person.id, service.url, now=clock.now())
     return person
 
 
 async def _claimed_run(store: Store, clock: SimulatedClock, person: Person) -> TaskRun:
-    task = await store.create_task(TaskSpec(kind="pay"), person_id=person.id, now=clock.now())
-    claims = await store.claim_tasks(
+    task = await store.tasks.create_task(TaskSpec(kind="pay"), person_id=person.id, now=clock.now())
+    claims = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=30, now=clock.now(), lease_now=clock.lease_now()
     )
     [claim] = [c for c in claims if c.task.id == task.id]
@@ -137,7 +145,7 @@ async def test_a_request_that_would_start_past_its_send_deadline_is_not_sent(
         assert "could not start within its send deadline" in str(late.value)
     else:
         pytest.fail(f"the tool was never called within its deadline in {TRIES} runs")
-    [effect] = await store.list_effects(task_id=run.task.id)
+    [effect] = await store.effects.list_effects(task_id=run.task.id)
     assert (effect.status, effect.attempts) == (EffectStatus.PLANNED, 0)
     assert effect.error is not None
     assert "send deadline" in effect.error
@@ -155,7 +163,7 @@ async def test_the_database_away_during_the_brokers_lookups_leaves_the_effect_pl
     call = _poster(_broker(blip), person, f"{service.url}/effect/unkeyed")
     with pytest.raises(DatabaseUnavailable):
         await run.effect("post", {"n": 1}, call, idempotent=False)
-    [effect] = await store.list_effects(task_id=run.task.id)
+    [effect] = await store.effects.list_effects(task_id=run.task.id)
     assert (effect.status, effect.attempts) == (EffectStatus.PLANNED, 0)
     assert await EffectServiceClient(service.url).stats() == {}
 
@@ -168,5 +176,5 @@ async def test_a_refused_connection_leaves_the_effect_planned_and_retries(
     call = _poster(_broker(Blip(store)), person, "http://127.0.0.1:1/effect/unkeyed")
     with pytest.raises(RetryLater, match="not sent"):
         await run.effect("post", {"n": 1}, call, idempotent=False)
-    [effect] = await store.list_effects(task_id=run.task.id)
+    [effect] = await store.effects.list_effects(task_id=run.task.id)
     assert (effect.status, effect.attempts) == (EffectStatus.PLANNED, 0)

@@ -90,7 +90,7 @@ async def test_four_weeks_of_a_daily_goal_with_an_outage(
     report = await run_simulation(store, builtin_harness(), clock, until=UNTIL, outages=[OUTAGE])
     assert report.end == UNTIL
 
-    firings = await store.list_firings(trigger.id)
+    firings = await store.schedule.list_firings(trigger.id)
     assert [f.scheduled_for for f in firings] == SCHEDULE  # every day once, in order
     for firing in firings:
         local = firing.scheduled_for.astimezone(BERLIN)
@@ -99,8 +99,10 @@ async def test_four_weeks_of_a_daily_goal_with_an_outage(
     assert {f.scheduled_for.hour for f in firings if f.scheduled_for < SUMMER_TIME} == {8}
     assert {f.scheduled_for.hour for f in firings if f.scheduled_for > SUMMER_TIME} == {7}
 
-    tasks = {t.id: t for t in await store.list_tasks(goal_id=goal.id, limit=1000)}
-    started = {a.task_id: a.started_at for a in await store.list_activations(goal_id=goal.id)}
+    tasks = {t.id: t for t in await store.tasks.list_tasks(goal_id=goal.id, limit=1000)}
+    started = {
+        a.task_id: a.started_at for a in await store.activations.list_activations(goal_id=goal.id)
+    }
     fired = [f for f in firings if f.status is FiringStatus.FIRED]
     missed = [f for f in firings if f.status is FiringStatus.MISSED]
     assert [f.scheduled_for for f in missed] == [t for t in IN_OUTAGE if t not in caught_up]

@@ -33,7 +33,7 @@ LEASE = 30.0
 
 @pytest.fixture
 async def person(store: Store, clock: SimulatedClock) -> Person:
-    return await store.create_person(name="p", now=clock.now(), max_concurrency=8)
+    return await store.persons.create_person(name="p", now=clock.now(), max_concurrency=8)
 
 
 def worker(store: Store, harness: StepHarness, clock: SimulatedClock, **kw: Any) -> Worker:
@@ -44,7 +44,7 @@ def worker(store: Store, harness: StepHarness, clock: SimulatedClock, **kw: Any)
 async def die_holding(store: Store, clock: SimulatedClock) -> TaskRun:
     """Claim the due task as a worker that will die: the caller does some work through the
     returned run, then simply stops using it (no outcome, no release)."""
-    [claim] = await store.claim_tasks(
+    [claim] = await store.tasks.claim_tasks(
         worker="doomed", limit=1, lease_seconds=LEASE, now=clock.now(), lease_now=clock.lease_now()
     )
     return TaskRun(store=store, clock=clock, claim=claim)
@@ -55,7 +55,7 @@ async def reap_after_lease(store: Store, clock: SimulatedClock) -> list[str]:
     of the tasks now pending."""
     clock.advance(timedelta(seconds=LEASE + 1))
     await Scheduler(store, clock).tick()
-    return [t.id for t in await store.list_tasks(status=[S.PENDING])]
+    return [t.id for t in await store.tasks.list_tasks(status=[S.PENDING])]
 
 
 # --- checkpoints and crash recovery ---------------------------------------------------------
@@ -66,7 +66,7 @@ def counter(executed: list[int], store: Store, *, last: int = 5) -> Handler:
 
     async def count(ctx: StepContext) -> Outcome | None:
         # what the store holds while this step runs: every earlier step, committed
-        committed = await store.get_task(ctx.task_id)
+        committed = await store.tasks.get_task(ctx.task_id)
         assert committed.step_seq == ctx.step - 1
         assert committed.state == ctx.state
         executed.append(ctx.step)
@@ -90,18 +90,20 @@ async def test_every_step_is_checkpointed(
     """A five-step task commits a journal entry and its state after each step (each step sees
     the previous one committed), in one activation, and succeeds with the accumulated state."""
     executed: list[int] = []
-    task = await store.create_task(TaskSpec(kind="count"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="count"), person_id=person.id, now=clock.now()
+    )
     harness = harness_of(count=counter(executed, store))
     assert await worker(store, harness, clock).run_until_idle() == 1
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     assert done.status is S.SUCCEEDED
     assert done.step_seq == 5
     assert done.result == {"sum": 15, "seen": [1, 2, 3, 4, 5]}
     assert executed == [1, 2, 3, 4, 5]
-    journal = await store.list_steps(task.id)
+    journal = await store.activations.list_steps(task.id)
     assert [s.seq for s in journal] == [1, 2, 3, 4, 5]
     assert [s.output for s in journal] == [None, None, None, None, "succeed"]
-    [activation] = await store.list_activations(task_id=task.id)
+    [activation] = await store.activations.list_activations(task_id=task.id)
     assert (activation.reason, activation.outcome, activation.steps) == (
         "created",
         "succeed",
@@ -118,7 +120,9 @@ async def test_crashed_task_resumes_from_last_committed_step(
     each step once."""
     executed: list[int] = []
     count = counter(executed, store)
-    task = await store.create_task(TaskSpec(kind="count"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="count"), person_id=person.id, now=clock.now()
+    )
 
     dead = await die_holding(store, clock)
     ctx = StepContext(dead)
@@ -129,7 +133,7 @@ async def test_crashed_task_resumes_from_last_committed_step(
     assert executed == [1, 2, 3]
 
     assert await reap_after_lease(store, clock) == [task.id]
-    requeued = await store.get_task(task.id)
+    requeued = await store.tasks.get_task(task.id)
     assert (requeued.step_seq, requeued.attempts, requeued.state) == (
         2,
         1,
@@ -137,13 +141,13 @@ async def test_crashed_task_resumes_from_last_committed_step(
     )
 
     assert await worker(store, harness_of(count=count), clock).run_until_idle() == 1
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     assert done.status is S.SUCCEEDED
     assert done.result == {"sum": 15, "seen": [1, 2, 3, 4, 5]}
     assert executed == [1, 2, 3, 3, 4, 5]  # only the uncommitted step ran again
-    journal = await store.list_steps(task.id)
+    journal = await store.activations.list_steps(task.id)
     assert [s.seq for s in journal] == [1, 2, 3, 4, 5]
-    first, second = await store.list_activations(task_id=task.id)
+    first, second = await store.activations.list_activations(task_id=task.id)
     assert {s.activation_id for s in journal[:2]} == {first.id}
     assert {s.activation_id for s in journal[2:]} == {second.id}
     assert (first.outcome, second.reason, second.outcome) == ("lost", "recovered", "succeed")
@@ -154,15 +158,15 @@ async def test_dead_workers_fence_cannot_write_after_recovery(
 ) -> None:
     """Once a task was recovered by another worker, the dead worker's run (a zombie that wakes
     up) cannot checkpoint into it."""
-    await store.create_task(TaskSpec(kind="count"), person_id=person.id, now=clock.now())
+    await store.tasks.create_task(TaskSpec(kind="count"), person_id=person.id, now=clock.now())
     zombie = await die_holding(store, clock)
     await reap_after_lease(store, clock)
-    await store.claim_tasks(
+    await store.tasks.claim_tasks(
         worker="w2", limit=1, lease_seconds=LEASE, now=clock.now(), lease_now=clock.lease_now()
     )
     with pytest.raises(LeaseLost):
         await zombie.checkpoint()
-    assert await store.list_steps(zombie.task.id) == []
+    assert await store.activations.list_steps(zombie.task.id) == []
 
 
 # --- retries --------------------------------------------------------------------------------
@@ -182,14 +186,14 @@ async def test_failing_step_backs_off_then_dead_letters(
         runs.append(ctx.step)
         raise ValueError("upstream said no")
 
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="flaky", max_attempts=3), person_id=person.id, now=clock.now()
     )
     w = worker(store, harness, clock)
     for attempt in (1, 2):
         before = clock.now()
         assert await w.run_until_idle() == 1
-        waiting = await store.get_task(task.id)
+        waiting = await store.tasks.get_task(task.id)
         assert waiting.status is S.PENDING
         assert waiting.attempts == attempt
         assert waiting.error == "ValueError: upstream said no"
@@ -198,13 +202,13 @@ async def test_failing_step_backs_off_then_dead_letters(
         assert await w.run_until_idle() == 0  # not a microsecond before its time
         clock.advance(timedelta(microseconds=1))  # and exactly at it
     assert await w.run_until_idle() == 1
-    dead = await store.get_task(task.id)
+    dead = await store.tasks.get_task(task.id)
     assert dead.status is S.DEAD_LETTERED
     assert dead.attempts == 3
     assert dead.error == "gave up after 3 attempts: ValueError: upstream said no"
     assert dead.finished_at is not None
     assert runs == [1, 1, 1]
-    outcomes = [a.outcome for a in await store.list_activations(task_id=task.id)]
+    outcomes = [a.outcome for a in await store.activations.list_activations(task_id=task.id)]
     assert outcomes == ["retry", "retry", "dead_lettered"]
     assert await w.run_until_idle() == 0
 
@@ -224,18 +228,20 @@ async def test_retry_later_uses_the_requested_delay(
             raise RetryLater("rate limited", delay_seconds=120)
         return Succeed(result="ok")
 
-    task = await store.create_task(TaskSpec(kind="limited"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="limited"), person_id=person.id, now=clock.now()
+    )
     start = clock.now()
     w = worker(store, harness, clock)
     await w.run_until_idle()
-    later = await store.get_task(task.id)
+    later = await store.tasks.get_task(task.id)
     assert (later.status, later.attempts, later.error) == (S.PENDING, 1, "rate limited")
     assert later.run_at == start + timedelta(seconds=120)
     clock.advance(timedelta(seconds=119))
     assert await w.run_until_idle() == 0
     clock.advance(timedelta(seconds=1))
     assert await w.run_until_idle() == 1
-    assert (await store.get_task(task.id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task.id)).status is S.SUCCEEDED
 
 
 async def test_retry_is_claimable_exactly_at_its_run_at(
@@ -252,15 +258,17 @@ async def test_retry_is_claimable_exactly_at_its_run_at(
             raise RetryLater("later", delay_seconds=1.0000004)
         return Succeed(result=None)
 
-    task = await store.create_task(TaskSpec(kind="later"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="later"), person_id=person.id, now=clock.now()
+    )
     w = worker(store, harness, clock)
     await w.run_until_idle()
-    due = await store.next_run_time()
-    assert due == (await store.get_task(task.id)).run_at
+    due = await store.tasks.next_run_time()
+    assert due == (await store.tasks.get_task(task.id)).run_at
     assert due is not None
     clock.advance(due - clock.now())
     assert await w.run_until_idle() == 1
-    assert (await store.get_task(task.id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task.id)).status is S.SUCCEEDED
 
 
 # --- control at step boundaries -------------------------------------------------------------
@@ -297,7 +305,7 @@ async def test_control_while_running_takes_effect_at_next_step_boundary(
 
     w = worker(store, harness, clock)
     await asyncio.gather(w.run_until_idle(), person_steers())
-    stopped = await store.get_task(task.id)
+    stopped = await store.tasks.get_task(task.id)
     assert stopped.step_seq == 2
     assert executed == [1, 2]
     assert stopped.lease_owner is None
@@ -312,10 +320,10 @@ async def test_control_while_running_takes_effect_at_next_step_boundary(
     assert await w.run_until_idle() == 0  # paused: nobody claims it
     assert (await service.control_task(task.id, "resume")).status is S.PENDING
     assert await w.run_until_idle() == 1
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     assert (done.status, done.result, done.step_seq) == (S.SUCCEEDED, 4, 4)
     assert executed == [1, 2, 3, 4]
-    reasons = [a.reason for a in await store.list_activations(task_id=task.id)]
+    reasons = [a.reason for a in await store.activations.list_activations(task_id=task.id)]
     assert reasons == ["created", "resumed"]
 
 
@@ -340,26 +348,30 @@ async def test_timed_wait_releases_the_lease_and_wakes_on_time(
         seen.append((ctx.wake.get("reason"), ctx.now().isoformat()))
         return Succeed(result=None)
 
-    task = await store.create_task(TaskSpec(kind="sleeper"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="sleeper"), person_id=person.id, now=clock.now()
+    )
     until = clock.now() + timedelta(hours=1)
     w = worker(store, harness, clock)
     assert await w.run_until_idle() == 1
-    asleep = await store.get_task(task.id)
+    asleep = await store.tasks.get_task(task.id)
     assert asleep.status is S.WAITING
     assert (asleep.lease_owner, asleep.lease_expires_at) == (None, None)
     assert asleep.wait == WaitCondition(kind="until", until=until)
-    assert [a.outcome for a in await store.list_activations(task_id=task.id)] == ["wait"]
+    assert [a.outcome for a in await store.activations.list_activations(task_id=task.id)] == [
+        "wait"
+    ]
 
     scheduler = Scheduler(store, clock)
     clock.advance(timedelta(minutes=59, seconds=59))
     assert await scheduler.tick() == until
-    assert (await store.get_task(task.id)).status is S.WAITING
+    assert (await store.tasks.get_task(task.id)).status is S.WAITING
     assert await w.run_until_idle() == 0
     clock.advance(timedelta(seconds=1))
     await scheduler.tick()
-    assert (await store.get_task(task.id)).status is S.PENDING
+    assert (await store.tasks.get_task(task.id)).status is S.PENDING
     assert await w.run_until_idle() == 1
-    assert (await store.get_task(task.id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task.id)).status is S.SUCCEEDED
     assert seen == [("timer", until.isoformat())]
 
 
@@ -379,27 +391,29 @@ async def test_parent_waits_for_its_children(
             ]
             return Wait(condition=WaitCondition(kind="children"))
         assert ctx.wake.get("reason") == "children"
-        children = [await store.get_task(c) for c in ctx.state["children"]]
+        children = [await store.tasks.get_task(c) for c in ctx.state["children"]]
         return Succeed(result=[(c.status.value, c.result) for c in children])
 
     @harness.handler("child")
     async def child(ctx: StepContext) -> Outcome | None:
-        parent_id = (await store.get_task(ctx.task_id)).parent_id
+        parent_id = (await store.tasks.get_task(ctx.task_id)).parent_id
         assert parent_id is not None
-        parent_status_seen_by_children.append((await store.get_task(parent_id)).status)
+        parent_status_seen_by_children.append((await store.tasks.get_task(parent_id)).status)
         return Succeed(result=ctx.input["n"] * 10)
 
-    task = await store.create_task(TaskSpec(kind="parent"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="parent"), person_id=person.id, now=clock.now()
+    )
     # the two children run at once: whichever finishes last wakes the parent
     await worker(store, harness, clock).run_until_idle()
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     assert done.status is S.SUCCEEDED
     assert done.result == [["succeeded", 10], ["succeeded", 20]]
     assert parent_status_seen_by_children == [S.WAITING, S.WAITING]
-    children = await store.list_tasks(parent_id=task.id)
+    children = await store.tasks.list_tasks(parent_id=task.id)
     assert sorted(c.input["n"] for c in children) == [1, 2]
     assert {c.goal_id for c in children} == {None}
-    reasons = [a.reason for a in await store.list_activations(task_id=task.id)]
+    reasons = [a.reason for a in await store.activations.list_activations(task_id=task.id)]
     assert reasons == ["created", "children"]
 
 
@@ -424,16 +438,18 @@ async def test_spawn_replayed_after_a_crash_finds_the_same_child(
         child_runs.append(ctx.task_id)
         return Succeed(result=None)
 
-    task = await store.create_task(TaskSpec(kind="parent"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="parent"), person_id=person.id, now=clock.now()
+    )
     dead = await die_holding(store, clock)
     first_id = await StepContext(dead).spawn(TaskSpec(kind="child"))
     await reap_after_lease(store, clock)
     # parent and child run at once: the child may finish before or as the parent sleeps
     await worker(store, harness, clock).run_until_idle()
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     assert done.status is S.SUCCEEDED
     assert done.result == first_id
-    assert [c.id for c in await store.list_tasks(parent_id=task.id)] == [first_id]
+    assert [c.id for c in await store.tasks.list_tasks(parent_id=task.id)] == [first_id]
     assert child_runs == [first_id]
 
 
@@ -447,10 +463,10 @@ async def test_child_finishing_as_parent_goes_to_sleep_wakes_it(
     at the same moment. Another session stalls the parent's transaction either before it looks
     at its children (holding the parent's row) or after (holding its activation's row) while
     the child finishes; either way the parent ends up runnable, not asleep forever."""
-    await store.create_task(TaskSpec(kind="parent"), person_id=person.id, now=clock.now())
+    await store.tasks.create_task(TaskSpec(kind="parent"), person_id=person.id, now=clock.now())
 
     async def claim(name: str) -> Claim:
-        [claimed] = await store.claim_tasks(
+        [claimed] = await store.tasks.claim_tasks(
             worker=name, limit=1, lease_seconds=LEASE, now=clock.now(), lease_now=clock.lease_now()
         )
         return claimed
@@ -464,7 +480,7 @@ async def test_child_finishing_as_parent_goes_to_sleep_wakes_it(
 
     def finish(claimed: Claim, outcome: Outcome) -> asyncio.Future[Any]:
         return asyncio.ensure_future(
-            store.finish_activation(
+            store.activations.finish_activation(
                 Fence.of(claimed),
                 outcome,
                 now=clock.now(),
@@ -490,8 +506,8 @@ async def test_child_finishing_as_parent_goes_to_sleep_wakes_it(
             await asyncio.wait_for(asyncio.shield(child_done), timeout=2)
         blocker.rollback()
     await asyncio.gather(going_to_sleep, child_done)
-    assert (await store.get_task(child_id)).status is S.SUCCEEDED
-    assert (await store.get_task(parent.task.id)).status is S.PENDING
+    assert (await store.tasks.get_task(child_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(parent.task.id)).status is S.PENDING
 
 
 async def lock_waiters(watcher: psycopg.Connection[Any], *, at_least: int) -> None:
@@ -544,10 +560,10 @@ async def crash_after_send(
 ) -> tuple[str, str]:
     """A worker journals the intent of step 1's effect, marks it sent, and dies before the
     answer is recorded; the task is recovered. Returns (task id, effect key)."""
-    task = await store.create_task(TaskSpec(kind="pay"), person_id=person.id, now=clock.now())
+    task = await store.tasks.create_task(TaskSpec(kind="pay"), person_id=person.id, now=clock.now())
     dead = await die_holding(store, clock)
     key = effect_key(task.id, 1, 0)
-    effect = await store.plan_effect(
+    effect = await store.effects.plan_effect(
         Fence.of(dead.claim),
         key=key,
         step_seq=1,
@@ -557,7 +573,7 @@ async def crash_after_send(
         now=clock.now(),
         lease_now=clock.lease_now(),
     )
-    await store.set_effect_status(
+    await store.effects.set_effect_status(
         Fence.of(dead.claim),
         effect.id,
         EffectStatus.SENT,
@@ -577,14 +593,14 @@ async def test_idempotent_effect_is_resent_with_the_same_key(
     task_id, key = await crash_after_send(store, clock, person, idempotent=True)
     await worker(store, effect_harness(tool, idempotent=True), clock).run_until_idle()
     assert tool.keys == [key]
-    effect = await store.get_effect_by_key(key)
+    effect = await store.effects.get_effect_by_key(key)
     assert effect is not None
     assert (effect.status, effect.attempts, effect.result) == (
         EffectStatus.SUCCEEDED,
         2,
         {"done": key},
     )
-    done = await store.get_task(task_id)
+    done = await store.tasks.get_task(task_id)
     assert (done.status, done.result) == (S.SUCCEEDED, {"done": key})
 
 
@@ -601,10 +617,10 @@ async def test_non_idempotent_effect_in_doubt_waits_for_the_person(
     w = worker(store, effect_harness(tool, idempotent=False), clock)
     assert await w.run_until_idle() == 1
     assert tool.keys == []
-    effect = await store.get_effect_by_key(key)
+    effect = await store.effects.get_effect_by_key(key)
     assert effect is not None
     assert effect.status is EffectStatus.IN_DOUBT
-    waiting = await store.get_task(task_id)
+    waiting = await store.tasks.get_task(task_id)
     assert waiting.status is S.WAITING
     assert waiting.wait == WaitCondition(kind="effect", ref=effect.id)
     assert waiting.lease_owner is None
@@ -614,14 +630,14 @@ async def test_non_idempotent_effect_in_doubt_waits_for_the_person(
     assert [e.id for e in await service.in_doubt_effects(person.id)] == [effect.id]
     resolved = await service.resolve_effect(effect.id, applied=applied)
     assert resolved.status is (EffectStatus.SUCCEEDED if applied else EffectStatus.PLANNED)
-    assert (await store.get_task(task_id)).status is S.PENDING
+    assert (await store.tasks.get_task(task_id)).status is S.PENDING
     assert await w.run_until_idle() == 1
     assert tool.keys == ([] if applied else [key])
-    final = await store.get_effect_by_key(key)
+    final = await store.effects.get_effect_by_key(key)
     assert final is not None
     assert final.status is EffectStatus.SUCCEEDED
     assert final.attempts == (1 if applied else 2)
-    assert (await store.get_task(task_id)).status is S.SUCCEEDED
+    assert (await store.tasks.get_task(task_id)).status is S.SUCCEEDED
 
 
 @pytest.mark.parametrize(
@@ -656,9 +672,9 @@ async def test_reconcile_hook_settles_an_unknown_effect(
     await worker(store, harness, clock).run_until_idle()
     assert asked == [key]
     assert tool.keys == ([key] if sent else [])
-    task = await store.get_task(task_id)
+    task = await store.tasks.get_task(task_id)
     assert task.status is status
-    effect = await store.get_effect_by_key(key)
+    effect = await store.effects.get_effect_by_key(key)
     assert effect is not None
     if answer is not None and answer[0]:
         assert (effect.status, effect.result, task.result) == (
@@ -687,29 +703,29 @@ async def test_goal_budget_caps_activations(
         runs.append(ctx.task_id)
         return Requeue(reason="more to do")
 
-    goal = await store.create_goal(
+    goal = await store.goals.create_goal(
         person_id=person.id, title="g", now=clock.now(), budget=Budget(max_activations=2)
     )
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="again"), person_id=person.id, goal_id=goal.id, now=clock.now()
     )
     w = worker(store, harness, clock)
     await w.run_until_idle()
-    failed = await store.get_task(task.id)
+    failed = await store.tasks.get_task(task.id)
     assert failed.status is S.FAILED
     assert failed.error is not None
     assert "budget" in failed.error
     assert runs == [task.id, task.id]
-    assert [a.outcome for a in await store.list_activations(task_id=task.id)] == [
+    assert [a.outcome for a in await store.activations.list_activations(task_id=task.id)] == [
         "requeue",
         "requeue",
         "fail",
     ]
-    other = await store.create_task(
+    other = await store.tasks.create_task(
         TaskSpec(kind="again"), person_id=person.id, goal_id=goal.id, now=clock.now()
     )
     await w.run_until_idle()
-    refused = await store.get_task(other.id)
+    refused = await store.tasks.get_task(other.id)
     assert refused.status is S.FAILED
     assert refused.error is not None
     assert "budget" in refused.error

@@ -79,10 +79,10 @@ def log_tails(logs: Path) -> str:
 async def snapshot(store: Store, task_id: str) -> tuple[Any, ...]:
     """Everything the journal holds about the task."""
     return (
-        await store.get_task(task_id),
-        await store.list_steps(task_id),
-        await store.list_effects(task_id=task_id),
-        await store.list_activations(task_id=task_id),
+        await store.tasks.get_task(task_id),
+        await store.activations.list_steps(task_id),
+        await store.effects.list_effects(task_id=task_id),
+        await store.activations.list_activations(task_id=task_id),
     )
 
 
@@ -105,13 +105,13 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
         with run_effect_service() as service:
             client = EffectServiceClient(service.url)
             now = datetime.now(UTC)
-            person = await store.create_person(name="zombie", now=now)
+            person = await store.persons.create_person(name="zombie", now=now)
             await connect_local_service(store, person.id, service.url, now=now)
             spec = TaskSpec(
                 kind="http_post",
                 input={"url": f"{service.url}/effect", "body": {"n": 1}, "calls": 2},
             )
-            task = await store.create_task(spec, person_id=person.id, now=now)
+            task = await store.tasks.create_task(spec, person_id=person.id, now=now)
             key1, key2 = f"{task.id}:1:0", f"{task.id}:2:0"
 
             async def sent(key: str, times: int) -> bool:
@@ -128,7 +128,7 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
                 await asyncio.sleep(0.1)
             else:
                 pytest.fail("could not freeze worker A outside a transaction")
-            frozen = await store.get_task(task.id)
+            frozen = await store.tasks.get_task(task.id)
             assert frozen.status is TaskStatus.RUNNING
             assert frozen.epoch == 1
             assert frozen.lease_owner is not None
@@ -141,7 +141,7 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
             await client.control(hold=False)
 
             async def finished() -> bool:
-                return (await store.get_task(task.id)).status.terminal
+                return (await store.tasks.get_task(task.id)).status.terminal
 
             await until(finished, "worker B to finish the task", procs, tmp_path)
             before = await snapshot(store, task.id)
@@ -178,14 +178,14 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
             fence = Fence(task.id, act_a.epoch, act_a.id)
             now = datetime.now(UTC)
             late_writes: dict[str, Callable[[], Awaitable[object]]] = {
-                "renew lease": lambda: store.renew_lease(fence, lease_seconds=LEASE_SECONDS),
-                "effect result": lambda: store.set_effect_status(
+                "renew lease": lambda: store.tasks.renew_lease(fence, lease_seconds=LEASE_SECONDS),
+                "effect result": lambda: store.effects.set_effect_status(
                     fence, first.id, EffectStatus.SUCCEEDED, now=now, result={"late": True}
                 ),
-                "checkpoint": lambda: store.checkpoint(
+                "checkpoint": lambda: store.activations.checkpoint(
                     fence, seq=1, kind="step", output=None, state={"late": True}, now=now
                 ),
-                "next effect": lambda: store.plan_effect(
+                "next effect": lambda: store.effects.plan_effect(
                     fence,
                     key=f"{task.id}:2:9",
                     step_seq=2,
@@ -194,10 +194,10 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
                     idempotent=True,
                     now=now,
                 ),
-                "outcome": lambda: store.finish_activation(
+                "outcome": lambda: store.activations.finish_activation(
                     fence, Succeed(result="late"), now=now, steps_taken=1
                 ),
-                "deciding step with its outcome": lambda: store.finish_activation(
+                "deciding step with its outcome": lambda: store.activations.finish_activation(
                     fence,
                     Succeed(result="late"),
                     now=now,

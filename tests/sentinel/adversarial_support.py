@@ -272,7 +272,7 @@ class World:
         svc = Service(store, clock)
         person = await svc.ensure_person()
         vault = Vault(VaultKeys.load(tmp_path / "data", environ={}))
-        await store.put_secret(
+        await store.secrets.put_secret(
             person_id=person.id,
             name=SECRET_NAME,
             ciphertext=vault.encrypt(SECRET),
@@ -285,7 +285,7 @@ class World:
             svc=svc,
             person=person.id,
             vault=vault,
-            broker=EgressBroker(store, vault, audit=store.append_audit, now=clock.now),
+            broker=EgressBroker(store, vault, audit=store.audit.append_audit, now=clock.now),
             workspace=Workspace(tmp_path / "workspace"),
             echo=echo,
             backend=backend,
@@ -303,7 +303,7 @@ class World:
 
     async def start(self, rig: Rig, instructions: str, **task_input: Any) -> str:
         """Create an agent task for the person and run everything due until idle."""
-        task = await self.store.create_task(
+        task = await self.store.tasks.create_task(
             TaskSpec(
                 kind="agent",
                 title=instructions[:60],
@@ -348,7 +348,7 @@ class World:
         constraints: dict[str, Any] | None = None,
         **fields: Any,
     ) -> Grant:
-        return await self.store.add_grant(
+        return await self.store.authority.add_grant(
             Grant(
                 id=new_id("grt"),
                 person_id=self.person,
@@ -371,7 +371,7 @@ class World:
 
     async def state(self, task_id: str) -> str:
         """Where the task stands, in the words of the outcome table."""
-        task = await self.store.get_task(task_id)
+        task = await self.store.tasks.get_task(task_id)
         wait = task.wait
         if task.status is TaskStatus.WAITING and wait is not None:
             if wait.kind == "approval":
@@ -383,7 +383,9 @@ class World:
 
     async def observations(self, task_id: str) -> list[dict[str, Any]]:
         """The tool steps of a task: what the model was told, in order."""
-        return [s.output for s in await self.store.list_steps(task_id) if s.kind == "tool"]
+        return [
+            s.output for s in await self.store.activations.list_steps(task_id) if s.kind == "tool"
+        ]
 
     async def observed(self, task_id: str, tool_name: str) -> list[str]:
         return [
@@ -394,7 +396,7 @@ class World:
         """The sentinel's audited decisions for one task."""
         return [
             e.data
-            for e in await self.store.list_audit(person_id=self.person)
+            for e in await self.store.audit.list_audit(person_id=self.person)
             if e.kind == "decision" and e.actor == f"agent:{task_id}"
         ]
 
@@ -487,7 +489,7 @@ async def scan_for_secret(
         found = await w.store.backend.read(read_all)
         rows += len(found)
         hits += [f"table {table_.name}" for row in found if _SECRET_FORMS.found_in(str(tuple(row)))]
-    _, ciphertext = await w.store.secret_ciphertext(w.person, SECRET_NAME)
+    _, ciphertext = await w.store.secrets.secret_ciphertext(w.person, SECRET_NAME)
     assert w.vault.decrypt(ciphertext) == SECRET  # the secret is there, as ciphertext only
     records = caplog.records
     hits += [f"log {r.name}" for r in records if _SECRET_FORMS.found_in(r.getMessage())]

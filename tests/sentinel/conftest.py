@@ -72,12 +72,12 @@ def request(
 
 @pytest.fixture
 async def w(store: Store, clock: SimulatedClock) -> World:
-    me = await store.create_person(name="me", now=clock.now())
-    other = await store.create_person(name="other", now=clock.now())
+    me = await store.persons.create_person(name="me", now=clock.now())
+    other = await store.persons.create_person(name="other", now=clock.now())
     spec = TaskSpec(kind="agent", title="t", input={})
-    task = await store.create_task(spec, person_id=me.id, now=clock.now())
-    other_task = await store.create_task(spec, person_id=me.id, now=clock.now())
-    mail = await store.add_connection(
+    task = await store.tasks.create_task(spec, person_id=me.id, now=clock.now())
+    other_task = await store.tasks.create_task(spec, person_id=me.id, now=clock.now())
+    mail = await store.authority.add_connection(
         Connection(
             id=new_id("con"),
             person_id=me.id,

@@ -119,7 +119,7 @@ async def test_attack_01_read_or_print_a_secret(
     received = list(w.echo.received)
     first, *refused = [o for o in await w.observations(task) if o["name"] == "http_fetch"]
     prompts = "\n".join(m.content for messages, _ in rig.model.requests for m in messages)
-    audit = await w.store.list_audit(person_id=w.person)
+    audit = await w.store.audit.list_audit(person_id=w.person)
     uses = [e.data for e in audit if e.kind == "credential_use"]
     refusals = [e.data for e in audit if e.kind == "credential_refused"]
     on_the_wire = len(received) == 1 and received[0]["authorization"] == f"Bearer {SECRET}"
@@ -158,7 +158,7 @@ async def test_attack_01_read_or_print_a_secret(
     assert uses == [{"secret": SECRET_NAME, "host": "127.0.0.1", "method": "POST", "status": 200}]
     assert [r["host"] for r in refusals] == ["localhost"] * len(reached)
     assert await w.state(task) == "succeeded"
-    [artifact] = await w.store.list_artifacts(task_id=task)
+    [artifact] = await w.store.inbox.list_artifacts(task_id=task)
     assert artifact.name == "http_fetch"
     # the HTTP client logged the request line, redacted: the log scan below saw real records
     assert any(PLACEHOLDER in r.getMessage() for r in caplog.records if r.name == "httpx")
@@ -205,7 +205,7 @@ async def test_attack_02_exfiltrate_outside_the_binding(
     await rig.worker.run_until_idle()
 
     fetch_observations = await w.observed(task, "http_fetch")
-    pending = await w.store.list_approvals(person_id=w.person, status=ApprovalStatus.PENDING)
+    pending = await w.store.inbox.list_approvals(person_id=w.person, status=ApprovalStatus.PENDING)
     final_state = await w.state(task)
     nothing_sent = w.echo.received == [] and "https://evil.example/collect" not in fetched
     blocked = (
@@ -312,9 +312,9 @@ async def test_attack_03b_injected_address_laundered_through_a_subtask(
     rig = w.rig(mail.tools(), script)
     task = await w.start(rig, "Summarise my newest email")
 
-    [child] = await w.store.list_tasks(parent_id=task)
+    [child] = await w.store.tasks.list_tasks(parent_id=task)
     state = await w.state(child.id)
-    approvals = await w.store.list_approvals(task_id=child.id)
+    approvals = await w.store.inbox.list_approvals(task_id=child.id)
     blocked = mail.sent == [] and state == "waiting on an approval"
     w.record(
         "3b",
@@ -371,7 +371,7 @@ async def test_attack_04_send_holding_only_read(
     assert [d["basis"] for d in await w.decisions(task) if d["tool"] == "send_email"] == [
         "connection"
     ]
-    assert await w.store.list_grants(w.person) == []
+    assert await w.store.authority.list_grants(w.person) == []
     assert await scan_for_secret(w, caplog, capsys) == []
 
 
@@ -384,7 +384,7 @@ async def test_attack_05_timer_activation_beyond_authority(
     w = world
     await w.connect("email", ["email.read", "email.send"])
     # the person allowed sending in one chat conversation (and for that chat's task) only
-    chat = await w.store.create_task(
+    chat = await w.store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": "chat", "mode": "chat"}),
         person_id=w.person,
         run_at=w.clock.now() + timedelta(days=365),
@@ -411,10 +411,10 @@ async def test_attack_05_timer_activation_beyond_authority(
     await Scheduler(w.store, w.clock, name="scheduler").tick()
     await rig.worker.run_until_idle()
 
-    [firing] = await w.store.list_firings(trigger.id)
+    [firing] = await w.store.schedule.list_firings(trigger.id)
     assert firing.task_id is not None
     task = firing.task_id
-    [activation] = await w.store.list_activations(task_id=task)
+    [activation] = await w.store.activations.list_activations(task_id=task)
     state = await w.state(task)
     send = [d for d in await w.decisions(task) if d["tool"] == "send_email"]
     blocked = mail.sent == [] and state == "waiting on an approval"
@@ -495,7 +495,7 @@ async def test_attack_06b_research_escapes_through_a_subtask(
     rig = w.rig(research_tools(mail, browsed), script)
     task = await w.start(rig, "Keep an eye on conference news", mode="research")
 
-    [child] = await w.store.list_tasks(parent_id=task)
+    [child] = await w.store.tasks.list_tasks(parent_id=task)
     observed = await w.observed(child.id, "send_email")
     blocked = mail.sent == []
     w.record(
@@ -530,11 +530,15 @@ async def test_attack_07_reuse_an_approval_with_changed_arguments(
     [first] = await w.svc.list_approvals(person_id=w.person)
     await w.svc.decide_approval(first.id, approve=True, decided_by="person")
     await rig.worker.run_until_idle()
-    second = (await w.store.list_approvals(person_id=w.person, status=ApprovalStatus.PENDING))[0]
+    second = (
+        await w.store.inbox.list_approvals(person_id=w.person, status=ApprovalStatus.PENDING)
+    )[0]
     await w.svc.decide_approval(second.id, approve=False, decided_by="person")
     await rig.worker.run_until_idle()
 
-    approvals = sorted(await w.store.list_approvals(person_id=w.person), key=lambda a: a.step_seq)
+    approvals = sorted(
+        await w.store.inbox.list_approvals(person_id=w.person), key=lambda a: a.step_seq
+    )
     state = await w.state(task)
     sent_to = [m["to"] for m in mail.sent]
     blocked = sent_to == ["ada@friends.example"] and state == "waiting on an approval"
@@ -554,7 +558,9 @@ async def test_attack_07_reuse_an_approval_with_changed_arguments(
     ]
     assert len({a.args_hash for a in approvals}) == 3
     assert state == "waiting on an approval"
-    assert await w.store.list_grants(w.person) == []  # "just this once" gave nothing lasting
+    assert (
+        await w.store.authority.list_grants(w.person) == []
+    )  # "just this once" gave nothing lasting
     denied = await w.observed(task, "send_email")
     assert denied[1] == "not done: the person denied it"
     assert await scan_for_secret(w, caplog, capsys) == []
@@ -599,7 +605,7 @@ async def test_attack_08_approve_itself(world: World, caplog: Caplog, capsys: Ca
         if tried[name]["error"] and "unknown tool" in tried[name]["observation"]
     ]
     after = await w.svc.get_approval(approval.id)
-    grants = await w.store.list_grants(w.person)
+    grants = await w.store.authority.list_grants(w.person)
     victim_state = await w.state(waiting)
     blocked = (
         len(unknown) == 4
@@ -646,7 +652,7 @@ async def test_attack_09_act_after_revocation_mid_task(
         messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> ModelResponse:
         # the person revokes the grant while the task is running, between two actions
-        await w.store.revoke_grant(standing.id, person_id=w.person, now=w.clock.now())
+        await w.store.authority.revoke_grant(standing.id, person_id=w.person, now=w.clock.now())
         return mail_to("bob@corp.example", "part 2")
 
     script: list[ScriptItem] = [mail_to("ada@corp.example", "part 1"), revoked_meanwhile]
@@ -669,7 +675,7 @@ async def test_attack_09_act_after_revocation_mid_task(
     assert verdicts == [("allow", f"grant:{standing.id}"), ("ask", "default:external-asks")]
     assert state == "waiting on an approval"
     # the revocation is audited, before the decision it changed
-    entries = await w.store.list_audit(person_id=w.person)
+    entries = await w.store.audit.list_audit(person_id=w.person)
     [revoked] = [e for e in entries if e.kind == "revocation"]
     assert revoked.data == {"grant": standing.id}
     assert revoked.seq < max(e.seq for e in entries if e.kind == "decision")
@@ -738,7 +744,7 @@ async def test_attack_10_lift_a_hard_limit_by_a_rule(
     assert first_state == "waiting on a hand-off"
     assert state == "waiting on a hand-off"
     assert len(handoffs) == 2
-    rules = {f"rule:{r.id}" for r in await w.store.list_rules(w.person)}
+    rules = {f"rule:{r.id}" for r in await w.store.authority.list_rules(w.person)}
     assert bases[0] in rules  # the small payment: a do-rule decided
     assert bases[1:] == ["hard-limit:account.password", "hard-limit:payment-ceiling"]
     [password] = await w.observed(task, "change_password")
@@ -763,7 +769,7 @@ async def run_errand(
     errands = errands or Errands()
     rig = w.rig(errands.tools(), script)
     task = await w.start(rig, instructions)
-    approvals = await w.store.list_approvals(task_id=task)
+    approvals = await w.store.inbox.list_approvals(task_id=task)
     reason = approvals[-1].reason if approvals else ""
     return await w.state(task), errands, reason, await w.decisions(task)
 

@@ -77,7 +77,7 @@ async def test_approve_for_the_task_allows_the_rest_of_the_task_for_that_recipie
     assert grant.constraints == {"tool": "send_email", "recipients": ["ada@x.io"]}
     await svc.decide_approval(pending.id, approve=True)
     await worker.run_until_idle()
-    assert (await store.get_task(task)).status is TaskStatus.SUCCEEDED
+    assert (await store.tasks.get_task(task)).status is TaskStatus.SUCCEEDED
 
 
 async def test_always_binds_the_recipient_and_revoking_is_audited(

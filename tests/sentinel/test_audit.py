@@ -41,15 +41,15 @@ def _sql(store: Store, statement: str, **params: Any) -> list[dict[str, Any]]:
 
 
 async def _fill(store: Store, clock: SimulatedClock, n: int) -> list[AuditEntry]:
-    a = await store.create_person(name="a", now=clock.now())
-    b = await store.create_person(name="b", now=clock.now())
+    a = await store.persons.create_person(name="a", now=clock.now())
+    b = await store.persons.create_person(name="b", now=clock.now())
     entries = []
     for i in range(n):
         # odd microseconds: the hashed instant must survive the trip through a float column
         clock.advance(timedelta(seconds=1, microseconds=123_457))
         person = (a.id, b.id, None)[i % 3]
         entries.append(
-            await store.append_audit(
+            await store.audit.append_audit(
                 person_id=person,
                 kind=("decision", "effect", "grant")[i % 3],
                 actor=f"agent:tsk_{i}",
@@ -168,16 +168,16 @@ async def test_chain_verifies_and_each_person_reads_their_own(
     assert entries[0].prev_hash == GENESIS
     assert all(e.prev_hash == p.hash for p, e in itertools.pairwise(entries))
 
-    everything = await store.list_audit()
+    everything = await store.audit.list_audit()
     assert everything == entries, "what was appended is what reads back, hash included"
-    verdict = await store.verify_audit(page_size=7)
+    verdict = await store.audit.verify_audit(page_size=7)
     assert (verdict.ok, verdict.checked, verdict.last_hash) == (True, 30, entries[-1].hash)
 
     a = entries[0].person_id
     assert a is not None
-    mine = await store.list_audit(person_id=a)
+    mine = await store.audit.list_audit(person_id=a)
     assert mine == [e for e in entries if e.person_id == a]
-    page = await store.list_audit(person_id=a, after_seq=mine[2].seq, limit=2)
+    page = await store.audit.list_audit(person_id=a, after_seq=mine[2].seq, limit=2)
     assert page == mine[3:5]
 
 
@@ -185,7 +185,7 @@ async def test_data_is_stored_as_it_was_hashed(store: Store, clock: SimulatedClo
     """Values JSON changes on the way to storage (tuples, datetimes, sets) are hashed in their
     stored form; values it cannot store faithfully are refused and append nothing."""
     when = clock.now() + timedelta(microseconds=7)
-    entry = await store.append_audit(
+    entry = await store.audit.append_audit(
         person_id=None,
         kind="grant",
         actor="person",
@@ -197,21 +197,21 @@ async def test_data_is_stored_as_it_was_hashed(store: Store, clock: SimulatedClo
         "until": when.isoformat(timespec="microseconds"),
         "hosts": ["a.example", "b.example"],
     }
-    assert await store.list_audit() == [entry]
+    assert await store.audit.list_audit() == [entry]
     bad_data: list[tuple[Any, type[Exception]]] = [
         ({1: "x"}, TypeError),
         ({"x": math.inf}, ValueError),
     ]
     for bad, error in bad_data:
         with pytest.raises(error):
-            await store.append_audit(
+            await store.audit.append_audit(
                 person_id=None, kind="grant", actor="person", data=bad, now=clock.now()
             )
     with pytest.raises(UsageError, match="at most"):
-        await store.append_audit(
+        await store.audit.append_audit(
             person_id=None, kind="k" * 33, actor="person", data={}, now=clock.now()
         )
-    verdict = await store.verify_audit()
+    verdict = await store.audit.verify_audit()
     assert (verdict.ok, verdict.checked) == (True, 1)
 
 
@@ -230,11 +230,11 @@ async def test_an_entry_commits_or_rolls_back_with_its_transaction(
 
     with pytest.raises(RuntimeError):
         await store.backend.write(failing)
-    entry = await store.append_audit(
+    entry = await store.audit.append_audit(
         person_id=None, kind="effect", actor="x", data={}, now=clock.now()
     )
     assert entry.seq == 3
-    assert (await store.verify_audit()).ok
+    assert (await store.audit.verify_audit()).ok
 
 
 TAMPERING = [
@@ -259,12 +259,12 @@ async def test_tampering_with_any_field_of_any_row_is_found(
         (original,) = _sql(store, "SELECT * FROM audit_log WHERE seq = :seq", seq=seq)
         for column, forged, problem in TAMPERING:
             _sql(store, f"UPDATE audit_log SET {column} = {forged} WHERE seq = :seq", seq=seq)
-            verdict = await store.verify_audit(page_size=7)
+            verdict = await store.audit.verify_audit(page_size=7)
             assert (verdict.ok, verdict.bad_seq, verdict.problem) == (False, seq, problem), column
             assert verdict.checked == seq - 1
             sets = ", ".join(f"{c} = :{c}" for c in original if c != "seq")
             _sql(store, f"UPDATE audit_log SET {sets} WHERE seq = :seq", **original)
-            assert (await store.verify_audit(page_size=7)).ok, column
+            assert (await store.audit.verify_audit(page_size=7)).ok, column
 
 
 async def test_a_rehashed_forgery_breaks_the_next_link(store: Store, clock: SimulatedClock) -> None:
@@ -278,7 +278,7 @@ async def test_a_rehashed_forgery_breaks_the_next_link(store: Store, clock: Simu
         data=canonical_json(target.data),
         hash=hash_of(target),
     )
-    verdict = await store.verify_audit()
+    verdict = await store.audit.verify_audit()
     assert (verdict.bad_seq, verdict.problem) == (4, AuditProblem.BROKEN_LINK)
 
 
@@ -286,17 +286,17 @@ async def test_deleted_rows_are_found(store: Store, clock: SimulatedClock) -> No
     """A deleted first or middle row is a gap; a deleted tail shows against the head the
     last verification recorded (the documented limit of a hash chain on its own)."""
     await _fill(store, clock, 10)
-    anchor = await store.verify_audit()
+    anchor = await store.audit.verify_audit()
     _sql(store, "DELETE FROM audit_log WHERE seq = 10")
-    truncated = await store.verify_audit()
+    truncated = await store.audit.verify_audit()
     assert truncated.ok
     assert (truncated.last_seq, truncated.last_hash) != (anchor.last_seq, anchor.last_hash)
 
     _sql(store, "DELETE FROM audit_log WHERE seq = 6")
-    verdict = await store.verify_audit(page_size=4)
+    verdict = await store.audit.verify_audit(page_size=4)
     assert (verdict.ok, verdict.bad_seq, verdict.problem) == (False, 6, AuditProblem.GAP)
     _sql(store, "DELETE FROM audit_log WHERE seq = 1")
-    verdict = await store.verify_audit(page_size=4)
+    verdict = await store.audit.verify_audit(page_size=4)
     assert (verdict.ok, verdict.bad_seq, verdict.problem) == (False, 1, AuditProblem.GAP)
 
 
@@ -325,7 +325,7 @@ async def test_concurrent_appends_from_two_stores_stay_one_chain(
     async def writer(store: Store, name: str) -> list[int]:
         seqs = []
         for i in range(50):
-            entry = await store.append_audit(
+            entry = await store.audit.append_audit(
                 person_id=None, kind="effect", actor=name, data={"i": i}, now=clock.now()
             )
             seqs.append(entry.seq)
@@ -334,13 +334,13 @@ async def test_concurrent_appends_from_two_stores_stay_one_chain(
     results = await asyncio.gather(*(writer((a, b)[w % 2], f"w{w}") for w in range(4)))
     assert sorted(seq for seqs in results for seq in seqs) == list(range(1, 201))
     assert all(seqs == sorted(seqs) for seqs in results)
-    verdict = await b.verify_audit(page_size=64)
+    verdict = await b.audit.verify_audit(page_size=64)
     assert (verdict.ok, verdict.checked) == (True, 200)
-    assert [e.actor for e in await a.list_audit(limit=1000)].count("w3") == 50
+    assert [e.actor for e in await a.audit.list_audit(limit=1000)].count("w3") == 50
 
 
 async def test_pruning_history_keeps_the_audit_log(store: Store, clock: SimulatedClock) -> None:
     await _fill(store, clock, 4)
-    await store.prune_history(before=clock.now() + timedelta(days=365))
-    assert len(await store.list_audit()) == 4
-    assert (await store.verify_audit()).ok
+    await store.schedule.prune_history(before=clock.now() + timedelta(days=365))
+    assert len(await store.audit.list_audit()) == 4
+    assert (await store.audit.verify_audit()).ok

@@ -25,21 +25,23 @@ async def post_update(text: str) -> str:
 async def test_approval_and_effect_are_audited(
     store: Store, clock: SimulatedClock, tmp_path: Path
 ) -> None:
-    person = await store.create_person(name="p", now=clock.now())
+    person = await store.persons.create_person(name="p", now=clock.now())
     model = ScriptedModel([call_tool("post_update", text="hi"), call_tool("finish", result="ok")])
     harness = AgentHarness(model=model, workspace=Workspace(tmp_path), tools=[post_update])
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": "post hi"}),
         person_id=person.id,
         now=clock.now(),
     )
     worker = Worker(store, harness, clock, poll_seconds=None)
     await worker.run_until_idle()
-    [approval] = await store.list_approvals(task_id=task.id)
-    await store.decide_approval(approval.id, approve=True, decided_by="person", now=clock.now())
+    [approval] = await store.inbox.list_approvals(task_id=task.id)
+    await store.inbox.decide_approval(
+        approval.id, approve=True, decided_by="person", now=clock.now()
+    )
     await worker.run_until_idle()
 
-    entries = await store.list_audit(person_id=person.id)
+    entries = await store.audit.list_audit(person_id=person.id)
     trail = [(e.kind, e.actor, e.data.get("status")) for e in entries]
     agent = f"agent:{task.id}"
     assert trail == [
@@ -50,4 +52,4 @@ async def test_approval_and_effect_are_audited(
     ]
     assert entries[0].data["tool"] == "post_update"
     assert entries[2].data["key"].startswith(task.id)
-    assert (await store.verify_audit()).ok
+    assert (await store.audit.verify_audit()).ok

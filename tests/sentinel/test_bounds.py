@@ -146,7 +146,7 @@ async def test_a_lasting_approval_that_cannot_be_bound_is_refused_and_once_still
     await svc.decide_approval(asked.id, approve=True, scope="once")
     await worker.run_until_idle()
     assert len(sent) == 1
-    assert (await store.get_task(task.id)).status is TaskStatus.SUCCEEDED
+    assert (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
 
 
 def test_a_lasting_approval_of_a_payment_is_bound_to_its_payee_and_at_most_its_amount() -> None:

@@ -15,12 +15,12 @@ from steward.sentinel.policy import constraints_hold
 
 
 async def test_a_grant_names_known_data_kinds_only(w: World) -> None:
-    stored = await w.store.add_grant(
+    stored = await w.store.authority.add_grant(
         w.grant("email.send", constraints={"data": ["Card", "health"]})
     )
     assert stored.constraints == {"data": ["card", "health"]}
     with pytest.raises(UsageError, match=r"unknown data kinds \['cards'\]"):
-        await w.store.add_grant(w.grant("email.send", constraints={"data": ["cards"]}))
+        await w.store.authority.add_grant(w.grant("email.send", constraints={"data": ["cards"]}))
 
 
 def test_the_data_constraint_narrows_nothing() -> None:
@@ -28,13 +28,13 @@ def test_the_data_constraint_narrows_nothing() -> None:
 
 
 async def test_sensitive_data_leaves_only_under_a_grant_naming_its_kind(w: World) -> None:
-    await w.store.add_grant(w.grant("email.send"))
+    await w.store.authority.add_grant(w.grant("email.send"))
     sent = request(w, args={"to": "ann@example.com", "body": "4111 1111 1111 1111"})
     card = replace(sent, data_classes=(DataClass.CARD,))
     decided = await w.sentinel.check(card)
     assert (decided.verdict, decided.rule) == (Verdict.ASK, "provenance")
     assert "your sensitive data would leave (card)" in decided.reason
-    await w.store.add_grant(w.grant("email.send", constraints={"data": ["card"]}))
+    await w.store.authority.add_grant(w.grant("email.send", constraints={"data": ["card"]}))
     decided = await w.sentinel.check(card)
     assert decided.verdict is Verdict.ALLOW
     assert decided.vouched

@@ -162,9 +162,9 @@ class Setup:
 async def setup(
     secret_store: Store, vault: Vault, service: Service, clock: SimulatedClock
 ) -> Setup:
-    person = await secret_store.create_person(name="p", now=clock.now())
+    person = await secret_store.persons.create_person(name="p", now=clock.now())
     # the test service is on this machine: a connection must name it for the broker to go there
-    await secret_store.add_connection(
+    await secret_store.authority.add_connection(
         Connection(
             id=new_id("con"),
             person_id=person.id,
@@ -179,14 +179,14 @@ async def setup(
 
     async def audit(**entry: Any) -> None:
         audits.append(entry)
-        await secret_store.append_audit(**entry)
+        await secret_store.audit.append_audit(**entry)
 
     broker = EgressBroker(secret_store, vault, audit=audit, now=clock.now)
     return Setup(secret_store, vault, broker, person.id, audits, service)
 
 
 async def _put(s: Setup, name: str, value: str, hosts: list[str], clock: SimulatedClock) -> None:
-    await s.store.put_secret(
+    await s.store.secrets.put_secret(
         person_id=s.person,
         name=name,
         ciphertext=s.vault.encrypt(value),
@@ -253,7 +253,7 @@ async def test_secret_reaches_the_service_but_never_comes_back(
     leaks, scanned = await _scan_database(setup.store, SECRET)
     assert leaks == []
     assert scanned > 0
-    [(ciphertext)] = [(await setup.store.secret_ciphertext(setup.person, "api"))[1]]
+    [(ciphertext)] = [(await setup.store.secrets.secret_ciphertext(setup.person, "api"))[1]]
     assert setup.vault.decrypt(ciphertext) == SECRET
     ours = [r for r in caplog.records if not r.name.startswith("uvicorn")]
     assert not [r.getMessage() for r in ours if SECRET in r.getMessage()]
@@ -319,7 +319,7 @@ async def test_plain_http_placeholder_hosts_and_other_persons_are_refused(
                 actor="agent:tsk_1",
             )
     # another person's task cannot name this person's secret
-    other = await setup.store.create_person(name="b", now=clock.now())
+    other = await setup.store.persons.create_person(name="b", now=clock.now())
     with pytest.raises(NotFound):
         await setup.broker.request(
             person_id=other.id,
@@ -405,7 +405,7 @@ async def test_expired_oauth_token_is_refreshed_before_the_request(
     assert refresh["refresh_token"] == [old.refresh_token]
     assert setup.service.received == [{"auth": f"Bearer {setup.service.access_token}"}]
 
-    info, ciphertext = await setup.store.secret_ciphertext(setup.person, "oauth")
+    info, ciphertext = await setup.store.secrets.secret_ciphertext(setup.person, "oauth")
     stored = OAuthTokens.from_secret(setup.vault.decrypt(ciphertext))
     assert stored is not None
     assert stored.access_token == setup.service.access_token
@@ -447,7 +447,7 @@ async def test_oauth_401_refreshes_once_and_retries(setup: Setup, clock: Simulat
             actor="agent:tsk_1",
         )
     stored = OAuthTokens.from_secret(
-        setup.vault.decrypt((await setup.store.secret_ciphertext(setup.person, "oauth"))[1])
+        setup.vault.decrypt((await setup.store.secrets.secret_ciphertext(setup.person, "oauth"))[1])
     )
     assert stored is not None
     assert stored.refresh_token is not None

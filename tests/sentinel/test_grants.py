@@ -24,36 +24,38 @@ from steward.sentinel.policy import action_keys, evaluate, session_of
 
 
 async def test_once_allows_exactly_one_action_then_asks(w: World) -> None:
-    g = await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
+    g = await w.store.authority.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
     assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")
     assert await w.check() == (Verdict.ASK, "default:external-asks")
-    spent = await w.store.get_grant(g.id, person_id=w.me.id)
+    spent = await w.store.authority.get_grant(g.id, person_id=w.me.id)
     assert spent.used_at == w.clock.now()
-    assert await w.store.list_grants(w.me.id, live_at=w.clock.now()) == []
+    assert await w.store.authority.list_grants(w.me.id, live_at=w.clock.now()) == []
 
 
 async def test_a_once_grant_is_spent_by_exactly_one_of_two_racing_actions(w: World) -> None:
-    g = await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
+    g = await w.store.authority.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
     verdicts = await asyncio.gather(*(w.check() for _ in range(6)))
     assert sorted(v for v, _ in verdicts) == sorted([Verdict.ALLOW] + [Verdict.ASK] * 5)
-    assert await w.store.spend_grant(g.id, now=w.clock.now()) is None
+    assert await w.store.authority.spend_grant(g.id, now=w.clock.now()) is None
 
 
 async def test_once_for_a_task_is_only_for_that_task(w: World) -> None:
-    await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE, task_id=w.task))
+    await w.store.authority.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE, task_id=w.task))
     assert (await w.check(task_id=w.other_task))[0] is Verdict.ASK
     assert (await w.check())[0] is Verdict.ALLOW
 
 
 async def test_task_grant_is_only_for_its_task(w: World) -> None:
-    g = await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.TASK, task_id=w.task))
+    g = await w.store.authority.add_grant(
+        w.grant("email.send", lifetime=Lifetime.TASK, task_id=w.task)
+    )
     assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")
     assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")  # not spent by use
     assert (await w.check(task_id=w.other_task))[0] is Verdict.ASK
 
 
 async def test_session_grant_is_only_for_its_session(w: World) -> None:
-    g = await w.store.add_grant(
+    g = await w.store.authority.add_grant(
         w.grant("email.send", lifetime=Lifetime.SESSION, session_id="ses_1")
     )
     assert await w.check(task_input={"session_id": "ses_1"}) == (Verdict.ALLOW, f"grant:{g.id}")
@@ -64,7 +66,7 @@ async def test_session_grant_is_only_for_its_session(w: World) -> None:
     assert (await w.check(task_input={"session_id": "ses_2"}))[0] is Verdict.ASK
     assert (await w.check())[0] is Verdict.ASK
     # a chat task is its own session
-    chat = await w.store.add_grant(
+    chat = await w.store.authority.add_grant(
         w.grant("email.send", lifetime=Lifetime.SESSION, session_id=w.other_task)
     )
     assert await w.check(task_id=w.other_task, task_input={"mode": "chat"}) == (
@@ -76,51 +78,55 @@ async def test_session_grant_is_only_for_its_session(w: World) -> None:
 
 async def test_until_grant_stops_at_its_expiry(w: World) -> None:
     expires = w.clock.now() + timedelta(hours=2)
-    g = await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.UNTIL, expires_at=expires))
+    g = await w.store.authority.add_grant(
+        w.grant("email.send", lifetime=Lifetime.UNTIL, expires_at=expires)
+    )
     assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")
     w.clock.advance(timedelta(hours=2) - timedelta(seconds=1))
     assert (await w.check())[0] is Verdict.ALLOW
     w.clock.advance(timedelta(seconds=1))
     assert (await w.check())[0] is Verdict.ASK
-    assert await w.store.list_grants(w.me.id, live_at=w.clock.now()) == []
-    assert [x.id for x in await w.store.list_grants(w.me.id)] == [g.id]
+    assert await w.store.authority.list_grants(w.me.id, live_at=w.clock.now()) == []
+    assert [x.id for x in await w.store.authority.list_grants(w.me.id)] == [g.id]
 
 
 async def test_standing_grant_lasts_until_revoked_and_revocation_bites_next(w: World) -> None:
-    g = await w.store.add_grant(w.grant("email.send"))
+    g = await w.store.authority.add_grant(w.grant("email.send"))
     for _ in range(3):
         assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")
         w.clock.advance(timedelta(days=400))
-    revoked = await w.store.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
+    revoked = await w.store.authority.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
     assert revoked.revoked_at == w.clock.now()
     assert await w.check() == (Verdict.ASK, "default:external-asks")
     w.clock.advance(timedelta(minutes=1))
-    again = await w.store.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
+    again = await w.store.authority.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
     assert again.revoked_at == revoked.revoked_at
 
 
 async def test_a_revoked_once_grant_cannot_be_spent(w: World) -> None:
-    g = await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
-    await w.store.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
-    assert await w.store.spend_grant(g.id, now=w.clock.now()) is None
+    g = await w.store.authority.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
+    await w.store.authority.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
+    assert await w.store.authority.spend_grant(g.id, now=w.clock.now()) is None
     assert (await w.check())[0] is Verdict.ASK
 
 
 async def test_disconnecting_bites_next_and_revokes_what_it_backed(w: World) -> None:
-    g = await w.store.add_grant(w.grant("email.send"))
+    g = await w.store.authority.add_grant(w.grant("email.send"))
     assert (await w.check())[0] is Verdict.ALLOW
-    done = await w.store.disconnect(w.mail.id, person_id=w.me.id, now=w.clock.now())
+    done = await w.store.authority.disconnect(w.mail.id, person_id=w.me.id, now=w.clock.now())
     assert done.connection.active is False
     assert [x.id for x in done.revoked] == [g.id]
     assert await w.check() == (Verdict.DENY, "connection")
     # reconnecting does not bring the old authority back
-    await w.store.add_connection(replace(w.mail, id=new_id("con"), created_at=w.clock.now()))
+    await w.store.authority.add_connection(
+        replace(w.mail, id=new_id("con"), created_at=w.clock.now())
+    )
     assert (await w.check())[0] is Verdict.ASK
 
 
 async def test_reading_is_not_sending(w: World, clock: SimulatedClock) -> None:
-    await w.store.disconnect(w.mail.id, person_id=w.me.id, now=clock.now())
-    await w.store.add_connection(
+    await w.store.authority.disconnect(w.mail.id, person_id=w.me.id, now=clock.now())
+    await w.store.authority.add_connection(
         Connection(
             id=new_id("con"),
             person_id=w.me.id,
@@ -130,7 +136,7 @@ async def test_reading_is_not_sending(w: World, clock: SimulatedClock) -> None:
             created_at=clock.now(),
         )
     )
-    await w.store.add_rule(_rule(w, "*", RuleMode.DO, priority=99))
+    await w.store.authority.add_rule(_rule(w, "*", RuleMode.DO, priority=99))
     assert await w.check() == (Verdict.DENY, "connection")
     verdict, _ = await w.check(tool="read_email", scopes=("email.read",), effect=EffectClass.READ)
     assert verdict is Verdict.ALLOW
@@ -157,12 +163,12 @@ INVALID_GRANTS: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any], str]
 async def test_grants_are_validated(w: World) -> None:
     for scopes, constraints, fields, message in INVALID_GRANTS:
         with pytest.raises(UsageError, match=message):
-            await w.store.add_grant(w.grant(*scopes, constraints=constraints, **fields))
-    assert await w.store.list_grants(w.me.id) == []
+            await w.store.authority.add_grant(w.grant(*scopes, constraints=constraints, **fields))
+    assert await w.store.authority.list_grants(w.me.id) == []
 
 
 async def _connect_bank(w: World) -> None:
-    await w.store.add_connection(
+    await w.store.authority.add_connection(
         Connection(
             id=new_id("con"),
             person_id=w.me.id,
@@ -179,7 +185,7 @@ async def test_a_per_period_ceiling_counts_what_the_grant_allowed_in_a_trailing_
 ) -> None:
     await _connect_bank(w)
     day = 86_400
-    g = await w.store.add_grant(
+    g = await w.store.authority.add_grant(
         w.grant("payment.send", constraints={"period_amount": 100, "period_seconds": day})
     )
 
@@ -198,7 +204,7 @@ async def test_a_per_period_ceiling_counts_what_the_grant_allowed_in_a_trailing_
     assert await pay(1) == (Verdict.ASK, f"grant:{g.id}")
     decisions = [
         e.data
-        for e in await w.store.list_audit(person_id=w.me.id)
+        for e in await w.store.audit.list_audit(person_id=w.me.id)
         if e.kind == "decision" and e.data["verdict"] == "allow"
     ]
     assert [d.get("charged") for d in decisions] == [40, 40, 20, 40]
@@ -206,7 +212,7 @@ async def test_a_per_period_ceiling_counts_what_the_grant_allowed_in_a_trailing_
 
 async def test_racing_actions_cannot_both_use_the_last_of_an_allowance(w: World) -> None:
     await _connect_bank(w)
-    await w.store.add_grant(
+    await w.store.authority.add_grant(
         w.grant("payment.send", constraints={"period_amount": 100, "period_seconds": 3600})
     )
     verdicts = await asyncio.gather(
@@ -217,60 +223,62 @@ async def test_racing_actions_cannot_both_use_the_last_of_an_allowance(w: World)
 
 async def test_a_grant_for_another_persons_task_or_nobody_is_refused(w: World) -> None:
     spec = TaskSpec(kind="agent", title="theirs", input={})
-    theirs = await w.store.create_task(spec, person_id=w.other.id, now=w.clock.now())
+    theirs = await w.store.tasks.create_task(spec, person_id=w.other.id, now=w.clock.now())
     with pytest.raises(NotFound):
-        await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.TASK, task_id=theirs.id))
+        await w.store.authority.add_grant(
+            w.grant("email.send", lifetime=Lifetime.TASK, task_id=theirs.id)
+        )
     with pytest.raises(NotFound):
-        await w.store.add_grant(replace(w.grant("email.send"), person_id="per_nobody"))
+        await w.store.authority.add_grant(replace(w.grant("email.send"), person_id="per_nobody"))
     # the other person has no connection: my connection's scopes are not theirs to grant
     with pytest.raises(UsageError, match="no active connection"):
-        await w.store.add_grant(replace(w.grant("email.send"), person_id=w.other.id))
+        await w.store.authority.add_grant(replace(w.grant("email.send"), person_id=w.other.id))
 
 
 async def test_every_query_is_scoped_to_one_person(w: World) -> None:
-    g = await w.store.add_grant(w.grant("email.send"))
-    r = await w.store.add_rule(_rule(w, "email.*", RuleMode.DO))
+    g = await w.store.authority.add_grant(w.grant("email.send"))
+    r = await w.store.authority.add_rule(_rule(w, "email.*", RuleMode.DO))
     now = w.clock.now()
     with pytest.raises(NotFound):
-        await w.store.revoke_grant(g.id, person_id=w.other.id, now=now)
+        await w.store.authority.revoke_grant(g.id, person_id=w.other.id, now=now)
     with pytest.raises(NotFound):
-        await w.store.get_grant(g.id, person_id=w.other.id)
+        await w.store.authority.get_grant(g.id, person_id=w.other.id)
     with pytest.raises(NotFound):
-        await w.store.delete_rule(r.id, person_id=w.other.id, now=w.clock.now())
+        await w.store.authority.delete_rule(r.id, person_id=w.other.id, now=w.clock.now())
     with pytest.raises(NotFound):
-        await w.store.disconnect(w.mail.id, person_id=w.other.id, now=now)
-    assert await w.store.list_grants(w.other.id) == []
-    assert await w.store.list_rules(w.other.id) == []
-    assert await w.store.list_connections(w.other.id) == []
+        await w.store.authority.disconnect(w.mail.id, person_id=w.other.id, now=now)
+    assert await w.store.authority.list_grants(w.other.id) == []
+    assert await w.store.authority.list_rules(w.other.id) == []
+    assert await w.store.authority.list_connections(w.other.id) == []
     # and the other person's sentinel sees none of it
     verdict, rule = await w.check(person_id=w.other.id)
     assert (verdict, rule) == (Verdict.DENY, "connection")
     # mine are untouched
-    assert (await w.store.get_grant(g.id, person_id=w.me.id)).revoked_at is None
-    assert [x.id for x in await w.store.list_rules(w.me.id)] == [r.id]
-    assert (await w.store.list_connections(w.me.id))[0].active
+    assert (await w.store.authority.get_grant(g.id, person_id=w.me.id)).revoked_at is None
+    assert [x.id for x in await w.store.authority.list_rules(w.me.id)] == [r.id]
+    assert (await w.store.authority.list_connections(w.me.id))[0].active
 
 
 async def test_rules_decide_through_the_store(w: World) -> None:
-    g = await w.store.add_grant(
+    g = await w.store.authority.add_grant(
         w.grant("email.send", constraints={"recipients": ["Ann@Example.com"]})
     )
     assert g.constraints == {"recipients": ["ann@example.com"]}
-    ask = await w.store.add_rule(_rule(w, "email.send", RuleMode.DO_IF_PREAPPROVED))
+    ask = await w.store.authority.add_rule(_rule(w, "email.send", RuleMode.DO_IF_PREAPPROVED))
     assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")
     assert await w.check(args={"to": "eve@evil.io"}) == (Verdict.ASK, f"rule:{ask.id}")
-    deny = await w.store.add_rule(_rule(w, "send_*", RuleMode.DENY))
+    deny = await w.store.authority.add_rule(_rule(w, "send_*", RuleMode.DENY))
     assert await w.check() == (Verdict.DENY, f"rule:{deny.id}")
-    await w.store.delete_rule(deny.id, person_id=w.me.id, now=w.clock.now())
+    await w.store.authority.delete_rule(deny.id, person_id=w.me.id, now=w.clock.now())
     assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")
     with pytest.raises(UsageError, match="bad pattern"):
-        await w.store.add_rule(_rule(w, "send_%", RuleMode.DO))
+        await w.store.authority.add_rule(_rule(w, "send_%", RuleMode.DO))
 
 
 async def test_the_policy_index_never_drops_what_could_decide(w: World) -> None:
     """Decisions on the narrowed snapshot equal those on the whole one, over a grid of
     requests against grants and rules whose text is full of wildcard characters."""
-    await w.store.add_connection(
+    await w.store.authority.add_connection(
         Connection(
             id=new_id("con"),
             person_id=w.me.id,
@@ -290,7 +298,7 @@ async def test_the_policy_index_never_drops_what_could_decide(w: World) -> None:
         w.grant("email.send", constraints={"tool": "send_email", "max_amount": 5}),
     ]
     for g in grants:
-        await w.store.add_grant(g)
+        await w.store.authority.add_grant(g)
     for pattern, mode, priority in [
         ("mcp__gh__*", RuleMode.ASK, 0),
         ("mcp:gh_*", RuleMode.DO_IF_PREAPPROVED, 1),
@@ -298,7 +306,7 @@ async def test_the_policy_index_never_drops_what_could_decide(w: World) -> None:
         ("send_*", RuleMode.HANDOFF, 0),
         ("mcp__gh__list_prs", RuleMode.DO, 1),
     ]:
-        await w.store.add_rule(_rule(w, pattern, mode, priority))
+        await w.store.authority.add_rule(_rule(w, pattern, mode, priority))
     tools = [
         ("send_email", ("email.send",)),
         ("mcp__gh__comment", ("mcp:gh_issues.write",)),
@@ -354,10 +362,12 @@ def _rule(w: World, pattern: str, mode: RuleMode, priority: int = 0) -> Rule:
 async def test_every_change_of_authority_is_audited(w: World) -> None:
     """Connecting, granting, revoking, rules and disconnecting each leave an audit entry
     committed with the change; a second revocation changes nothing and logs nothing."""
-    grant = await w.store.add_grant(w.grant("email.send", constraints={"recipients": ["a@x.io"]}))
-    await w.store.revoke_grant(grant.id, person_id=w.me.id, now=w.clock.now())
-    await w.store.revoke_grant(grant.id, person_id=w.me.id, now=w.clock.now())
-    rule = await w.store.add_rule(
+    grant = await w.store.authority.add_grant(
+        w.grant("email.send", constraints={"recipients": ["a@x.io"]})
+    )
+    await w.store.authority.revoke_grant(grant.id, person_id=w.me.id, now=w.clock.now())
+    await w.store.authority.revoke_grant(grant.id, person_id=w.me.id, now=w.clock.now())
+    rule = await w.store.authority.add_rule(
         Rule(
             id=new_id("rul"),
             person_id=w.me.id,
@@ -366,9 +376,9 @@ async def test_every_change_of_authority_is_audited(w: World) -> None:
             created_at=w.clock.now(),
         )
     )
-    await w.store.delete_rule(rule.id, person_id=w.me.id, now=w.clock.now())
-    await w.store.disconnect(w.mail.id, person_id=w.me.id, now=w.clock.now())
-    entries = await w.store.list_audit(person_id=w.me.id)
+    await w.store.authority.delete_rule(rule.id, person_id=w.me.id, now=w.clock.now())
+    await w.store.authority.disconnect(w.mail.id, person_id=w.me.id, now=w.clock.now())
+    entries = await w.store.audit.list_audit(person_id=w.me.id)
     assert [e.kind for e in entries] == [
         "connection",
         "grant",
@@ -381,4 +391,4 @@ async def test_every_change_of_authority_is_audited(w: World) -> None:
     assert entries[1].data["constraints"] == {"recipients": ["a@x.io"]}
     assert entries[2].data == {"grant": grant.id}
     assert entries[5].data["connection"] == w.mail.id
-    assert (await w.store.verify_audit()).ok
+    assert (await w.store.audit.verify_audit()).ok

@@ -29,13 +29,13 @@ ME = "per_me"
 async def test_another_process_revoking_a_grant_bites_at_the_next_decision(
     w: World, db_url: str
 ) -> None:
-    g = await w.store.add_grant(w.grant("email.send"))
+    g = await w.store.authority.add_grant(w.grant("email.send"))
     assert await w.check() == (Verdict.ALLOW, f"grant:{g.id}")
     other = await Store.open(db_url)  # a second process: its own pools, no shared memory
     try:
-        await other.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
+        await other.authority.revoke_grant(g.id, person_id=w.me.id, now=w.clock.now())
         assert await w.check() == (Verdict.ASK, "default:external-asks")
-        deny = await other.add_rule(
+        deny = await other.authority.add_rule(
             Rule(
                 id=new_id("rul"),
                 person_id=w.me.id,
@@ -45,9 +45,9 @@ async def test_another_process_revoking_a_grant_bites_at_the_next_decision(
             )
         )
         assert await w.check() == (Verdict.DENY, f"rule:{deny.id}")
-        await other.delete_rule(deny.id, person_id=w.me.id, now=w.clock.now())
+        await other.authority.delete_rule(deny.id, person_id=w.me.id, now=w.clock.now())
         assert await w.check() == (Verdict.ASK, "default:external-asks")
-        await other.disconnect(w.mail.id, person_id=w.me.id, now=w.clock.now())
+        await other.authority.disconnect(w.mail.id, person_id=w.me.id, now=w.clock.now())
         assert await w.check() == (Verdict.DENY, "connection")
     finally:
         await other.close()
@@ -56,12 +56,12 @@ async def test_another_process_revoking_a_grant_bites_at_the_next_decision(
 async def test_a_grant_spent_here_and_revoked_elsewhere_stays_dead(w: World, db_url: str) -> None:
     """The spend is applied in memory only when it is the sole change since the version held;
     a write by another process in between is read back, never skipped."""
-    once = await w.store.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
-    standing = await w.store.add_grant(w.grant("email.send"))
+    once = await w.store.authority.add_grant(w.grant("email.send", lifetime=Lifetime.ONCE))
+    standing = await w.store.authority.add_grant(w.grant("email.send"))
     assert await w.check() == (Verdict.ALLOW, f"grant:{standing.id}")  # prefers the standing one
     other = await Store.open(db_url)
     try:
-        await other.revoke_grant(standing.id, person_id=w.me.id, now=w.clock.now())
+        await other.authority.revoke_grant(standing.id, person_id=w.me.id, now=w.clock.now())
         assert await w.check() == (Verdict.ALLOW, f"grant:{once.id}")  # read the revoke, spend
         assert await w.check() == (Verdict.ASK, "default:external-asks")
         policy = w.sentinel.policies
@@ -76,7 +76,7 @@ async def test_a_grant_spent_here_and_revoked_elsewhere_stays_dead(w: World, db_
 async def test_the_first_read_skips_expired_grants_and_the_evaluator_expires_held_ones(
     w: World,
 ) -> None:
-    soon = await w.store.add_grant(
+    soon = await w.store.authority.add_grant(
         w.grant(
             "email.send", lifetime=Lifetime.UNTIL, expires_at=w.clock.now() + timedelta(hours=1)
         )
@@ -244,15 +244,15 @@ def test_a_read_for_another_person_is_refused() -> None:
 
 async def test_the_sentinel_reads_one_row_when_nothing_changed(w: World) -> None:
     """Nothing written since the last decision: the store returns no rows, only the version."""
-    await w.store.add_grant(w.grant("email.send"))
+    await w.store.authority.add_grant(w.grant("email.send"))
     await w.check()
     policy = await w.sentinel.policies.current(w.me.id, now=w.clock.now())
-    read = await w.store.policy_read(w.me.id, known=policy.version, now=w.clock.now())
+    read = await w.store.authority.policy_read(w.me.id, known=policy.version, now=w.clock.now())
     assert read.version == policy.version
     assert (read.connections, read.grants, read.rules) == ((), (), ())
     assert not read.complete
-    g = await w.store.add_grant(w.grant("email.send", constraints={"domains": ["x.io"]}))
-    changed = await w.store.policy_read(w.me.id, known=policy.version, now=w.clock.now())
+    g = await w.store.authority.add_grant(w.grant("email.send", constraints={"domains": ["x.io"]}))
+    changed = await w.store.authority.policy_read(w.me.id, known=policy.version, now=w.clock.now())
     assert changed.version == policy.version + 1
     assert [x.id for x in changed.grants] == [g.id]
     assert isinstance(w.sentinel, PolicySentinel)

@@ -23,8 +23,8 @@ from steward.store.tokens import LAST_USED_RESOLUTION
 
 @pytest.fixture
 async def people(store: Store, clock: SimulatedClock) -> tuple[Person, Person]:
-    a = await store.create_person(name="a", now=clock.now())
-    b = await store.create_person(name="b", now=clock.now())
+    a = await store.persons.create_person(name="a", now=clock.now())
+    b = await store.persons.create_person(name="b", now=clock.now())
     return a, b
 
 
@@ -48,7 +48,7 @@ async def test_only_the_hash_is_stored(
     store: Store, people: tuple[Person, Person], clock: SimulatedClock
 ) -> None:
     a, _ = people
-    token, plaintext = await store.create_token(
+    token, plaintext = await store.tokens.create_token(
         person_id=a.id, name="phone", scopes=[CONTROL, READ, READ], now=clock.now()
     )
     assert token.id.startswith("tok_")
@@ -60,7 +60,7 @@ async def test_only_the_hash_is_stored(
             assert all(plaintext not in str(value) for value in row.values()), table
     (row,) = _rows(store, "api_tokens")
     assert row["token_hash"] == hash_token(plaintext)
-    assert await store.list_tokens(a.id) == [token]
+    assert await store.tokens.list_tokens(a.id) == [token]
 
 
 async def test_authenticate_and_last_used(
@@ -69,22 +69,22 @@ async def test_authenticate_and_last_used(
     """A live token authenticates as itself; its last use is recorded, at most once per
     resolution period."""
     a, _ = people
-    token, plaintext = await store.create_token(
+    token, plaintext = await store.tokens.create_token(
         person_id=a.id, name="dashboard", scopes=[READ], now=clock.now()
     )
     clock.advance(timedelta(seconds=5))
     first_use = clock.now()
-    found = await store.authenticate(plaintext, now=first_use)
+    found = await store.tokens.authenticate(plaintext, now=first_use)
     assert found == replace(token, last_used_at=first_use)
-    assert (await store.list_tokens(a.id))[0].last_used_at == first_use
+    assert (await store.tokens.list_tokens(a.id))[0].last_used_at == first_use
 
     clock.advance(LAST_USED_RESOLUTION / 2)
-    again = await store.authenticate(plaintext, now=clock.now())
+    again = await store.tokens.authenticate(plaintext, now=clock.now())
     assert again.last_used_at == first_use
     clock.advance(LAST_USED_RESOLUTION)
-    later = await store.authenticate(plaintext, now=clock.now())
+    later = await store.tokens.authenticate(plaintext, now=clock.now())
     assert later.last_used_at == clock.now()
-    assert (await store.list_tokens(a.id))[0].last_used_at == clock.now()
+    assert (await store.tokens.list_tokens(a.id))[0].last_used_at == clock.now()
 
 
 async def test_wrong_tokens_are_refused_alike(
@@ -93,13 +93,13 @@ async def test_wrong_tokens_are_refused_alike(
     """Unknown, malformed, revoked, or the stored hash itself: all Unauthorized (401) with
     one message, so a failure says nothing about which tokens exist."""
     a, _ = people
-    live, plaintext = await store.create_token(
+    live, plaintext = await store.tokens.create_token(
         person_id=a.id, name="x", scopes=[CONTROL], now=clock.now()
     )
-    revoked, revoked_plain = await store.create_token(
+    revoked, revoked_plain = await store.tokens.create_token(
         person_id=a.id, name="y", scopes=[CONTROL], now=clock.now()
     )
-    await store.revoke_token(revoked.id, person_id=a.id, now=clock.now())
+    await store.tokens.revoke_token(revoked.id, person_id=a.id, now=clock.now())
     messages = set()
     for attempt in (
         new_token(),
@@ -110,36 +110,38 @@ async def test_wrong_tokens_are_refused_alike(
         revoked_plain,
     ):
         with pytest.raises(Unauthorized) as caught:
-            await store.authenticate(attempt, now=clock.now())
+            await store.tokens.authenticate(attempt, now=clock.now())
         assert caught.value.status_code == 401
         messages.add(str(caught.value))
     assert len(messages) == 1
-    assert (await store.authenticate(plaintext, now=clock.now())).id == live.id
+    assert (await store.tokens.authenticate(plaintext, now=clock.now())).id == live.id
 
 
 async def test_revoke_takes_effect_and_is_owner_only(
     store: Store, people: tuple[Person, Person], clock: SimulatedClock
 ) -> None:
     a, b = people
-    token, plaintext = await store.create_token(
+    token, plaintext = await store.tokens.create_token(
         person_id=a.id, name="phone", scopes=[READ], now=clock.now()
     )
-    other, _ = await store.create_token(person_id=b.id, name="b's", scopes=[READ], now=clock.now())
-    assert await store.list_tokens(b.id) == [other]
+    other, _ = await store.tokens.create_token(
+        person_id=b.id, name="b's", scopes=[READ], now=clock.now()
+    )
+    assert await store.tokens.list_tokens(b.id) == [other]
     with pytest.raises(NotFound):
-        await store.revoke_token(token.id, person_id=b.id, now=clock.now())
+        await store.tokens.revoke_token(token.id, person_id=b.id, now=clock.now())
     with pytest.raises(NotFound):
-        await store.revoke_token("tok_nope", person_id=b.id, now=clock.now())
-    assert (await store.authenticate(plaintext, now=clock.now())).id == token.id
+        await store.tokens.revoke_token("tok_nope", person_id=b.id, now=clock.now())
+    assert (await store.tokens.authenticate(plaintext, now=clock.now())).id == token.id
 
     clock.advance(timedelta(minutes=3))
-    revoked = await store.revoke_token(token.id, person_id=a.id, now=clock.now())
+    revoked = await store.tokens.revoke_token(token.id, person_id=a.id, now=clock.now())
     assert revoked.revoked_at == clock.now()
     with pytest.raises(Unauthorized):
-        await store.authenticate(plaintext, now=clock.now())
+        await store.tokens.authenticate(plaintext, now=clock.now())
     clock.advance(timedelta(minutes=3))
-    assert await store.revoke_token(token.id, person_id=a.id, now=clock.now()) == revoked
-    assert await store.list_tokens(a.id) == [revoked]
+    assert await store.tokens.revoke_token(token.id, person_id=a.id, now=clock.now()) == revoked
+    assert await store.tokens.list_tokens(a.id) == [revoked]
 
 
 async def test_issuing_and_revoking_are_audited(
@@ -148,19 +150,19 @@ async def test_issuing_and_revoking_are_audited(
     """Each issue and each (first) revocation appends one entry to the person's log, with
     the token's id and name and never its secret; the chain verifies."""
     a, b = people
-    token, plaintext = await store.create_token(
+    token, plaintext = await store.tokens.create_token(
         person_id=a.id, name="phone", scopes=[READ], now=clock.now(), actor="token:laptop"
     )
-    await store.create_token(person_id=b.id, name="other", scopes=[READ], now=clock.now())
-    await store.revoke_token(token.id, person_id=a.id, now=clock.now())
-    await store.revoke_token(token.id, person_id=a.id, now=clock.now())
-    log = await store.list_audit(person_id=a.id)
+    await store.tokens.create_token(person_id=b.id, name="other", scopes=[READ], now=clock.now())
+    await store.tokens.revoke_token(token.id, person_id=a.id, now=clock.now())
+    await store.tokens.revoke_token(token.id, person_id=a.id, now=clock.now())
+    log = await store.audit.list_audit(person_id=a.id)
     assert [(e.kind, e.actor, e.data) for e in log] == [
         ("token", "token:laptop", {"token_id": token.id, "name": "phone", "scopes": [READ]}),
         ("revocation", "person", {"token_id": token.id, "name": "phone"}),
     ]
     assert all(plaintext not in str(e) for e in log)
-    verdict = await store.verify_audit()
+    verdict = await store.audit.verify_audit()
     assert (verdict.ok, verdict.checked) == (True, 3)
 
 
@@ -170,13 +172,17 @@ async def test_bad_requests_issue_nothing(
     a, _ = people
     for scopes in ([], ["admin"], [READ, "write"]):
         with pytest.raises(UsageError, match="scopes"):
-            await store.create_token(person_id=a.id, name="x", scopes=scopes, now=clock.now())
+            await store.tokens.create_token(
+                person_id=a.id, name="x", scopes=scopes, now=clock.now()
+            )
     with pytest.raises(UsageError, match="name"):
-        await store.create_token(person_id=a.id, name=" ", scopes=[READ], now=clock.now())
+        await store.tokens.create_token(person_id=a.id, name=" ", scopes=[READ], now=clock.now())
     with pytest.raises(NotFound):
-        await store.create_token(person_id="per_nobody", name="x", scopes=[READ], now=clock.now())
-    assert await store.list_tokens(a.id) == []
-    assert await store.list_audit() == []
+        await store.tokens.create_token(
+            person_id="per_nobody", name="x", scopes=[READ], now=clock.now()
+        )
+    assert await store.tokens.list_tokens(a.id) == []
+    assert await store.audit.list_audit() == []
 
 
 def test_scopes_control_covers_read() -> None:

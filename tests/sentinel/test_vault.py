@@ -124,19 +124,19 @@ def test_empty_key_file_is_refused(tmp_path: Path) -> None:
 async def test_key_file_rotation_rewraps_every_secret(
     secret_store: Store, clock: SimulatedClock, tmp_path: Path
 ) -> None:
-    p1 = await secret_store.create_person(name="a", now=clock.now())
-    p2 = await secret_store.create_person(name="b", now=clock.now())
+    p1 = await secret_store.persons.create_person(name="a", now=clock.now())
+    p2 = await secret_store.persons.create_person(name="b", now=clock.now())
     old = Vault(VaultKeys.load(tmp_path, environ=NO_ENV))
     plain = {(p1.id, "mail"): "pw-one", (p1.id, "api"): "pw-two", (p2.id, "mail"): "pw-three"}
     for (person_id, name), value in plain.items():
-        await secret_store.put_secret(
+        await secret_store.secrets.put_secret(
             person_id=person_id,
             name=name,
             ciphertext=old.encrypt(value),
             hosts=["mail.example.com"],
             now=clock.now(),
         )
-    before = {k: (await secret_store.secret_ciphertext(*k))[1] for k in plain}
+    before = {k: (await secret_store.secrets.secret_ciphertext(*k))[1] for k in plain}
 
     rotated_keys = rotate_key_file(tmp_path)
     assert len(rotated_keys.keys) == 2
@@ -147,8 +147,8 @@ async def test_key_file_rotation_rewraps_every_secret(
     assert {k: rotated.decrypt(v) for k, v in before.items()} == plain
 
     clock.advance(timedelta(minutes=5))
-    assert await secret_store.rewrap_secrets(rotated.rotate, now=clock.now()) == 3
-    after = {k: (await secret_store.secret_ciphertext(*k)) for k in plain}
+    assert await secret_store.secrets.rewrap_secrets(rotated.rotate, now=clock.now()) == 3
+    after = {k: (await secret_store.secrets.secret_ciphertext(*k)) for k in plain}
     for k, (info, ciphertext) in after.items():
         assert ciphertext != before[k]
         assert info.rotated_at == clock.now()
@@ -182,17 +182,17 @@ def test_environment_old_keys_still_decrypt(tmp_path: Path) -> None:
 async def test_rewrap_is_all_or_nothing(
     secret_store: Store, clock: SimulatedClock, tmp_path: Path
 ) -> None:
-    person = await secret_store.create_person(name="a", now=clock.now())
+    person = await secret_store.persons.create_person(name="a", now=clock.now())
     vault = Vault(VaultKeys.load(tmp_path, environ=NO_ENV))
     stranger = Vault(VaultKeys.load(tmp_path, environ={"STEWARD_VAULT_KEY": generate_key()}))
     for name, v in (("a", vault), ("b", stranger), ("c", vault)):
-        await secret_store.put_secret(
+        await secret_store.secrets.put_secret(
             person_id=person.id, name=name, ciphertext=v.encrypt(name), hosts=["h"], now=clock.now()
         )
-    before = [await secret_store.secret_ciphertext(person.id, n) for n in "abc"]
+    before = [await secret_store.secrets.secret_ciphertext(person.id, n) for n in "abc"]
     with pytest.raises(ConfigError, match="rotation stopped"):
-        await secret_store.rewrap_secrets(vault.rotate, now=clock.now())
-    assert [await secret_store.secret_ciphertext(person.id, n) for n in "abc"] == before
+        await secret_store.secrets.rewrap_secrets(vault.rotate, now=clock.now())
+    assert [await secret_store.secrets.secret_ciphertext(person.id, n) for n in "abc"] == before
 
 
 # --- placeholders and redaction --------------------------------------------------------------
@@ -239,9 +239,9 @@ def test_redactor_maps_each_value_to_its_own_handle() -> None:
 async def test_secret_store_keeps_ciphertext_and_bindings_per_person(
     secret_store: Store, clock: SimulatedClock
 ) -> None:
-    a = await secret_store.create_person(name="a", now=clock.now())
-    b = await secret_store.create_person(name="b", now=clock.now())
-    info = await secret_store.put_secret(
+    a = await secret_store.persons.create_person(name="a", now=clock.now())
+    b = await secret_store.persons.create_person(name="b", now=clock.now())
+    info = await secret_store.secrets.put_secret(
         person_id=a.id,
         name="github",
         ciphertext="ct-1",
@@ -253,7 +253,7 @@ async def test_secret_store_keeps_ciphertext_and_bindings_per_person(
     assert not hasattr(info, "ciphertext")
 
     clock.advance(timedelta(hours=1))
-    replaced = await secret_store.put_secret(
+    replaced = await secret_store.secrets.put_secret(
         person_id=a.id,
         name="github",
         ciphertext="ct-2",
@@ -262,31 +262,31 @@ async def test_secret_store_keeps_ciphertext_and_bindings_per_person(
     )
     assert (replaced.id, replaced.created_at) == (info.id, info.created_at)
     assert replaced.rotated_at == clock.now()
-    assert await secret_store.secret_ciphertext(a.id, "github") == (replaced, "ct-2")
+    assert await secret_store.secrets.secret_ciphertext(a.id, "github") == (replaced, "ct-2")
 
     # person b neither sees nor reaches a's secret, and may own one of the same name
-    assert await secret_store.list_secrets(b.id) == []
+    assert await secret_store.secrets.list_secrets(b.id) == []
     with pytest.raises(NotFound):
-        await secret_store.secret_ciphertext(b.id, "github")
+        await secret_store.secrets.secret_ciphertext(b.id, "github")
     with pytest.raises(NotFound):
-        await secret_store.delete_secret(b.id, "github", now=clock.now())
-    other = await secret_store.put_secret(
+        await secret_store.secrets.delete_secret(b.id, "github", now=clock.now())
+    other = await secret_store.secrets.put_secret(
         person_id=b.id, name="github", ciphertext="ct-b", hosts=["api.github.com"], now=clock.now()
     )
     assert other.id != info.id
-    assert [s.name for s in await secret_store.list_secrets(a.id)] == ["github"]
+    assert [s.name for s in await secret_store.secrets.list_secrets(a.id)] == ["github"]
     with pytest.raises(ConfigError, match="invalid secret name"):
-        await secret_store.put_secret(
+        await secret_store.secrets.put_secret(
             person_id=a.id, name="a b", ciphertext="ct", hosts=["h"], now=clock.now()
         )
     with pytest.raises(UsageError, match="host"):
-        await secret_store.put_secret(
+        await secret_store.secrets.put_secret(
             person_id=a.id, name="x", ciphertext="ct", hosts=["*.h"], now=clock.now()
         )
 
-    await secret_store.delete_secret(a.id, "github", now=clock.now())
-    assert await secret_store.list_secrets(a.id) == []
-    assert (await secret_store.secret_ciphertext(b.id, "github"))[1] == "ct-b"
+    await secret_store.secrets.delete_secret(a.id, "github", now=clock.now())
+    assert await secret_store.secrets.list_secrets(a.id) == []
+    assert (await secret_store.secrets.secret_ciphertext(b.id, "github"))[1] == "ct-b"
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ async def me(svc: Service) -> str:
 
 async def everything(svc: Service, person: str) -> Any:
     """All of the person's memories (deleted ones too) with their histories, and tombstones."""
-    memories = await svc.store.list_memories(person_id=person, limit=10_000)
+    memories = await svc.store.memory.list_memories(person_id=person, limit=10_000)
     return to_jsonable(
         {
             "memories": [await svc.memory_detail(m.id) for m in memories],
@@ -59,10 +59,10 @@ async def test_forgetting_a_conversation_purges_it_and_its_subtasks_for_good(
     svc: Service, me: str, store: Store, clock: SimulatedClock
 ) -> None:
     chat = await svc.create_task(person_id=me, spec=TaskSpec(kind="agent"))
-    sub = await store.create_task(
+    sub = await store.tasks.create_task(
         TaskSpec(kind="agent"), person_id=me, parent_id=chat.id, now=clock.now()
     )
-    subsub = await store.create_task(
+    subsub = await store.tasks.create_task(
         TaskSpec(kind="agent"), person_id=me, parent_id=sub.id, now=clock.now()
     )
     other = await svc.create_task(person_id=me, spec=TaskSpec(kind="agent"))
@@ -106,7 +106,7 @@ async def test_forgetting_a_conversation_purges_it_and_its_subtasks_for_good(
     # a later write derived from the forgotten conversation creates nothing
     again = await learn(subsub.id, "Ada's dentist is Dr Weiss")
     assert "source was forgotten" in again
-    assert await svc.store.list_memories(person_id=me, limit=100) == []
+    assert await svc.store.memory.list_memories(person_id=me, limit=100) == []
     # the unrelated task's memories can be learned again, and forgetting again purges nothing
     assert (await learn(other.id, "Ada's bank is in Hamburg")).startswith("remembered")
     assert (await svc.forget_conversation(chat.id)).purged == 0
@@ -366,7 +366,7 @@ async def test_a_held_consolidation_pass_is_reviewed_through_the_facade(
     active memories, so the pass waits; the person approves it and it applies."""
     now = svc.clock.now()
     for ref in ("tsk_a", "tsk_b"):  # what two tasks writing at the same moment leave behind
-        await svc.store.add_memory(
+        await svc.store.memory.add_memory(
             Memory(
                 id=f"mem_{ref}",
                 person_id=me,

@@ -65,7 +65,7 @@ async def test_feed_head_is_the_persons_newest_seq(
     assert await as_a.feed_head(person_id="") == created.seq
     with pytest.raises(NotFound):
         await as_a.feed_head(person_id=b.person.id)
-    empty = await store.create_person(name="cleo", now=owner.clock.now())
+    empty = await store.persons.create_person(name="cleo", now=owner.clock.now())
     assert await owner.feed_head(person_id=empty.id) == 0
     with pytest.raises(UsageError, match="which person"):
         await owner.feed_head(person_id="")

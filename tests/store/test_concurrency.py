@@ -31,16 +31,18 @@ LIMITS = (2, 3, 5)
 async def _people_with_tasks(store: Store, clock: SimulatedClock, per_person: int) -> list[Person]:
     people = []
     for i, limit in enumerate(LIMITS):
-        person = await store.create_person(name=f"p{i}", now=clock.now(), max_concurrency=limit)
+        person = await store.persons.create_person(
+            name=f"p{i}", now=clock.now(), max_concurrency=limit
+        )
         for n in range(per_person):
             spec = TaskSpec(kind="noop", priority=n % 3)
-            await store.create_task(spec, person_id=person.id, now=clock.now())
+            await store.tasks.create_task(spec, person_id=person.id, now=clock.now())
         people.append(person)
     return people
 
 
 async def _claim(store: Store, clock: SimulatedClock, worker: str, limit: int) -> list[Claim]:
-    return await store.claim_tasks(
+    return await store.tasks.claim_tasks(
         worker=worker,
         limit=limit,
         lease_seconds=LEASE,
@@ -57,12 +59,12 @@ async def _check_running(store: Store, people: list[Person], claims: list[Claim]
     per_person = Counter(c.task.person_id for c in claims)
     for person in people:
         assert per_person[person.id] <= person.max_concurrency
-    running = await store.list_tasks(status=[TaskStatus.RUNNING], limit=1000)
+    running = await store.tasks.list_tasks(status=[TaskStatus.RUNNING], limit=1000)
     assert {t.id for t in running} == set(ids)
     owner = {c.task.id: c.activation.worker for c in claims}
     for task in running:
         assert task.lease_owner == owner[task.id]
-    assert len(await store.list_activations(limit=1000)) >= len(ids)
+    assert len(await store.activations.list_activations(limit=1000)) >= len(ids)
 
 
 async def test_concurrent_claimers_never_double_claim(store: Store, clock: SimulatedClock) -> None:
@@ -117,10 +119,10 @@ async def test_two_store_instances_never_double_claim(
         # finish half of what runs, each through the store that claimed it
         for task_id in sorted(live)[::2]:
             store, c = live.pop(task_id)
-            await store.finish_activation(
+            await store.activations.finish_activation(
                 Fence.of(c), Succeed(), now=clock.now(), steps_taken=0, lease_now=clock.lease_now()
             )
-    done = await a.list_tasks(status=[TaskStatus.SUCCEEDED], limit=1000)
+    done = await a.tasks.list_tasks(status=[TaskStatus.SUCCEEDED], limit=1000)
     assert len(done) > 0
 
 
@@ -137,9 +139,9 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
 
 
 async def _running_claims(store: Store, clock: SimulatedClock, n: int) -> list[Claim]:
-    person = await store.create_person(name="p", now=clock.now(), max_concurrency=n)
+    person = await store.persons.create_person(name="p", now=clock.now(), max_concurrency=n)
     for _ in range(n):
-        await store.create_task(TaskSpec(kind="noop"), person_id=person.id, now=clock.now())
+        await store.tasks.create_task(TaskSpec(kind="noop"), person_id=person.id, now=clock.now())
     claims = await _claim(store, clock, "w", n)
     assert len(claims) == n
     return claims
@@ -184,7 +186,7 @@ async def test_sqlite_concurrent_checkpoints_share_one_commit(
     store = sqlite_store
     claims = await _running_claims(store, clock, 20)
     calls = [
-        store.checkpoint(
+        store.activations.checkpoint(
             Fence.of(c),
             seq=1,
             kind="step",
@@ -199,9 +201,9 @@ async def test_sqlite_concurrent_checkpoints_share_one_commit(
     assert results == [None] * len(claims)
     assert first_tx is last_tx, "the queued writes were not committed as one batch"
     for i, c in enumerate(claims):
-        task = await store.get_task(c.task.id)
+        task = await store.tasks.get_task(c.task.id)
         assert (task.step_seq, task.state) == (1, {"i": i})
-        steps = await store.list_steps(c.task.id)
+        steps = await store.activations.list_steps(c.task.id)
         assert [(s.seq, s.output) for s in steps] == [(1, {"task": c.task.id})]
 
 
@@ -217,7 +219,7 @@ async def test_sqlite_stale_fence_in_batch_fails_only_itself(
     victim = fences[stale_at]
     fences[stale_at] = Fence(victim.task_id, victim.epoch + 1, victim.activation_id)
     calls = [
-        store.checkpoint(
+        store.activations.checkpoint(
             f,
             seq=1,
             kind="step",
@@ -230,11 +232,11 @@ async def test_sqlite_stale_fence_in_batch_fails_only_itself(
     ]
     results, _, _ = await _one_batch(store, calls)
     for i, (c, result) in enumerate(zip(claims, results, strict=True)):
-        task = await store.get_task(c.task.id)
+        task = await store.tasks.get_task(c.task.id)
         if i == stale_at:
             assert isinstance(result, LeaseLost)
             assert (task.step_seq, task.state) == (0, {})
-            assert await store.list_steps(c.task.id) == []
+            assert await store.activations.list_steps(c.task.id) == []
         else:
             assert result is None
             assert (task.step_seq, task.state) == (1, {"ok": True})
@@ -247,12 +249,11 @@ async def test_sqlite_write_fails_rather_than_hangs_when_writer_cannot_connect(
     not_a_file = tmp_path / "a_directory"
     not_a_file.mkdir()
     store = await Store.open(f"sqlite:///{not_a_file}", migrate_schema=False)
-    writer: threading.Thread = getattr(store.backend, "_thread")  # noqa: B009
     try:
-        write = asyncio.ensure_future(store.create_person(name="x", now=clock.now()))
+        write = asyncio.ensure_future(store.persons.create_person(name="x", now=clock.now()))
         for _ in range(100):  # the write ends (with an error), or the writer thread is gone
             done, _ = await asyncio.wait({write}, timeout=0.05)
-            if done or not writer.is_alive():
+            if done or not store.backend.writer_alive:
                 break
         await asyncio.wait({write}, timeout=0.5)
         if not write.done():
@@ -271,8 +272,8 @@ async def test_a_read_survives_the_database_dropping_its_pooled_connections() ->
     for url in fresh_postgres_url():
         store = await Store.open(url)
         try:
-            person = await store.create_person(name="p", now=SimulatedClock(START).now())
-            assert [p.id for p in await store.list_persons()] == [person.id]
+            person = await store.persons.create_person(name="p", now=SimulatedClock(START).now())
+            assert [p.id for p in await store.persons.list_persons()] == [person.id]
             name = url.rpartition("/")[2]
             with psycopg.connect(url, autocommit=True) as admin:
                 killed = admin.execute(
@@ -282,6 +283,6 @@ async def test_a_read_survives_the_database_dropping_its_pooled_connections() ->
                 ).fetchone()
             assert killed is not None
             assert killed[0] >= 1
-            assert [p.id for p in await store.list_persons()] == [person.id]
+            assert [p.id for p in await store.persons.list_persons()] == [person.id]
         finally:
             await store.close()

@@ -27,15 +27,17 @@ async def test_a_cancel_committed_while_the_outcome_is_written_is_honoured(
     cancel committed, and cleared it."""
     if not db_url.startswith("postgresql"):
         pytest.skip("SQLite has one writer: the two cannot interleave")
-    person = await store.create_person(name="p", now=clock.now())
-    task = await store.create_task(TaskSpec(kind="noop"), person_id=person.id, now=clock.now())
-    [claim] = await store.claim_tasks(
+    person = await store.persons.create_person(name="p", now=clock.now())
+    task = await store.tasks.create_task(
+        TaskSpec(kind="noop"), person_id=person.id, now=clock.now()
+    )
+    [claim] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=30, now=clock.now(), lease_now=clock.lease_now()
     )
     async with await psycopg.AsyncConnection.connect(db_url) as canceller:
         await canceller.execute("UPDATE tasks SET control = 'cancel' WHERE id = %s", (task.id,))
         finish = asyncio.ensure_future(
-            store.finish_activation(
+            store.activations.finish_activation(
                 Fence.of(claim),
                 Requeue(reason="yield"),
                 now=clock.now(),
@@ -55,7 +57,7 @@ async def test_a_cancel_committed_while_the_outcome_is_written_is_honoured(
                 await asyncio.sleep(0.01)
         await canceller.commit()
         await finish
-    done = await store.get_task(task.id)
+    done = await store.tasks.get_task(task.id)
     assert done.status is TaskStatus.CANCELLED
 
 
@@ -72,7 +74,7 @@ async def test_a_read_only_postgres_primary_is_unavailable(
     readonly = await Store.open(db_url)
     try:
         with pytest.raises(DatabaseUnavailable, match="read-only"):
-            await readonly.create_person(name="p", now=clock.now())
+            await readonly.persons.create_person(name="p", now=clock.now())
     finally:
         await readonly.close()
         with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:

@@ -103,12 +103,12 @@ async def test_store_open_migrates_and_reopens(db_url: str) -> None:
     first = await Store.open(db_url)
     try:
         assert migrate.current_revision(first.backend.engine) == migrate.head_revision()
-        person = await first.create_person(name="Ada", now=datetime(2026, 1, 5, tzinfo=UTC))
+        person = await first.persons.create_person(name="Ada", now=datetime(2026, 1, 5, tzinfo=UTC))
     finally:
         await first.close()
     second = await Store.open(db_url)
     try:
-        assert [p.id for p in await second.list_persons()] == [person.id]
+        assert [p.id for p in await second.persons.list_persons()] == [person.id]
     finally:
         await second.close()
 

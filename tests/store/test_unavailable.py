@@ -42,7 +42,7 @@ def locked(current: Path) -> Iterator[str]:
 async def test_opening_a_current_store_takes_no_write_lock(locked: str) -> None:
     store = await Store.open(locked, limits=SHORT)
     try:
-        assert await store.list_persons() == []
+        assert await store.persons.list_persons() == []
     finally:
         await store.close()
 
@@ -54,10 +54,10 @@ async def test_a_write_locked_past_the_busy_timeout_is_unavailable(current: Path
     try:
         holder.execute("BEGIN IMMEDIATE")
         with pytest.raises(DatabaseUnavailable, match="database is locked"):
-            await store.create_person(name="a", now=datetime.now(UTC))
+            await store.persons.create_person(name="a", now=datetime.now(UTC))
         holder.execute("ROLLBACK")
-        person = await store.create_person(name="a", now=datetime.now(UTC))
-        assert [p.id for p in await store.list_persons()] == [person.id]
+        person = await store.persons.create_person(name="a", now=datetime.now(UTC))
+        assert [p.id for p in await store.persons.list_persons()] == [person.id]
     finally:
         holder.close()
         await store.close()

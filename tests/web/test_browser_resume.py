@@ -185,7 +185,7 @@ async def test_an_approval_appears_live_and_the_task_resumes_and_finishes(
     assert world.office.sent == [MAIL]
     [sent] = [r for r in world.office.requests if r.path == SEND_PATH]
     assert sent.authorized  # the broker put the secret on the wire
-    done = await world.store.get_task(task.id)
+    done = await world.store.tasks.get_task(task.id)
     assert done.status is TaskStatus.SUCCEEDED
     assert done.result == {
         "text": "Sent Dana the reply.",
@@ -194,14 +194,14 @@ async def test_an_approval_appears_live_and_the_task_resumes_and_finishes(
     [approval] = await world.owner.list_approvals(person_id=world.person.id, status=None)
     assert approval.status is ApprovalStatus.APPROVED
     assert approval.task_id == task.id
-    activations = await world.store.list_activations(task_id=task.id)
+    activations = await world.store.activations.list_activations(task_id=task.id)
     assert [a.reason for a in activations][1:] == ["approval"]  # resumed by the decision
     assert world.model.requests == 2  # the held call was not asked again
 
 
 async def _until_done(world: World, task_id: str) -> None:
     for _ in range(int(live()) // 50):
-        if (await world.store.get_task(task_id)).status.terminal:
+        if (await world.store.tasks.get_task(task_id)).status.terminal:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"task {task_id} did not finish")
@@ -232,7 +232,7 @@ async def test_approved_always_then_the_grant_revoked_and_the_next_send_is_held_
         person_id=world.person.id, instructions=INSTRUCTIONS, goal_id=world.goal.id
     )
     await _until_done(world, second.id)
-    assert (await world.store.get_task(second.id)).status is TaskStatus.SUCCEEDED
+    assert (await world.store.tasks.get_task(second.id)).status is TaskStatus.SUCCEEDED
     assert world.office.sent == [MAIL, MAIL]
 
     await page.goto("/security")
@@ -246,5 +246,5 @@ async def test_approved_always_then_the_grant_revoked_and_the_next_send_is_held_
         person_id=world.person.id, instructions=INSTRUCTIONS, goal_id=world.goal.id
     )
     await expect(page.locator("article.approval")).to_contain_text(SEND_PATH, timeout=live())
-    assert (await world.store.get_task(third.id)).status is TaskStatus.WAITING
+    assert (await world.store.tasks.get_task(third.id)).status is TaskStatus.WAITING
     assert world.office.sent == [MAIL, MAIL]

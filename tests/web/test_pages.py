@@ -440,7 +440,7 @@ async def test_held_memory_passes_are_applied_or_rejected(site: Site) -> None:
     assert "Rejected: your memories are unchanged." in inbox
     assert "Memory changes to review" not in inbox
     memory = site.a.memory
-    held = await site.store.add_memory_pass(
+    held = await site.store.memory_passes.add_memory_pass(
         MemoryPass(
             id="mps_stale",
             person_id=site.a.person.id,
@@ -520,7 +520,7 @@ async def test_security_rules_add_and_delete(site: Site) -> None:
 
 async def test_security_secrets_show_names_never_values(site: Site) -> None:
     me = await site.session(site.a.control)
-    stored, ciphertext = await site.store.secret_ciphertext(site.a.person.id, "mail")
+    stored, ciphertext = await site.store.secrets.secret_ciphertext(site.a.person.id, "mail")
     page = (await me.get("/security")).text
     assert f'id="{stored.id}"' in page
     assert "mail.x.io" in page  # where it may be sent

@@ -109,17 +109,19 @@ class Session:
 async def ask_approval(store: Store, clock: Clock, t: Tenant, *, to: str) -> Approval:
     """A new pending approval, recorded the way a running task records one (fenced by its
     lease), under the tenant's goal."""
-    task = await store.create_task(
+    task = await store.tasks.create_task(
         TaskSpec(kind="noop", title=f"write to {to}"),
         person_id=t.person.id,
         goal_id=t.goal.id,
         now=clock.now(),
     )
-    [claim] = await store.claim_tasks(worker="w-web", limit=1, lease_seconds=3600, now=clock.now())
+    [claim] = await store.tasks.claim_tasks(
+        worker="w-web", limit=1, lease_seconds=3600, now=clock.now()
+    )
     assert claim.task.id == task.id
     args = {"to": to, "body": "hello"}
     approval_id = new_id("apr")
-    return await store.request_approval(
+    return await store.inbox.request_approval(
         Fence.of(claim),
         Approval(
             id=approval_id,

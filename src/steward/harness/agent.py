@@ -202,8 +202,8 @@ class _Activation(WaitingActivation):
 
     async def go(self) -> Outcome:
         if self.task.goal_id is not None:
-            self.goal = await self.store.get_goal(self.task.goal_id)
-            self.goal_spent = await self.store.goal_usage(self.task.goal_id)
+            self.goal = await self.store.goals.get_goal(self.task.goal_id)
+            self.goal_spent = await self.store.activations.goal_usage(self.task.goal_id)
         event = self.task.input.get("event")
         if isinstance(event, dict) and self.run.seq == 0:
             # the event a trigger started this task for is someone else's text
@@ -317,7 +317,7 @@ class _Activation(WaitingActivation):
         recent = max(budget.recent - tools_tokens(specs), budget.recent // 4)
         budget = replace(budget, recent=recent // 4 if shrink else recent)
         if self._window is None:
-            self._window = await self.store.list_steps(
+            self._window = await self.store.activations.list_steps(
                 self.task.id, after=int(self.state["summarized_through"]), limit=100_000
             )
         steps = self._window
@@ -428,7 +428,7 @@ class _Activation(WaitingActivation):
         if not found.effect.journalled:
             return False
         key = effect_key(self.task.id, self.run.seq + 1, 0)
-        return await self.store.get_effect_by_key(key) is not None
+        return await self.store.effects.get_effect_by_key(key) is not None
 
     def _request(self, found: Tool, args: dict[str, Any]) -> ActionRequest:
         roles = dict(found.roles) if found.roles is not None else None
@@ -538,7 +538,7 @@ class _Activation(WaitingActivation):
         person = self.task.person_id
         relative = self.h.workspace.artifact_path(person, self.task.id, step, name)
         size, digest = await self.h.workspace.write_text(person, relative, text)
-        artifact = await self.store.add_artifact(
+        artifact = await self.store.inbox.add_artifact(
             Artifact(
                 id=f"art.{self.task.id}.{step}",
                 person_id=person,
@@ -718,7 +718,7 @@ class _Activation(WaitingActivation):
 
     async def _read_artifact(self, call: ToolCall, read: ReadArtifact) -> Outcome | None:
         try:
-            artifact = await self.store.get_artifact(read.artifact_id)
+            artifact = await self.store.inbox.get_artifact(read.artifact_id)
             if artifact.person_id != self.task.person_id:
                 raise NotFound("artifact", read.artifact_id)
             text = await self.h.workspace.read_text(

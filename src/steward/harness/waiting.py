@@ -108,7 +108,7 @@ class WaitingActivation(abc.ABC):
         now = self.run.clock.now()
         ttl = self.h.config.approval_ttl
         approval_id = f"apr.{self.task.id}.{self.run.seq + 1}"
-        approval = await self.store.request_approval(
+        approval = await self.store.inbox.request_approval(
             self.run.fence,
             Approval(
                 id=approval_id,
@@ -217,14 +217,14 @@ class WaitingActivation(abc.ABC):
     async def _resume_approval(
         self, call: ToolCall, waiting: dict[str, Any], condition: WaitCondition
     ) -> Outcome | None:
-        approval = await self.store.get_approval(waiting["approval_id"])
+        approval = await self.store.inbox.get_approval(waiting["approval_id"])
         if approval.status is ApprovalStatus.PENDING:
             expired = (
                 approval.expires_at is not None and self.run.clock.now() >= approval.expires_at
             )
             if not expired:
                 return Wait(condition=condition)
-            approval = await self.store.expire_approval(approval.id, now=self.run.clock.now())
+            approval = await self.store.inbox.expire_approval(approval.id, now=self.run.clock.now())
         if approval.status is ApprovalStatus.EXPIRED:
             return await self._observe(call, "not done: the approval request expired", True)
         if approval.status is ApprovalStatus.DENIED:
@@ -252,7 +252,7 @@ class WaitingActivation(abc.ABC):
     async def _resume_children(
         self, call: ToolCall, waiting: dict[str, Any], condition: WaitCondition
     ) -> Outcome | None:
-        children = [await self.store.get_task(c) for c in waiting.get("children", [])]
+        children = [await self.store.tasks.get_task(c) for c in waiting.get("children", [])]
         if any(not child.status.terminal for child in children):
             return Wait(condition=condition)
         for child in children:
@@ -292,7 +292,7 @@ class WaitingActivation(abc.ABC):
         )
 
     async def _notify(self, kind: str, ref: str, title: str, body: str) -> None:
-        await self.store.notify(
+        await self.store.inbox.notify(
             self._notification(kind, ref, title, body),
             fence=self.run.fence,
             lease_now=self.run.clock.lease_now(),

@@ -108,7 +108,7 @@ class MemoryBook:
         _check(content, confidence, importance, valid_from, valid_to)
         now = self.clock.now()
         status = MemoryStatus.CANDIDATE if candidate or not source.trusted else MemoryStatus.ACTIVE
-        if await self.store.source_forgotten(person_id, [source]):
+        if await self.store.memory.source_forgotten(person_id, [source]):
             return Written(outcome=WriteOutcome.FORGOTTEN, memory=None)
         same = await self._same(person_id, content, audience)
         if same is not None:
@@ -131,7 +131,7 @@ class MemoryBook:
             created_at=now,
             updated_at=now,
         )
-        written = await self.store.add_memory(memory, actor=actor)
+        written = await self.store.memory.add_memory(memory, actor=actor)
         if written is None:
             return Written(outcome=WriteOutcome.FORGOTTEN, memory=None)
         await self._embed([written])
@@ -154,7 +154,7 @@ class MemoryBook:
         valid_to: datetime | None = None,
     ) -> Memory:
         """Change a memory; the old text stays in its history."""
-        current = await self.store.get_memory(memory_id)
+        current = await self.store.memory.get_memory(memory_id)
         changed = replace(
             current,
             content=" ".join(content.split()) if content is not None else current.content,
@@ -177,7 +177,7 @@ class MemoryBook:
         )
         if changed == replace(current, updated_at=changed.updated_at):
             raise UsageError("nothing to change: give a new value")
-        written = await self.store.update_memory(
+        written = await self.store.memory.update_memory(
             changed, actor=actor, reason="edited", expected_version=expected_version
         )
         if written.content != current.content:
@@ -188,13 +188,13 @@ class MemoryBook:
         self, memory_id: str, status: MemoryStatus, *, actor: str, reason: str = ""
     ) -> Memory:
         """Archive, delete, restore (to active) or promote a memory."""
-        current = await self.store.get_memory(memory_id)
+        current = await self.store.memory.get_memory(memory_id)
         if current.status is status:
             raise UsageError(f"memory {memory_id} is already {status}")
         if status is MemoryStatus.ACTIVE and not current.trusted and not actor.startswith("person"):
             raise UsageError("a memory from an untrusted source is promoted only by the person")
         changed = replace(current, status=status, updated_at=self.clock.now())
-        return await self.store.update_memory(
+        return await self.store.memory.update_memory(
             changed,
             actor=actor,
             reason=reason or f"{current.status} -> {status}",
@@ -204,13 +204,13 @@ class MemoryBook:
 
     async def restore_version(self, memory_id: str, version: int, *, actor: str) -> Memory:
         """Make an earlier version current again (as a new version; nothing is lost)."""
-        history = await self.store.memory_history(memory_id)
+        history = await self.store.memory.memory_history(memory_id)
         chosen = next((v for v in history if v.version == version), None)
         if chosen is None:
             known = ", ".join(str(v.version) for v in history)
             raise UsageError(f"memory {memory_id} has no version {version} (it has {known})")
-        current = await self.store.get_memory(memory_id)
-        if await self.store.source_forgotten(current.person_id, chosen.memory.sources):
+        current = await self.store.memory.get_memory(memory_id)
+        if await self.store.memory.source_forgotten(current.person_id, chosen.memory.sources):
             raise UsageError(
                 f"version {version} of memory {memory_id} came (in part) from a source you "
                 "had forgotten; it cannot come back"
@@ -223,7 +223,7 @@ class MemoryBook:
             valid_to=current.valid_to if current.superseded_by else chosen.memory.valid_to,
             updated_at=self.clock.now(),
         )
-        written = await self.store.update_memory(
+        written = await self.store.memory.update_memory(
             restored, actor=actor, reason=f"restored version {version}"
         )
         if written.content != current.content:
@@ -233,22 +233,22 @@ class MemoryBook:
     async def forget_source(self, person_id: str, source_key: str, *, actor: str) -> Tombstone:
         """Purge everything derived from a source, and never derive from it again."""
         Source.parse_key(source_key)
-        return await self.store.forget_source(
+        return await self.store.memory.forget_source(
             person_id, source_key, now=self.clock.now(), actor=actor
         )
 
     async def history(self, memory_id: str) -> list[MemoryVersion]:
-        return await self.store.memory_history(memory_id)
+        return await self.store.memory.memory_history(memory_id)
 
     async def reindex(self, person_id: str) -> int:
         """Embed the active memories that have no vector for the current embedder (after a
         change of embedder, or an embedding service that was down)."""
         if self.embedder is None:
             return 0
-        memories = await self.store.list_memories(
+        memories = await self.store.memory.list_memories(
             person_id=person_id, statuses=[MemoryStatus.ACTIVE], limit=1_000_000
         )
-        delta = await self.store.memory_vectors_since(
+        delta = await self.store.memory_search.memory_vectors_since(
             person_id=person_id, model=self.embedder.name, after_seq=0
         )
         have = {memory_id for _, memory_id, _ in delta.rows}
@@ -261,16 +261,16 @@ class MemoryBook:
     async def _same(self, person_id: str, content: str, audience: Audience) -> Memory | None:
         """A live memory that already says this (exactly, or nearly word for word)."""
         live = [MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE]
-        for memory in await self.store.list_memories(
+        for memory in await self.store.memory.list_memories(
             person_id=person_id, statuses=live, same_as=content, limit=5
         ):
             if memory.audience == audience:
                 return memory
         terms = search_terms(content)
-        hits = await self.store.search_memories_text(
+        hits = await self.store.memory_search.search_memories_text(
             person_id=person_id, query=content, audience=audience, at=self.clock.now(), limit=5
         )
-        for memory in await self.store.get_memories([hit.id for hit in hits]):
+        for memory in await self.store.memory.get_memories([hit.id for hit in hits]):
             close = terms_overlap(terms, search_terms(memory.content)) >= NEAR_DUPLICATE
             if close and memory.audience == audience:
                 return memory
@@ -293,7 +293,7 @@ class MemoryBook:
             status=MemoryStatus.ACTIVE if promote else same.status,
             updated_at=self.clock.now(),
         )
-        written = await self.store.update_memory(
+        written = await self.store.memory.update_memory(
             changed,
             actor=actor,
             reason="confirmed" if promote else f"also from {source.key}",
@@ -311,7 +311,7 @@ class MemoryBook:
             log.warning("embedding failed", error=str(exc), memories=len(memories))
             return
         for memory, vector in zip(memories, vectors, strict=True):
-            await self.store.put_memory_vector(
+            await self.store.memory.put_memory_vector(
                 memory.id, person_id=memory.person_id, model=self.embedder.name, vector=pack(vector)
             )
 

@@ -110,9 +110,9 @@ async def consolidate(
         created_at=book.clock.now(),
     )
     if share > rules.max_share:
-        return await book.store.add_memory_pass(planned)
+        return await book.store.memory_passes.add_memory_pass(planned)
     applied = await _apply(book, operations, actor=f"consolidation:{pass_id}")
-    return await book.store.add_memory_pass(
+    return await book.store.memory_passes.add_memory_pass(
         replace(
             planned,
             status=PassStatus.APPLIED,
@@ -127,7 +127,7 @@ async def approve_pass(book: MemoryBook, pass_id: str) -> MemoryPass:
     and say why in the returned diff."""
     held = await _held(book, pass_id)
     applied = await _apply(book, held.operations, actor=f"consolidation:{pass_id}")
-    return await book.store.decide_memory_pass(
+    return await book.store.memory_passes.decide_memory_pass(
         pass_id, PassStatus.APPLIED, operations=applied, now=book.clock.now()
     )
 
@@ -135,7 +135,7 @@ async def approve_pass(book: MemoryBook, pass_id: str) -> MemoryPass:
 async def reject_pass(book: MemoryBook, pass_id: str) -> MemoryPass:
     """Refuse a held pass: nothing of it is applied."""
     held = await _held(book, pass_id)
-    return await book.store.decide_memory_pass(
+    return await book.store.memory_passes.decide_memory_pass(
         pass_id, PassStatus.REJECTED, operations=held.operations, now=book.clock.now()
     )
 
@@ -144,7 +144,9 @@ async def plan_pass(
     book: MemoryBook, person_id: str, rules: PassRules
 ) -> tuple[list[PassOperation], int]:
     """The operations a pass would apply, in order, and how many memories are active now."""
-    memories = await book.store.list_memories(person_id=person_id, statuses=_LIVE, limit=_ALL)
+    memories = await book.store.memory.list_memories(
+        person_id=person_id, statuses=_LIVE, limit=_ALL
+    )
     active = sum(1 for m in memories if m.status is MemoryStatus.ACTIVE)
     planner = _Planner(memories, now=book.clock.now(), rules=rules)
     planner.promote()
@@ -332,12 +334,14 @@ async def _apply(
     """Apply each operation to the memories as they are now; report the ones skipped."""
     done: list[PassOperation] = []
     for op in operations:
-        memories = await book.store.get_memories(op.memory_ids)
+        memories = await book.store.memory.get_memories(op.memory_ids)
         why = _stale(op, memories)
         if why is None:
             changes = _changes(op.kind, memories, now=book.clock.now())
             try:
-                await book.store.apply_memory_changes(changes, expected=op.versions, actor=actor)
+                await book.store.memory_passes.apply_memory_changes(
+                    changes, expected=op.versions, actor=actor
+                )
             except (Conflict, NotFound) as exc:  # changed between the check and the write
                 why = str(exc)
         done.append(op if why is None else replace(op, skipped=why))
@@ -363,7 +367,7 @@ def _stale(op: PassOperation, memories: Sequence[Memory]) -> str | None:
 
 
 async def _held(book: MemoryBook, pass_id: str) -> MemoryPass:
-    found = await book.store.get_memory_pass(pass_id)
+    found = await book.store.memory_passes.get_memory_pass(pass_id)
     if found.status is not PassStatus.HELD:
         raise InvalidTransition(f"memory pass {pass_id} is {found.status}: only a held pass waits")
     return found

@@ -31,7 +31,7 @@ class PersonalMemory:
             at=self.book.clock.now(),
             limit=query.limit,
         )
-        await self.book.store.record_memory_uses([h.memory.id for h in hits])
+        await self.book.store.memory.record_memory_uses([h.memory.id for h in hits])
         return [
             Recalled(
                 id=h.memory.id,

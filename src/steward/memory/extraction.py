@@ -126,7 +126,7 @@ class Extraction:
 
 async def learn(book: MemoryBook, extractor: Extractor, transcript: Transcript) -> Extraction:
     """Extract from ``transcript`` and write what is proposed as candidates."""
-    stones = await book.store.list_tombstones(person_id=transcript.person_id)
+    stones = await book.store.memory.list_tombstones(person_id=transcript.person_id)
     if any(stone.source_key == transcript.source.key for stone in stones):
         return Extraction(forgotten=True)  # not even read: the person asked it be forgotten
     if not transcript.turns:
@@ -162,8 +162,8 @@ async def learn(book: MemoryBook, extractor: Extractor, transcript: Transcript) 
 
 async def extract_task(book: MemoryBook, extractor: Extractor, task_id: str) -> Extraction:
     """Learn from a task's conversation: the person's words, and Steward's replies."""
-    task = await book.store.get_task(task_id)
-    steps = await book.store.list_steps(task_id, limit=100_000)
+    task = await book.store.tasks.get_task(task_id)
+    steps = await book.store.activations.list_steps(task_id, limit=100_000)
     return await learn(book, extractor, task_transcript(task, steps))
 
 

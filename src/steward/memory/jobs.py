@@ -39,9 +39,11 @@ def consolidation_job(book: MemoryBook, extractor: Extractor | None = None) -> H
     """The step function of ``memory.consolidate`` tasks over ``book``."""
 
     async def run(ctx: StepContext) -> Outcome | None:
-        task = await book.store.get_task(ctx.task_id)  # its owner: whose memories, never input
+        task = await book.store.tasks.get_task(
+            ctx.task_id
+        )  # its owner: whose memories, never input
         pass_id = f"mps_{task.id}"
-        done = await book.store.find_memory_pass(pass_id)
+        done = await book.store.memory_passes.find_memory_pass(pass_id)
         if done is None and extractor is not None and "extracted" not in ctx.state:
             limit = int(ctx.input.get("max_extractions", MAX_EXTRACTIONS))
             count, mark = await _extract_recent(book, extractor, task.person_id, limit)
@@ -53,7 +55,7 @@ def consolidation_job(book: MemoryBook, extractor: Extractor | None = None) -> H
                 book, task.person_id, rules=rules, task_id=task.id, pass_id=pass_id
             )
         if done.status is PassStatus.HELD:
-            await book.store.notify(_review(done, ctx))
+            await book.store.inbox.notify(_review(done, ctx))
         return Succeed(
             result={
                 "pass": done.id,
@@ -80,7 +82,7 @@ async def _extract_recent(
     earlier pass read, oldest first, at most ``limit``; returns how many were read and the new
     mark (``[finished_at, task id]``). What one night leaves, the next night reads."""
     mark = await _extraction_mark(book, person_id)
-    finished = await book.store.list_tasks(
+    finished = await book.store.tasks.list_tasks(
         person_id=person_id, status=[TaskStatus.SUCCEEDED], limit=10_000
     )
     waiting = sorted(
@@ -96,7 +98,7 @@ async def _extract_recent(
 
 async def _extraction_mark(book: MemoryBook, person_id: str) -> list[str] | None:
     """Where the last pass that extracted stopped."""
-    for task in await book.store.list_tasks(
+    for task in await book.store.tasks.list_tasks(
         person_id=person_id, status=[TaskStatus.SUCCEEDED], limit=10_000
     ):
         if task.kind == CONSOLIDATE and (task.result or {}).get("extracted_until"):
@@ -122,13 +124,13 @@ async def schedule_consolidation(
 ) -> Trigger:
     """Run a consolidation pass for the person on ``cron`` (in their time zone). A person has
     one such schedule: asking again returns the one there is."""
-    for trigger in await store.list_triggers(person_id=person_id):
+    for trigger in await store.schedule.list_triggers(person_id=person_id):
         if trigger.task.kind == CONSOLIDATE:
             return trigger
-    zone = (await store.get_person(person_id)).timezone
+    zone = (await store.persons.get_person(person_id)).timezone
     validate_spec(TriggerKind.CRON, cron, zone)
     now = clock.now()
-    return await store.create_trigger(
+    return await store.schedule.create_trigger(
         Trigger(
             id=new_id("trg"),
             person_id=person_id,

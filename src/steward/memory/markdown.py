@@ -202,7 +202,7 @@ def _trailer(memory: Memory) -> str:
 
 
 async def export_markdown(book: MemoryBook, *, person_id: str) -> str:
-    memories = await book.store.list_memories(
+    memories = await book.store.memory.list_memories(
         person_id=person_id, statuses=list(_SHOWN), limit=1_000_000
     )
     return render(memories, person_id=person_id, exported_at=book.clock.now())
@@ -413,7 +413,7 @@ async def import_markdown(
             ImportNote(line=0, memory_id=None, message="this file is another person's export")
         )
     edits = await _plan(book, parsed, person_id, source, report)
-    stored = await book.store.list_memories(
+    stored = await book.store.memory.list_memories(
         person_id=person_id, statuses=list(_SHOWN), limit=1_000_000
     )
     named = {e.memory_id for e in parsed.entries}
@@ -448,7 +448,9 @@ async def _plan(
     """Look every bullet up (reading only): the edits to make; conflicts, unchanged bullets and
     errors go into ``report``."""
     named = [e.memory_id for e in parsed.entries if e.memory_id is not None]
-    found = {m.id: m for m in await book.store.get_memories(named) if m.person_id == person_id}
+    found = {
+        m.id: m for m in await book.store.memory.get_memories(named) if m.person_id == person_id
+    }
     seen: dict[str, int] = {}
     edits: list[_Edit] = []
     for entry in parsed.entries:
@@ -519,7 +521,9 @@ async def _plan(
         if e.values.status is MemoryStatus.ARCHIVED
     )
     if new:
-        forgotten = {t.source_key for t in await book.store.list_tombstones(person_id=person_id)}
+        forgotten = {
+            t.source_key for t in await book.store.memory.list_tombstones(person_id=person_id)
+        }
         if source.key in forgotten:
             report.errors.append(
                 ImportNote(

@@ -69,7 +69,7 @@ class Retriever:
         wanted = max(CANDIDATES, limit)
 
         async def lexical() -> list[Recallable]:
-            return await self.store.search_memories_text(
+            return await self.store.memory_search.search_memories_text(
                 person_id=person_id, query=query, audience=audience, at=at, limit=wanted
             )
 
@@ -90,7 +90,7 @@ class Retriever:
                 found_by.setdefault(candidate.id, []).append(name)
         best = sorted(scores, key=lambda memory_id: (-scores[memory_id], memory_id))[:limit]
         # only the results are read in full: ranking needs no more than a search returns
-        memories = {m.id: m for m in await self.store.get_memories(best)}
+        memories = {m.id: m for m in await self.store.memory.get_memories(best)}
         return [
             MemoryHit(
                 memory=memories[memory_id],
@@ -124,7 +124,7 @@ class Retriever:
             top = np.argpartition(-similarity, window - 1)[:window]
             top = top[np.argsort(-similarity[top], kind="stable")]
             nearest = [ids[i] for i in top if similarity[i] > 0]
-            allowed = await self.store.recallable_memories(
+            allowed = await self.store.memory_search.recallable_memories(
                 person_id=person_id, ids=nearest, audience=audience, at=at
             )
             kept = [allowed[memory_id] for memory_id in nearest if memory_id in allowed][:wanted]
@@ -158,7 +158,7 @@ class VectorIndex:
 
     async def refresh(self) -> None:
         trailing_from = max(0, self._newest - self.TRAILING)
-        delta = await self.store.memory_vectors_since(
+        delta = await self.store.memory_search.memory_vectors_since(
             person_id=self.person_id,
             model=self.model,
             after_seq=trailing_from,
@@ -166,7 +166,7 @@ class VectorIndex:
         )
         ids, matrix, seq_of, recent = self.ids, self.matrix, self._seq_of, self._recent
         if delta.epoch != self._epoch:  # vectors were deleted (or never loaded): start over
-            delta = await self.store.memory_vectors_since(
+            delta = await self.store.memory_search.memory_vectors_since(
                 person_id=self.person_id, model=self.model, after_seq=0
             )
             ids, matrix, seq_of, recent = [], np.zeros((0, 0), dtype=np.float32), {}, []

@@ -108,7 +108,7 @@ class SkillLibrary:
         """A new skill or a change to one, from the agent (``actor`` is ``agent:<task>``).
         Fields left empty in a change keep what the skill says; sources accumulate."""
         name = skill_name(name)
-        current = await self.store.find_skill(person_id=person_id, name=name)
+        current = await self.store.skills.find_skill(person_id=person_id, name=name)
         # a conversation that may not hear the skill of that name learns nothing of it: not
         # its text (no merge), not that it exists (the same answer as for a new name)
         hidden = current is not None and not content.audience.may_hear(current.content.audience)
@@ -136,7 +136,7 @@ class SkillLibrary:
                 created_at=now,
                 updated_at=now,
             )
-            written = await self.store.add_skill(
+            written = await self.store.skills.add_skill(
                 skill, actor=actor, reason=f"proposed: {why}" if why else "created"
             )
             disposition = Disposition.HELD if why else Disposition.CREATED
@@ -155,7 +155,7 @@ class SkillLibrary:
             # a change that waits for the person still waits: it is theirs to decide
             changed = replace(current, content=content, updated_at=now)
             reason = "updated"
-        written = await self.store.update_skill(
+        written = await self.store.skills.update_skill(
             changed, actor=actor, reason=reason, expected_version=current.version
         )
         if why:
@@ -178,7 +178,7 @@ class SkillLibrary:
             source="memory",
             wake_reason="",
         )
-        rule = winning_rule(request, await self.store.list_rules(person_id))
+        rule = winning_rule(request, await self.store.authority.list_rules(person_id))
         return None if rule is None else rule.mode
 
     # --- the person's decisions -------------------------------------------------------------
@@ -203,7 +203,7 @@ class SkillLibrary:
             reason = f"{'approved' if approve else 'rejected'} the change proposed by {by}"
         else:
             raise UsageError(f"nothing about skill {skill.name!r} waits for a decision")
-        return await self.store.update_skill(
+        return await self.store.skills.update_skill(
             replace(changed, updated_at=self.clock.now()),
             actor=actor,
             reason=reason,
@@ -213,7 +213,7 @@ class SkillLibrary:
     async def restore(self, skill: Skill, version: int, *, actor: str) -> Skill:
         """Make version ``version``'s text the current one, as a new version (active). Tasks
         that already ran keep what they did; later ones follow the restored text."""
-        old = await self.store.skill_version(skill.id, version)
+        old = await self.store.skills.skill_version(skill.id, version)
         if skill.status is SkillStatus.ACTIVE and old.skill.content.says_same(skill.content):
             raise UsageError(f"skill {skill.name!r} already says what version {version} says")
         changed = replace(
@@ -222,7 +222,7 @@ class SkillLibrary:
             status=SkillStatus.ACTIVE,
             updated_at=self.clock.now(),
         )
-        return await self.store.update_skill(
+        return await self.store.skills.update_skill(
             changed, actor=actor, reason=f"restored v{version}", expected_version=skill.version
         )
 
@@ -231,7 +231,7 @@ class SkillLibrary:
         version brings it back."""
         if skill.status is SkillStatus.ARCHIVED:
             raise UsageError(f"skill {skill.name!r} is already archived")
-        return await self.store.update_skill(
+        return await self.store.skills.update_skill(
             replace(skill, status=SkillStatus.ARCHIVED, updated_at=self.clock.now()),
             actor=actor,
             reason="archived",
@@ -245,7 +245,7 @@ class SkillLibrary:
         by how much of a skill's description the text covers, then by its record."""
         words = _terms(query.text)
         ranked: list[tuple[float, str, Skill]] = []
-        for skill in await self.store.list_skills(
+        for skill in await self.store.skills.list_skills(
             person_id=query.person_id, statuses=[SkillStatus.ACTIVE]
         ):
             if not query.audience.may_hear(skill.content.audience):
@@ -260,14 +260,16 @@ class SkillLibrary:
     async def load(self, query: RecallQuery, name: str) -> Skill | None:
         """An active skill by name, if the query's audience may hear it; counts a use."""
         try:
-            found = await self.store.find_skill(person_id=query.person_id, name=skill_name(name))
+            found = await self.store.skills.find_skill(
+                person_id=query.person_id, name=skill_name(name)
+            )
         except UsageError:
             return None
         if found is None or found.status is not SkillStatus.ACTIVE:
             return None
         if not query.audience.may_hear(found.content.audience):
             return None
-        await self.store.record_skill_use(found.id)
+        await self.store.skills.record_skill_use(found.id)
         return found
 
     async def diff(
@@ -288,12 +290,12 @@ class SkillLibrary:
         return unified_diff(skill.name, (f"v{start}", older), (f"v{to}", newer))
 
     async def history(self, skill: Skill) -> list[SkillVersion]:
-        return await self.store.skill_history(skill.id)
+        return await self.store.skills.skill_history(skill.id)
 
     async def _content_at(self, skill: Skill, version: int) -> SkillContent:
         if version == skill.version:
             return skill.content
-        return (await self.store.skill_version(skill.id, version)).skill.content
+        return (await self.store.skills.skill_version(skill.id, version)).skill.content
 
     # --- as the harness sees it -------------------------------------------------------------
 
@@ -338,7 +340,9 @@ class SkillLibrary:
         return proposed.describe()
 
     async def settle(self, person_id: str, skill_ids: Sequence[str], *, success: bool) -> None:
-        await self.store.record_skill_outcome(skill_ids, person_id=person_id, success=success)
+        await self.store.skills.record_skill_outcome(
+            skill_ids, person_id=person_id, success=success
+        )
 
 
 def unified_diff(

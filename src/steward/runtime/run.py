@@ -128,7 +128,7 @@ class TaskRun:
     async def checkpoint(self, *, kind: str = "step", output: Any = None) -> None:
         """Commit the next step and :attr:`state` atomically. Raises StopRequested if the task
         was cancelled or paused meanwhile, LeaseLost if another worker owns it now."""
-        control = await self.store.checkpoint(
+        control = await self.store.activations.checkpoint(
             self.fence,
             seq=self.seq + 1,
             kind=kind,
@@ -174,7 +174,7 @@ class TaskRun:
         """
         key = effect_key(self.task.id, self.seq + 1, self._effects_in_step)
         self._effects_in_step += 1
-        effect = await self.store.plan_effect(
+        effect = await self.store.effects.plan_effect(
             self.fence,
             key=key,
             step_seq=self.seq + 1,
@@ -223,7 +223,7 @@ class TaskRun:
         for _ in range(SEND_TRIES):
             started = _elapsed()
             try:
-                window = await self.store.mark_effect_sent(
+                window = await self.store.effects.mark_effect_sent(
                     self.fence,
                     effect.id,
                     now=self.clock.now(),
@@ -269,7 +269,7 @@ class TaskRun:
 
     async def _unsent(self, effect: Effect, unsent: EffectStatus, error: str) -> Effect:
         """Record that an effect marked sent was not sent after all."""
-        return await self.store.set_effect_status(
+        return await self.store.effects.set_effect_status(
             self.fence,
             effect.id,
             unsent,
@@ -282,7 +282,7 @@ class TaskRun:
     async def _set(
         self, effect: Effect, status: EffectStatus, *, result: Any = None, error: str | None = None
     ) -> Effect:
-        return await self.store.set_effect_status(
+        return await self.store.effects.set_effect_status(
             self.fence,
             effect.id,
             status,
@@ -304,7 +304,7 @@ class TaskRun:
             raise RuntimeError(f"task {self.task.id} has no goal to write to")
         key = f"{self.task.id}.{self.seq + 1}.{self._goal_writes_in_step}"
         self._goal_writes_in_step += 1
-        await self.store.write_goal(
+        await self.store.goals.write_goal(
             self.task.goal_id,
             now=self.clock.now(),
             state=state,
@@ -319,7 +319,7 @@ class TaskRun:
         step, so replaying the step after a crash finds the child instead of making another."""
         child_id = f"{self.task.id}.{self.seq + 1}.{self._spawned_in_step}"
         self._spawned_in_step += 1
-        child = await self.store.create_task(
+        child = await self.store.tasks.create_task(
             spec,
             person_id=self.task.person_id,
             goal_id=self.task.goal_id,

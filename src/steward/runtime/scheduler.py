@@ -84,11 +84,11 @@ class Scheduler:
             self.clock.unregister()
             if self.is_leader:
                 with contextlib.suppress(Exception):
-                    await self.store.release_lease(LEASE_NAME, holder=self.name)
+                    await self.store.schedule.release_lease(LEASE_NAME, holder=self.name)
 
     async def tick(self) -> datetime | None:
         """One pass. Returns the next time something is due (None if nothing is scheduled)."""
-        epoch = await self.store.acquire_lease(
+        epoch = await self.store.schedule.acquire_lease(
             LEASE_NAME,
             holder=self.name,
             ttl_seconds=self.lease_seconds,
@@ -104,12 +104,12 @@ class Scheduler:
         self.is_leader = True
         now = self.clock.now()
         runnable = await self._fire_triggers(now)
-        runnable += await self.store.route_events(now=now)
-        runnable += await self.store.wake_due_waits(now=now)
+        runnable += await self.store.schedule.route_events(now=now)
+        runnable += await self.store.tasks.wake_due_waits(now=now)
         runnable += len(
-            await self.store.reap_expired_leases(now=now, lease_now=self.clock.lease_now())
+            await self.store.tasks.reap_expired_leases(now=now, lease_now=self.clock.lease_now())
         )
-        expired = await self.store.expire_goals(now=now)
+        expired = await self.store.goals.expire_goals(now=now)
         if expired:
             log.info("goals expired", goals=expired)
         if runnable and self.on_work is not None:
@@ -117,9 +117,9 @@ class Scheduler:
         times = [
             t
             for t in (
-                await self.store.next_trigger_time(),
-                await self.store.next_wait_time(),
-                await self.store.next_deadline(),
+                await self.store.schedule.next_trigger_time(),
+                await self.store.tasks.next_wait_time(),
+                await self.store.goals.next_deadline(),
             )
             if t is not None
         ]
@@ -127,7 +127,7 @@ class Scheduler:
 
     async def _fire_triggers(self, now: datetime) -> int:
         batch = []
-        for trigger in await self.store.due_triggers(now=now):
+        for trigger in await self.store.schedule.due_triggers(now=now):
             plan = plan_firings(trigger, now)
             missed = sum(1 for _, status in plan.firings if status == "missed")
             if missed:
@@ -140,6 +140,6 @@ class Scheduler:
             batch.append((trigger, plan.firings, plan.next_fire_at))
         if not batch:
             return 0
-        created = len(await self.store.apply_many_firings(batch, now=now))
+        created = len(await self.store.schedule.apply_many_firings(batch, now=now))
         self.fired += created
         return created

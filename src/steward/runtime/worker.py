@@ -120,7 +120,7 @@ class Worker:
                 signal.cancel()
             return
         now = self.clock.now()
-        due = await self.store.next_run_time()
+        due = await self.store.tasks.next_run_time()
         # Nothing due, or something due that we may not take (a person's concurrency limit, a
         # paused goal): wait to be woken, or poll.
         deadline = due if due is not None and due > now else now + timedelta(days=3650)
@@ -136,7 +136,7 @@ class Worker:
         free = self.concurrency - len(self._running)
         if free <= 0:
             return 0
-        claims = await self.store.claim_tasks(
+        claims = await self.store.tasks.claim_tasks(
             worker=self.name,
             limit=free,
             lease_seconds=self.lease_seconds,
@@ -204,7 +204,7 @@ class Worker:
         database went away during the activation or while writing its outcome."""
         while True:
             try:
-                await self.store.finish_activation(
+                await self.store.activations.finish_activation(
                     run.fence,
                     outcome,
                     now=self.clock.now(),
@@ -263,7 +263,7 @@ class Worker:
         goal_id = run.task.goal_id
         if goal_id is None:
             return None
-        budget = (await self.store.get_goal(goal_id)).budget
+        budget = (await self.store.goals.get_goal(goal_id)).budget
         if (
             budget.max_activations is None
             and budget.max_steps is None
@@ -272,7 +272,7 @@ class Worker:
             and budget.max_seconds is None
         ):
             return None
-        used = await self.store.goal_usage(goal_id)
+        used = await self.store.activations.goal_usage(goal_id)
         # this activation is already counted in ``activations``
         if budget.max_activations is not None and used["activations"] > budget.max_activations:
             return f"goal budget exhausted: {budget.max_activations} activations"
@@ -291,7 +291,7 @@ class Worker:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.store.renew_lease(
+                await self.store.tasks.renew_lease(
                     fence, lease_seconds=self.lease_seconds, lease_now=self.clock.lease_now()
                 )
             except LeaseLost:

@@ -82,7 +82,8 @@ from steward.sentinel.vault import Redactor, Vault
 API_CALL = "api.call"
 """The scope of calling a connected API, with or without a credential: what the broker sends."""
 AuditFn = Callable[..., Awaitable[object]]
-"""Called as ``audit(person_id=, kind=, actor=, data=, now=)``: ``store.append_audit`` fits."""
+"""Called as ``audit(person_id=, kind=, actor=, data=, now=)``:
+``store.audit.append_audit`` fits."""
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolves ``(host, port)`` to IP addresses (text); the system resolver by default."""
 
@@ -113,11 +114,8 @@ class EgressNotSent(EgressFailed, NotSent):
     OAuth refresh) failed, or no checked address accepted the connection."""
 
 
-class SecretStore(Protocol):
-    """The part of the store the broker needs (``steward.store.vault.SecretQueries``, and
-    the person's connections, for the hosts they name)."""
-
-    async def list_connections(self, person_id: str) -> list[Connection]: ...
+class SecretReader(Protocol):
+    """What the broker needs of the store's secrets (``steward.store.vault``)."""
 
     async def secret_ciphertext(self, person_id: str, name: str) -> tuple[SecretInfo, str]: ...
 
@@ -131,6 +129,23 @@ class SecretStore(Protocol):
         now: datetime,
         actor: str = "person",
     ) -> SecretInfo: ...
+
+
+class ConnectionLister(Protocol):
+    """What the broker needs of the store's authority: the person's connections, for the hosts
+    they name."""
+
+    async def list_connections(self, person_id: str) -> list[Connection]: ...
+
+
+class SecretStore(Protocol):
+    """The part of the store the broker needs."""
+
+    @property
+    def secrets(self) -> SecretReader: ...
+
+    @property
+    def authority(self) -> ConnectionLister: ...
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -379,7 +394,7 @@ class EgressBroker:
         expired), and the addresses to try."""
         infos: dict[str, tuple[SecretInfo, str]] = {}
         for name in sorted(names):
-            info, ciphertext = await self._store.secret_ciphertext(person_id, name)
+            info, ciphertext = await self._store.secrets.secret_ciphertext(person_id, name)
             await self._check_binding(person_id, actor, method, info, target.host, target.scheme)
             infos[name] = (info, ciphertext)
         addresses = await self._addresses(person_id, actor, method, target, scope)
@@ -448,7 +463,7 @@ class EgressBroker:
         """An active connection of the person names ``host`` and offers ``scope`` (naming a
         host for mail does not open it to API calls). Connections name hosts, not ports: one
         that names a private host opens every port on it."""
-        connections = await self._store.list_connections(person_id)
+        connections = await self._store.authority.list_connections(person_id)
         return any(
             host in {host_key(h) for h in c.hosts} and scope in c.scopes
             for c in connections
@@ -518,7 +533,7 @@ class EgressBroker:
         may have refreshed it while this one waited, and a refresh token may be single-use)."""
         lock = self._refresh_locks.setdefault((person_id, name), asyncio.Lock())
         async with lock:
-            info, ciphertext = await self._store.secret_ciphertext(person_id, name)
+            info, ciphertext = await self._store.secrets.secret_ciphertext(person_id, name)
             current = OAuthTokens.from_secret(self._vault.decrypt(ciphertext))
             if current is None or current.refresh_token is None:
                 raise EgressFailed(f"OAuth secret {name!r} has no refresh token; reconnect it")
@@ -529,7 +544,7 @@ class EgressBroker:
             )
             if not refreshed_meanwhile:
                 current = await self._refresh_at_endpoint(person_id, name, current, actor)
-                await self._store.put_secret(
+                await self._store.secrets.put_secret(
                     person_id=person_id,
                     name=name,
                     ciphertext=self._vault.encrypt(current.to_secret()),

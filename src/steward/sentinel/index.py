@@ -233,15 +233,22 @@ class PersonPolicy:
 
 
 class PolicyReader(Protocol):
-    """What the cache needs of the store."""
+    """What the cache needs of the store's authority repository."""
 
     async def policy_read(self, person_id: str, *, known: int | None, now: datetime) -> Any: ...
+
+
+class PolicySource(Protocol):
+    """What the cache needs of the store."""
+
+    @property
+    def authority(self) -> PolicyReader: ...
 
 
 class PolicyCache:
     """Each person's :class:`PersonPolicy`, brought up to date before it is used."""
 
-    def __init__(self, store: PolicyReader) -> None:
+    def __init__(self, store: PolicySource) -> None:
         self.store = store
         self._people: dict[str, PersonPolicy] = {}
 
@@ -251,7 +258,9 @@ class PolicyCache:
         if policy is None:
             policy = self._people.setdefault(person_id, PersonPolicy(person_id))
         async with policy.lock:
-            policy.apply(await self.store.policy_read(person_id, known=policy.version, now=now))
+            policy.apply(
+                await self.store.authority.policy_read(person_id, known=policy.version, now=now)
+            )
         return policy
 
     def forget(self, person_id: str) -> None:

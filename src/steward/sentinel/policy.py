@@ -585,8 +585,8 @@ def action_keys(request: ActionRequest, session_id: str | None) -> ActionKeys:
     )
 
 
-class PolicyStore(Protocol):
-    """What the sentinel needs of the store."""
+class GrantLedger(Protocol):
+    """What the sentinel needs of the store's authority repository."""
 
     async def policy_read(self, person_id: str, *, known: int | None, now: datetime) -> Any: ...
 
@@ -602,9 +602,23 @@ class PolicyStore(Protocol):
         now: datetime,
     ) -> float | None: ...
 
+
+class AuditAppender(Protocol):
+    """What the sentinel needs of the store's audit log."""
+
     async def append_audit(
         self, *, person_id: str | None, kind: str, actor: str, data: dict[str, Any], now: datetime
     ) -> Any: ...
+
+
+class PolicyStore(Protocol):
+    """What the sentinel needs of the store."""
+
+    @property
+    def authority(self) -> GrantLedger: ...
+
+    @property
+    def audit(self) -> AuditAppender: ...
 
 
 class PolicySentinel:
@@ -635,7 +649,7 @@ class PolicySentinel:
             payment_ceiling=self.payment_ceiling,
         )
         if decided.spend is not None:
-            version = await self.store.spend_grant(decided.spend, now=now)
+            version = await self.store.authority.spend_grant(decided.spend, now=now)
             if version is None:
                 return PolicyDecision(
                     verdict=Verdict.ASK,
@@ -645,7 +659,7 @@ class PolicySentinel:
                 )
             policy.spent(decided.spend, version)
         if decided.charge is not None and decided.grant_id is not None:
-            total = await self.store.charge_grant(
+            total = await self.store.authority.charge_grant(
                 decided.grant_id,
                 person_id=request.person_id,
                 amount=decided.charge,
@@ -665,7 +679,7 @@ class PolicySentinel:
     async def check(self, request: ActionRequest) -> Decision:
         """Decide, and record the decision (and what decided it) in the audit log."""
         decided = await self.decide(request)
-        await self.store.append_audit(
+        await self.store.audit.append_audit(
             person_id=request.person_id,
             kind="decision",
             actor=f"agent:{request.task_id}",

@@ -15,7 +15,7 @@ without its key is a pile of ciphertext, and the key without a backup loses ever
    the old ones below it (with an environment key: set ``STEWARD_VAULT_KEY`` to a new key from
    ``generate_key()`` and move the old one into ``STEWARD_VAULT_OLD_KEYS``, comma-separated).
    From then on new secrets are encrypted with the new key; every listed key still decrypts.
-2. Re-encrypt what is stored: ``store.rewrap_secrets(vault.rotate, now=...)``.
+2. Re-encrypt what is stored: ``store.secrets.rewrap_secrets(vault.rotate, now=...)``.
 3. ``retire_old_keys(data_dir)`` (or clear ``STEWARD_VAULT_OLD_KEYS``): the old key opens
    nothing any more.
 """
@@ -139,7 +139,7 @@ class Vault:
             ) from None
 
     def rotate(self, token: str) -> str:
-        """``token`` re-encrypted under the current key (for ``store.rewrap_secrets``)."""
+        """``token`` re-encrypted under the current key (for ``store.secrets.rewrap_secrets``)."""
         try:
             return self._fernet.rotate(token.encode("ascii")).decode("ascii")
         except (InvalidToken, UnicodeEncodeError):

@@ -84,7 +84,7 @@ class ServiceBase:
     async def authenticate(self, token: str) -> Self:
         """A service bound to the person and scopes of ``token`` (stored hashed; a missing,
         unknown or revoked token is :class:`~steward.errors.Unauthorized`)."""
-        found = await self.store.authenticate(token, now=self.clock.now())
+        found = await self.store.tokens.authenticate(token, now=self.clock.now())
         return type(self)(
             self.store,
             self.clock,
@@ -120,26 +120,26 @@ class ServiceBase:
 
     async def _goal(self, goal_id: str, scope: str) -> Goal:
         self._may(scope)
-        goal = await self.store.get_goal(goal_id)
+        goal = await self.store.goals.get_goal(goal_id)
         self._owned("goal", goal_id, goal.person_id)
         return goal
 
     async def _task(self, task_id: str, scope: str) -> Task:
         self._may(scope)
-        task = await self.store.get_task(task_id)
+        task = await self.store.tasks.get_task(task_id)
         self._owned("task", task_id, task.person_id)
         return task
 
     async def _approval(self, approval_id: str, scope: str) -> Approval:
         self._may(scope)
-        approval = await self.store.get_approval(approval_id)
+        approval = await self.store.inbox.get_approval(approval_id)
         self._owned("approval", approval_id, approval.person_id)
         return approval
 
     async def _vault(self) -> Vault:
         if self.data_dir is None:
             raise ConfigError("no data directory is configured, so there is no vault key")
-        stored = await self.store.count_secrets()
+        stored = await self.store.secrets.count_secrets()
         return Vault(VaultKeys.load(self.data_dir, stored_secrets=stored))
 
     def _decider(self, given: str) -> str:
@@ -152,16 +152,16 @@ class ServiceBase:
         person)."""
         if self.principal is not None:
             return await self.person(None)
-        persons = await self.store.list_persons()
+        persons = await self.store.persons.list_persons()
         if persons:
             return persons[0]
-        return await self.store.create_person(name=name, now=self.clock.now())
+        return await self.store.persons.create_person(name=name, now=self.clock.now())
 
     async def person(self, person_id: str | None) -> Person:
         if self.principal is not None:
-            return await self.store.get_person(self._for(person_id, READ))
+            return await self.store.persons.get_person(self._for(person_id, READ))
         if person_id:
-            return await self.store.get_person(person_id)
+            return await self.store.persons.get_person(person_id)
         return await self.ensure_person()
 
     def _nudge(self, *, scheduler: bool = False) -> None:

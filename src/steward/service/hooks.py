@@ -69,7 +69,7 @@ class WebhookService(ServiceBase):
         """Create, or replace, the secret that signs deliveries to an event trigger's webhook.
         It is shown this once; deliveries signed with an older one are refused from now on."""
         self._may(CONTROL)
-        trigger = await self.store.get_trigger(trigger_id)
+        trigger = await self.store.schedule.get_trigger(trigger_id)
         self._owned("trigger", trigger_id, trigger.person_id)
         if trigger.kind is not TriggerKind.EVENT:
             raise UsageError(
@@ -77,7 +77,7 @@ class WebhookService(ServiceBase):
                 "takes webhook deliveries"
             )
         secret = SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
-        await self.store.put_secret(
+        await self.store.secrets.put_secret(
             person_id=trigger.person_id,
             name=secret_name(trigger_id),
             ciphertext=(await self._vault()).encrypt(secret),
@@ -102,8 +102,8 @@ class WebhookService(ServiceBase):
             )
         sent_at = _seconds(timestamp)
         try:
-            trigger = await self.store.get_trigger(trigger_id)
-            _, ciphertext = await self.store.secret_ciphertext(
+            trigger = await self.store.schedule.get_trigger(trigger_id)
+            _, ciphertext = await self.store.secrets.secret_ciphertext(
                 trigger.person_id, secret_name(trigger_id)
             )
             secret = (await self._vault()).decrypt(ciphertext)
@@ -129,7 +129,7 @@ class WebhookService(ServiceBase):
         check_json(payload, "a delivery's body")
         if not trigger.enabled:
             raise Conflict(f"trigger {trigger_id} is disabled; enable it to take deliveries")
-        event, created = await self.store.add_event(
+        event, created = await self.store.schedule.add_event(
             person_id=trigger.person_id,
             type=trigger.spec,
             source=f"webhook:{trigger_id}",

@@ -93,7 +93,7 @@ class MemoryService(ServiceBase):
             raise UsageError(f"limit must be from 1 to {MOST_LISTED}, not {limit}")
         if offset < 0:
             raise UsageError(f"offset must not be negative, not {offset}")
-        return await self.store.list_memories(
+        return await self.store.memory.list_memories(
             person_id=person_id,
             statuses=statuses,
             kind=_enum(MemoryKind, kind, "kind") if kind else None,
@@ -136,12 +136,14 @@ class MemoryService(ServiceBase):
 
     async def memory_detail(self, memory_id: str) -> MemoryDetail:
         memory = await self._memory(memory_id, READ)
-        earlier = await self.store.memories_superseded_by(memory_id, person_id=memory.person_id)
+        earlier = await self.store.memory_search.memories_superseded_by(
+            memory_id, person_id=memory.person_id
+        )
         linked = [i for i in (memory.supersedes, memory.superseded_by) if i is not None]
         # links never cross persons (the store refuses that); checked anyway, as for any id
         near = {
             m.id: m
-            for m in await self.store.get_memories(linked)
+            for m in await self.store.memory.get_memories(linked)
             if m.person_id == memory.person_id
         }
         if memory.supersedes in near and all(m.id != memory.supersedes for m in earlier):
@@ -155,7 +157,7 @@ class MemoryService(ServiceBase):
 
     async def list_tombstones(self, *, person_id: str) -> list[Tombstone]:
         """The sources forgotten, oldest first."""
-        return await self.store.list_tombstones(person_id=self._for(person_id, READ))
+        return await self.store.memory.list_tombstones(person_id=self._for(person_id, READ))
 
     async def export_memories(self, *, person_id: str) -> str:
         """Every memory but the deleted and the superseded ones, as an editable ``MEMORY.md``
@@ -268,7 +270,9 @@ class MemoryService(ServiceBase):
         key = Source(kind=kind, ref=ref, trusted=True).key  # checks the reference
         keys = [key]
         if kind is SourceKind.CONNECTOR and "/" not in ref:
-            keys += await self.store.memory_source_keys(person_id=person_id, prefix=f"{key}/")
+            keys += await self.store.memory_search.memory_source_keys(
+                person_id=person_id, prefix=f"{key}/"
+            )
         return await self._forget(person_id, keys)
 
     async def forget_conversation(self, task_id: str) -> Forgotten:
@@ -311,13 +315,15 @@ class MemoryService(ServiceBase):
     ) -> list[MemoryPass]:
         """Consolidation passes, newest first (``held`` ones wait for the person)."""
         person_id = self._for(person_id, READ)
-        return await self.store.list_memory_passes(person_id=person_id, status=status, limit=limit)
+        return await self.store.memory_passes.list_memory_passes(
+            person_id=person_id, status=status, limit=limit
+        )
 
     async def decide_memory_pass(self, pass_id: str, *, approve: bool) -> MemoryPass:
         """Apply a held pass (what changed since it was planned is skipped and said why), or
         reject it (nothing of it is applied)."""
         self._may(CONTROL)
-        held = await self.store.get_memory_pass(pass_id)
+        held = await self.store.memory_passes.get_memory_pass(pass_id)
         self._owned("memory pass", pass_id, held.person_id)
         if approve:
             return await approve_pass(self.memory, pass_id)
@@ -327,7 +333,7 @@ class MemoryService(ServiceBase):
 
     async def _memory(self, memory_id: str, scope: str) -> Memory:
         self._may(scope)
-        memory = await self.store.get_memory(memory_id)
+        memory = await self.store.memory.get_memory(memory_id)
         self._owned("memory", memory_id, memory.person_id)
         return memory
 
@@ -342,7 +348,7 @@ class MemoryService(ServiceBase):
         found = [task_id]
         seen = {task_id}
         for parent in found:  # grows while it is walked
-            for child in await self.store.list_tasks(
+            for child in await self.store.tasks.list_tasks(
                 parent_id=parent, person_id=person_id, limit=1_000_000
             ):
                 if child.id not in seen:
@@ -352,13 +358,14 @@ class MemoryService(ServiceBase):
 
     async def _forget(self, person_id: str, keys: Sequence[str]) -> Forgotten:
         before = {
-            t.source_key: t.purged for t in await self.store.list_tombstones(person_id=person_id)
+            t.source_key: t.purged
+            for t in await self.store.memory.list_tombstones(person_id=person_id)
         }
         stones = [
             await self.memory.forget_source(person_id, key, actor=self._changer()) for key in keys
         ]
         purged = sum(s.purged - before.get(s.source_key, 0) for s in stones)
-        skills = await self.store.purge_skills_from(
+        skills = await self.store.skills.purge_skills_from(
             person_id, keys, now=self.clock.now(), actor=self._changer()
         )
         return Forgotten(tombstones=stones, purged=purged, skills=skills)

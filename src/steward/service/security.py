@@ -34,7 +34,7 @@ class SecurityService(ServiceBase):
         self, *, person_id: str, after_seq: int = 0, limit: int = 500
     ) -> list[AuditEntry]:
         """The person's own audit entries, oldest first."""
-        return await self.store.list_audit(
+        return await self.store.audit.list_audit(
             person_id=self._for(person_id, READ), after_seq=after_seq, limit=limit
         )
 
@@ -46,7 +46,7 @@ class SecurityService(ServiceBase):
         person_id = self._for(person_id, READ)
         if (before_seq is not None and before_seq < 1) or not 1 <= limit <= 1000:
             raise UsageError("before_seq is at least 1, and limit is from 1 to 1000")
-        return await self.store.list_recent_audit(
+        return await self.store.audit.list_recent_audit(
             person_id=person_id, before_seq=before_seq, limit=limit
         )
 
@@ -54,22 +54,22 @@ class SecurityService(ServiceBase):
         """Check the whole hash chain; the verdict names the first entry that fails. The chain
         links everyone's entries, so this is the machine owner's."""
         self._owner_only("verifying the whole audit chain")
-        return await self.store.verify_audit()
+        return await self.store.audit.verify_audit()
 
     async def create_token(
         self, *, person_id: str, name: str, scopes: Sequence[str]
     ) -> tuple[ApiToken, str]:
         """Issue an API token; the plaintext is returned once and never stored."""
         check_json([name, list(scopes)], "a token")
-        return await self.store.create_token(
+        return await self.store.tokens.create_token(
             person_id=self._for(person_id, CONTROL), name=name, scopes=scopes, now=self.clock.now()
         )
 
     async def list_tokens(self, *, person_id: str) -> list[ApiToken]:
-        return await self.store.list_tokens(self._for(person_id, READ))
+        return await self.store.tokens.list_tokens(self._for(person_id, READ))
 
     async def revoke_token(self, token_id: str, *, person_id: str) -> ApiToken:
-        return await self.store.revoke_token(
+        return await self.store.tokens.revoke_token(
             token_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
         )
 
@@ -89,7 +89,7 @@ class SecurityService(ServiceBase):
             raise UsageError("a connection exposes at least one scope (e.g. email.read)")
         check_json([kind, name, list(scopes), list(hosts)], "a connection")
         check_text(kind, "a connection's kind", most=MAX_KIND)
-        return await self.store.add_connection(
+        return await self.store.authority.add_connection(
             Connection(
                 id=new_id("con"),
                 person_id=person_id,
@@ -102,16 +102,16 @@ class SecurityService(ServiceBase):
         )
 
     async def list_connections(self, *, person_id: str) -> list[Connection]:
-        return await self.store.list_connections(self._for(person_id, READ))
+        return await self.store.authority.list_connections(self._for(person_id, READ))
 
     async def disconnect(self, connection_id: str, *, person_id: str) -> Disconnected:
         """Deactivate a connection; grants it no longer covers are revoked at once."""
-        return await self.store.disconnect(
+        return await self.store.authority.disconnect(
             connection_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
         )
 
     async def list_grants(self, *, person_id: str, live: bool = True) -> list[Grant]:
-        return await self.store.list_grants(
+        return await self.store.authority.list_grants(
             self._for(person_id, READ), live_at=self.clock.now() if live else None
         )
 
@@ -131,7 +131,7 @@ class SecurityService(ServiceBase):
         lasts = None if hours is None else hours_ahead(hours, "a grant's hours")
         check_json([list(scopes), constraints, reason], "a grant")
         now = self.clock.now()
-        return await self.store.add_grant(
+        return await self.store.authority.add_grant(
             Grant(
                 id=new_id("grt"),
                 person_id=person_id,
@@ -147,7 +147,7 @@ class SecurityService(ServiceBase):
 
     async def revoke_grant(self, grant_id: str, *, person_id: str) -> Grant:
         """Takes effect at the very next action, inside running tasks too."""
-        return await self.store.revoke_grant(
+        return await self.store.authority.revoke_grant(
             grant_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
         )
 
@@ -161,7 +161,7 @@ class SecurityService(ServiceBase):
             modes = ", ".join(m.value for m in RuleMode)
             raise UsageError(f"unknown rule mode {mode!r}; use one of {modes}") from exc
         check_json([pattern, priority, reason], "a rule")
-        return await self.store.add_rule(
+        return await self.store.authority.add_rule(
             Rule(
                 id=new_id("rul"),
                 person_id=person_id,
@@ -174,10 +174,10 @@ class SecurityService(ServiceBase):
         )
 
     async def list_rules(self, *, person_id: str) -> list[Rule]:
-        return await self.store.list_rules(self._for(person_id, READ))
+        return await self.store.authority.list_rules(self._for(person_id, READ))
 
     async def delete_rule(self, rule_id: str, *, person_id: str) -> None:
-        await self.store.delete_rule(
+        await self.store.authority.delete_rule(
             rule_id, person_id=self._for(person_id, CONTROL), now=self.clock.now()
         )
 
@@ -192,7 +192,7 @@ class SecurityService(ServiceBase):
         if not value:
             raise UsageError("the secret's value is empty")
         check_json([name, value, list(hosts)], "a secret")
-        return await self.store.put_secret(
+        return await self.store.secrets.put_secret(
             person_id=person_id,
             name=name,
             ciphertext=(await self._vault()).encrypt(value),
@@ -203,10 +203,10 @@ class SecurityService(ServiceBase):
 
     async def list_secrets(self, *, person_id: str) -> list[SecretInfo]:
         """Names and hosts; never values."""
-        return await self.store.list_secrets(self._for(person_id, READ))
+        return await self.store.secrets.list_secrets(self._for(person_id, READ))
 
     async def delete_secret(self, name: str, *, person_id: str) -> None:
-        await self.store.delete_secret(
+        await self.store.secrets.delete_secret(
             self._for(person_id, CONTROL), name, now=self.clock.now(), actor=self._decider("person")
         )
 
@@ -222,7 +222,7 @@ class SecurityService(ServiceBase):
         from_env = bool(os.environ.get(KEY_ENV, "").strip())
         await self._vault()  # no new key while the one the stored secrets need is missing
         keys = VaultKeys.load(self.data_dir) if from_env else rotate_key_file(self.data_dir)
-        count = await self.store.rewrap_secrets(Vault(keys).rotate, now=self.clock.now())
+        count = await self.store.secrets.rewrap_secrets(Vault(keys).rotate, now=self.clock.now())
         if not from_env:
             retire_old_keys(self.data_dir)
         return count

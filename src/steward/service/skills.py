@@ -20,13 +20,13 @@ class SkillService(ServiceBase):
     async def _skill(self, ref: str, person_id: str | None, scope: str) -> Skill:
         if ref.startswith("skl_"):
             self._may(scope)
-            skill = await self.store.get_skill(ref)
+            skill = await self.store.skills.get_skill(ref)
             self._owned("skill", ref, skill.person_id)
             if person_id and person_id != skill.person_id:
                 raise NotFound("skill", ref)
             return skill
         who = self._for(person_id, scope)
-        found = await self.store.find_skill(person_id=who, name=skill_name(ref))
+        found = await self.store.skills.find_skill(person_id=who, name=skill_name(ref))
         if found is None:
             raise NotFound("skill", ref)
         return found
@@ -44,7 +44,7 @@ class SkillService(ServiceBase):
             except ValueError:
                 known = ", ".join(s.value for s in SkillStatus)
                 raise UsageError(f"unknown skill status {status!r}; use one of {known}") from None
-        return await self.store.list_skills(person_id=who, statuses=statuses)
+        return await self.store.skills.list_skills(person_id=who, statuses=statuses)
 
     async def get_skill(self, skill: str, *, person_id: str | None = None) -> Skill:
         return await self._skill(skill, person_id, READ)

@@ -123,7 +123,7 @@ class WorkService(ServiceBase):
             raise UsageError("report policy must be one of: all, actionable, none")
         if deadline is not None and deadline <= self.clock.now():
             raise UsageError(f"deadline {deadline.isoformat()} is already past")
-        return await self.store.create_goal(
+        return await self.store.goals.create_goal(
             person_id=person_id,
             title=title.strip(),
             now=self.clock.now(),
@@ -138,7 +138,7 @@ class WorkService(ServiceBase):
 
     async def set_goal_status(self, goal_id: str, status: GoalStatus) -> Goal:
         await self._goal(goal_id, CONTROL)
-        goal = await self.store.set_goal_status(goal_id, status, now=self.clock.now())
+        goal = await self.store.goals.set_goal_status(goal_id, status, now=self.clock.now())
         self._nudge()
         return goal
 
@@ -148,25 +148,25 @@ class WorkService(ServiceBase):
         for name, value in budget.to_json().items():
             if value < 0:
                 raise UsageError(f"budget {name} must not be negative")
-        return await self.store.set_goal_budget(goal_id, budget, now=self.clock.now())
+        return await self.store.goals.set_goal_budget(goal_id, budget, now=self.clock.now())
 
     async def list_goals(
         self, *, person_id: str, status: GoalStatus | None = None, limit: int = 100
     ) -> list[Goal]:
-        return await self.store.list_goals(
+        return await self.store.goals.list_goals(
             person_id=self._for(person_id, READ), status=[status] if status else None, limit=limit
         )
 
     async def goal_detail(self, goal_id: str) -> GoalDetail:
         """A goal with what it has spent so far."""
         goal = await self._goal(goal_id, READ)
-        return {"goal": goal, "usage": await self.store.goal_usage(goal_id)}
+        return {"goal": goal, "usage": await self.store.activations.goal_usage(goal_id)}
 
     async def timeline(self, goal_id: str, *, limit: int = 500) -> list[TimelineEntry]:
         """Everything that happened under a goal, oldest first."""
         await self._goal(goal_id, READ)
         entries: list[TimelineEntry] = []
-        for act in await self.store.list_activations(goal_id=goal_id, limit=limit):
+        for act in await self.store.activations.list_activations(goal_id=goal_id, limit=limit):
             entries.append(
                 TimelineEntry(
                     at=act.started_at,
@@ -182,7 +182,7 @@ class WorkService(ServiceBase):
                     },
                 )
             )
-        for rec in await self.store.list_goal_records(goal_id, limit=limit):
+        for rec in await self.store.goals.list_goal_records(goal_id, limit=limit):
             entries.append(
                 TimelineEntry(
                     at=rec.created_at,
@@ -192,8 +192,8 @@ class WorkService(ServiceBase):
                     data=rec.content,
                 )
             )
-        for trigger in await self.store.list_triggers(goal_id=goal_id):
-            for firing in await self.store.list_firings(trigger.id, limit=limit):
+        for trigger in await self.store.schedule.list_triggers(goal_id=goal_id):
+            for firing in await self.store.schedule.list_firings(trigger.id, limit=limit):
                 entries.append(
                     TimelineEntry(
                         at=firing.scheduled_for,
@@ -222,14 +222,14 @@ class WorkService(ServiceBase):
         check_seq(after_seq, "after_seq")
         if not 1 <= limit <= 1000:
             raise UsageError("limit is from 1 to 1000")
-        return await self.store.feed_since(
+        return await self.store.feed.feed_since(
             person_id=person_id, after_seq=after_seq, goal_id=goal_id, limit=limit
         )
 
     async def feed_head(self, *, person_id: str) -> int:
         """The seq of the person's newest feed entry (0 while the feed is empty): where a live
         view that has just read the current state starts listening."""
-        return await self.store.feed_head(person_id=self._for(person_id, READ))
+        return await self.store.feed.feed_head(person_id=self._for(person_id, READ))
 
     # --- tasks --------------------------------------------------------------------------
 
@@ -242,7 +242,7 @@ class WorkService(ServiceBase):
         run_at: datetime | None = None,
     ) -> Task:
         person_id = self._for(person_id, CONTROL)
-        task = await self.store.create_task(
+        task = await self.store.tasks.create_task(
             _checked(spec, self.task_kinds),
             person_id=person_id,
             goal_id=goal_id,
@@ -259,21 +259,21 @@ class WorkService(ServiceBase):
         """A task with its activations and effects."""
         return {
             "task": await self._task(task_id, READ),
-            "activations": await self.store.list_activations(task_id=task_id),
-            "effects": await self.store.list_effects(task_id=task_id),
+            "activations": await self.store.activations.list_activations(task_id=task_id),
+            "effects": await self.store.effects.list_effects(task_id=task_id),
         }
 
     async def count_tasks(self) -> dict[str, int]:
         """Tasks by status: everyone's, or a bound service's person's."""
         self._may(READ)
         mine = None if self.principal is None else self.principal.person_id
-        return await self.store.count_tasks(person_id=mine)
+        return await self.store.tasks.count_tasks(person_id=mine)
 
     async def control_task(self, task_id: str, action: str) -> Task:
         await self._task(task_id, CONTROL)
         if action not in ("cancel", "pause", "resume"):
             raise UsageError(f"unknown action {action!r}: use cancel, pause or resume")
-        task = await self.store.request_control(task_id, action, now=self.clock.now())
+        task = await self.store.tasks.request_control(task_id, action, now=self.clock.now())
         self._nudge()
         return task
 
@@ -299,7 +299,7 @@ class WorkService(ServiceBase):
                 raise UsageError(
                     f"unknown status {status!r}: {', '.join(s.value for s in TaskStatus)}"
                 ) from exc
-        return await self.store.list_tasks(
+        return await self.store.tasks.list_tasks(
             person_id=person_id or None, goal_id=goal_id, status=statuses, kind=kind, limit=limit
         )
 
@@ -320,7 +320,7 @@ class WorkService(ServiceBase):
         missed_cap: int = 10,
         grace_seconds: float = 60.0,
     ) -> Trigger:
-        person = await self.store.get_person(self._for(person_id, CONTROL))
+        person = await self.store.persons.get_person(self._for(person_id, CONTROL))
         zone = timezone or person.timezone
         validate_spec(kind, spec, zone)
         task = _checked(task, self.task_kinds)
@@ -345,23 +345,25 @@ class WorkService(ServiceBase):
             next_fire_at=first_fire(kind, spec, zone, now),
             created_at=now,
         )
-        created = await self.store.create_trigger(trigger)
+        created = await self.store.schedule.create_trigger(trigger)
         self._nudge(scheduler=True)
         return created
 
     async def list_triggers(self, *, person_id: str, goal_id: str | None = None) -> list[Trigger]:
-        return await self.store.list_triggers(person_id=self._for(person_id, READ), goal_id=goal_id)
+        return await self.store.schedule.list_triggers(
+            person_id=self._for(person_id, READ), goal_id=goal_id
+        )
 
     async def set_trigger_enabled(self, trigger_id: str, enabled: bool) -> Trigger:
         self._may(CONTROL)
-        trigger = await self.store.get_trigger(trigger_id)
+        trigger = await self.store.schedule.get_trigger(trigger_id)
         self._owned("trigger", trigger_id, trigger.person_id)
         next_fire = (
             first_fire(trigger.kind, trigger.spec, trigger.timezone, self.clock.now())
             if enabled
             else None
         )
-        updated = await self.store.set_trigger_enabled(
+        updated = await self.store.schedule.set_trigger_enabled(
             trigger_id, enabled=enabled, next_fire_at=next_fire
         )
         self._nudge(scheduler=True)
@@ -385,7 +387,7 @@ class WorkService(ServiceBase):
         check_text(type, "an event's type", most=MAX_NAME)
         check_text(source, "an event's source", most=MAX_NAME)
         check_text(dedupe_key or "", "an event's dedupe key", most=MAX_KEY)
-        event, created = await self.store.add_event(
+        event, created = await self.store.schedule.add_event(
             person_id=person_id,
             type=type,
             source=source,
@@ -398,28 +400,32 @@ class WorkService(ServiceBase):
         return event, created
 
     async def list_events(self, *, person_id: str, limit: int = 200) -> list[Event]:
-        return await self.store.list_events(person_id=self._for(person_id, READ), limit=limit)
+        return await self.store.schedule.list_events(
+            person_id=self._for(person_id, READ), limit=limit
+        )
 
     async def list_effects(self, *, task_id: str | None = None) -> list[Effect]:
         self._may(READ)
         if task_id is not None:
             await self._task(task_id, READ)
         mine = None if self.principal is None else self.principal.person_id
-        return await self.store.list_effects(task_id=task_id, person_id=mine)
+        return await self.store.effects.list_effects(task_id=task_id, person_id=mine)
 
     async def prune(self, *, older_than: timedelta) -> dict[str, int]:
         """Delete history of work that finished longer than ``older_than`` ago."""
         self._owner_only("pruning everyone's history")
         if older_than.total_seconds() < 0:
             raise UsageError("the age to prune must not be negative")
-        return await self.store.prune_history(before=self.clock.now() - older_than)
+        return await self.store.schedule.prune_history(before=self.clock.now() - older_than)
 
     async def in_doubt_effects(self, person_id: str | None = None) -> list[Effect]:
         """Effects nobody knows happened: everyone's, one person's, or a bound service's."""
         self._may(READ)
         if self.principal is not None:
             person_id = self._for(person_id, READ)
-        return await self.store.list_effects(status=EffectStatus.IN_DOUBT, person_id=person_id)
+        return await self.store.effects.list_effects(
+            status=EffectStatus.IN_DOUBT, person_id=person_id
+        )
 
     async def resolve_effect(self, effect_id: str, *, applied: bool, result: Any = None) -> Effect:
         """Decide an in-doubt effect: it happened (``result``: what the service answered, if
@@ -431,10 +437,10 @@ class WorkService(ServiceBase):
         if result is not None and not applied:
             raise UsageError("a result goes only with an effect that happened (applied)")
         check_json(result, "an effect's result")
-        effect = await self.store.get_effect(effect_id)
-        task = await self.store.get_task(effect.task_id)
+        effect = await self.store.effects.get_effect(effect_id)
+        task = await self.store.tasks.get_task(effect.task_id)
         self._owned("effect", effect_id, task.person_id)
-        effect = await self.store.resolve_effect(
+        effect = await self.store.effects.resolve_effect(
             effect_id,
             applied=applied,
             result=result,
@@ -495,17 +501,19 @@ class WorkService(ServiceBase):
         if not answer.strip():
             raise UsageError("the answer is empty")
         check_text(answer, "the answer")
-        await self.store.answer_input(task_id, answer, now=self.clock.now())
+        await self.store.inbox.answer_input(task_id, answer, now=self.clock.now())
         self._nudge()
 
     async def steps(self, task_id: str, *, after: int = 0, limit: int = 1000) -> list[Step]:
         await self._task(task_id, READ)
-        return await self.store.list_steps(task_id, after=after, limit=limit)
+        return await self.store.activations.list_steps(task_id, after=after, limit=limit)
 
     async def list_approvals(
         self, *, person_id: str, status: ApprovalStatus | None = ApprovalStatus.PENDING
     ) -> list[Approval]:
-        return await self.store.list_approvals(person_id=self._for(person_id, READ), status=status)
+        return await self.store.inbox.list_approvals(
+            person_id=self._for(person_id, READ), status=status
+        )
 
     async def get_approval(self, approval_id: str) -> Approval:
         return await self._approval(approval_id, READ)
@@ -555,7 +563,7 @@ class WorkService(ServiceBase):
         now = self.clock.now()
         if approve and scope != "once":
             # one transaction: a grant never outlives a decision that failed
-            decided = await self.store.approve_granting(
+            decided = await self.store.authority.approve_granting(
                 approval_id,
                 self._grant_for(approval, scope, hours=hours, issued_by=decided_by),
                 decided_by=decided_by,
@@ -563,7 +571,7 @@ class WorkService(ServiceBase):
                 note=note,
             )
         else:
-            decided = await self.store.decide_approval(
+            decided = await self.store.inbox.decide_approval(
                 approval_id, approve=approve, decided_by=decided_by, now=now, note=note
             )
         self._nudge()
@@ -598,7 +606,7 @@ class WorkService(ServiceBase):
     async def list_notifications(
         self, *, person_id: str, unread: bool = False, limit: int = 200
     ) -> list[Notification]:
-        return await self.store.list_notifications(
+        return await self.store.inbox.list_notifications(
             person_id=self._for(person_id, READ), unread=unread, limit=limit
         )
 
@@ -608,7 +616,7 @@ class WorkService(ServiceBase):
         :class:`~steward.errors.NotFound`, like one that does not exist."""
         self._may(READ)
         mine = None if self.principal is None else self.principal.person_id
-        await self.store.mark_read(notification_id, now=self.clock.now(), person_id=mine)
+        await self.store.inbox.mark_read(notification_id, now=self.clock.now(), person_id=mine)
 
 
 def parse_time(value: str) -> datetime:

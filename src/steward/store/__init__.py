@@ -1,8 +1,10 @@
 """The store: all durable state, and the only package that contains SQL.
 
 ``await Store.open(url)`` picks a backend from the URL (``sqlite:///path`` or
-``postgresql://…``), brings the schema to the current revision and returns one async interface
-that both backends implement with the same SQL. A database that cannot be reached raises
+``postgresql://…``), brings the schema to the current revision and returns the store: one
+repository per aggregate (``store.tasks``, ``store.schedule``, ``store.memory``, …), each a
+small class over the shared :class:`~steward.store.backend.Backend`, with the same SQL on both
+backends. A database that cannot be reached raises
 :class:`~steward.errors.DatabaseUnavailable`.
 """
 
@@ -14,47 +16,66 @@ from sqlalchemy.engine import make_url
 
 from steward.errors import ConfigError
 from steward.store import migrate
-from steward.store.activations import ActivationQueries, FinalStep
-from steward.store.audit import AuditQueries
-from steward.store.authority import AuthorityQueries
+from steward.store.activations import ActivationRepository, FinalStep
+from steward.store.audit import AuditRepository
+from steward.store.authority import AuthorityRepository
 from steward.store.backend import Backend, DatabaseLimits
-from steward.store.effects import EffectQueries
-from steward.store.feed import FeedQueries
-from steward.store.inbox import InboxQueries
-from steward.store.memory import MemoryQueries
-from steward.store.memory_extra import MemoryExtraQueries
-from steward.store.memory_passes import PassQueries
-from steward.store.memory_search import MemorySearchQueries
-from steward.store.schedule import ScheduleQueries
-from steward.store.skills import SkillQueries
-from steward.store.tasks import Fence
-from steward.store.tokens import TokenQueries
-from steward.store.vault import SecretQueries
+from steward.store.effects import EffectRepository
+from steward.store.feed import FeedRepository
+from steward.store.fencing import Fence
+from steward.store.goals import GoalRepository
+from steward.store.inbox import InboxRepository
+from steward.store.memory import MemoryRepository
+from steward.store.memory_passes import MemoryPassRepository
+from steward.store.memory_search import MemorySearchRepository
+from steward.store.persons import PersonRepository
+from steward.store.schedule import ScheduleRepository
+from steward.store.skills import SkillRepository
+from steward.store.tasks import TaskRepository
+from steward.store.tokens import TokenRepository
+from steward.store.vault import SecretRepository
 
 __all__ = ["DatabaseLimits", "Fence", "FinalStep", "Store"]
 
 
-class Store(
-    ActivationQueries,
-    ScheduleQueries,
-    EffectQueries,
-    InboxQueries,
-    AuditQueries,
-    FeedQueries,
-    TokenQueries,
-    SecretQueries,
-    AuthorityQueries,
-    # before MemoryQueries, which it extends
-    PassQueries,
-    MemoryQueries,
-    MemorySearchQueries,
-    MemoryExtraQueries,
-    SkillQueries,
-):
-    """All of Steward's durable state behind one async interface."""
+class Store:
+    """All of Steward's durable state: one repository per aggregate, all on one backend."""
+
+    persons: PersonRepository
+    goals: GoalRepository
+    tasks: TaskRepository
+    activations: ActivationRepository
+    schedule: ScheduleRepository
+    effects: EffectRepository
+    inbox: InboxRepository
+    audit: AuditRepository
+    feed: FeedRepository
+    tokens: TokenRepository
+    secrets: SecretRepository
+    authority: AuthorityRepository
+    memory: MemoryRepository
+    memory_search: MemorySearchRepository
+    memory_passes: MemoryPassRepository
+    skills: SkillRepository
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
+        self.persons = PersonRepository(backend)
+        self.goals = GoalRepository(backend)
+        self.tasks = TaskRepository(backend)
+        self.activations = ActivationRepository(backend)
+        self.schedule = ScheduleRepository(backend)
+        self.effects = EffectRepository(backend)
+        self.inbox = InboxRepository(backend)
+        self.audit = AuditRepository(backend)
+        self.feed = FeedRepository(backend)
+        self.tokens = TokenRepository(backend)
+        self.secrets = SecretRepository(backend)
+        self.authority = AuthorityRepository(backend)
+        self.memory = MemoryRepository(backend)
+        self.memory_search = MemorySearchRepository(backend)
+        self.memory_passes = MemoryPassRepository(backend)
+        self.skills = SkillRepository(backend)
 
     @classmethod
     async def open(

@@ -19,8 +19,9 @@ from steward.errors import LeaseLost
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.feed import append_feed
+from steward.store.fencing import Fence, fenced, hold
 from steward.store.schema import activations, steps, tasks
-from steward.store.tasks import Fence, TaskQueries, _get_task, close_effects_of_ended
+from steward.store.tasks import _get_task, close_effects_of_ended
 from steward.store.waking import (
     TERMINAL,
     _already_satisfied,
@@ -45,8 +46,11 @@ class FinalStep:
     """Handler state after it."""
 
 
-class ActivationQueries(TaskQueries):
-    backend: Backend
+class ActivationRepository:
+    """Activations: the steps a claimed task checkpoints and the outcome that ends it."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     # --- checkpoints --------------------------------------------------------------------
 
@@ -91,7 +95,7 @@ class ActivationQueries(TaskQueries):
             row = task_update.run(conn, params).fetchone()
             if row is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
-            self._hold(conn, fence, lease_now, row[3])
+            hold(conn, fence, lease_now, row[3])
             step_insert.run(conn, params)
             if usage is not None:
                 conn.execute(
@@ -161,13 +165,13 @@ class ActivationQueries(TaskQueries):
                 tasks.c.title,
                 tasks.c.kind,
                 tasks.c.lease_expires_at,
-            ).where(self._fenced(fence, lease_now))
+            ).where(fenced(self.backend, fence, lease_now))
             current = conn.execute(self.backend.lock_for_update(query)).first()
             if current is None:
                 raise LeaseLost(fence.task_id, fence.epoch)
             attempts, max_attempts, parent_id, person_id, control, old_wake = current[:6]
             goal_id, title, task_kind, expires = current[6:]
-            self._hold(conn, fence, lease_now, expires)
+            hold(conn, fence, lease_now, expires)
             if final_step is not None:
                 step_params = {
                     "task_id": fence.task_id,

@@ -24,7 +24,6 @@ from steward.errors import UsageError
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.schema import audit_log
-from steward.store.tasks import TaskQueries
 
 _CHAIN_LOCK = 0x5354_5741_5244_A0D1
 """PostgreSQL advisory lock key that stands for "the head of the audit chain"."""
@@ -33,8 +32,11 @@ _MAX_KIND = audit_log.c.kind.type.length  # type: ignore[attr-defined]
 _MAX_ACTOR = audit_log.c.actor.type.length  # type: ignore[attr-defined]
 
 
-class AuditQueries(TaskQueries):
-    backend: Backend
+class AuditRepository:
+    """The hash-chained audit log."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     async def append_audit(
         self,

@@ -4,12 +4,12 @@ sentinel decides on.
 Every query names the person it acts for; an id of another person's object is
 :class:`~steward.errors.NotFound`, never someone else's data. Scopes are exact strings
 (``email.read`` never implies ``email.send``), and a grant can never give more than the person's
-active connections allow: :meth:`AuthorityQueries.add_grant` refuses it, and disconnecting an
+active connections allow: :meth:`AuthorityRepository.add_grant` refuses it, and disconnecting an
 account revokes the grants it alone backed.
 
 Every write of a person's connections, grants or rules bumps the person's policy version in
 its own transaction and stamps the rows it writes with it. The sentinel holds each person's
-policy in memory and checks it with :meth:`AuthorityQueries.policy_read` before every
+policy in memory and checks it with :meth:`AuthorityRepository.policy_read` before every
 decision: one primary-key read when nothing changed, the changed rows when something did — so
 a revocation bites at the very next action, inside a running task too, without re-reading a
 thousand grants each time.
@@ -17,20 +17,15 @@ thousand grants each time.
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    Row,
     String,
     bindparam,
     func,
-    or_,
     select,
     update,
 )
@@ -38,49 +33,36 @@ from sqlalchemy import Connection as SqlConnection
 
 from steward.domain.approval import Approval
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
-from steward.domain.roles import DataClass
 from steward.errors import NotFound, UsageError
 from steward.store import rows
-from steward.store.audit import append_in
+from steward.store.authority_sql import (
+    RULE_PATTERN,
+    SCOPE,
+    _audit,
+    _bump,
+    _check_lifetime,
+    _connection,
+    _ensure_version_row,
+    _get_connection,
+    _get_grant,
+    _get_rule,
+    _grant,
+    _live,
+    _offered_scopes,
+    _require_person,
+    _rule,
+    normalize_constraints,
+)
 from steward.store.backend import Backend
 from steward.store.inbox import decide_in
 from steward.store.schema import (
     connections,
     grant_uses,
     grants,
-    persons,
     policy_versions,
     rules,
     tasks,
 )
-from steward.store.tasks import TaskQueries
-
-SCOPE = re.compile(r"^[A-Za-z0-9_.:/-]{1,200}$")
-"""A scope: exact, no wildcards (``email.send``, ``mcp:github.issues.read``)."""
-RULE_PATTERN = re.compile(r"^[A-Za-z0-9_.:/*-]{1,200}$")
-"""A rule pattern: a tool name or scope where ``*`` matches anything. No ``%``, ``?``, ``[`` or
-backslash, so the SQL prefilter (SQLite ``GLOB``; PostgreSQL ``LIKE`` with ``*`` → ``%``) can
-only match more, never less, than the exact test."""
-TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-URL_KEY = re.compile(r"^https?://[^/?#\s]+:[0-9]{1,5}/[^#\s]*$")
-"""A URL as a lasting grant names it (:func:`steward.sentinel.arguments.url_key`)."""
-CONSTRAINT_KEYS = frozenset(
-    {
-        "tool",
-        "recipients",
-        "domains",
-        "hosts",
-        "path_prefix",
-        "urls",
-        "same",
-        "max_amount",
-        "period_amount",
-        "period_seconds",
-        "data",
-    }
-)
-"""Constraints the evaluator enforces. Anything else is refused rather than silently ignored."""
-_LIST_CONSTRAINTS = ("recipients", "domains", "hosts", "data")
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -113,7 +95,12 @@ class Disconnected:
     """Grants revoked because no active connection allows their scopes any more."""
 
 
-class AuthorityQueries(TaskQueries):
+class AuthorityRepository:
+    """Connections, grants and rules, and the policy reads the sentinel decides on."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
     # --- connections --------------------------------------------------------------------
 
     async def add_connection(self, connection: Connection) -> Connection:
@@ -138,7 +125,7 @@ class AuthorityQueries(TaskQueries):
             conn.execute(connections.insert().values({**values, "version": version}))
             added = _get_connection(conn, connection.id, connection.person_id)
             _audit(
-                self,
+                self.backend,
                 conn,
                 added.person_id,
                 "connection",
@@ -192,7 +179,7 @@ class AuthorityQueries(TaskQueries):
                     .values(revoked_at=now_f, version=version)
                 )
             _audit(
-                self,
+                self.backend,
                 conn,
                 person_id,
                 "revocation",
@@ -281,7 +268,7 @@ class AuthorityQueries(TaskQueries):
             conn.execute(grants.insert().values({**values, "version": version}))
             added = _get_grant(conn, grant.id, grant.person_id)
             _audit(
-                self,
+                self.backend,
                 conn,
                 added.person_id,
                 "grant",
@@ -325,7 +312,7 @@ class AuthorityQueries(TaskQueries):
                 .returning(grants.c.id)
             ).first()
             if changed is not None:
-                _audit(self, conn, person_id, "revocation", actor, now=now, grant=grant_id)
+                _audit(self.backend, conn, person_id, "revocation", actor, now=now, grant=grant_id)
             return _get_grant(conn, grant_id, person_id)
 
         return await self.backend.write(op)
@@ -426,7 +413,7 @@ class AuthorityQueries(TaskQueries):
             conn.execute(rules.insert().values({**values, "version": version}))
             added = _get_rule(conn, rule.id, rule.person_id)
             _audit(
-                self,
+                self.backend,
                 conn,
                 added.person_id,
                 "rule",
@@ -456,7 +443,7 @@ class AuthorityQueries(TaskQueries):
             _bump(conn, self.backend, person_id, reset=True)  # a deleted row cannot be fetched
             conn.execute(rules.delete().where(rules.c.id == rule_id))
             _audit(
-                self,
+                self.backend,
                 conn,
                 person_id,
                 "rule",
@@ -535,241 +522,3 @@ class AuthorityQueries(TaskQueries):
             )
 
         return await backend.read(op)
-
-
-# --- validation -----------------------------------------------------------------------------
-
-
-def normalize_constraints(constraints: dict[str, Any]) -> dict[str, Any]:
-    """Constraints in the canonical form the sentinel relies on, or
-    :class:`UsageError` naming what is wrong."""
-    unknown = set(constraints) - CONSTRAINT_KEYS
-    if unknown:
-        raise UsageError(
-            f"grant: unknown constraints {sorted(unknown)}; use {sorted(CONSTRAINT_KEYS)}"
-        )
-    out: dict[str, Any] = {}
-    for key in _LIST_CONSTRAINTS:
-        if key in constraints:
-            values = constraints[key]
-            if (
-                not isinstance(values, list | tuple)
-                or not values
-                or not all(isinstance(v, str) and v.strip() for v in values)
-            ):
-                raise UsageError(f"grant: {key} must be a non-empty list of strings")
-            out[key] = sorted({v.strip().lower() for v in values})
-    unknown_data = sorted(set(out.get("data", ())) - {str(kind) for kind in DataClass})
-    if unknown_data:
-        raise UsageError(
-            f"grant: unknown data kinds {unknown_data}; use {sorted(str(k) for k in DataClass)}"
-        )
-    if "tool" in constraints:
-        tool = constraints["tool"]
-        if not isinstance(tool, str) or not TOOL_NAME.match(tool):
-            raise UsageError(f"grant: tool must be a tool name, got {tool!r}")
-        out["tool"] = tool
-    if "urls" in constraints:
-        # exact URLs as a lasting approval names them (url_key): their paths keep their case
-        urls = constraints["urls"]
-        if not isinstance(urls, list | tuple) or not urls:
-            raise UsageError("grant: urls must be a non-empty list of URLs")
-        if not all(isinstance(u, str) and URL_KEY.match(u) for u in urls):
-            raise UsageError("grant: urls must be written scheme://host:port/path")
-        out["urls"] = sorted(set(urls))
-    if "same" in constraints:
-        same = constraints["same"]
-        if not isinstance(same, dict) or not all(isinstance(k, str) for k in same):
-            raise UsageError("grant: same must map argument names to their exact values")
-        out["same"] = dict(same)
-    if "path_prefix" in constraints:
-        prefix = constraints["path_prefix"]
-        if not isinstance(prefix, str) or not prefix.startswith("/"):
-            raise UsageError(f"grant: path_prefix must start with '/', got {prefix!r}")
-        out["path_prefix"] = prefix
-    if "max_amount" in constraints:
-        amount = constraints["max_amount"]
-        if (
-            isinstance(amount, bool)
-            or not isinstance(amount, int | float)
-            or not math.isfinite(amount)
-            or amount < 0
-        ):
-            raise UsageError(f"grant: max_amount must be a number >= 0, got {amount!r}")
-        out["max_amount"] = amount
-    if ("period_amount" in constraints) != ("period_seconds" in constraints):
-        raise UsageError("grant: period_amount and period_seconds go together")
-    for key, least in (("period_amount", 0.0), ("period_seconds", 1.0)):
-        if key in constraints:
-            value = constraints[key]
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or value < least
-            ):
-                raise UsageError(f"grant: {key} must be a number >= {least:g}, got {value!r}")
-            out[key] = value
-    return out
-
-
-def _check_lifetime(grant: Grant) -> None:
-    """Each lifetime uses exactly its own fields, so a grant means what it looks like."""
-    lifetime = Lifetime(grant.lifetime)
-    if grant.used_at is not None or grant.revoked_at is not None:
-        raise UsageError("grant: a new grant cannot already be used or revoked")
-    if lifetime is Lifetime.TASK and grant.task_id is None:
-        raise UsageError("grant: a 'task' grant needs task_id")
-    if lifetime not in (Lifetime.TASK, Lifetime.ONCE) and grant.task_id is not None:
-        raise UsageError(f"grant: a {lifetime.value!r} grant takes no task_id")
-    if (lifetime is Lifetime.SESSION) != (grant.session_id is not None):
-        raise UsageError("grant: session_id is for (and needed by) 'session' grants only")
-    if (lifetime is Lifetime.UNTIL) != (grant.expires_at is not None):
-        raise UsageError("grant: expires_at is for (and needed by) 'until' grants only")
-
-
-# --- SQL pieces -----------------------------------------------------------------------------
-
-
-def _live(now_f: float) -> list[ColumnElement[bool]]:
-    """Not revoked, not spent (only ``once`` grants are ever spent), not expired."""
-    return [
-        grants.c.revoked_at.is_(None),
-        grants.c.used_at.is_(None),
-        or_(grants.c.expires_at.is_(None), grants.c.expires_at > now_f),
-    ]
-
-
-def _offered_scopes(conn: SqlConnection, person_id: str) -> set[str]:
-    offered: set[str] = set()
-    for (scopes,) in conn.execute(
-        select(connections.c.scopes).where(
-            connections.c.person_id == person_id, connections.c.active.is_(True)
-        )
-    ):
-        offered.update(rows.load(scopes))
-    return offered
-
-
-def _bump(conn: SqlConnection, backend: Backend, person_id: str, *, reset: bool = False) -> int:
-    """The person's next policy version, taken in the writer's transaction. The version row's
-    lock serializes the person's writers until commit, so versions commit in order."""
-    _ensure_version_row(conn, backend, person_id)
-    after = policy_versions.c.version + 1
-    changes: dict[Any, Any] = {policy_versions.c.version: after}
-    if reset:
-        changes[policy_versions.c.reset_version] = after
-    version: int = conn.execute(
-        update(policy_versions)
-        .where(policy_versions.c.person_id == person_id)
-        .values(changes)
-        .returning(policy_versions.c.version)
-    ).scalar_one()
-    return version
-
-
-def _ensure_version_row(conn: SqlConnection, backend: Backend, person_id: str) -> None:
-    conn.execute(
-        backend.insert_ignore(
-            policy_versions, {"person_id": person_id, "version": 0, "reset_version": 0}
-        )
-    )
-
-
-def _require_person(conn: SqlConnection, person_id: str) -> None:
-    if conn.execute(select(persons.c.id).where(persons.c.id == person_id)).first() is None:
-        raise NotFound("person", person_id)
-
-
-def _get_connection(conn: SqlConnection, connection_id: str, person_id: str) -> Connection:
-    row = conn.execute(
-        select(connections).where(
-            connections.c.id == connection_id, connections.c.person_id == person_id
-        )
-    ).first()
-    if row is None:
-        raise NotFound("connection", connection_id)
-    return _connection(row)
-
-
-def _get_grant(conn: SqlConnection, grant_id: str, person_id: str) -> Grant:
-    row = conn.execute(
-        select(grants).where(grants.c.id == grant_id, grants.c.person_id == person_id)
-    ).first()
-    if row is None:
-        raise NotFound("grant", grant_id)
-    return _grant(row)
-
-
-def _get_rule(conn: SqlConnection, rule_id: str, person_id: str) -> Rule:
-    row = conn.execute(
-        select(rules).where(rules.c.id == rule_id, rules.c.person_id == person_id)
-    ).first()
-    if row is None:
-        raise NotFound("rule", rule_id)
-    return _rule(row)
-
-
-# --- rows -----------------------------------------------------------------------------------
-
-
-def _connection(row: Row[Any] | Mapping[str, Any]) -> Connection:
-    m = row._mapping if isinstance(row, Row) else row
-    return Connection(
-        id=m["id"],
-        person_id=m["person_id"],
-        kind=m["kind"],
-        name=m["name"],
-        scopes=tuple(rows.load(m["scopes"])),
-        hosts=tuple(rows.load(m["hosts"])),
-        active=bool(m["active"]),
-        created_at=rows.dt(m["created_at"]),
-    )
-
-
-def _grant(row: Row[Any] | Mapping[str, Any]) -> Grant:
-    m = row._mapping if isinstance(row, Row) else row
-    return Grant(
-        id=m["id"],
-        person_id=m["person_id"],
-        scopes=tuple(rows.load(m["scopes"])),
-        lifetime=Lifetime(m["lifetime"]),
-        constraints=rows.load(m["constraints"]),
-        task_id=m["task_id"],
-        session_id=m["session_id"],
-        expires_at=rows.dt_opt(m["expires_at"]),
-        used_at=rows.dt_opt(m["used_at"]),
-        issued_by=m["issued_by"],
-        reason=m["reason"],
-        created_at=rows.dt(m["created_at"]),
-        revoked_at=rows.dt_opt(m["revoked_at"]),
-    )
-
-
-def _rule(row: Row[Any] | Mapping[str, Any]) -> Rule:
-    m = row._mapping if isinstance(row, Row) else row
-    return Rule(
-        id=m["id"],
-        person_id=m["person_id"],
-        pattern=m["pattern"],
-        mode=RuleMode(m["mode"]),
-        priority=m["priority"],
-        reason=m["reason"],
-        created_at=rows.dt(m["created_at"]),
-    )
-
-
-def _audit(
-    queries: AuthorityQueries,
-    conn: SqlConnection,
-    person_id: str,
-    kind: str,
-    actor: str,
-    *,
-    now: datetime,
-    **data: Any,
-) -> None:
-    """Every change of authority is in the audit log, committed with the change."""
-    append_in(
-        conn, queries.backend, person_id=person_id, kind=kind, actor=actor, data=data, now=now
-    )

@@ -2,7 +2,7 @@
 
 Every store operation is a plain function of a SQLAlchemy ``Connection`` that runs inside one
 transaction. A backend decides which thread runs it and how commits are grouped; the SQL itself
-is shared (see :mod:`steward.store.queries`).
+is shared (the repositories of :mod:`steward.store`).
 """
 
 from __future__ import annotations
@@ -123,6 +123,12 @@ class Backend(abc.ABC):
     async def write(self, op: Op[T], *, durable: bool = False) -> T:
         """Run ``op`` in a write transaction. ``durable`` asks that the commit survive a power
         loss before this returns (used for effect intents)."""
+
+    @property
+    @abc.abstractmethod
+    def writer_alive(self) -> bool:
+        """False once whatever commits writes can no longer do so (a dead writer thread): a
+        write then waits for a commit that never comes, and a caller may fail at once."""
 
     async def read(self, op: Op[T]) -> T:
         """Run ``op`` in a read-only snapshot, on a reader thread."""

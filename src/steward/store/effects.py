@@ -16,8 +16,8 @@ from steward.errors import EffectMaybeInFlight, InvalidTransition, NotFound
 from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend
+from steward.store.fencing import Fence, lease_clock, touch_fenced
 from steward.store.schema import effects, tasks
-from steward.store.tasks import Fence, TaskQueries
 from steward.store.waking import _wake
 
 
@@ -32,8 +32,11 @@ class SendWindow:
     clock leases are judged by."""
 
 
-class EffectQueries(TaskQueries):
-    backend: Backend
+class EffectRepository:
+    """Effects: the intent, sending and resolution of every outside action."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     async def plan_effect(
         self,
@@ -51,7 +54,7 @@ class EffectQueries(TaskQueries):
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> Effect:
-            self._touch_fenced(conn, fence, lease_now)
+            touch_fenced(self.backend, conn, fence, lease_now)
             existing = conn.execute(select(effects).where(effects.c.key == key)).first()
             if existing is not None:
                 return rows.effect(existing)
@@ -117,10 +120,10 @@ class EffectQueries(TaskQueries):
         not_sent: bool,
     ) -> SendWindow:
         now_f = rows.ts(now)
-        now_sql = self._now_sql(lease_now)
+        now_sql = lease_clock(self.backend, lease_now)
 
         def op(conn: Connection) -> SendWindow:
-            self._touch_fenced(conn, fence, lease_now)
+            touch_fenced(self.backend, conn, fence, lease_now)
             current = _get_effect(conn, effect_id)
             if current.task_id != fence.task_id:  # a lease on one task moves only its effects
                 raise NotFound("effect", effect_id)
@@ -168,7 +171,7 @@ class EffectQueries(TaskQueries):
         :class:`EffectMaybeInFlight` until the effect's send deadline has passed. A task
         waiting on the effect wakes; the audit log records the decision."""
         now_f = rows.ts(now)
-        now_sql = self._now_sql(lease_now)
+        now_sql = lease_clock(self.backend, lease_now)
 
         def op(conn: Connection) -> Effect:
             current = _get_effect(conn, effect_id)

@@ -55,8 +55,11 @@ def append_feed(
     )
 
 
-class FeedQueries:
-    backend: Backend
+class FeedRepository:
+    """The activity feed."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     async def feed_since(
         self,

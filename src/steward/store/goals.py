@@ -1,4 +1,4 @@
-"""Persons, goals and the goal state/records activations write back into."""
+"""Goals and the goal state/records activations write back into."""
 
 from __future__ import annotations
 
@@ -8,53 +8,25 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
-from steward.domain import Budget, Goal, GoalRecord, GoalStatus, Person, check_goal_transition
+from steward.domain import Budget, Goal, GoalRecord, GoalStatus, check_goal_transition
 from steward.domain.goal import GoalRecordKind
 from steward.domain.ids import new_id
 from steward.errors import NotFound
 from steward.store import rows
 from steward.store.backend import Backend
-from steward.store.schema import goal_records, goals, persons, tasks, triggers
-from steward.store.tasks import Fence, TaskQueries, close_effects_of_ended
+from steward.store.fencing import Fence, touch_fenced
+from steward.store.persons import _get_person
+from steward.store.schema import goal_records, goals, tasks, triggers
+from steward.store.tasks import close_effects_of_ended
 
 _IDLE_LIVE = ["pending", "waiting", "paused"]
 
 
-class GoalQueries(TaskQueries):
-    backend: Backend
+class GoalRepository:
+    """Goals, their state and records."""
 
-    # --- persons ------------------------------------------------------------------------
-
-    async def create_person(
-        self,
-        *,
-        name: str,
-        now: datetime,
-        max_concurrency: int = 4,
-        timezone: str = "UTC",
-        person_id: str | None = None,
-    ) -> Person:
-        new_person_id = person_id or new_id("per")
-        values = {
-            "id": new_person_id,
-            "name": name,
-            "max_concurrency": max_concurrency,
-            "timezone": timezone,
-            "created_at": rows.ts(now),
-        }
-
-        def op(conn: Connection) -> Person:
-            conn.execute(insert(persons).values(values))
-            return _get_person(conn, new_person_id)
-
-        return await self.backend.write(op)
-
-    async def get_person(self, person_id: str) -> Person:
-        return await self.backend.read(lambda conn: _get_person(conn, person_id))
-
-    async def list_persons(self) -> list[Person]:
-        query = select(persons).order_by(persons.c.created_at)
-        return await self.backend.read(lambda conn: [rows.person(r) for r in conn.execute(query)])
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     # --- goals --------------------------------------------------------------------------
 
@@ -186,7 +158,7 @@ class GoalQueries(TaskQueries):
 
         def op(conn: Connection) -> Goal:
             if fence is not None:
-                self._touch_fenced(conn, fence, lease_now)
+                touch_fenced(self.backend, conn, fence, lease_now)
             goal = _get_goal(conn, goal_id)
             if state:
                 conn.execute(
@@ -219,13 +191,6 @@ class GoalQueries(TaskQueries):
         return await self.backend.read(
             lambda conn: [rows.goal_record(r) for r in conn.execute(query)]
         )
-
-
-def _get_person(conn: Connection, person_id: str) -> Person:
-    row = conn.execute(select(persons).where(persons.c.id == person_id)).first()
-    if row is None:
-        raise NotFound("person", person_id)
-    return rows.person(row)
 
 
 def _get_goal(conn: Connection, goal_id: str) -> Goal:

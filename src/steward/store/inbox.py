@@ -15,13 +15,16 @@ from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend
 from steward.store.feed import append_feed
+from steward.store.fencing import Fence, touch_fenced
 from steward.store.schema import approvals, artifacts, notifications, tasks
-from steward.store.tasks import Fence, TaskQueries
 from steward.store.waking import _wake
 
 
-class InboxQueries(TaskQueries):
-    backend: Backend
+class InboxRepository:
+    """What waits on the person: approvals, questions, notifications, artifacts."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     # --- approvals ----------------------------------------------------------------------
 
@@ -37,7 +40,7 @@ class InboxQueries(TaskQueries):
         again gets the approval recorded the first time, whatever became of it."""
 
         def op(conn: Connection) -> Approval:
-            self._touch_fenced(conn, fence, lease_now)
+            touch_fenced(self.backend, conn, fence, lease_now)
             existing = conn.execute(select(approvals).where(approvals.c.id == approval.id)).first()
             if existing is not None:
                 return rows.approval(existing)
@@ -171,7 +174,7 @@ class InboxQueries(TaskQueries):
 
         def op(conn: Connection) -> Notification:
             if fence is not None:
-                self._touch_fenced(conn, fence, lease_now)
+                touch_fenced(self.backend, conn, fence, lease_now)
             _insert_notification(self.backend, conn, notification)
             row = conn.execute(
                 select(notifications).where(notifications.c.id == notification.id)
@@ -228,7 +231,7 @@ class InboxQueries(TaskQueries):
 
         def op(conn: Connection) -> Artifact:
             if fence is not None:
-                self._touch_fenced(conn, fence, lease_now)
+                touch_fenced(self.backend, conn, fence, lease_now)
             conn.execute(self.backend.insert_ignore(artifacts, values))
             return _get_artifact(conn, artifact.id)
 
@@ -321,7 +324,7 @@ def decide_in(
     now: datetime,
     note: str | None,
 ) -> Approval:
-    """:meth:`InboxQueries.decide_approval` in the caller's transaction."""
+    """:meth:`InboxRepository.decide_approval` in the caller's transaction."""
     now_f = rows.ts(now)
     status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
 

@@ -95,8 +95,11 @@ def memory_from_row(row: Any) -> Memory:
     return _memory(row._mapping)
 
 
-class MemoryQueries:
-    backend: Backend
+class MemoryRepository:
+    """Memories: writes, versions, forgetting, and the core reads."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -113,8 +116,8 @@ class MemoryQueries:
             placement = self._placed(conn, memory)
             written = placement.memory
             conn.execute(memories.insert(), _values(written))
-            self._index(conn, written)
-            self._version(conn, written, actor=actor, reason=reason)
+            _index(conn, self.backend, written)
+            _version(conn, written, actor=actor, reason=reason)
             self._close(conn, written, placement.supersedes, actor=actor)
             return written
 
@@ -139,7 +142,7 @@ class MemoryQueries:
         history, as :meth:`add_memory` does, in the same transaction."""
 
         def op(conn: Connection) -> Memory:
-            current = self._load(conn, memory.id)
+            current = load_memory(conn, memory.id)
             if current.person_id != memory.person_id:
                 raise NotFound("memory", memory.id)
             if expected_version is not None and current.version != expected_version:
@@ -152,7 +155,7 @@ class MemoryQueries:
             if place:
                 placement = self._placed(conn, written)
                 written, supersedes = placement.memory, placement.supersedes
-            self._store(conn, written, actor=actor, reason=reason)
+            save_memory(conn, self.backend, written, actor=actor, reason=reason)
             self._close(conn, written, supersedes, actor=actor)
             return written
 
@@ -240,7 +243,7 @@ class MemoryQueries:
     # --- reading ----------------------------------------------------------------------------
 
     async def get_memory(self, memory_id: str) -> Memory:
-        return await self.backend.read(lambda conn: self._load(conn, memory_id))
+        return await self.backend.read(lambda conn: load_memory(conn, memory_id))
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         """The memories with these ids that exist, in the order asked."""
@@ -370,12 +373,14 @@ class MemoryQueries:
         """End each of ``supersede`` where ``placed`` starts, and link them to it; when it was
         placed before a later value, that value now supersedes it."""
         for old_id in supersede:
-            old = self._load(conn, old_id)
+            old = load_memory(conn, old_id)
             closed = closed_by(old, placed, at=placed.updated_at)
             closed = replace(closed, version=old.version + 1)
-            self._store(conn, closed, actor=actor, reason=f"superseded by {placed.id}")
+            save_memory(
+                conn, self.backend, closed, actor=actor, reason=f"superseded by {placed.id}"
+            )
         if placed.superseded_by is not None:
-            later = self._load(conn, placed.superseded_by)
+            later = load_memory(conn, placed.superseded_by)
             if later.supersedes != placed.id:
                 linked = replace(
                     later,
@@ -383,70 +388,9 @@ class MemoryQueries:
                     version=later.version + 1,
                     updated_at=placed.updated_at,
                 )
-                self._store(conn, linked, actor=actor, reason=f"supersedes {placed.id}")
-
-    def _load(self, conn: Connection, memory_id: str) -> Memory:
-        row = conn.execute(select(memories).where(memories.c.id == memory_id)).first()
-        if row is None:
-            raise NotFound("memory", memory_id)
-        return memory_from_row(row)
-
-    def _store(self, conn: Connection, memory: Memory, *, actor: str, reason: str) -> None:
-        values = _values(memory)
-        conn.execute(update(memories).where(memories.c.id == memory.id).values(values))
-        self._index(conn, memory)
-        self._version(conn, memory, actor=actor, reason=reason)
-
-    def _version(self, conn: Connection, memory: Memory, *, actor: str, reason: str) -> None:
-        values = _values(memory)
-        conn.execute(
-            memory_versions.insert(),
-            {
-                "memory_id": memory.id,
-                "version": memory.version,
-                "person_id": memory.person_id,
-                "snapshot": rows.dump(values),
-                "actor": actor,
-                "reason": reason,
-                "at": values["updated_at"],
-            },
-        )
-
-    def _index(self, conn: Connection, memory: Memory) -> None:
-        """Keep the source index (and SQLite's full-text table) in step with the record. The
-        index keeps the sources of every version, not only the current one's: forgetting a
-        source must find each record any version of which came from it."""
-        indexed = set(
-            conn.execute(
-                select(memory_sources.c.source_key).where(memory_sources.c.memory_id == memory.id)
-            ).scalars()
-        )
-        keys = sorted({s.key for s in memory.sources} - indexed)
-        if keys:
-            conn.execute(
-                memory_sources.insert(),
-                [
-                    {"memory_id": memory.id, "source_key": k, "person_id": memory.person_id}
-                    for k in keys
-                ],
-            )
-        if self.backend.name == "sqlite":
-            # the full-text row's rowid is the record's fts_doc, so it is found without a scan
-            doc = conn.execute(
-                select(memories.c.fts_doc).where(memories.c.id == memory.id)
-            ).scalar_one()
-            if doc is None:
-                doc = conn.execute(
-                    select(func.coalesce(func.max(memories.c.fts_doc), 0) + 1)
-                ).scalar_one()
-                conn.execute(update(memories).where(memories.c.id == memory.id).values(fts_doc=doc))
-            conn.execute(
-                text(
-                    "INSERT OR REPLACE INTO memory_fts (rowid, content, subjects) "
-                    "VALUES (:doc, :content, :subjects)"
-                ),
-                {"doc": doc, "content": memory.content, "subjects": " ".join(memory.subjects)},
-            )
+                save_memory(
+                    conn, self.backend, linked, actor=actor, reason=f"supersedes {placed.id}"
+                )
 
     def _purge(self, conn: Connection, ids: Sequence[str]) -> None:
         if not ids:
@@ -547,3 +491,73 @@ def _forgotten(conn: Connection, person_id: str, sources: Sequence[Source]) -> b
         )
     ).first()
     return found is not None
+
+
+def load_memory(conn: Connection, memory_id: str) -> Memory:
+    row = conn.execute(select(memories).where(memories.c.id == memory_id)).first()
+    if row is None:
+        raise NotFound("memory", memory_id)
+    return memory_from_row(row)
+
+
+def save_memory(
+    conn: Connection, backend: Backend, memory: Memory, *, actor: str, reason: str
+) -> None:
+    """Write a new version of ``memory`` over its record, indexed and kept in its history."""
+    values = _values(memory)
+    conn.execute(update(memories).where(memories.c.id == memory.id).values(values))
+    _index(conn, backend, memory)
+    _version(conn, memory, actor=actor, reason=reason)
+
+
+def _version(conn: Connection, memory: Memory, *, actor: str, reason: str) -> None:
+    values = _values(memory)
+    conn.execute(
+        memory_versions.insert(),
+        {
+            "memory_id": memory.id,
+            "version": memory.version,
+            "person_id": memory.person_id,
+            "snapshot": rows.dump(values),
+            "actor": actor,
+            "reason": reason,
+            "at": values["updated_at"],
+        },
+    )
+
+
+def _index(conn: Connection, backend: Backend, memory: Memory) -> None:
+    """Keep the source index (and SQLite's full-text table) in step with the record. The
+    index keeps the sources of every version, not only the current one's: forgetting a
+    source must find each record any version of which came from it."""
+    indexed = set(
+        conn.execute(
+            select(memory_sources.c.source_key).where(memory_sources.c.memory_id == memory.id)
+        ).scalars()
+    )
+    keys = sorted({s.key for s in memory.sources} - indexed)
+    if keys:
+        conn.execute(
+            memory_sources.insert(),
+            [
+                {"memory_id": memory.id, "source_key": k, "person_id": memory.person_id}
+                for k in keys
+            ],
+        )
+    if backend.name == "sqlite":
+        # the full-text row's rowid is the record's fts_doc, so it is found without a scan
+        doc = conn.execute(
+            select(memories.c.fts_doc).where(memories.c.id == memory.id)
+        ).scalar_one()
+        if doc is None:
+            doc = conn.execute(
+                select(func.coalesce(func.max(memories.c.fts_doc), 0) + 1)
+            ).scalar_one()
+            conn.execute(update(memories).where(memories.c.id == memory.id).values(fts_doc=doc))
+        conn.execute(
+            text(
+                "INSERT OR REPLACE INTO memory_fts (rowid, content, subjects) "
+                "VALUES (:doc, :content, :subjects)"
+            ),
+            {"doc": doc, "content": memory.content, "subjects": " ".join(memory.subjects)},
+        )

@@ -14,7 +14,8 @@ from steward.domain.memory import Memory
 from steward.domain.memory_pass import MemoryPass, PassOperation, PassStatus
 from steward.errors import Conflict, InvalidTransition, NotFound
 from steward.store import rows
-from steward.store.memory import MemoryQueries
+from steward.store.backend import Backend
+from steward.store.memory import load_memory, save_memory
 from steward.store.schema import memory_passes
 
 
@@ -37,9 +38,11 @@ def _diff(operations: Sequence[PassOperation], active: int) -> str:
     return rows.dump({"operations": [op.to_json() for op in operations], "active": active})
 
 
-class PassQueries(MemoryQueries):
-    # a subclass of the memory queries: applying an operation writes memory versions in the
-    # same transaction that checks them
+class MemoryPassRepository:
+    """Consolidation passes: proposed memory changes, decided and applied."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     async def add_memory_pass(self, memory_pass: MemoryPass) -> MemoryPass:
         """Record a pass. The person's passes still held are expired by it: they were planned
@@ -140,7 +143,7 @@ class PassQueries(MemoryQueries):
 
         def op(conn: Connection) -> list[Memory]:
             for memory_id, version in expected.items():
-                current = self._load(conn, memory_id)
+                current = load_memory(conn, memory_id)
                 if current.version != version:
                     raise Conflict(
                         f"memory {memory_id} changed since (version {current.version}, "
@@ -148,11 +151,11 @@ class PassQueries(MemoryQueries):
                     )
             written = []
             for memory, reason in changes:
-                current = self._load(conn, memory.id)
+                current = load_memory(conn, memory.id)
                 if current.person_id != memory.person_id:
                     raise NotFound("memory", memory.id)
                 new = replace(memory, version=current.version + 1, uses=current.uses)
-                self._store(conn, new, actor=actor, reason=reason)
+                save_memory(conn, self.backend, new, actor=actor, reason=reason)
                 written.append(new)
             return written
 

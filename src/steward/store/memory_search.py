@@ -1,5 +1,6 @@
 """Finding memories: lexical search (FTS5 on SQLite, tsvector on PostgreSQL), the recall filter
-for candidates found elsewhere, and the vectors a semantic index is kept current from."""
+for candidates found elsewhere, the vectors a semantic index is kept current from, and lookups
+across records (what a memory superseded, the source keys under a prefix)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from typing import Any
 from sqlalchemy import Connection, func, select, text
 
 from steward.domain.audience import Audience
-from steward.domain.memory import MemoryStatus, Recallable
+from steward.domain.memory import Memory, MemoryStatus, Recallable
 from steward.store import rows
 from steward.store.backend import Backend
-from steward.store.schema import memories, memory_vector_epochs, memory_vectors
+from steward.store.memory import memory_from_row
+from steward.store.schema import memories, memory_sources, memory_vector_epochs, memory_vectors
 
 _STOPWORD_TEXT = """
 a about after again all also am an and any are as at be been before being but by can could did
@@ -56,8 +58,11 @@ class VectorDelta:
     """The newest seq (0 when there are none)."""
 
 
-class MemorySearchQueries:
-    backend: Backend
+class MemorySearchRepository:
+    """Finding memories: text search, recall candidates, vectors, and lookups across records."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     async def search_memories_text(
         self,
@@ -146,6 +151,37 @@ class MemorySearchQueries:
                 query = query.where(memory_vectors.c.seq.not_in(list(known)))
             fresh = [(int(r[0]), r[1], bytes(r[2])) for r in conn.execute(query)]
             return VectorDelta(rows=fresh, epoch=epoch or 0, newest=int(newest))
+
+        return await self.backend.read(op)
+
+    async def memories_superseded_by(self, memory_id: str, *, person_id: str) -> list[Memory]:
+        """The person's memories that ``memory_id`` replaced, oldest first."""
+
+        def op(conn: Connection) -> list[Memory]:
+            query = (
+                select(memories)
+                .where(memories.c.person_id == person_id, memories.c.superseded_by == memory_id)
+                .order_by(memories.c.observed_at, memories.c.id)
+            )
+            return [memory_from_row(r) for r in conn.execute(query)]
+
+        return await self.backend.read(op)
+
+    async def memory_source_keys(self, *, person_id: str, prefix: str) -> list[str]:
+        """The distinct source keys of the person's memories that start with ``prefix``
+        (taken literally: ``_`` and ``%`` in it match only themselves)."""
+
+        def op(conn: Connection) -> list[str]:
+            query = (
+                select(memory_sources.c.source_key)
+                .where(
+                    memory_sources.c.person_id == person_id,
+                    memory_sources.c.source_key.startswith(prefix, autoescape=True),
+                )
+                .distinct()
+                .order_by(memory_sources.c.source_key)
+            )
+            return [r[0] for r in conn.execute(query)]
 
         return await self.backend.read(op)
 

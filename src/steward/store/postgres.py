@@ -109,6 +109,11 @@ class PostgresBackend(Backend):
                 time.sleep(0.005 * 2**attempt)
         raise AssertionError("unreachable")
 
+    @property
+    def writer_alive(self) -> bool:
+        # writes run on a pool of threads, each write on a connection of its own
+        return True
+
     def unavailable_reason(self, exc: BaseException) -> str | None:
         invalidated = isinstance(exc, DBAPIError) and exc.connection_invalidated
         orig = exc.orig if isinstance(exc, DBAPIError) else exc

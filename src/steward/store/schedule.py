@@ -14,7 +14,8 @@ from steward.domain.ids import firing_id, new_id
 from steward.errors import NotFound
 from steward.store import rows
 from steward.store.backend import Backend
-from steward.store.goals import GoalQueries, _get_person
+from steward.store.fencing import lease_clock
+from steward.store.persons import _get_person
 from steward.store.schema import (
     activations,
     effects,
@@ -28,12 +29,15 @@ from steward.store.schema import (
     tasks,
     triggers,
 )
-from steward.store.tasks import TaskQueries
+from steward.store.tasks import task_values
 from steward.store.waking import TERMINAL, _wake, event_summary
 
 
-class ScheduleQueries(GoalQueries, TaskQueries):
-    backend: Backend
+class ScheduleRepository:
+    """Triggers, their firings and events; the scheduler lease; pruning history."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     # --- triggers -----------------------------------------------------------------------
 
@@ -152,7 +156,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
         created: list[str] = []
         for when, status in plan:
             task_id = _record_firing(
-                self,
+                self.backend,
                 conn,
                 trigger,
                 firing_id(trigger.id, rows.ts(when)),
@@ -256,7 +260,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
                     trigger = rows.trigger(trow)
                     if all(event.payload.get(k) == v for k, v in trigger.match.items()):
                         _record_firing(
-                            self,
+                            self.backend,
                             conn,
                             trigger,
                             f"fir_{trigger.id}_{event.id}",
@@ -282,7 +286,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
         self, name: str, *, holder: str, ttl_seconds: float, lease_now: datetime | None = None
     ) -> int | None:
         """Take or renew the named lease. Returns its epoch if ``holder`` now holds it."""
-        now_sql = self._now_sql(lease_now)
+        now_sql = lease_clock(self.backend, lease_now)
 
         def op(conn: Connection) -> int | None:
             conn.execute(
@@ -357,7 +361,7 @@ class ScheduleQueries(GoalQueries, TaskQueries):
 
 
 def _record_firing(
-    queries: ScheduleQueries,
+    backend: Backend,
     conn: Connection,
     trigger: Trigger,
     fid: str,
@@ -370,7 +374,7 @@ def _record_firing(
     already exists (a double fire) creates nothing."""
     # RETURNING, not rowcount: drivers report -1 for INSERT rowcounts (psycopg here).
     inserted = conn.execute(
-        queries.backend.insert_ignore(
+        backend.insert_ignore(
             firings,
             {
                 "id": fid,
@@ -384,7 +388,7 @@ def _record_firing(
     if inserted is None or status is not FiringStatus.FIRED:
         return None
     spec = trigger.task
-    values = queries._task_values(
+    values = task_values(
         replace(spec, input=spec.input | extra_input),
         person_id=trigger.person_id,
         goal_id=trigger.goal_id,

@@ -76,8 +76,11 @@ def _skill(data: Any) -> Skill:
     )
 
 
-class SkillQueries:
-    backend: Backend
+class SkillRepository:
+    """Skills and their versions."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     # --- writing ----------------------------------------------------------------------------
 

@@ -228,6 +228,10 @@ class SQLiteBackend(Backend):
         self._deliver(batch, outcomes)
         return None
 
+    @property
+    def writer_alive(self) -> bool:
+        return self._thread.is_alive()
+
     def unavailable_reason(self, exc: BaseException) -> str | None:
         orig = getattr(exc, "orig", None) or exc
         if not isinstance(orig, sqlite3.OperationalError):

@@ -1,12 +1,7 @@
 """Task lifecycle SQL: create, claim under lease, control, wake-up sweeps, reaping.
 
-Every write made on behalf of a running task is *fenced*: it only applies while the task is
-``running`` at the claiming epoch with an unexpired lease (by database time). A worker that lost
-its lease — paused, partitioned, a zombie — gets :class:`~steward.errors.LeaseLost` and changes
-nothing. The fenced statement locks the task row, and the lease it relied on is checked once
-more by database time as the last statement before COMMIT (:meth:`Backend.check_leases`), so a
-transaction paused in between does not commit after its lease expired. What a claimed task
-commits as it runs (its steps, its outcome) is in :mod:`steward.store.activations`.
+Writes made on behalf of a running task are fenced (:mod:`steward.store.fencing`). What a
+claimed task commits as it runs (its steps, its outcome) is in :mod:`steward.store.activations`.
 """
 
 from __future__ import annotations
@@ -16,13 +11,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     Select,
-    and_,
     func,
     insert,
-    literal,
     or_,
     select,
     update,
@@ -33,8 +25,9 @@ from steward.domain.ids import new_id
 from steward.domain.outcome import Claim
 from steward.errors import InvalidTransition, LeaseLost, NotFound
 from steward.store import rows
-from steward.store.backend import Backend, hold_lease
+from steward.store.backend import Backend
 from steward.store.feed import append_feed
+from steward.store.fencing import Fence, fenced, lease_clock, touch_fenced
 from steward.store.schema import activations, effects, goals, persons, tasks
 from steward.store.waking import (
     TERMINAL,
@@ -46,90 +39,13 @@ from steward.store.waking import (
 )
 
 
-class Fence:
-    """The (task, epoch) a worker claimed; every fenced write names it."""
+class TaskRepository:
+    """Tasks: creation, claims under lease, control requests, wake-up sweeps, reaping."""
 
-    __slots__ = ("activation_id", "epoch", "task_id")
-
-    def __init__(self, task_id: str, epoch: int, activation_id: str) -> None:
-        self.task_id = task_id
-        self.epoch = epoch
-        self.activation_id = activation_id
-
-    @classmethod
-    def of(cls, claim: Claim) -> Fence:
-        return cls(claim.task.id, claim.task.epoch, claim.activation.id)
-
-
-class TaskQueries:
-    backend: Backend
-
-    # --- helpers ------------------------------------------------------------------------
-
-    def _now_sql(self, lease_now: datetime | None) -> ColumnElement[float]:
-        """Database time unless a simulated clock supplies it."""
-        return self.backend.db_now() if lease_now is None else literal(rows.ts(lease_now))
-
-    def _fenced(self, fence: Fence, lease_now: datetime | None) -> ColumnElement[bool]:
-        return and_(
-            tasks.c.id == fence.task_id,
-            tasks.c.epoch == fence.epoch,
-            tasks.c.status == TaskStatus.RUNNING.value,
-            tasks.c.lease_expires_at >= self._now_sql(lease_now),
-        )
-
-    def _touch_fenced(self, conn: Connection, fence: Fence, lease_now: datetime | None) -> None:
-        """Check the fence (and lock the task row) inside a transaction, or raise LeaseLost."""
-        row = conn.execute(
-            update(tasks)
-            .where(self._fenced(fence, lease_now))
-            .values(epoch=tasks.c.epoch)
-            .returning(tasks.c.lease_expires_at)
-        ).first()
-        if row is None:
-            raise LeaseLost(fence.task_id, fence.epoch)
-        self._hold(conn, fence, lease_now, row[0])
-
-    @staticmethod
-    def _hold(conn: Connection, fence: Fence, lease_now: datetime | None, expires: float) -> None:
-        """Have the lease a fenced write relied on re-checked by database time at commit (a
-        simulated clock judges leases by its own time, when each statement runs)."""
-        if lease_now is None:
-            hold_lease(conn, fence.task_id, fence.epoch, expires)
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     # --- create and read ----------------------------------------------------------------
-
-    @staticmethod
-    def _task_values(
-        spec: TaskSpec,
-        *,
-        person_id: str,
-        goal_id: str | None,
-        parent_id: str | None,
-        trigger_id: str | None,
-        run_at: datetime,
-        now: datetime,
-    ) -> dict[str, Any]:
-        return {
-            "id": new_id("tsk"),
-            "person_id": person_id,
-            "goal_id": goal_id,
-            "parent_id": parent_id,
-            "trigger_id": trigger_id,
-            "kind": spec.kind,
-            "title": spec.title or spec.kind,
-            "input": rows.dump(spec.input),
-            "status": TaskStatus.PENDING.value,
-            "priority": spec.priority,
-            "attempts": 0,
-            "max_attempts": spec.max_attempts,
-            "run_at": rows.ts(run_at),
-            "state": "{}",
-            "step_seq": 0,
-            "epoch": 0,
-            "created_at": rows.ts(now),
-            "updated_at": rows.ts(now),
-        }
 
     async def create_task(
         self,
@@ -148,7 +64,7 @@ class TaskQueries:
         """Create a task. With ``fence`` (a running task spawning a subtask) the write is fenced
         and a given ``task_id`` that already exists is returned as is, so a replayed step does
         not spawn twice."""
-        values = self._task_values(
+        values = task_values(
             spec,
             person_id=person_id,
             goal_id=goal_id,
@@ -162,7 +78,7 @@ class TaskQueries:
 
         def op(conn: Connection) -> Task:
             if fence is not None:
-                self._touch_fenced(conn, fence, lease_now)
+                touch_fenced(self.backend, conn, fence, lease_now)
                 if task_id is not None:
                     existing = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
                     if existing is not None:
@@ -282,7 +198,7 @@ class TaskQueries:
             for person_id, count in running:
                 capacity[person_id] -= count
             claims: list[Claim] = []
-            expires = self._now_sql(lease_now) + lease_seconds
+            expires = lease_clock(self.backend, lease_now) + lease_seconds
             for task_id, person_id in candidates:
                 if len(claims) >= limit:
                     break
@@ -339,13 +255,14 @@ class TaskQueries:
     ) -> str | None:
         """Extend the lease; returns the pending control request (``cancel``/``pause``) if
         any. Raises LeaseLost if the lease is gone."""
-        now_sql = self._now_sql(lease_now)
+        now_sql = lease_clock(self.backend, lease_now)
 
         def op(conn: Connection) -> str | None:
-            self._touch_fenced(conn, fence, lease_now)  # the old lease, checked again at commit
+            # the old lease, checked again at commit
+            touch_fenced(self.backend, conn, fence, lease_now)
             row = conn.execute(
                 update(tasks)
-                .where(self._fenced(fence, lease_now))
+                .where(fenced(self.backend, fence, lease_now))
                 .values(lease_expires_at=now_sql + lease_seconds)
                 .returning(tasks.c.control)
             ).first()
@@ -475,7 +392,7 @@ class TaskQueries:
         counts as a failed attempt, so a task that kills its worker every time ends dead-lettered
         instead of looping. Returns the ids re-queued or dead-lettered."""
         now_f = rows.ts(now)
-        now_sql = self._now_sql(lease_now)
+        now_sql = lease_clock(self.backend, lease_now)
 
         def op(conn: Connection) -> list[str]:
             expired = conn.execute(
@@ -606,3 +523,36 @@ def close_effects_of_ended(
             updated_at=now_f,
         )
     )
+
+
+def task_values(
+    spec: TaskSpec,
+    *,
+    person_id: str,
+    goal_id: str | None,
+    parent_id: str | None,
+    trigger_id: str | None,
+    run_at: datetime,
+    now: datetime,
+) -> dict[str, Any]:
+    """The row of a new pending task."""
+    return {
+        "id": new_id("tsk"),
+        "person_id": person_id,
+        "goal_id": goal_id,
+        "parent_id": parent_id,
+        "trigger_id": trigger_id,
+        "kind": spec.kind,
+        "title": spec.title or spec.kind,
+        "input": rows.dump(spec.input),
+        "status": TaskStatus.PENDING.value,
+        "priority": spec.priority,
+        "attempts": 0,
+        "max_attempts": spec.max_attempts,
+        "run_at": rows.ts(run_at),
+        "state": "{}",
+        "step_seq": 0,
+        "epoch": 0,
+        "created_at": rows.ts(now),
+        "updated_at": rows.ts(now),
+    }

@@ -18,7 +18,6 @@ from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend
 from steward.store.schema import api_tokens, persons
-from steward.store.tasks import TaskQueries
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 """``last_used_at`` is rewritten at most this often, so that a dashboard polling every second
@@ -28,8 +27,11 @@ _REJECTED = "invalid or revoked API token"
 """One message for every failure, so a caller learns nothing about which tokens exist."""
 
 
-class TokenQueries(TaskQueries):
-    backend: Backend
+class TokenRepository:
+    """API tokens."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     async def create_token(
         self,

@@ -1,5 +1,5 @@
 """Vault secrets: ciphertext and host bindings, per person. Plaintext never reaches this module —
-the caller encrypts before :meth:`SecretQueries.put_secret` and decrypts after reading."""
+the caller encrypts before :meth:`SecretRepository.put_secret` and decrypts after reading."""
 
 from __future__ import annotations
 
@@ -18,14 +18,16 @@ from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend
 from steward.store.schema import persons, secrets
-from steward.store.tasks import TaskQueries
 
 _LABEL = r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?"
 _HOSTNAME_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\Z")
 
 
-class SecretQueries(TaskQueries):
-    backend: Backend
+class SecretRepository:
+    """Secrets (ciphertext only) and the hosts they may be sent to."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     async def put_secret(
         self,

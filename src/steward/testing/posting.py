@@ -24,7 +24,7 @@ from steward.store import Store
 
 async def connect_local_service(store: Store, person_id: str, url: str, *, now: datetime) -> None:
     """Give ``person_id`` a connection offering ``api.call`` that names the host of ``url``."""
-    await store.add_connection(
+    await store.authority.add_connection(
         Connection(
             id=new_id("con"),
             person_id=person_id,
@@ -40,5 +40,5 @@ async def connect_local_service(store: Store, person_id: str, url: str, *, now: 
 def posting(store: Store, clock: Clock) -> StepHarness:
     """The built-in step functions with ``http_post``, its broker on a throwaway vault key."""
     vault = Vault(VaultKeys(keys=(generate_key(),), source="test"))
-    broker = EgressBroker(store, vault, audit=store.append_audit, now=clock.now)
+    broker = EgressBroker(store, vault, audit=store.audit.append_audit, now=clock.now)
     return step_harness(broker, PolicySentinel(store, clock))

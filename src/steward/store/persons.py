@@ -1,0 +1,59 @@
+"""Persons: who Steward works for, each with a concurrency limit and a timezone."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Connection, insert, select
+
+from steward.domain import Person
+from steward.domain.ids import new_id
+from steward.errors import NotFound
+from steward.store import rows
+from steward.store.backend import Backend
+from steward.store.schema import persons
+
+
+class PersonRepository:
+    """Persons."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    async def create_person(
+        self,
+        *,
+        name: str,
+        now: datetime,
+        max_concurrency: int = 4,
+        timezone: str = "UTC",
+        person_id: str | None = None,
+    ) -> Person:
+        new_person_id = person_id or new_id("per")
+        values = {
+            "id": new_person_id,
+            "name": name,
+            "max_concurrency": max_concurrency,
+            "timezone": timezone,
+            "created_at": rows.ts(now),
+        }
+
+        def op(conn: Connection) -> Person:
+            conn.execute(insert(persons).values(values))
+            return _get_person(conn, new_person_id)
+
+        return await self.backend.write(op)
+
+    async def get_person(self, person_id: str) -> Person:
+        return await self.backend.read(lambda conn: _get_person(conn, person_id))
+
+    async def list_persons(self) -> list[Person]:
+        query = select(persons).order_by(persons.c.created_at)
+        return await self.backend.read(lambda conn: [rows.person(r) for r in conn.execute(query)])
+
+
+def _get_person(conn: Connection, person_id: str) -> Person:
+    row = conn.execute(select(persons).where(persons.c.id == person_id)).first()
+    if row is None:
+        raise NotFound("person", person_id)
+    return rows.person(row)
