@@ -15,8 +15,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from startup_support import scaled
 from steward.cli.main import app
+from support.startup import scaled
 
 runner = CliRunner()
 

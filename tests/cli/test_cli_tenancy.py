@@ -20,7 +20,7 @@ from steward.models.scripted import ScriptedModel, say
 from steward.runtime.clock import Clock
 from steward.store import Store
 from steward.testing.model_server import run_model_server
-from tenancy_support import Tenant, ids_of, make_tenant, state_of
+from support.tenancy import Tenant, ids_of, make_tenant, state_of
 
 Argv = Callable[[Tenant], list[str]]
 

@@ -16,12 +16,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from startup_support import scaled
 from steward.cli.demo import demo
 from steward.demo import DemoOptions, RunningDemo, running_demo
 from steward.demo.office import INBOX_PATH, SEND_PATH
 from steward.demo.script import SKILL
 from steward.demo.seed import HOST
+from support.startup import scaled
 
 Json = dict[str, Any]
 

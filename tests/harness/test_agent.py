@@ -13,7 +13,6 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
-from harness.conftest import agent_worker
 from steward.domain import ApprovalStatus, Person, TaskSpec, TaskStatus, WaitCondition
 from steward.errors import InvalidTransition
 from steward.harness.agent import AgentConfig, AgentHarness
@@ -28,6 +27,7 @@ from steward.runtime.run import TaskRun
 from steward.runtime.scheduler import Scheduler
 from steward.store import Store
 from steward.testing.model_server import run_model_server
+from support.agents import agent_worker
 
 S = TaskStatus
 

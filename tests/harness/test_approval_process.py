@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from startup_support import scaled
 from steward.app import build_harness
 from steward.config import Settings
 from steward.domain import ApprovalStatus, Connection, TaskStatus
@@ -26,6 +25,7 @@ from steward.runtime.worker import Worker
 from steward.service import Service
 from steward.store import Store
 from steward.testing.model_server import run_model_server
+from support.startup import scaled
 
 pytestmark = pytest.mark.slow
 

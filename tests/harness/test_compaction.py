@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import Person, Step, TaskSpec, TaskStatus
 from steward.harness.agent import AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
@@ -32,6 +31,7 @@ from steward.models.scripted import call_tool, call_tools, say
 from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 from steward.testing.model_server import ModelServer, run_model_server
+from support.agents import agent_worker
 
 S = TaskStatus
 

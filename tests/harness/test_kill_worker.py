@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.models.scripted import ScriptedModel, call_tool
 from steward.store import Store
 from steward.testing.model_server import run_model_server
+from support.startup import scaled
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,6 @@ import psutil
 import pytest
 from structlog.testing import capture_logs
 
-from startup_support import scaled
 from steward.errors import ConfigError, StewardRuntimeError
 from steward.harness.mcp import (
     IDEMPOTENCY_META_KEY,
@@ -36,6 +35,7 @@ from steward.harness.mcp import (
 )
 from steward.harness.tools import EffectClass, Tool, ToolArgumentError, ToolContext
 from steward.testing.mcp_server import serve_http
+from support.startup import scaled
 
 SERVER_ARGS = ("-m", "steward.testing.mcp_server")
 POLICIES = {

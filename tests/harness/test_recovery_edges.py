@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import EffectStatus, Person, TaskSpec, TaskStatus
 from steward.domain.ids import effect_key
 from steward.harness.agent import AgentConfig, AgentHarness
@@ -23,6 +22,7 @@ from steward.runtime.clock import SimulatedClock
 from steward.runtime.run import TaskRun
 from steward.runtime.scheduler import Scheduler
 from steward.store import Store
+from support.agents import agent_worker
 
 S = TaskStatus
 LEASE = 30.0

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import PRIVATE
 from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
@@ -28,6 +27,7 @@ from steward.runtime.clock import SimulatedClock
 from steward.runtime.scheduler import Scheduler
 from steward.runtime.worker import Worker
 from steward.store import Store
+from support.agents import agent_worker
 
 MAY = datetime(2026, 5, 1, tzinfo=UTC)
 LENIENT = PassRules(max_share=1.0)

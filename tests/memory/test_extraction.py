@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import Audience
 from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind
@@ -31,6 +30,7 @@ from steward.memory.extraction import (
 from steward.models.scripted import ScriptedModel, call_tool, say
 from steward.runtime.clock import SimulatedClock
 from steward.store import Store
+from support.agents import agent_worker
 
 FAMILY = Audience.parse("group:family")
 

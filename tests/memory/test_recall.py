@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import PRIVATE
 from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind
@@ -25,6 +24,7 @@ from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 from steward.testing.embeddings import HashingEmbedder
 from steward.testing.model_server import run_model_server
+from support.agents import agent_worker
 
 BUDGET = "Monthly budget is 3000 euros"
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import ApprovalStatus, Person, TaskSpec, TaskStatus
 from steward.domain.skill import SkillContent, WorkflowStep
 from steward.errors import UsageError
@@ -24,6 +23,7 @@ from steward.models.scripted import call_tool
 from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
+from support.agents import agent_worker
 
 PAGES = {"/billing/invoices": "Latest invoice total: 42.50 EUR"}
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import Person, Rule, RuleMode, TaskSpec, TaskStatus
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.ids import new_id
@@ -30,6 +29,7 @@ from steward.models.scripted import call_tool
 from steward.runtime.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
+from support.agents import agent_worker
 
 SKILL = "invoice-total"
 DIRECT = "1. open_page /account/billing/invoices\n2. Read the total from the page."

@@ -34,7 +34,6 @@ from typing import Any
 import httpx
 import pytest
 
-from startup_support import scaled
 from steward.domain import Activation, Effect, Task, TaskSpec, TaskStatus
 from steward.domain.journal import EffectStatus
 from steward.runtime.clock import Clock
@@ -43,6 +42,7 @@ from steward.runtime.worker import Worker
 from steward.store import Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 from steward.testing.posting import connect_local_service, posting
+from support.startup import scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("startup")]
 
@@ -57,7 +57,7 @@ TEST_KILLS = 8
 SETTLE_SECONDS = 120.0
 STALL_SECONDS = 20.0
 # LEASE_SECONDS and the two bounds above hold on a quiet machine; the test stretches them
-# (startup_support.scaled) by how much slower processes start here.
+# (support.startup.scaled) by how much slower processes start here.
 SEEDS = 4
 """Seeds tried until the run produced its precondition (an unkeyed effect answered to a worker
 the service then killed, which a random kill may pre-empt): a run without it is re-run."""

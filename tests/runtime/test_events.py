@@ -12,7 +12,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from startup_support import scaled
 from steward.domain import FiringStatus, Goal, Person, TaskSpec, TaskStatus, TriggerKind
 from steward.domain.outcome import Wait
 from steward.domain.task import WaitCondition
@@ -22,6 +21,7 @@ from steward.runtime.scheduler import Scheduler
 from steward.runtime.worker import Worker
 from steward.service import Service
 from steward.store import Fence, Store
+from support.startup import scaled
 
 S = TaskStatus
 PR = "webhook.github.pull_request"

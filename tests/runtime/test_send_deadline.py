@@ -27,8 +27,6 @@ from typing import Any
 
 import pytest
 
-from runtime.outage_support import holds_task_lock
-from startup_support import scaled
 from steward.domain import EffectStatus, Person, TaskSpec, TaskStatus
 from steward.domain.ids import effect_key
 from steward.errors import EffectMaybeInFlight, RetryLater
@@ -38,6 +36,8 @@ from steward.service import Service
 from steward.store import Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 from steward.testing.posting import connect_local_service
+from support.outage import holds_task_lock
+from support.startup import scaled
 
 LEASE_SECONDS = 2.0
 """A worker's lease on a quiet machine (scaled for this one: a starved worker must not lose it

@@ -13,7 +13,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from startup_support import scaled
 from steward.domain import Budget, EffectStatus, Person, TaskSpec, TaskStatus
 from steward.domain.ids import effect_key
 from steward.domain.outcome import Claim, Outcome, Requeue, Succeed, Wait
@@ -26,6 +25,7 @@ from steward.runtime.stepfn import Handler, StepContext, StepHarness
 from steward.runtime.worker import Worker
 from steward.service import Service
 from steward.store import Fence, Store
+from support.startup import scaled
 
 S = TaskStatus
 LEASE = 30.0

@@ -20,8 +20,6 @@ from typing import Any
 
 import pytest
 
-from runtime.outage_support import holds_task_lock
-from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.journal import EffectStatus
 from steward.domain.outcome import Succeed
@@ -29,6 +27,8 @@ from steward.errors import LeaseLost
 from steward.store import Fence, FinalStep, Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 from steward.testing.posting import connect_local_service
+from support.outage import holds_task_lock
+from support.startup import scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("startup")]
 

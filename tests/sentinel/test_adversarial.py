@@ -19,7 +19,24 @@ from urllib.parse import parse_qs, quote
 
 import pytest
 
-from sentinel.adversarial_support import (
+from steward.domain import (
+    ApprovalStatus,
+    Lifetime,
+    TaskSpec,
+    TriggerKind,
+)
+from steward.errors import UsageError
+from steward.harness.agent import AgentHarness
+from steward.harness.control import control_tools
+from steward.harness.tools import EffectClass, tool
+from steward.models.base import Message, ModelResponse, ToolSpec
+from steward.models.scripted import ScriptItem, call_tool, call_tools
+from steward.runtime.clock import SimulatedClock
+from steward.runtime.scheduler import Scheduler
+from steward.sentinel.vault import Redactor
+from steward.store import Store
+from steward.testing.model_server import serve_in_thread
+from support.adversarial import (
     ATTEMPTS,
     CARD,
     CONTROL_TOOLS,
@@ -38,23 +55,6 @@ from sentinel.adversarial_support import (
     scan_for_secret,
     table,
 )
-from steward.domain import (
-    ApprovalStatus,
-    Lifetime,
-    TaskSpec,
-    TriggerKind,
-)
-from steward.errors import UsageError
-from steward.harness.agent import AgentHarness
-from steward.harness.control import control_tools
-from steward.harness.tools import EffectClass, tool
-from steward.models.base import Message, ModelResponse, ToolSpec
-from steward.models.scripted import ScriptItem, call_tool, call_tools
-from steward.runtime.clock import SimulatedClock
-from steward.runtime.scheduler import Scheduler
-from steward.sentinel.vault import Redactor
-from steward.store import Store
-from steward.testing.model_server import serve_in_thread
 
 SECRET_FORMS = Redactor([(SECRET_NAME, SECRET)])
 

@@ -25,7 +25,6 @@ import pytest
 from playwright.async_api import Browser, expect
 from pydantic import SecretStr
 
-from startup_support import scaled
 from steward.app import build_harness
 from steward.config import Settings
 from steward.connectors.http import API_CALL
@@ -41,7 +40,8 @@ from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
 from steward.testing.model_server import ModelServer, run_model_server
-from web.web_support import chromium, dashboard
+from support.startup import scaled
+from support.web import chromium, dashboard
 
 LOOPBACK = "127.0.0.1"
 SECRET = "mail"

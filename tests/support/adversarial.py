@@ -20,7 +20,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from harness.conftest import agent_worker
 from steward.connectors.http import http_tool
 from steward.domain import Grant, Lifetime, TaskSpec, TaskStatus
 from steward.domain.ids import new_id
@@ -38,6 +37,7 @@ from steward.sentinel.vault import Redactor, Vault, VaultKeys, placeholder
 from steward.service import Service
 from steward.store import Store
 from steward.store.schema import metadata
+from support.agents import agent_worker
 
 SECRET_NAME = "api_key"
 SECRET = "sk-live-Vq8+Zr/3mT&k=9wXe"

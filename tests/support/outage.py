@@ -15,8 +15,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from startup_support import startup_seconds
 from steward.errors import DatabaseUnavailable
+from support.startup import startup_seconds
 
 OUTAGE_LINE = "database unavailable, retrying in"
 BACK_LINE = "database available again"
@@ -25,7 +25,7 @@ BACK_LINE = "database available again"
 def start_deadline(extra: float = 0.0) -> float:
     """Seconds to allow for processes to start and do ``extra`` seconds of work: scaled by how
     long a ``steward`` process takes to start here, now (3 s at rest, 10 s under load), as
-    measured once per session by :func:`startup_support.startup_seconds`."""
+    measured once per session by :func:`support.startup.startup_seconds`."""
     return 30.0 + 10 * startup_seconds() + extra
 
 
