@@ -42,6 +42,7 @@ from steward.runtime.worker import Worker
 from steward.store import Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 from steward.testing.posting import connect_local_service, posting
+from support.processes import log_tails
 from support.startup import scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("startup")]
@@ -117,10 +118,6 @@ async def applied_answers(url: str, keys: list[str]) -> dict[str, Any]:
             response.raise_for_status()
             answers[key] = response.json()["response"]
     return answers
-
-
-def log_tails(logs: Path) -> str:
-    return "\n".join(f"--- {f.name}\n{f.read_text()[-3000:]}" for f in sorted(logs.glob("*.log")))
 
 
 def describe(task: Task, steps: list[Any], effects: list[Effect], acts: list[Activation]) -> str:

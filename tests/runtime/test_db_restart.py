@@ -25,7 +25,7 @@ import pytest
 
 from steward.domain import TaskSpec, TaskStatus
 from steward.store import Store
-from support.outage import (
+from support.processes import (
     all_back,
     log_tails,
     outage_lines,

@@ -21,7 +21,7 @@ import pytest
 
 from steward.domain import TaskSpec, TaskStatus
 from steward.store import Store
-from support.outage import log_tails, spawn, start_deadline, stop_all, until
+from support.processes import log_tails, spawn, start_deadline, stop_all, until
 from support.startup import scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
