@@ -1,6 +1,6 @@
 """Shared fixtures: stores parametrized over SQLite and PostgreSQL, a simulated clock.
 
-PostgreSQL tests use ``$STEWARD_TEST_POSTGRES_URL`` (``support.postgres``). Each test gets a
+PostgreSQL tests use ``$STEWARD_TEST_POSTGRES_URL`` (``support.databases``). Each test gets a
 fresh database. Without a server they skip locally with a message, and fail under ``CI=true``.
 
 Multi-process tests scale their deadlines with how long a ``steward`` process takes to start
@@ -18,7 +18,6 @@ runs (and checks the revision) on the copy; migrating from nothing is tested on 
 from __future__ import annotations
 
 import logging
-import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -29,11 +28,11 @@ import structlog
 from steward.runtime.clock import SimulatedClock
 from steward.store import Store
 from support.clock import START
-from support.postgres import (
+from support.databases import (
     TemplateCopies,
     create_database,
     drop_database,
-    fresh_postgres_url,
+    fresh_database,
     migrate,
     require_postgres,
     url_of,
@@ -76,20 +75,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A URL of a fresh database, once per backend: empty, unless the test takes ``store``
     (which migrates it before anything else can see it), then already at the head revision."""
     migrated = "store" in request.fixturenames
-    if request.param == "sqlite":
-        path = tmp_path / "steward.db"
-        if migrated:
-            shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-        yield f"sqlite:///{path}"
-    elif migrated:
-        copies: TemplateCopies = request.getfixturevalue("postgres_copies")
-        name = copies.take()
-        try:
-            yield url_of(name)
-        finally:
-            copies.drop(name)
-    else:
-        yield from fresh_postgres_url()
+    yield from fresh_database(request, request.param, tmp_path / "steward.db", migrated=migrated)
 
 
 @pytest.fixture

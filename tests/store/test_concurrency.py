@@ -22,7 +22,7 @@ from steward.errors import LeaseLost, StewardError
 from steward.runtime.clock import SimulatedClock
 from steward.store import Fence, Store
 from support.clock import START
-from support.postgres import fresh_postgres_url
+from support.databases import fresh_postgres_url
 
 LEASE = 30.0
 LIMITS = (2, 3, 5)

@@ -1,4 +1,4 @@
-"""Throwaway PostgreSQL databases for tests.
+"""Throwaway databases for tests.
 
 ``$STEWARD_TEST_POSTGRES_URL`` (default: postgres on 127.0.0.1:5432, database ``test``) names
 the server; tests make databases of their own on it. Without a server they skip locally with a
@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import uuid
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -122,3 +124,24 @@ class TemplateCopies:
             self._threads.shutdown(wait=True)
         for dropped in self._drops:
             dropped.result()
+
+
+def fresh_database(
+    request: pytest.FixtureRequest, backend: str, path: Path, *, migrated: bool
+) -> Iterator[str]:
+    """Yield the URL of a fresh database of ``backend`` (``sqlite``: the file ``path``), empty
+    or, if ``migrated``, already at the head revision: a copy of the session's template (the
+    ``sqlite_template`` and ``postgres_copies`` fixtures)."""
+    if backend == "sqlite":
+        if migrated:
+            shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite:///{path}"
+    elif migrated:
+        copies: TemplateCopies = request.getfixturevalue("postgres_copies")
+        name = copies.take()
+        try:
+            yield url_of(name)
+        finally:
+            copies.drop(name)
+    else:
+        yield from fresh_postgres_url()
