@@ -35,16 +35,6 @@ from support.agents import agent_worker
 FAMILY = Audience.parse("group:family")
 
 
-@pytest.fixture
-async def person(store: Store, clock: SimulatedClock) -> str:
-    return (await store.create_person(name="ada", now=clock.now())).id
-
-
-@pytest.fixture
-def book(store: Store, clock: SimulatedClock) -> MemoryBook:
-    return MemoryBook(store, clock)
-
-
 def answering(*items: dict[str, Any]) -> ScriptedModel:
     return ScriptedModel([say(json.dumps(list(items)))])
 
