@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.test_cli_tenancy import LISTINGS, OWNER_ONLY, TARGETED, World
 from steward.models.scripted import ScriptedModel, say
 from steward.testing.model_server import run_model_server
+from support.cli_tenancy import LISTINGS, OWNER_ONLY, TARGETED, World
 from support.startup import scaled
 
 LAST = ["memory forget", "goal cancel", "token revoke"]
