@@ -25,7 +25,7 @@ from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Store
-from tenancy_support import Tenant, ids_of, make_tenant, state_of
+from support.tenancy import Tenant, ids_of, make_tenant, state_of
 
 Call = Callable[[Service, Tenant], Awaitable[Any]]
 READ, CONTROL, OWNER, OWN = "read", "control", "owner", "own"

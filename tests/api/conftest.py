@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from api_support import Api
 from steward.api import create_app
 from steward.api.app import API_PREFIX
 from steward.domain.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
-from tenancy_support import make_tenant
+from support.api import Api
+from support.tenancy import make_tenant
 
 
 @pytest.fixture

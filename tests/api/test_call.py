@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from api_support import Api
 from steward.cli.remote import Login, RemoteRefused, remote_service
 from steward.domain import GoalStatus
 from steward.service import Service
 from steward.service.wire import NOT_REMOTE, remote_methods
-from tenancy_support import Tenant
+from support.api import Api
+from support.tenancy import Tenant
 
 Read = Callable[[Service, Tenant], Awaitable[Any]]
 READS: dict[str, Read] = {

@@ -35,8 +35,6 @@ import pytest
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel
 
-from api_support import Api, delivery
-from conftest import START
 from steward.api import create_app
 from steward.api.app import API_PREFIX
 from steward.api.common import PROBLEM
@@ -49,7 +47,9 @@ from steward.memory.skills import SkillLibrary
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
-from tenancy_support import Tenant, make_tenant, state_of
+from support.api import Api, delivery
+from support.clock import START
+from support.tenancy import Tenant, make_tenant, state_of
 
 READ, CONTROL, SIGNED = "read", "control", "signed"
 """What a case needs: a ``read`` token, a ``control`` token, or a signature (no token)."""

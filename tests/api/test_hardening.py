@@ -19,7 +19,6 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from api_support import Api, delivery
 from steward import logs
 from steward.api import create_app
 from steward.api.app import API_PREFIX
@@ -31,6 +30,7 @@ from steward.service import Service
 from steward.service.hooks import sign
 from steward.store import Store
 from steward.testing.http_server import serving
+from support.api import Api, delivery
 
 WAIT = 20.0
 """Seconds a test waits for an answer that should come at once."""

@@ -21,13 +21,13 @@ import pytest
 import schemathesis
 
 from api.test_contract import CASES, CONTROL
-from api_support import Api, delivery
-from conftest import START
 from steward.api import create_app
 from steward.api.app import API_PREFIX
 from steward.api.common import PROBLEM
 from steward.api.openapi import SPECIAL
 from steward.service import Service
+from support.api import Api, delivery
+from support.clock import START
 
 Document = dict[str, Any]
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}

@@ -26,10 +26,10 @@ from schemathesis.checks import (
     response_schema_conformance,
 )
 
-from startup_support import scaled
 from steward.domain.clock import Clock
 from steward.service import Service
 from steward.store import Store
+from support.startup import scaled
 
 EXAMPLES = 25
 """Generated requests per operation (each operation is one test)."""

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from api_support import Api
 from steward.domain import ApprovalStatus, Budget, EffectStatus, TaskSpec, TriggerKind
 from steward.domain.clock import SimulatedClock
 from steward.domain.limits import MAX_DEPTH, MAX_TEXT
 from steward.errors import TooLarge, UsageError
 from steward.service import Service
 from steward.store import Store
+from support.api import Api
 
 DEEP = 200
 """Levels of nesting far beyond the limit that the server still parses (the review's 950-deep

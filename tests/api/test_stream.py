@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from api_support import Api, EventReader
 from steward.domain import Notification
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.store import Store
+from support.api import Api, EventReader
 
 WAIT = 20.0
 """Seconds a test waits for events that should come within a poll or two."""

@@ -7,10 +7,10 @@ import json
 
 from structlog.testing import capture_logs
 
-from api_support import Api, delivery
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.clock import SimulatedClock
 from steward.store import Store
+from support.api import Api, delivery
 
 
 async def test_a_signature_with_a_byte_beyond_ascii_is_refused_not_a_crash(

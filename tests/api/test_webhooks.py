@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from api_support import Api, delivery
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.clock import SimulatedClock
 from steward.store import Store
+from support.api import Api, delivery
 
 
 async def test_a_signed_delivery_is_taken_once_and_fires_the_goals_trigger(

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from startup_support import scaled
 from steward.models.scripted import ScriptedModel, call_tool, say
 from steward.testing.model_server import run_model_server
+from support.startup import scaled
 
 
 def steward(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

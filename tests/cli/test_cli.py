@@ -13,28 +13,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from typer.testing import CliRunner
 
-from startup_support import scaled
 from steward.cli.main import app
-
-runner = CliRunner()
+from support.cli import cli, cli_json, runner
+from support.startup import scaled
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'cli.db'}"
-
-
-def cli(db: str, *args: str) -> tuple[int, str]:
-    result = runner.invoke(app, [*args, "--db", db])
-    return result.exit_code, result.output
-
-
-def cli_json(db: str, *args: str) -> object:
-    code, out = cli(db, *args, "--json")
-    assert code == 0, out
-    return json.loads(out)
 
 
 def test_goal_and_task_lifecycle(db: str) -> None:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.test_cli_tenancy import LISTINGS, OWNER_ONLY, TARGETED, World
-from startup_support import scaled
 from steward.models.scripted import ScriptedModel, say
 from steward.testing.model_server import run_model_server
+from support.cli_tenancy import LISTINGS, OWNER_ONLY, TARGETED, World
+from support.startup import scaled
 
 LAST = ["memory forget", "goal cancel", "token revoke"]
 """Commands run after the others, so that they do not take away what the others act on."""

@@ -4,31 +4,26 @@ the agent learned, against a real SQLite database."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from steward.cli.main import app
 from steward.domain.clock import Clock
 from steward.domain.skill import SkillContent
 from steward.memory.skills import SkillLibrary
 from steward.store import Store
-
-runner = CliRunner()
+from support.cli import WIDE
+from support.cli import cli as run
+from support.cli import cli_json as run_json
 
 
 def cli(db: str, *args: str) -> tuple[int, str]:
-    result = runner.invoke(app, [*args, "--db", db], env={"COLUMNS": "200"})
-    return result.exit_code, result.output
+    return run(db, *args, env=WIDE)
 
 
 def cli_json(db: str, *args: str) -> Any:
-    code, out = cli(db, *args, "--json")
-    assert code == 0, out
-    return json.loads(out)
+    return run_json(db, *args, env=WIDE)
 
 
 def table(procedure: str) -> SkillContent:

@@ -8,10 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from steward.app import build_harness, task_kinds
-from steward.cli.main import app
 from steward.config import Settings
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.clock import SimulatedClock
@@ -20,13 +18,7 @@ from steward.harness.agent import AGENT_KIND
 from steward.runtime.stepfn import StepHarness
 from steward.service import Service
 from steward.store import Store
-
-runner = CliRunner()
-
-
-def cli(db: str, *args: str) -> tuple[int, str]:
-    result = runner.invoke(app, [*args, "--db", db])
-    return result.exit_code, result.output
+from support.cli import cli
 
 
 def test_the_command_line_refuses_an_unknown_kind_and_names_the_known_ones(

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from startup_support import scaled
 from steward.cli.main import app
+from support.startup import scaled
 
 runner = CliRunner()
 

@@ -13,7 +13,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from harness.conftest import agent_worker
 from steward.app import build_harness
 from steward.config import Settings
 from steward.connectors.http import API_CALL
@@ -25,6 +24,7 @@ from steward.models.scripted import call_tool
 from steward.service import Service
 from steward.store import Store
 from steward.testing.model_server import serve_in_thread
+from support.agents import agent_worker
 
 SECRET = "tok-7Hq2-live"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -16,22 +15,15 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from startup_support import scaled
 from steward.cli.demo import demo
 from steward.demo import DemoOptions, RunningDemo, running_demo
 from steward.demo.office import INBOX_PATH, SEND_PATH
 from steward.demo.script import SKILL
 from steward.demo.seed import HOST
+from support.startup import scaled
+from support.waiting import eventually
 
 Json = dict[str, Any]
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], *, seconds: float = 20.0) -> None:
-    """Wait until ``check`` holds (the runtime works in the background)."""
-    deadline = time.monotonic() + scaled(seconds)
-    while not await check():
-        assert time.monotonic() < deadline, "the demo did not get there in time"
-        await asyncio.sleep(0.2)
 
 
 async def items(api: httpx.AsyncClient, path: str, **params: Any) -> list[Json]:
@@ -58,8 +50,9 @@ async def test_the_demo_shows_the_whole_system_working(tmp_path: Path) -> None:
             assert wrong.status_code == 401
             assert (await api.get("/goals", headers={"Authorization": ""})).status_code == 401
         # an open dashboard keeps the live stream open: stopping must not wait for it
-        live = asyncio.create_task(listen(running))
-        await asyncio.sleep(0.5)
+        connected = asyncio.Event()
+        live = asyncio.create_task(listen(running, connected))
+        await asyncio.wait_for(connected.wait(), scaled(20))
         leaving = time.monotonic()
     assert time.monotonic() - leaving < scaled(5)  # not held open by the stream
     live.cancel()
@@ -67,13 +60,16 @@ async def test_the_demo_shows_the_whole_system_working(tmp_path: Path) -> None:
         await live
 
 
-async def listen(running: RunningDemo) -> None:
-    """Follow the live stream, as the dashboard does, until the server goes away."""
+async def listen(running: RunningDemo, connected: asyncio.Event) -> None:
+    """Follow the live stream, as the dashboard does, until the server goes away; ``connected``
+    is set once the server has answered and streams (its headers are in)."""
     headers = {"Authorization": f"Bearer {running.seeded.token}"}
     async with (
         httpx.AsyncClient(timeout=None) as client,
         client.stream("GET", f"{running.url}/api/v1/stream", headers=headers) as stream,
     ):
+        connected.set()
+        assert stream.status_code == 200  # surfaces when the test awaits this task
         async for _ in stream.aiter_lines():
             pass
 
@@ -87,7 +83,7 @@ async def check_everything(api: httpx.AsyncClient, running: RunningDemo) -> None
         proposed = await items(api, "/skills", status="proposed")
         return len(done) >= 2 and len(candidates) >= 2 and bool(proposed)
 
-    await eventually(checked_twice)
+    await eventually(checked_twice, "two checks of the inbox", seconds=scaled(20), every=0.2)
 
     # (a) the recurring goal: several tasks, each with its own activation, by the timer
     checks = await items(api, "/tasks", goal_id=inbox_goal)
@@ -147,7 +143,7 @@ async def approving_sends_the_mail(api: httpx.AsyncClient, running: RunningDemo)
         task = (await api.get(f"/tasks/{approval['task_id']}")).json()["task"]
         return bool(task["status"] == "succeeded")
 
-    await eventually(sent)
+    await eventually(sent, "the approved mail to be sent", seconds=scaled(20), every=0.2)
     assert [m["to"] for m in running.office.sent] == ["dana.park@acme.example"]
 
 
@@ -160,7 +156,7 @@ async def asking_anything_else_says_how_to_use_a_real_model(api: httpx.AsyncClie
         task = (await api.get(f"/tasks/{task_id}")).json()["task"]
         return bool(task["status"] == "succeeded")
 
-    await eventually(answered)
+    await eventually(answered, "the question to be answered", seconds=scaled(20), every=0.2)
     task = (await api.get(f"/tasks/{task_id}")).json()["task"]
     assert "STEWARD_MODEL" in str(task["result"])
 

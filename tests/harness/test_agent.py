@@ -13,7 +13,6 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
-from harness.conftest import agent_worker
 from steward.domain import ApprovalStatus, Person, TaskSpec, TaskStatus, WaitCondition
 from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict
 from steward.domain.clock import SimulatedClock
@@ -29,6 +28,7 @@ from steward.runtime.scheduler import Scheduler
 from steward.sentinel.defaults import AllowAll
 from steward.store import Store
 from steward.testing.model_server import run_model_server
+from support.agents import agent_worker
 
 S = TaskStatus
 

@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import EffectStatus, Person, TaskSpec, TaskStatus, WaitCondition
 from steward.domain.actions import ActionRequest, Decision, EffectClass
 from steward.domain.clock import SimulatedClock
@@ -34,6 +33,7 @@ from steward.testing.effect_service import (
     run_effect_service,
 )
 from steward.testing.model_server import ModelServer, run_model_server
+from support.agents import agent_worker
 
 S = TaskStatus
 LEASE = 30.0

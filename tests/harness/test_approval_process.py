@@ -5,17 +5,14 @@ real OpenAI-compatible adapter over a socket and an MCP tool configured as an ex
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from startup_support import scaled
 from steward.app import build_harness
 from steward.config import Settings
 from steward.domain import ApprovalStatus, Connection, TaskStatus
@@ -26,6 +23,8 @@ from steward.runtime.worker import Worker
 from steward.service import Service
 from steward.store import Store
 from steward.testing.model_server import run_model_server
+from support.startup import scaled
+from support.waiting import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -113,11 +112,18 @@ async def test_approval_days_later_resumes_in_another_process(db_url: str, tmp_p
             with (tmp_path / "worker.log").open("wb") as log:
                 # started once and polled below; nothing blocks on it
                 worker_proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)  # noqa: ASYNC220
-            deadline = time.monotonic() + scaled(60)
-            while (await store.tasks.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
-                assert worker_proc.poll() is None, (tmp_path / "worker.log").read_text()
-                assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-                await asyncio.sleep(0.2)
+
+            async def succeeded() -> bool:
+                return (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
+
+            await eventually(
+                succeeded,
+                "the task to succeed",
+                seconds=scaled(60),
+                every=0.2,
+                gone=lambda: None if worker_proc.poll() is None else "the worker exited",
+                details=(tmp_path / "worker.log").read_text,
+            )
 
             steps = await store.activations.list_steps(task.id)
             kinds = [(s.seq, s.kind) for s in steps]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from harness.conftest import agent_worker
 from steward.domain import Person, TaskSpec, TaskStatus
 from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict
 from steward.domain.audience import PUBLIC, Audience
@@ -18,6 +17,7 @@ from steward.harness.workspace import Workspace
 from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
 from steward.models.scripted import call_tool
 from steward.store import Store
+from support.agents import agent_worker
 
 FAMILY = Audience.parse("group:family")
 

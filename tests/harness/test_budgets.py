@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import Budget, Person, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
 from steward.harness.agent import AgentHarness
@@ -18,6 +17,7 @@ from steward.models import Price, ScriptedModel
 from steward.models.scripted import call_tool
 from steward.runtime.worker import Worker
 from steward.store import Store
+from support.agents import agent_worker
 
 S = TaskStatus
 PRICE = Price(input_per_mtok=1000.0, output_per_mtok=1000.0)

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import Person, Step, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
 from steward.harness.agent import AgentConfig, AgentHarness
@@ -32,6 +31,7 @@ from steward.models.openai_compat import OpenAIModel
 from steward.models.scripted import call_tool, call_tools, say
 from steward.store import Store
 from steward.testing.model_server import ModelServer, run_model_server
+from support.agents import agent_worker
 
 S = TaskStatus
 

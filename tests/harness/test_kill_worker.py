@@ -8,17 +8,17 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.models.scripted import ScriptedModel, call_tool
 from steward.store import Store
 from steward.testing.model_server import run_model_server
+from support.startup import scaled
+from support.waiting import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -88,10 +88,17 @@ async def test_killed_after_the_model_answered_reuses_the_answer_and_runs_the_to
             # a scheduler reaps the expired lease; a fresh worker carries on
             procs.append(start("scheduler", db_url, env, log))
             procs.append(start("worker", db_url, env, log))
-            deadline = time.monotonic() + scaled(60)
-            while (await store.tasks.get_task(task.id)).status is not TaskStatus.SUCCEEDED:
-                assert time.monotonic() < deadline, log.read_text()
-                await asyncio.sleep(0.1)
+
+            async def succeeded() -> bool:
+                return (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
+
+            await eventually(
+                succeeded,
+                "the task to succeed",
+                seconds=scaled(60),
+                every=0.1,
+                details=log.read_text,
+            )
             assert server.requests == 2  # the recorded answer was reused, not asked again
             assert record.read_text() == "once\n"  # the tool ran once
             kinds = [s.kind for s in await store.activations.list_steps(task.id)]

@@ -20,7 +20,6 @@ import psutil
 import pytest
 from structlog.testing import capture_logs
 
-from startup_support import scaled
 from steward.domain.actions import EffectClass
 from steward.errors import ConfigError, StewardRuntimeError
 from steward.harness.mcp import (
@@ -37,6 +36,8 @@ from steward.harness.mcp import (
 )
 from steward.harness.tools import Tool, ToolArgumentError, ToolContext
 from steward.testing.mcp_server import serve_http
+from support.startup import scaled
+from support.waiting import eventually
 
 SERVER_ARGS = ("-m", "steward.testing.mcp_server")
 POLICIES = {
@@ -180,10 +181,11 @@ async def test_a_slow_call_times_out_and_the_server_is_stopped() -> None:
     # Long enough for the server to start on a busy machine, far short of the sleep.
     source = McpToolSource(stdio_config(timeout_seconds=4.0))
     call = asyncio.create_task(source.call_tool("slow", {"seconds": 60}))
-    for _ in range(int(scaled(200))):  # the process is polled: nothing signals its start
-        if live_servers() or call.done():
-            break
-        await asyncio.sleep(0.02)
+
+    async def started() -> bool:  # the process is polled: nothing signals its start
+        return bool(live_servers()) or call.done()
+
+    await eventually(started, "the server to start", seconds=scaled(4), every=0.02)
     assert live_servers(), "the leak check must see a running server"
     with pytest.raises(TimeoutError, match=r"'test': call 'slow' did not finish within 4 seconds"):
         await call

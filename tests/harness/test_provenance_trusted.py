@@ -4,13 +4,13 @@ tainted."""
 
 from __future__ import annotations
 
-from harness.conftest import agent_worker
-from harness.test_provenance import files_harness
 from steward.domain import Person, TaskSpec
 from steward.domain.clock import SimulatedClock
 from steward.harness.workspace import Workspace
 from steward.models.scripted import call_tool
 from steward.store import Store
+from support.agents import agent_worker
+from support.provenance import files_harness
 
 
 async def test_an_injected_id_equal_to_a_budget_number_still_asks(

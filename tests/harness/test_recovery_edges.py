@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import EffectStatus, Person, TaskSpec, TaskStatus
 from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict
 from steward.domain.clock import SimulatedClock
@@ -24,6 +23,7 @@ from steward.runtime.run import TaskRun
 from steward.runtime.scheduler import Scheduler
 from steward.sentinel.defaults import AllowAll
 from steward.store import Store
+from support.agents import agent_worker
 
 S = TaskStatus
 LEASE = 30.0

@@ -20,7 +20,6 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_server.support import ok, refused
 from steward.api import create_app
 from steward.api.common import PROBLEM
 from steward.api.mcp import PATH
@@ -29,7 +28,8 @@ from steward.domain.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
-from tenancy_support import Tenant, ids_of, make_tenant
+from support.mcp import ok, refused
+from support.tenancy import Tenant, ids_of, make_tenant
 
 TOOLS = {
     "create_goal",

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_server.support import ok, refused
 from steward.api.mcp import run_stdio
 from steward.domain import ApprovalStatus
 from steward.domain.clock import SimulatedClock
 from steward.errors import Unauthorized
 from steward.service import Service
 from steward.store import Store
-from tenancy_support import make_tenant
+from support.mcp import ok, refused
+from support.tenancy import make_tenant
 
 SERVE = """
 import asyncio, os, sys

@@ -10,18 +10,15 @@ import pytest
 
 from steward.domain.audience import PRIVATE, PUBLIC, Audience
 from steward.domain.clock import SimulatedClock
-from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind
+from steward.domain.memory import MemoryKind, MemoryStatus
 from steward.errors import Conflict, NotFound, UsageError
 from steward.memory.book import MemoryBook, WriteOutcome
 from steward.store import Store
+from support.memory import said_in
 
 FAMILY = Audience.parse("group:family")
 MAY = datetime(2026, 5, 1, tzinfo=UTC)
 SUMMER = datetime(2026, 7, 1, tzinfo=UTC)
-
-
-def said_in(ref: str, *, trusted: bool = True) -> Source:
-    return Source(kind=SourceKind.TASK, ref=ref, trusted=trusted)
 
 
 @pytest.fixture
@@ -29,11 +26,6 @@ async def person(store: Store, clock: SimulatedClock) -> str:
     if clock.now() < SUMMER:
         clock.advance(SUMMER - clock.now())  # after the move, so both cities are in the past
     return (await store.persons.create_person(name="ada", now=clock.now())).id
-
-
-@pytest.fixture
-def book(store: Store, clock: SimulatedClock) -> MemoryBook:
-    return MemoryBook(store, clock)
 
 
 async def find(

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import PRIVATE
 from steward.domain.clock import SimulatedClock
@@ -28,24 +27,12 @@ from steward.runtime.builtin import builtin_harness
 from steward.runtime.scheduler import Scheduler
 from steward.runtime.worker import Worker
 from steward.store import Store
+from support.agents import agent_worker
+from support.memory import said_in
 
 MAY = datetime(2026, 5, 1, tzinfo=UTC)
 LENIENT = PassRules(max_share=1.0)
 """For tests of what a pass does, not of when it is held."""
-
-
-def said_in(ref: str, *, trusted: bool = True) -> Source:
-    return Source(kind=SourceKind.TASK, ref=ref, trusted=trusted)
-
-
-@pytest.fixture
-async def person(store: Store, clock: SimulatedClock) -> str:
-    return (await store.persons.create_person(name="ada", now=clock.now())).id
-
-
-@pytest.fixture
-def book(store: Store, clock: SimulatedClock) -> MemoryBook:
-    return MemoryBook(store, clock)
 
 
 async def stored(

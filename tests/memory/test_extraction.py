@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
@@ -31,18 +30,9 @@ from steward.memory.extraction import (
 )
 from steward.models.scripted import ScriptedModel, call_tool, say
 from steward.store import Store
+from support.agents import agent_worker
 
 FAMILY = Audience.parse("group:family")
-
-
-@pytest.fixture
-async def person(store: Store, clock: SimulatedClock) -> str:
-    return (await store.persons.create_person(name="ada", now=clock.now())).id
-
-
-@pytest.fixture
-def book(store: Store, clock: SimulatedClock) -> MemoryBook:
-    return MemoryBook(store, clock)
 
 
 def answering(*items: dict[str, Any]) -> ScriptedModel:

@@ -6,8 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
@@ -24,16 +22,6 @@ from steward.memory.markdown import (
 from steward.store import Store
 
 MAY = datetime(2026, 5, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-async def person(store: Store, clock: SimulatedClock) -> str:
-    return (await store.persons.create_person(name="ada", now=clock.now())).id
-
-
-@pytest.fixture
-def book(store: Store, clock: SimulatedClock) -> MemoryBook:
-    return MemoryBook(store, clock)
 
 
 async def remember(

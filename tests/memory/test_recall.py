@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import PRIVATE
 from steward.domain.clock import SimulatedClock
@@ -25,6 +24,7 @@ from steward.models.scripted import call_tool, say
 from steward.store import Store
 from steward.testing.embeddings import HashingEmbedder
 from steward.testing.model_server import run_model_server
+from support.agents import agent_worker
 
 BUDGET = "Monthly budget is 3000 euros"
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import ApprovalStatus, Person, TaskSpec, TaskStatus
 from steward.domain.actions import EffectClass
 from steward.domain.clock import SimulatedClock
@@ -25,6 +24,7 @@ from steward.models.scripted import call_tool
 from steward.sentinel.defaults import DefaultSentinel
 from steward.service import Service
 from steward.store import Store
+from support.agents import agent_worker
 
 PAGES = {"/billing/invoices": "Latest invoice total: 42.50 EUR"}
 

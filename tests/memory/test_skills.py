@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.conftest import agent_worker
 from steward.domain import Person, Rule, RuleMode, TaskSpec, TaskStatus
 from steward.domain.actions import EffectClass
 from steward.domain.audience import PRIVATE, Audience
@@ -31,6 +30,7 @@ from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
 from steward.models.scripted import call_tool
 from steward.service import Service
 from steward.store import Store
+from support.agents import agent_worker
 
 SKILL = "invoice-total"
 DIRECT = "1. open_page /account/billing/invoices\n2. Read the total from the page."

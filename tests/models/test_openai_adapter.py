@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 
-from startup_support import scaled
 from steward.errors import RetryLater
 from steward.models import (
     ContextOverflow,
@@ -32,6 +31,7 @@ from steward.models import (
     say,
 )
 from steward.testing.model_server import ModelServer, run_model_server
+from support.startup import scaled
 
 SYSTEM = Message(role="system", content="You are terse.")
 USER = Message(role="user", content="x" * 40)

@@ -34,7 +34,6 @@ from typing import Any
 import httpx
 import pytest
 
-from startup_support import scaled
 from steward.domain import Activation, Effect, Task, TaskSpec, TaskStatus
 from steward.domain.clock import Clock
 from steward.domain.journal import EffectStatus
@@ -43,6 +42,8 @@ from steward.runtime.worker import Worker
 from steward.store import Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 from steward.testing.posting import connect_local_service, posting
+from support.processes import log_tails
+from support.startup import scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("startup")]
 
@@ -57,7 +58,7 @@ TEST_KILLS = 8
 SETTLE_SECONDS = 120.0
 STALL_SECONDS = 20.0
 # LEASE_SECONDS and the two bounds above hold on a quiet machine; the test stretches them
-# (startup_support.scaled) by how much slower processes start here.
+# (support.startup.scaled) by how much slower processes start here.
 SEEDS = 4
 """Seeds tried until the run produced its precondition (an unkeyed effect answered to a worker
 the service then killed, which a random kill may pre-empt): a run without it is re-run."""
@@ -117,10 +118,6 @@ async def applied_answers(url: str, keys: list[str]) -> dict[str, Any]:
             response.raise_for_status()
             answers[key] = response.json()["response"]
     return answers
-
-
-def log_tails(logs: Path) -> str:
-    return "\n".join(f"--- {f.name}\n{f.read_text()[-3000:]}" for f in sorted(logs.glob("*.log")))
 
 
 def describe(task: Task, steps: list[Any], effects: list[Effect], acts: list[Activation]) -> str:

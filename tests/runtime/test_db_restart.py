@@ -23,7 +23,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from runtime.outage_support import (
+from steward.domain import TaskSpec, TaskStatus
+from steward.store import Store
+from support.processes import (
     all_back,
     log_tails,
     outage_lines,
@@ -32,9 +34,7 @@ from runtime.outage_support import (
     stop_all,
     until,
 )
-from startup_support import scaled
-from steward.domain import TaskSpec, TaskStatus
-from steward.store import Store
+from support.startup import scaled
 
 pytestmark = pytest.mark.slow
 

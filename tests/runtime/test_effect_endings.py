@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from conftest import START
 from steward.cli.main import app
 from steward.domain import EffectStatus, GoalStatus, Person, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
@@ -31,6 +30,7 @@ from steward.runtime.stepfn import StepContext, StepHarness
 from steward.runtime.worker import Worker
 from steward.service import Service
 from steward.store import Fence, Store
+from support.clock import START
 
 LEASE = 30.0
 

@@ -7,12 +7,10 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 import psycopg
 import pytest
 
-from startup_support import scaled
 from steward.domain import FiringStatus, Goal, Person, TaskSpec, TaskStatus, TriggerKind
 from steward.domain.clock import SimulatedClock
 from steward.domain.outcome import Wait
@@ -22,6 +20,7 @@ from steward.runtime.scheduler import Scheduler
 from steward.runtime.worker import Worker
 from steward.service import Service
 from steward.store import Fence, Store
+from support.waiting import lock_waiters
 
 S = TaskStatus
 PR = "webhook.github.pull_request"
@@ -261,19 +260,6 @@ async def test_event_arriving_as_the_task_goes_to_sleep_wakes_it(db_url: str, ri
     )
     assert woken.wake["reason"] == "event"
     assert woken.wake["event"]["id"] == event.id
-
-
-async def lock_waiters(watcher: psycopg.Connection[Any], *, at_least: int) -> None:
-    """Wait until ``at_least`` sessions of this test's database wait for a lock."""
-    for _ in range(int(scaled(500))):  # the database server is another process
-        row = watcher.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        ).fetchone()
-        if row is not None and row[0] >= at_least:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("nobody waited for the lock")
 
 
 async def test_wait_event_without_a_goal_receives_its_event(rig: Rig) -> None:

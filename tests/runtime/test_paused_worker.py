@@ -19,10 +19,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from runtime.outage_support import log_tails, spawn, start_deadline, stop_all, until
-from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.store import Store
+from support.processes import log_tails, spawn, start_deadline, stop_all, until
+from support.startup import scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

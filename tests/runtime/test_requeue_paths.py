@@ -6,7 +6,6 @@ does not know goes on."""
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -21,6 +20,7 @@ from steward.runtime.scheduler import Scheduler
 from steward.runtime.stepfn import StepContext, StepHarness
 from steward.runtime.worker import Worker
 from steward.store import Store
+from support.waiting import eventually
 
 LEASE = 30.0
 BASE = 10.0
@@ -72,14 +72,13 @@ async def test_a_task_cut_off_again_and_again_waits_longer_each_time(
 
 
 async def _until(check: Any, what: str, loop: asyncio.Future[None]) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not await check():
-        if loop.done():
-            loop.result()  # raises what killed it
-            pytest.fail(f"the loop ended before {what}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+    def gone() -> str | None:
+        if not loop.done():
+            return None
+        loop.result()  # raises what killed it
+        return "the loop ended"
+
+    await eventually(check, what, seconds=WAIT_SECONDS, every=0.02, gone=gone)
 
 
 async def test_worker_and_scheduler_loops_go_on_after_an_unexpected_error(

@@ -15,20 +15,14 @@ before its send deadline (the message says when they may).
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
-import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from runtime.outage_support import holds_task_lock
-from startup_support import scaled
 from steward.domain import EffectStatus, Person, TaskSpec, TaskStatus
 from steward.domain.clock import Clock, SimulatedClock
 from steward.domain.ids import effect_key
@@ -38,6 +32,8 @@ from steward.service import Service
 from steward.store import Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 from steward.testing.posting import connect_local_service
+from support.processes import holds_task_lock, spawn, until
+from support.startup import scaled
 
 LEASE_SECONDS = 2.0
 """A worker's lease on a quiet machine (scaled for this one: a starved worker must not lose it
@@ -59,43 +55,14 @@ class Unstaged(Exception):
     request before it went out."""
 
 
-def spawn(
-    role: str, db_url: str, log: Path, *extra: str, env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    """Start ``steward <role>`` as its own OS process, its log in ``log``."""
-    cmd = [sys.executable, "-m", "steward.cli.main", role, "--db", db_url, "--log-level", "warning"]
-    with log.open("ab") as err:
-        return subprocess.Popen(
-            [*cmd, *extra],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env={**os.environ, **(env or {})},
-        )
+def log_lines(log: Path, *words: str) -> list[str]:
+    return [line for line in log.read_text().splitlines() if any(w in line for w in words)]
 
 
 def stopped(pid: int) -> bool:
     """Whether the process is stopped (SIGSTOP): state ``T`` in /proc."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat.rsplit(")", 1)[1].split()[0] == "T"
-
-
-def log_tails(logs: Path) -> str:
-    return "\n".join(f"--- {f.name}\n{f.read_text()[-2000:]}" for f in sorted(logs.glob("*.log")))
-
-
-def log_lines(log: Path, *words: str) -> list[str]:
-    return [line for line in log.read_text().splitlines() if any(w in line for w in words)]
-
-
-async def until(
-    check: Callable[[], Awaitable[bool]], what: str, procs: dict[str, Any], logs: Path
-) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not await check():
-        dead = {name: p.returncode for name, p in procs.items() if p.poll() is not None}
-        if dead or time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}; exited: {dead}\n{log_tails(logs)}")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -166,12 +133,14 @@ async def _zombie_scenario(
 
             freeze = {"STEWARD_FAILPOINTS": f"{frozen_at}=stop"}
             a = procs["a"] = spawn("worker", db_url, logs / "a.log", *lease, env=freeze)
-            await until(lambda: effect_is(EffectStatus.SENT), "A to mark it sent", procs, logs)
+            await until(
+                lambda: effect_is(EffectStatus.SENT), "A to mark it sent", procs, logs, WAIT_SECONDS
+            )
 
             async def a_frozen() -> bool:
                 return stopped(a.pid)
 
-            await until(a_frozen, "A to freeze itself", procs, logs)
+            await until(a_frozen, "A to freeze itself", procs, logs, WAIT_SECONDS)
             if await asyncio.to_thread(holds_task_lock, db_url, task.id):
                 raise Unstaged
             assert (await client.stats()) == {}, "A sent before freezing"
@@ -182,7 +151,7 @@ async def _zombie_scenario(
             async def waiting_on_it() -> bool:
                 return (await store.tasks.get_task(task.id)).status is TaskStatus.WAITING
 
-            await until(waiting_on_it, "B to find the effect in doubt", procs, logs)
+            await until(waiting_on_it, "B to find the effect in doubt", procs, logs, WAIT_SECONDS)
             # the person looks at the service's records: it never arrived
             assert not (await client.applied(key))["applied"]
             effect = await store.effects.get_effect_by_key(key)
@@ -193,7 +162,7 @@ async def _zombie_scenario(
             async def finished() -> bool:
                 return (await store.tasks.get_task(task.id)).status.terminal
 
-            await until(finished, "B to send it and finish", procs, logs)
+            await until(finished, "B to send it and finish", procs, logs, WAIT_SECONDS)
             done = await store.tasks.get_task(task.id)
             assert done.status is TaskStatus.SUCCEEDED, done.error
 
@@ -202,7 +171,7 @@ async def _zombie_scenario(
             async def a_gave_up() -> bool:
                 return bool(log_lines(logs / "a.log", *FENCE_LOG_LINES))
 
-            await until(a_gave_up, "A to give up on the task", procs, logs)
+            await until(a_gave_up, "A to give up on the task", procs, logs, WAIT_SECONDS)
             assert a.poll() is None, "worker A crashed instead of shrugging off the fence"
             a_said = log_lines(logs / "a.log", "not sent", "fence", "lease lost")
             final = await store.effects.get_effect_by_key(key)

@@ -13,7 +13,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from startup_support import scaled
 from steward.domain import Budget, EffectStatus, Person, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import effect_key
@@ -26,6 +25,7 @@ from steward.runtime.stepfn import Handler, StepContext, StepHarness
 from steward.runtime.worker import Worker
 from steward.service import Service
 from steward.store import Fence, Store
+from support.waiting import lock_waiters
 
 S = TaskStatus
 LEASE = 30.0
@@ -508,19 +508,6 @@ async def test_child_finishing_as_parent_goes_to_sleep_wakes_it(
     await asyncio.gather(going_to_sleep, child_done)
     assert (await store.tasks.get_task(child_id)).status is S.SUCCEEDED
     assert (await store.tasks.get_task(parent.task.id)).status is S.PENDING
-
-
-async def lock_waiters(watcher: psycopg.Connection[Any], *, at_least: int) -> None:
-    """Wait until ``at_least`` sessions of this test's database wait for a lock."""
-    for _ in range(int(scaled(500))):  # the database server is another process
-        row = watcher.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        ).fetchone()
-        if row is not None and row[0] >= at_least:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("nobody waited for the lock")
 
 
 # --- the effect journal after a crash -------------------------------------------------------

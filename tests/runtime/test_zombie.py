@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,8 +18,6 @@ from typing import Any
 
 import pytest
 
-from runtime.outage_support import holds_task_lock
-from startup_support import scaled
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.journal import EffectStatus
 from steward.domain.outcome import Succeed
@@ -29,6 +25,8 @@ from steward.errors import LeaseLost
 from steward.store import Fence, FinalStep, Store
 from steward.testing.effect_service import EffectServiceClient, run_effect_service
 from steward.testing.posting import connect_local_service
+from support.processes import holds_task_lock, spawn, until
+from support.startup import scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("startup")]
 
@@ -41,39 +39,9 @@ FENCE_LOG_LINES = (
 )
 
 
-def spawn(role: str, db_url: str, log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    """Start ``steward <role>`` as its own OS process, its log in ``log``."""
-    cmd = [sys.executable, "-m", "steward.cli.main", role, "--db", db_url]
-    with log.open("ab") as err:
-        return subprocess.Popen(
-            [*cmd, "--log-level", "warning", *extra], stdout=subprocess.DEVNULL, stderr=err
-        )
-
-
 def worker_pid(worker_name: str) -> int:
     """Workers are named ``host:pid:random``."""
     return int(worker_name.split(":")[-2])
-
-
-async def until(
-    check: Callable[[], Awaitable[bool]],
-    what: str,
-    procs: dict[str, subprocess.Popen[bytes]],
-    logs: Path,
-    seconds: float = 30.0,
-) -> None:
-    """Poll ``check`` until true; fail early if one of ``procs`` died, or after ``seconds``
-    (on a quiet machine: stretched here by how much slower processes start)."""
-    deadline = time.monotonic() + scaled(seconds)
-    while not await check():
-        dead = {name: p.returncode for name, p in procs.items() if p.poll() is not None}
-        if dead or time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}; exited: {dead}\n{log_tails(logs)}")
-        await asyncio.sleep(0.05)
-
-
-def log_tails(logs: Path) -> str:
-    return "\n".join(f"--- {f.name}\n{f.read_text()[-2000:]}" for f in sorted(logs.glob("*.log")))
 
 
 async def snapshot(store: Store, task_id: str) -> tuple[Any, ...]:
@@ -119,7 +87,7 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
 
             await client.control(hold=True)
             a = procs["a"] = spawn("worker", db_url, tmp_path / "a.log", *lease)
-            await until(lambda: sent(key1, 1), "A to send the effect", procs, tmp_path, 15)
+            await until(lambda: sent(key1, 1), "A to send the effect", procs, tmp_path, scaled(15))
             for _ in range(10):
                 a.send_signal(signal.SIGSTOP)
                 if not await asyncio.to_thread(holds_task_lock, db_url, task.id):
@@ -137,13 +105,15 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
             # A's lease lapses while it is frozen; the reaper re-queues, B takes over.
             procs["scheduler"] = spawn("scheduler", db_url, tmp_path / "scheduler.log")
             b = procs["b"] = spawn("worker", db_url, tmp_path / "b.log", *lease)
-            await until(lambda: sent(key1, 2), "worker B to resend the effect", procs, tmp_path)
+            await until(
+                lambda: sent(key1, 2), "worker B to resend the effect", procs, tmp_path, scaled(30)
+            )
             await client.control(hold=False)
 
             async def finished() -> bool:
                 return (await store.tasks.get_task(task.id)).status.terminal
 
-            await until(finished, "worker B to finish the task", procs, tmp_path)
+            await until(finished, "worker B to finish the task", procs, tmp_path, scaled(30))
             before = await snapshot(store, task.id)
             done, steps, effects, activations = before
             assert done.status is TaskStatus.SUCCEEDED, done.error
@@ -168,7 +138,9 @@ async def test_zombie_worker_writes_nothing_after_losing_its_lease(
             async def a_gave_up() -> bool:
                 return bool(fence_messages(tmp_path / "a.log"))
 
-            await until(a_gave_up, "worker A to notice it lost the lease", procs, tmp_path)
+            await until(
+                a_gave_up, "worker A to notice it lost the lease", procs, tmp_path, scaled(30)
+            )
             assert a.poll() is None, "worker A crashed instead of shrugging off the fence"
             print(f"\nzombie worker A logged: {fence_messages(tmp_path / 'a.log')}")
 

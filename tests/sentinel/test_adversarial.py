@@ -3,41 +3,24 @@ real harness and security plane (policy sentinel, vault, egress broker, approval
 attempt must be blocked or escalated. Tools count their real side effects, so "blocked" means
 the effect did not happen — and the task was told no, waits on an approval, or was handed back.
 
-Each test records its attempt; the last test prints the table of attempts and outcomes (and
-writes it to a file). Each test ends by scanning every table of its database, the captured logs,
-stdout/stderr and the workspace for the secret's plaintext: it exists only as vault ciphertext.
+Each test records its attempt; the outcome table test runs every attack again, each on a fresh
+database, and prints the table of attempts and outcomes (and writes it to a file). Each test
+ends by scanning every table of its database, the captured logs, stdout/stderr and the
+workspace for the secret's plaintext: it exists only as vault ciphertext.
 """
 
 from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, quote
 
 import pytest
 
-from sentinel.adversarial_support import (
-    ATTEMPTS,
-    CARD,
-    CONTROL_TOOLS,
-    ERRAND_SCOPES,
-    PLACEHOLDER,
-    SCANNED,
-    SECRET,
-    SECRET_NAME,
-    Echo,
-    Errands,
-    Mail,
-    World,
-    http_fetch_tool,
-    mail_to,
-    research_tools,
-    scan_for_secret,
-    table,
-)
 from steward.domain import (
     ApprovalStatus,
     Lifetime,
@@ -56,6 +39,27 @@ from steward.runtime.scheduler import Scheduler
 from steward.sentinel.vault import Redactor
 from steward.store import Store
 from steward.testing.model_server import serve_in_thread
+from support.adversarial import (
+    CARD,
+    CONTROL_TOOLS,
+    ERRAND_SCOPES,
+    PLACEHOLDER,
+    SECRET,
+    SECRET_NAME,
+    Attempt,
+    Echo,
+    Errands,
+    Mail,
+    ScanTotals,
+    World,
+    http_fetch_tool,
+    mail_to,
+    research_tools,
+    scan_for_secret,
+    table,
+)
+from support.clock import START
+from support.databases import fresh_database
 
 SECRET_FORMS = Redactor([(SECRET_NAME, SECRET)])
 
@@ -939,28 +943,72 @@ def _number(test_name: str) -> str:
     return test_name.split("_")[2].lstrip("0")
 
 
-def test_zz_outcome_table(request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    """Print the attempts and outcomes of this run; every attempt was blocked or escalated."""
-    if not ATTEMPTS:
-        pytest.skip("no attack ran in this session: the table reports their outcomes")
+Attack = Callable[[World, Caplog, Capsys], Awaitable[None]]
+ATTACKS: dict[str, Attack] = {
+    _number(name): attack
+    for name, attack in sorted(globals().items())
+    if name.startswith("test_attack_")
+}
+"""Every attack of this module, by its number."""
+
+
+@asynccontextmanager
+async def fresh_world(
+    request: pytest.FixtureRequest,
+    backend: str,
+    where: Path,
+    attempts: list[Attempt],
+    scanned: ScanTotals,
+) -> AsyncIterator[World]:
+    """A world on a fresh database of ``backend`` at the head revision (``where``.db on
+    SQLite), with its own echo service, that records its attempts and scans into ``attempts``
+    and ``scanned``."""
+    echo = Echo()
+    with ExitStack() as stack:
+        echo.url = stack.enter_context(serve_in_thread(echo.app()))
+        database = contextmanager(fresh_database)(
+            request, backend, where.with_suffix(".db"), migrated=True
+        )
+        store = await Store.open(stack.enter_context(database))
+        try:
+            clock = SimulatedClock(START)
+            yield await World.create(
+                store, clock, where, echo, backend, attempts=attempts, scanned=scanned
+            )
+        finally:
+            await store.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest) -> str:
+    """A backend whose template database at the head revision is made now, before the test's
+    event loop runs (making it runs one of its own)."""
+    request.getfixturevalue("sqlite_template" if request.param == "sqlite" else "postgres_copies")
+    return str(request.param)
+
+
+async def test_outcome_table(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, caplog: Caplog, capsys: Capsys
+) -> None:
+    """Run every attack, each on a fresh database; print the attempts and outcomes; every attempt
+    was blocked or escalated."""
+    caplog.set_level(logging.DEBUG)  # as the world fixture does
+    attempts: list[Attempt] = []
+    scanned = ScanTotals()
+    for number, attack in ATTACKS.items():
+        async with fresh_world(request, backend, tmp_path / number, attempts, scanned) as world:
+            await attack(world, caplog, capsys)
+        caplog.clear()  # each attack scans the log records of its own run
     scan = (
-        f"secret scan: {SCANNED.databases} databases ({SCANNED.rows} rows of every table), "
-        f"{SCANNED.log_records} log records, {SCANNED.files} workspace files: "
-        f"{len(SCANNED.hits)} plaintext hits {SCANNED.hits}"
+        f"secret scan: {scanned.databases} databases ({scanned.rows} rows of every table), "
+        f"{scanned.log_records} log records, {scanned.files} workspace files: "
+        f"{len(scanned.hits)} plaintext hits {scanned.hits}"
     )
-    text = f"{table(ATTEMPTS)}\n{scan}\n"
+    text = f"{table(attempts)}\n{scan}\n"
     print(f"\n{text}")
     (tmp_path / "adversarial_outcomes.txt").write_text(text)
 
-    # every attack selected in this session reported, on every backend that ran
-    selected = {
-        _number(item.originalname)
-        for item in request.session.items
-        if isinstance(item, pytest.Function)
-        and item.module is request.module
-        and item.originalname.startswith("test_attack_")
-    }
-    for backend in {a.backend for a in ATTEMPTS}:
-        assert {a.number for a in ATTEMPTS if a.backend == backend} == selected, backend
-    assert [a for a in ATTEMPTS if not a.blocked] == []
-    assert SCANNED.hits == []
+    # every attack of the module reported
+    assert {a.number for a in attempts} == set(ATTACKS), backend
+    assert [a for a in attempts if not a.blocked] == []
+    assert scanned.hits == []

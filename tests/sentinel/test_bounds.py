@@ -29,8 +29,8 @@ from steward.sentinel.arguments import pinned_constraints, recipients_of, urls_o
 from steward.sentinel.index import PolicySnapshot
 from steward.sentinel.policy import PolicySentinel, evaluate
 from steward.sentinel.urls import UrlRefused, host_key, is_public, parse_url
-from steward.service import Service
 from steward.store import Store
+from support.agents import person_with_api
 
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 ME = "per_me"
@@ -58,14 +58,6 @@ def fetch_rig(
         sentinel=PolicySentinel(store, clock),
     )
     return Worker(store, harness, clock, poll_seconds=None), sent
-
-
-async def person_with_api(store: Store, clock: SimulatedClock) -> tuple[Service, str]:
-    svc = Service(store, clock)
-    person = await svc.ensure_person()
-    # a connection that names no hosts: only the grant stands between the agent and any host
-    await svc.add_connection(person_id=person.id, kind="http", name="web", scopes=["api.call"])
-    return svc, person.id
 
 
 @pytest.mark.parametrize(

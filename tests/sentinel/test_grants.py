@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from sentinel.conftest import World, request
 from steward.domain import TaskSpec
 from steward.domain.actions import EffectClass, Verdict
 from steward.domain.authority import Connection, Lifetime, Rule, RuleMode
@@ -21,6 +20,7 @@ from steward.domain.ids import new_id
 from steward.errors import NotFound, UsageError
 from steward.sentinel.index import PolicyCache
 from steward.sentinel.policy import action_keys, evaluate, session_of
+from support.sentinel import World, request
 
 
 async def test_once_allows_exactly_one_action_then_asks(w: World) -> None:

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sentinel.conftest import World
 from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.domain.ids import new_id
@@ -21,6 +20,7 @@ from steward.sentinel.index import PersonPolicy, PolicyCache
 from steward.sentinel.policy import PolicySentinel, action_keys, evaluate, session_of
 from steward.store import Store
 from steward.store.authority import PolicyRead
+from support.sentinel import World
 
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 ME = "per_me"

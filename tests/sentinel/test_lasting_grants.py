@@ -24,8 +24,8 @@ from steward.runtime.worker import Worker
 from steward.sentinel.arguments import pinned_constraints
 from steward.sentinel.index import PolicySnapshot
 from steward.sentinel.policy import PolicySentinel, constraints_hold, evaluate
-from steward.service import Service
 from steward.store import Store
+from support.agents import person_with_api
 
 NOW = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 ME = "per_me"
@@ -61,13 +61,6 @@ def rig(
         sentinel=PolicySentinel(store, clock),
     )
     return Worker(store, harness, clock, poll_seconds=None), sent
-
-
-async def person_with_api(store: Store, clock: SimulatedClock) -> tuple[Service, str]:
-    svc = Service(store, clock)
-    person = await svc.ensure_person()
-    await svc.add_connection(person_id=person.id, kind="http", name="web", scopes=["api.call"])
-    return svc, person.id
 
 
 APPROVED = {"to": "bob@x.com", "total": 5, "target": "https://ok.example/a"}

@@ -13,7 +13,7 @@ from steward.domain.clock import SimulatedClock
 from steward.errors import Forbidden, NotFound, UsageError
 from steward.service import Service
 from steward.store import Store
-from tenancy_support import Tenant, make_tenant
+from support.tenancy import Tenant, make_tenant
 
 
 @pytest.fixture

@@ -16,12 +16,13 @@ import pytest
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from conftest import START, fresh_postgres_url
 from steward.domain import Person, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
 from steward.domain.outcome import Claim, Succeed
 from steward.errors import LeaseLost, StewardError
 from steward.store import Fence, Store
+from support.clock import START
+from support.databases import fresh_postgres_url
 
 LEASE = 30.0
 LIMITS = (2, 3, 5)

@@ -12,8 +12,8 @@ from steward.domain.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
-from tenancy_support import make_tenant
-from web.web_support import Site, dashboard
+from support.tenancy import make_tenant
+from support.web import Site, dashboard
 
 
 @pytest.fixture

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from startup_support import scaled
 from steward.domain import ApprovalStatus
 from steward.domain.clock import SimulatedClock
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
-from tenancy_support import make_tenant
-from web.web_support import Site, ask_approval, chromium, dashboard
+from support.startup import scaled
+from support.tenancy import make_tenant
+from support.web import Site, ask_approval, chromium, dashboard
 
 PHONE = {"width": 375, "height": 812}
 DESKTOP = {"width": 1280, "height": 800}

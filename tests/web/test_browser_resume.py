@@ -25,7 +25,6 @@ import pytest
 from playwright.async_api import Browser, expect
 from pydantic import SecretStr
 
-from startup_support import scaled
 from steward.app import build_harness
 from steward.config import Settings
 from steward.connectors.http import API_CALL
@@ -41,7 +40,9 @@ from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
 from steward.testing.model_server import ModelServer, run_model_server
-from web.web_support import chromium, dashboard
+from support.startup import scaled
+from support.waiting import eventually
+from support.web import chromium, dashboard
 
 LOOPBACK = "127.0.0.1"
 SECRET = "mail"
@@ -200,11 +201,10 @@ async def test_an_approval_appears_live_and_the_task_resumes_and_finishes(
 
 
 async def _until_done(world: World, task_id: str) -> None:
-    for _ in range(int(live()) // 50):
-        if (await world.store.tasks.get_task(task_id)).status.terminal:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"task {task_id} did not finish")
+    async def finished() -> bool:
+        return (await world.store.tasks.get_task(task_id)).status.terminal
+
+    await eventually(finished, f"task {task_id} to finish", seconds=live() / 1000)
 
 
 async def test_approved_always_then_the_grant_revoked_and_the_next_send_is_held_again(

@@ -11,7 +11,7 @@ import pytest
 from steward.domain import ApprovalStatus
 from steward.domain.memory_pass import MemoryPass, OperationKind, PassOperation, PassStatus
 from steward.web.session import SESSION_COOKIE
-from web.web_support import Session, Site, ask_approval, csrf_of
+from support.web import Session, Site, ask_approval, csrf_of
 
 PAGES = ("/", "/inbox", "/goals", "/chat", "/triggers", "/memory", "/skills", "/security")
 
@@ -166,7 +166,7 @@ async def test_every_form_post_needs_the_csrf_token(site: Site) -> None:
 
 
 async def _state(site: Site) -> object:
-    from tenancy_support import state_of
+    from support.tenancy import state_of
 
     return [await state_of(site.store, site.clock, t) for t in (site.a, site.b)]
 

@@ -167,10 +167,6 @@ class Memory:
         """When it became true, as far as known: its valid-from, else when it was said."""
         return self.valid_from or self.observed_at
 
-    def valid_at(self, when: datetime) -> bool:
-        started = self.valid_from is None or self.valid_from <= when
-        return started and (self.valid_to is None or when < self.valid_to)
-
     def provenance(self) -> str:
         """One line for the context and the person: where it came from, and when."""
         parts = [

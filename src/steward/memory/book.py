@@ -29,7 +29,6 @@ from steward.domain.memory import (
     MemoryVersion,
     Source,
     Tombstone,
-    normalized,
 )
 from steward.errors import StewardRuntimeError, UsageError
 from steward.memory.embedding import Embedder, pack
@@ -240,22 +239,6 @@ class MemoryBook:
     async def history(self, memory_id: str) -> list[MemoryVersion]:
         return await self.store.memory.memory_history(memory_id)
 
-    async def reindex(self, person_id: str) -> int:
-        """Embed the active memories that have no vector for the current embedder (after a
-        change of embedder, or an embedding service that was down)."""
-        if self.embedder is None:
-            return 0
-        memories = await self.store.memory.list_memories(
-            person_id=person_id, statuses=[MemoryStatus.ACTIVE], limit=1_000_000
-        )
-        delta = await self.store.memory_search.memory_vectors_since(
-            person_id=person_id, model=self.embedder.name, after_seq=0
-        )
-        have = {memory_id for _, memory_id, _ in delta.rows}
-        missing = [m for m in memories if m.id not in have]
-        await self._embed(missing)
-        return len(missing)
-
     # --- helpers ----------------------------------------------------------------------------
 
     async def _same(self, person_id: str, content: str, audience: Audience) -> Memory | None:
@@ -307,7 +290,7 @@ class MemoryBook:
         try:
             vectors = await self.embedder.embed([m.content for m in memories])
         except StewardRuntimeError as exc:
-            # the memory is kept; lexical recall finds it, and reindex() embeds it later
+            # the memory is kept, and lexical recall finds it
             log.warning("embedding failed", error=str(exc), memories=len(memories))
             return
         for memory, vector in zip(memories, vectors, strict=True):
@@ -334,7 +317,3 @@ def _check(
             raise UsageError(f"{name} must be between 0 and 1, not {value}")
     if valid_from is not None and valid_to is not None and valid_to <= valid_from:
         raise UsageError("valid_to must be after valid_from")
-
-
-def same_statement(a: str, b: str) -> bool:
-    return normalized(a) == normalized(b)

@@ -11,7 +11,7 @@ import httpx
 
 from steward.service import Service
 from steward.service.hooks import sign
-from tenancy_support import Tenant
+from support.tenancy import Tenant
 
 
 @dataclass

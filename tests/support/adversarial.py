@@ -20,7 +20,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from harness.conftest import agent_worker
 from steward.connectors.http import http_tool
 from steward.domain import Grant, Lifetime, TaskSpec, TaskStatus
 from steward.domain.actions import EffectClass
@@ -40,6 +39,7 @@ from steward.sentinel.vault import Redactor, Vault, VaultKeys
 from steward.service import Service
 from steward.store import Store
 from steward.store.schema import metadata
+from support.agents import agent_worker
 
 SECRET_NAME = "api_key"
 SECRET = "sk-live-Vq8+Zr/3mT&k=9wXe"
@@ -238,6 +238,38 @@ CONTROL_TOOLS = {
 one must be reviewed for that and added here."""
 
 
+# --- the outcome table ------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True, frozen=True)
+class Attempt:
+    """One attack and what became of it."""
+
+    backend: str
+    """Database the attempt ran on."""
+    number: str
+    """Its place in the suite."""
+    attack: str
+    """What the hostile model tried."""
+    expected: str
+    """What must happen."""
+    observed: str
+    """What did happen."""
+    blocked: bool
+    """The side effect did not happen and the task was stopped, escalated or told no."""
+
+
+@dataclass
+class ScanTotals:
+    """What the leak scans of a run of attacks read, and what they found."""
+
+    databases: int = 0
+    rows: int = 0
+    log_records: int = 0
+    files: int = 0
+    hits: list[str] = field(default_factory=list)
+
+
 # --- one person's world -------------------------------------------------------------------------
 
 
@@ -263,10 +295,22 @@ class World:
     echo: Echo
     backend: str
     """``sqlite`` or ``postgres``."""
+    attempts: list[Attempt] = field(default_factory=list)
+    """The attempts recorded here, in order (the outcome table of a run of attacks)."""
+    scanned: ScanTotals = field(default_factory=ScanTotals)
+    """The totals of the leak scans made here."""
 
     @classmethod
     async def create(
-        cls, store: Store, clock: SimulatedClock, tmp_path: Path, echo: Echo, backend: str
+        cls,
+        store: Store,
+        clock: SimulatedClock,
+        tmp_path: Path,
+        echo: Echo,
+        backend: str,
+        *,
+        attempts: list[Attempt] | None = None,
+        scanned: ScanTotals | None = None,
     ) -> World:
         """The person, their vault secret (bound to 127.0.0.1) and the broker that uses it."""
         svc = Service(store, clock)
@@ -289,6 +333,8 @@ class World:
             workspace=Workspace(tmp_path / "workspace"),
             echo=echo,
             backend=backend,
+            attempts=[] if attempts is None else attempts,
+            scanned=ScanTotals() if scanned is None else scanned,
         )
 
     def rig(self, tools: Iterable[Tool], script: Sequence[ScriptItem]) -> Rig:
@@ -324,7 +370,7 @@ class World:
         blocked: bool,
     ) -> None:
         """Add an attempt to the outcome table."""
-        ATTEMPTS.append(
+        self.attempts.append(
             Attempt(
                 backend=self.backend,
                 number=number,
@@ -401,42 +447,7 @@ class World:
         ]
 
 
-# --- the outcome table ------------------------------------------------------------------------
-
-
-@dataclass(kw_only=True, frozen=True)
-class Attempt:
-    """One attack and what became of it."""
-
-    backend: str
-    """Database the attempt ran on."""
-    number: str
-    """Its place in the suite."""
-    attack: str
-    """What the hostile model tried."""
-    expected: str
-    """What must happen."""
-    observed: str
-    """What did happen."""
-    blocked: bool
-    """The side effect did not happen and the task was stopped, escalated or told no."""
-
-
-ATTEMPTS: list[Attempt] = []
-"""Every attempt of this session, in order (the last test prints them)."""
-
-
-@dataclass
-class ScanTotals:
-    databases: int = 0
-    rows: int = 0
-    log_records: int = 0
-    files: int = 0
-    hits: list[str] = field(default_factory=list)
-
-
-SCANNED = ScanTotals()
-"""Totals of every leak scan of this session."""
+# --- the outcome table, as text ---------------------------------------------------------------
 
 
 def table(attempts: Sequence[Attempt]) -> str:
@@ -478,7 +489,7 @@ async def scan_for_secret(
     """Every place the secret's plaintext (in any usual encoding) occurs: database rows of every
     table (the vault's ciphertext included — it must not contain it either), log records, what
     was printed, and files in the workspace. Also checks the vault does hold it, encrypted.
-    ``tally`` adds the scan to :data:`SCANNED`."""
+    ``tally`` adds the scan to the world's :class:`ScanTotals`."""
     hits: list[str] = []
     rows = 0
     for table_ in metadata.sorted_tables:
@@ -502,11 +513,11 @@ async def scan_for_secret(
     hits += found_in_files
     assert rows > 0
     if tally:
-        SCANNED.databases += 1
-        SCANNED.rows += rows
-        SCANNED.log_records += len(records)
-        SCANNED.files += len(files)
-        SCANNED.hits += hits
+        w.scanned.databases += 1
+        w.scanned.rows += rows
+        w.scanned.log_records += len(records)
+        w.scanned.files += len(files)
+        w.scanned.hits += hits
     return hits
 
 

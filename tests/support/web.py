@@ -21,7 +21,7 @@ from steward.domain.clock import Clock
 from steward.domain.ids import new_id
 from steward.service import Service
 from steward.store import Fence, Store
-from tenancy_support import Tenant
+from support.tenancy import Tenant
 
 _CSRF = re.compile(r'name="csrf" value="([0-9a-f]*)"')
 

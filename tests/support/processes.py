@@ -1,22 +1,21 @@
-"""Real ``steward`` processes for the outage tests: spawn them, wait on them, read their logs."""
+"""Real ``steward`` processes for multi-process tests: spawn them, wait on them, read their logs,
+see the database outages they logged."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import psycopg
-import pytest
 
-from startup_support import startup_seconds
 from steward.errors import DatabaseUnavailable
+from support.startup import startup_seconds
+from support.waiting import eventually
 
 OUTAGE_LINE = "database unavailable, retrying in"
 BACK_LINE = "database available again"
@@ -25,7 +24,7 @@ BACK_LINE = "database available again"
 def start_deadline(extra: float = 0.0) -> float:
     """Seconds to allow for processes to start and do ``extra`` seconds of work: scaled by how
     long a ``steward`` process takes to start here, now (3 s at rest, 10 s under load), as
-    measured once per session by :func:`startup_support.startup_seconds`."""
+    measured once per session by :func:`support.startup.startup_seconds`."""
     return 30.0 + 10 * startup_seconds() + extra
 
 
@@ -77,23 +76,25 @@ def log_tails(logs: Path) -> str:
 async def until(
     check: Callable[[], Awaitable[bool]],
     what: str,
-    procs: dict[str, subprocess.Popen[bytes]],
+    procs: Mapping[str, subprocess.Popen[bytes]],
     logs: Path,
     seconds: float,
 ) -> float:
     """Poll ``check`` until true (a database outage meanwhile is waited out); fail early if one
     of ``procs`` exited, or after ``seconds``. Returns the seconds it took."""
-    began = time.monotonic()
-    while True:
-        try:
-            if await check():
-                return time.monotonic() - began
-        except DatabaseUnavailable:
-            pass
+
+    def gone() -> str | None:
         dead = {name: p.returncode for name, p in procs.items() if p.poll() is not None}
-        if dead or time.monotonic() - began > seconds:
-            pytest.fail(f"timed out waiting for {what}; exited: {dead}\n{log_tails(logs)}")
-        await asyncio.sleep(0.05)
+        return f"exited: {dead}" if dead else None
+
+    return await eventually(
+        check,
+        what,
+        seconds=seconds,
+        tolerate=(DatabaseUnavailable,),
+        gone=gone,
+        details=lambda: log_tails(logs),
+    )
 
 
 def stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
