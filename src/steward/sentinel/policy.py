@@ -664,11 +664,17 @@ class PolicySentinel:
 
     async def check(self, request: ActionRequest) -> Decision:
         """Decide, and record the decision (and what decided it) in the audit log."""
+        return (await self.judge(request)).decision()
+
+    async def judge(self, request: ActionRequest, *, actor: str | None = None) -> PolicyDecision:
+        """:meth:`decide`, and record the decision (and what decided it) in the audit log, as
+        proposed by ``actor`` (by default the request's task's agent): the full decision, for
+        callers that act on what decided it, such as the skill library."""
         decided = await self.decide(request)
         await self.store.append_audit(
             person_id=request.person_id,
             kind="decision",
-            actor=f"agent:{request.task_id}",
+            actor=actor or f"agent:{request.task_id}",
             data={
                 "tool": request.tool,
                 "verdict": decided.verdict.value,
@@ -682,4 +688,4 @@ class PolicySentinel:
             },
             now=self.clock.now(),
         )
-        return decided.decision()
+        return decided
