@@ -11,7 +11,7 @@ from sentinel.conftest import World, request
 from steward.domain.actions import Verdict
 from steward.domain.roles import DataClass
 from steward.errors import UsageError
-from steward.sentinel.policy import constraints_hold
+from steward.sentinel.grants import constraints_hold
 
 
 async def test_a_grant_names_known_data_kinds_only(w: World) -> None:
