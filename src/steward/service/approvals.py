@@ -84,6 +84,6 @@ class ApprovalService(ServiceBase):
         """Mark read (a read token may: it is the dashboard's own bookkeeping). Marking one
         already read changes nothing; an id that is not the person's is
         :class:`~steward.errors.NotFound`, like one that does not exist."""
-        self._may(READ)
-        mine = None if self.principal is None else self.principal.person_id
-        await self.store.mark_read(notification_id, now=self.clock.now(), person_id=mine)
+        await self.store.mark_read(
+            notification_id, now=self.clock.now(), person_id=self._mine(READ)
+        )

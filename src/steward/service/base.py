@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Protocol, Self
 
 from steward.domain import (
     ApiToken,
@@ -49,6 +49,15 @@ class Principal:
         return f"token:{self.token.id}"
 
 
+class Runtime(Protocol):
+    """What the facade needs of an in-process runtime
+    (:class:`~steward.runtime.runtime.Runtime`): to hear that work arrived."""
+
+    def notify_work(self) -> None: ...
+
+    def notify_scheduler(self) -> None: ...
+
+
 class ServiceBase:
     """State and checks shared by the facade's parts."""
 
@@ -56,7 +65,7 @@ class ServiceBase:
         self,
         store: Store,
         clock: Clock | None = None,
-        runtime: Any = None,
+        runtime: Runtime | None = None,
         *,
         principal: Principal | None = None,
         data_dir: Path | None = None,
@@ -109,6 +118,14 @@ class ServiceBase:
         if person_id and person_id != self.principal.person_id:
             raise NotFound("person", person_id)
         return self.principal.person_id
+
+    def _mine(self, scope: str, person_id: str | None = None) -> str | None:
+        """Whose data a listing is limited to: a bound service's own person's (naming anyone
+        else is not found); for the owner, ``person_id``'s (None: everyone's)."""
+        if self.principal is None:
+            self._may(scope)
+            return person_id
+        return self._for(person_id, scope)
 
     def _owned(self, kind: str, object_id: str, person_id: str) -> None:
         if self.principal is not None and person_id != self.principal.person_id:

@@ -253,9 +253,7 @@ class WorkService(ServiceBase):
 
     async def count_tasks(self) -> dict[str, int]:
         """Tasks by status: everyone's, or a bound service's person's."""
-        self._may(READ)
-        mine = None if self.principal is None else self.principal.person_id
-        return await self.store.count_tasks(person_id=mine)
+        return await self.store.count_tasks(person_id=self._mine(READ))
 
     async def control_task(self, task_id: str, action: str) -> Task:
         await self._task(task_id, CONTROL)
@@ -276,9 +274,7 @@ class WorkService(ServiceBase):
     ) -> list[Task]:
         """Tasks, newest first: everyone's (a bound service's person's), or one person's; only
         those under ``goal_id``, in ``status`` or of ``kind`` (e.g. ``agent``) if given."""
-        self._may(READ)
-        if self.principal is not None:
-            person_id = self._for(person_id, READ)
+        person_id = self._mine(READ, person_id)
         statuses = None
         if status is not None:
             try:
@@ -389,11 +385,9 @@ class WorkService(ServiceBase):
         return await self.store.list_events(person_id=self._for(person_id, READ), limit=limit)
 
     async def list_effects(self, *, task_id: str | None = None) -> list[Effect]:
-        self._may(READ)
         if task_id is not None:
             await self._task(task_id, READ)
-        mine = None if self.principal is None else self.principal.person_id
-        return await self.store.list_effects(task_id=task_id, person_id=mine)
+        return await self.store.list_effects(task_id=task_id, person_id=self._mine(READ))
 
     async def prune(self, *, older_than: timedelta) -> dict[str, int]:
         """Delete history of work that finished longer than ``older_than`` ago."""
@@ -404,10 +398,9 @@ class WorkService(ServiceBase):
 
     async def in_doubt_effects(self, person_id: str | None = None) -> list[Effect]:
         """Effects nobody knows happened: everyone's, one person's, or a bound service's."""
-        self._may(READ)
-        if self.principal is not None:
-            person_id = self._for(person_id, READ)
-        return await self.store.list_effects(status=EffectStatus.IN_DOUBT, person_id=person_id)
+        return await self.store.list_effects(
+            status=EffectStatus.IN_DOUBT, person_id=self._mine(READ, person_id)
+        )
 
     async def resolve_effect(self, effect_id: str, *, applied: bool, result: Any = None) -> Effect:
         """Decide an in-doubt effect: it happened (``result``: what the service answered, if
