@@ -1,23 +1,22 @@
 """Grants: what one covers, and the one a person gives by approving an action.
 
-A grant *covers* an action when it is live for it (not revoked; ``once``: unspent and for no
-task or this task; ``task``: this task; ``session``: this session; ``until``: before its
-expiry; ``standing``), gives every scope the tool needs (a tool without scopes only through a
-``tool`` constraint naming it), and its constraints hold on the arguments: ``tool`` (exact
-name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value; for a
-tool that declares argument roles, its RECIPIENT and PAYEE arguments; each one plain address,
-lower-cased, its domain normalised like a host), ``domains`` (each recipient's and URL's domain,
-or a subdomain of one; an IP address only exactly), ``hosts`` (the host of ``url``/``endpoint``,
-or of a tool's HOST arguments), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
-segments), ``max_amount`` (the amounts at most it) and ``period_amount`` over
-``period_seconds`` (the amounts of the actions it allowed in the trailing period, this one
-included, at most it: counted atomically by the store when the grant allows an action, so two
-racing actions cannot both use the last of an allowance); ``data`` names the kinds of the
-person's sensitive data the actions may carry out (step 6) and narrows nothing. A constraint
-whose argument is missing or cannot be read fails: a constraint never passes by default. URLs
-and hosts are read by :mod:`steward.sentinel.urls`, as the grant builder and the egress broker
-read them. When several grants cover, a non-``once`` grant is preferred, so a one-time grant is
-not spent needlessly.
+A grant *covers* an action when it is live for it (not revoked; ``once``: unspent and for no task
+or this task; ``task``: this task; ``session``: this session; ``until``: before its expiry;
+``standing``), gives every scope the tool needs (a tool without scopes only through a ``tool``
+constraint naming it), and its constraints hold on the arguments: ``tool`` (exact name),
+``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value; for a tool that
+declares argument roles, its RECIPIENT and PAYEE arguments; each one plain address, lower-cased,
+its domain normalised like a host), ``domains`` (each recipient's and URL's domain, or a subdomain
+of one; an IP address only exactly), ``hosts`` (the host of ``url``/``endpoint``, or of a tool's
+HOST arguments), ``path_prefix`` (their path, at a ``/`` boundary, with no dot segments),
+``max_amount`` (the amounts at most it) and ``period_amount`` over ``period_seconds`` (the amounts
+of the actions it allowed in the trailing period, this one included, at most it: counted atomically
+by the store when the grant allows an action, so two racing actions cannot both use the last of an
+allowance); ``data`` names the kinds of the person's sensitive data the actions may carry out (step
+6 of :mod:`steward.sentinel.policy`) and narrows nothing. A constraint whose argument is missing or
+cannot be read fails: a constraint never passes by default. URLs and hosts are read by
+:mod:`steward.sentinel.urls`, as the grant builder and the egress broker read them. When several
+grants cover, a non-``once`` grant is preferred, so a one-time grant is not spent needlessly.
 
 Approving can also give lasting authority for the same tool (:data:`APPROVAL_SCOPES`):
 ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for ``hours``),
@@ -55,49 +54,6 @@ from steward.sentinel.arguments import (
     urls_of,
 )
 from steward.sentinel.urls import host_key, ip_of, recipient_key
-
-APPROVAL_SCOPES = ("once", "task", "hours", "always")
-"""What approving an action may also allow."""
-
-_LIFETIMES = {"task": Lifetime.TASK, "hours": Lifetime.UNTIL, "always": Lifetime.STANDING}
-
-
-def approval_grant(
-    approval: Approval,
-    *,
-    approve: bool,
-    scope: str,
-    hours: float | None,
-    issued_by: str,
-    now: datetime,
-) -> Grant | None:
-    """The lasting grant deciding ``approval`` so gives, or None: a denial or a ``once``
-    approval gives nothing beyond the action itself. An unknown scope is refused either way."""
-    if scope not in APPROVAL_SCOPES:
-        raise UsageError(f"unknown approval scope {scope!r}; use one of {APPROVAL_SCOPES}")
-    if not approve or scope == "once":
-        return None
-    expires_at = None
-    if scope == "hours":
-        if hours is None:
-            raise UsageError("approving for some hours needs hours > 0")
-        expires_at = now + hours_ahead(hours, "approving for some hours")
-    constraints: dict[str, Any] = {"tool": approval.tool}
-    # bound to what this action touches, or refused: never wider than what was approved
-    constraints.update(pinned_constraints(approval.args, approval.roles))
-    return Grant(
-        id=new_id("grt"),
-        person_id=approval.person_id,
-        scopes=approval.scopes,
-        lifetime=_LIFETIMES[scope],
-        constraints=constraints,
-        task_id=approval.task_id if scope == "task" else None,
-        expires_at=expires_at,
-        issued_by=issued_by,
-        reason=f"approved {approval.id} ({scope})",
-        created_at=now,
-    )
-
 
 _LIFETIME_PREFERENCE = {
     Lifetime.STANDING: 0,
@@ -216,3 +172,48 @@ def _under(path: str, prefix: str) -> bool:
         return False
     base = prefix.rstrip("/")
     return decoded == base or decoded.startswith(base + "/")
+
+
+# --- the grant an approval gives -------------------------------------------------------------
+
+APPROVAL_SCOPES = ("once", "task", "hours", "always")
+"""What approving an action may also allow."""
+
+_LIFETIMES = {"task": Lifetime.TASK, "hours": Lifetime.UNTIL, "always": Lifetime.STANDING}
+
+
+def approval_grant(
+    approval: Approval,
+    *,
+    approve: bool,
+    scope: str,
+    hours: float | None,
+    issued_by: str,
+    now: datetime,
+) -> Grant | None:
+    """The lasting grant deciding ``approval`` so gives, or None: a denial or a ``once``
+    approval gives nothing beyond the action itself. An unknown scope is refused either way."""
+    if scope not in APPROVAL_SCOPES:
+        raise UsageError(f"unknown approval scope {scope!r}; use one of {APPROVAL_SCOPES}")
+    if not approve or scope == "once":
+        return None
+    expires_at = None
+    if scope == "hours":
+        if hours is None:
+            raise UsageError("approving for some hours needs hours > 0")
+        expires_at = now + hours_ahead(hours, "approving for some hours")
+    constraints: dict[str, Any] = {"tool": approval.tool}
+    # bound to what this action touches, or refused: never wider than what was approved
+    constraints.update(pinned_constraints(approval.args, approval.roles))
+    return Grant(
+        id=new_id("grt"),
+        person_id=approval.person_id,
+        scopes=approval.scopes,
+        lifetime=_LIFETIMES[scope],
+        constraints=constraints,
+        task_id=approval.task_id if scope == "task" else None,
+        expires_at=expires_at,
+        issued_by=issued_by,
+        reason=f"approved {approval.id} ({scope})",
+        created_at=now,
+    )
