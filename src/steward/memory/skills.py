@@ -3,12 +3,12 @@
 * A skill changes only by a new version; any version can be restored, as a new version: what
   already ran is not undone, later tasks follow the restored text.
 * A proposal applies at once or waits for the person as the sentinel decides the action
-  ``skill.apply`` (:meth:`~steward.sentinel.policy.PolicySentinel.judge`: hard limits, the
-  person's rules and grants, as for any action, and the decision is audited): allowed by a rule
-  or grant applies, denied refuses, anything else waits; with nothing of the person's deciding
-  it, the library's ``auto_apply`` does. Whatever the sentinel says, a proposal waits when its
-  task had read others' text (a mail, a web page could be steering it), and when the person had
-  archived the skill.
+  ``skill.apply`` (:meth:`~steward.sentinel.policy.PolicySentinel.judge`: hard limits, then the
+  person's rules and grants, as for any action, and the decision is audited): allowed by the
+  person's rule (``do``, or ``do_if_preapproved`` with a grant covering it) applies, denied
+  refuses, anything else waits; without a rule, the library's ``auto_apply`` decides. Whatever
+  the sentinel says, a proposal waits when its task had read others' text (a mail, a web page
+  could be steering it), and when the person had archived the skill.
 * Proposing what a skill already says changes nothing, so a retrospective that re-proposes the
   skill it followed does not churn versions.
 * The agent is shown an index — names and one-line descriptions of the active skills that
@@ -386,9 +386,8 @@ def _why_held(
     if current is not None and current.status is SkillStatus.ARCHIVED:
         return "the person archived this skill"
     if ruling.verdict is Verdict.ALLOW:
-        # allowed by default (nothing of the person's decided it): the library's own default
-        decided = ruling.rule_id is not None or ruling.grant_id is not None
-        return "" if decided or auto else "new skills wait for the person"
+        # allowed by default, without a rule of the person's: the library's default decides
+        return "" if ruling.rule_id is not None or auto else "new skills wait for the person"
     if ruling.rule_id is None:
         return ruling.reason
     return f"the person's rule for {APPLY_ACTION} is {ruling.verdict}"
