@@ -24,6 +24,7 @@ from steward.domain import (
     Goal,
     Person,
     Task,
+    Trigger,
 )
 from steward.domain.clock import Clock
 from steward.domain.tokens import READ, require_scope
@@ -146,6 +147,12 @@ class ServiceBase:
         task = await self.store.get_task(task_id)
         self._owned("task", task_id, task.person_id)
         return task
+
+    async def _trigger(self, trigger_id: str, scope: str) -> Trigger:
+        self._may(scope)
+        trigger = await self.store.get_trigger(trigger_id)
+        self._owned("trigger", trigger_id, trigger.person_id)
+        return trigger
 
     async def _approval(self, approval_id: str, scope: str) -> Approval:
         self._may(scope)

@@ -337,9 +337,7 @@ class WorkService(ServiceBase):
         return await self.store.list_triggers(person_id=self._for(person_id, READ), goal_id=goal_id)
 
     async def set_trigger_enabled(self, trigger_id: str, enabled: bool) -> Trigger:
-        self._may(CONTROL)
-        trigger = await self.store.get_trigger(trigger_id)
-        self._owned("trigger", trigger_id, trigger.person_id)
+        trigger = await self._trigger(trigger_id, CONTROL)
         next_fire = (
             first_fire(trigger.kind, trigger.spec, trigger.timezone, self.clock.now())
             if enabled
