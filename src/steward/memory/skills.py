@@ -5,10 +5,10 @@
 * A proposal applies at once or waits for the person as the sentinel decides the action
   ``skill.apply`` (:meth:`~steward.sentinel.policy.PolicySentinel.judge`: hard limits, then the
   person's rules and grants, as for any action, and the decision is audited): allowed by the
-  person's rule (``do``, or ``do_if_preapproved`` with a grant covering it) applies, denied
-  refuses, anything else waits; without a rule, the library's ``auto_apply`` decides. Whatever
-  the sentinel says, a proposal waits when its task had read others' text (a mail, a web page
-  could be steering it), and when the person had archived the skill.
+  person's rule applies, denied refuses, anything else waits; without a rule, the library's
+  ``auto_apply`` decides. Whatever the sentinel says, a proposal waits when its task had read
+  others' text (a mail, a web page could be steering it), and when the person had archived the
+  skill.
 * Proposing what a skill already says changes nothing, so a retrospective that re-proposes the
   skill it followed does not churn versions.
 * The agent is shown an index — names and one-line descriptions of the active skills that
