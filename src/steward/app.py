@@ -154,7 +154,7 @@ async def build_harness(
         workspace=Workspace(settings.workspace_dir),
         tools=tools,
         sentinel=sentinel,
-        personal=PersonalMemory(book, skills=SkillLibrary(store, clock)),
+        personal=PersonalMemory(book, skills=SkillLibrary(store, clock, sentinel=sentinel)),
         config=AgentConfig(
             budget=ActivationBudget(max_steps=settings.agent_max_steps),
             approval_ttl=timedelta(hours=settings.approval_ttl_hours),

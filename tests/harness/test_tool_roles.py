@@ -20,7 +20,7 @@ from steward.harness.control import control_tools
 from steward.harness.mcp import McpServerConfig, McpToolPolicy, McpToolSource, _described_roles
 from steward.harness.tools import Tool, tool
 from steward.sentinel.arguments import recipients_of, urls_of
-from steward.sentinel.policy import constraints_hold
+from steward.sentinel.grants import constraints_hold
 
 
 def test_roles_are_read_from_annotated_parameters() -> None:

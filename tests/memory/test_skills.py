@@ -220,8 +220,11 @@ async def test_versions_diff_and_restore(store: Store, clock: SimulatedClock) ->
     ]
     assert history[1].skill.content.procedure.startswith("1. Use the booking page")
     audit = await store.audit.list_audit(person_id=person)
-    assert [(e.kind, e.data["version"]) for e in audit] == [
+    # each proposal was decided by the sentinel, and its decision audited like any other
+    assert [(e.kind, e.data.get("version", e.data.get("tool"))) for e in audit] == [
+        ("decision", "skill.apply"),
         ("skill", 1),
+        ("decision", "skill.apply"),
         ("skill", 2),
         ("skill", 3),
     ]

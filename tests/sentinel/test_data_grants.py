@@ -10,7 +10,7 @@ import pytest
 from steward.domain.actions import Verdict
 from steward.domain.roles import DataClass
 from steward.errors import UsageError
-from steward.sentinel.policy import constraints_hold
+from steward.sentinel.grants import constraints_hold
 from support.sentinel import World, request
 
 

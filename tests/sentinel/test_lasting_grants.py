@@ -22,8 +22,9 @@ from steward.models import ScriptedModel
 from steward.models.scripted import call_tool
 from steward.runtime.worker import Worker
 from steward.sentinel.arguments import pinned_constraints
+from steward.sentinel.grants import constraints_hold
 from steward.sentinel.index import PolicySnapshot
-from steward.sentinel.policy import PolicySentinel, constraints_hold, evaluate
+from steward.sentinel.policy import PolicySentinel, evaluate
 from steward.store import Store
 from support.agents import person_with_api
 

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.domain.roles import DataClass, Role
+from steward.sentinel.grants import covers
 from steward.sentinel.index import PolicySnapshot
-from steward.sentinel.policy import covers, evaluate
+from steward.sentinel.policy import evaluate
 
 PERSON = "p1"
 TASK = "t1"

@@ -2,12 +2,13 @@
 
 * A skill changes only by a new version; any version can be restored, as a new version: what
   already ran is not undone, later tasks follow the restored text.
-* A proposal applies at once or waits for the person according to the person's rule for the
-  action ``skill.apply`` (a :class:`~steward.domain.authority.Rule`, as for any action: ``do``
-  applies, ``deny`` refuses, ``ask``/``handoff``/``do_if_preapproved`` wait), and without one
-  according to the library's ``auto_apply``. Whatever the rule, a proposal waits when its task
-  had read others' text (a mail, a web page could be steering it), and when the person had
-  archived the skill.
+* A proposal applies at once or waits for the person as the sentinel decides the action
+  ``skill.apply`` (:meth:`~steward.sentinel.policy.PolicySentinel.judge`: hard limits, then the
+  person's rules and grants, as for any action, and the decision is audited): allowed by the
+  person's rule applies, denied refuses, anything else waits; without a rule, the library's
+  ``auto_apply`` decides. Whatever the sentinel says, a proposal waits when its task had read
+  others' text (a mail, a web page could be steering it), and when the person had archived the
+  skill.
 * Proposing what a skill already says changes nothing, so a retrospective that re-proposes the
   skill it followed does not churn versions.
 * The agent is shown an index — names and one-line descriptions of the active skills that
@@ -22,9 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from steward.domain.actions import ActionRequest, EffectClass
+from steward.domain.actions import ActionRequest, EffectClass, Verdict
 from steward.domain.audience import PRIVATE, Audience
-from steward.domain.authority import RuleMode
 from steward.domain.clock import Clock
 from steward.domain.ids import new_id
 from steward.domain.personal import Recalled, RecallQuery, SkillProposal
@@ -38,7 +38,7 @@ from steward.domain.skill import (
     skill_name,
 )
 from steward.errors import UsageError
-from steward.sentinel.policy import winning_rule
+from steward.sentinel.policy import PolicyDecision, PolicySentinel
 from steward.store import Store
 from steward.store.memory_search import search_terms
 
@@ -88,11 +88,20 @@ class Proposed:
 class SkillLibrary:
     """One person's skills, through the store, with the rules above."""
 
-    def __init__(self, store: Store, clock: Clock, *, auto_apply: bool = True) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        auto_apply: bool = True,
+        sentinel: PolicySentinel | None = None,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.auto_apply = auto_apply
         """Without a rule of the person's: whether a trusted proposal applies at once."""
+        self.sentinel = sentinel or PolicySentinel(store, clock)
+        """Decides whether a proposal may apply (the process's own, to share its cache)."""
 
     # --- learning ---------------------------------------------------------------------------
 
@@ -120,11 +129,15 @@ class SkillLibrary:
                 return Proposed(disposition=Disposition.UNCHANGED, skill=current)
             if current.status is not SkillStatus.ARCHIVED and content.says_same(current.content):
                 return Proposed(disposition=Disposition.UNCHANGED, skill=current)
-        mode = await self._rule(person_id)
-        if mode is RuleMode.DENY:
-            why = f"the person's rule for {APPLY_ACTION} denies learning skills"
+        ruling = await self._ruling(person_id, actor)
+        if ruling.verdict is Verdict.DENY:
+            why = (
+                f"the person's rule for {APPLY_ACTION} denies learning skills"
+                if ruling.rule_id is not None
+                else ruling.reason
+            )
             return Proposed(disposition=Disposition.REFUSED, skill=current, why=why)
-        why = _why_held(trusted, content.audience, current, mode, self.auto_apply)
+        why = _why_held(trusted, content.audience, current, ruling, self.auto_apply)
         now = self.clock.now()
         if current is None:
             skill = Skill(
@@ -164,9 +177,9 @@ class SkillLibrary:
         disposition = Disposition.CREATED if created else Disposition.UPDATED
         return Proposed(disposition=disposition, skill=written)
 
-    async def _rule(self, person_id: str) -> RuleMode | None:
-        """The mode of the person's rule for :data:`APPLY_ACTION`, decided as the policy
-        decides any action's rules (highest priority, then the stricter mode)."""
+    async def _ruling(self, person_id: str, actor: str) -> PolicyDecision:
+        """The sentinel's decision, audited, on applying a skill the agent (``actor``)
+        proposed: an action of no task's, touching nothing outside."""
         request = ActionRequest(
             person_id=person_id,
             task_id="",
@@ -178,8 +191,7 @@ class SkillLibrary:
             source="memory",
             wake_reason="",
         )
-        rule = winning_rule(request, await self.store.authority.list_rules(person_id))
-        return None if rule is None else rule.mode
+        return await self.sentinel.judge(request, actor=actor)
 
     # --- the person's decisions -------------------------------------------------------------
 
@@ -366,7 +378,7 @@ def _index_line(skill: Skill) -> str:
 
 
 def _why_held(
-    trusted: bool, audience: Audience, current: Skill | None, mode: RuleMode | None, auto: bool
+    trusted: bool, audience: Audience, current: Skill | None, ruling: PolicyDecision, auto: bool
 ) -> str:
     """Why a proposal must wait for the person ("" when it applies). What is learned where
     others listen always waits, so that the answer is the same whether or not the person has
@@ -377,11 +389,12 @@ def _why_held(
         return "it was learned in a conversation with others"
     if current is not None and current.status is SkillStatus.ARCHIVED:
         return "the person archived this skill"
-    if mode is None:
-        return "" if auto else "new skills wait for the person"
-    if mode is RuleMode.DO:
-        return ""
-    return f"the person's rule for {APPLY_ACTION} is {mode}"
+    if ruling.verdict is Verdict.ALLOW:
+        # allowed by default, without a rule of the person's: the library's default decides
+        return "" if ruling.rule_id is not None or auto else "new skills wait for the person"
+    if ruling.rule_id is None:
+        return ruling.reason
+    return f"the person's rule for {APPLY_ACTION} is {ruling.verdict}"
 
 
 def _merged(current: SkillContent, proposed: SkillContent) -> SkillContent:

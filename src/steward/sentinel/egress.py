@@ -16,8 +16,8 @@ Tools hand the broker a request whose URL, header values or body contain placeho
    and status — never the value.
 
 While a request is in flight, log records of the HTTP libraries (``httpx``, ``httpcore`` and
-their ``2`` successors) are redacted the same way, since they print URLs and, at debug level,
-response headers.
+their ``2`` successors) are redacted the same way (:mod:`steward.sentinel.wire`), since they
+print URLs and, at debug level, response headers.
 
 Every request — with secrets or without — also passes an address check: the host is
 resolved (an IP literal is taken as is) and when any of its addresses is not a public one
@@ -48,10 +48,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import socket
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -64,7 +62,7 @@ from authlib.integrations.httpx_client import AsyncOAuth2Client
 
 from steward import sendby
 from steward.domain.authority import Connection
-from steward.domain.secrets import SecretInfo, placeholders_in, substitute
+from steward.domain.secrets import SecretInfo, substitute
 from steward.errors import DatabaseUnavailable, NotSent, StewardRuntimeError, UsageError
 from steward.failpoints import failpoint
 from steward.sentinel.urls import (
@@ -78,6 +76,7 @@ from steward.sentinel.urls import (
     parse_url,
 )
 from steward.sentinel.vault import Redactor, Vault
+from steward.sentinel.wire import IN_FLIGHT, filled_body, install_log_filter, referenced
 
 API_CALL = "api.call"
 """The scope of calling a connected API, with or without a credential: what the broker sends."""
@@ -89,13 +88,6 @@ Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 """Hosts a secret may be sent to over plain ``http``."""
-
-HTTP_LOGGERS = tuple(
-    f"{lib}.{part}" if part else lib
-    for lib, parts in (("httpx", [""]), ("httpx2", [""]), ("httpcore", None), ("httpcore2", None))
-    for part in parts or ("connection", "http11", "http2", "proxy", "socks")
-)
-"""Loggers whose records are redacted while a request with secrets is in flight."""
 
 
 class EgressRefused(UsageError):
@@ -297,7 +289,7 @@ class EgressBroker:
         self._timeout = timeout_seconds
         self._leeway = oauth_leeway_seconds
         self._refresh_locks: dict[tuple[str, str], asyncio.Lock] = {}
-        _install_log_filter()
+        install_log_filter()
 
     async def request(
         self,
@@ -323,7 +315,7 @@ class EgressBroker:
             raise UsageError("give at most one of content, json and form")
         method = method.upper()
         headers = dict(headers or {})
-        names = _referenced(url, headers, content, json, form)
+        names = referenced(url, headers, content, json, form)
         target = _target(url)
         host = target.host
         try:
@@ -336,7 +328,7 @@ class EgressBroker:
             raise EgressNotSent(str(exc)) from None
 
         redactor = _redactor(secrets)
-        token = _ACTIVE.set(redactor)
+        token = IN_FLIGHT.set(redactor)
         status: int | None = None
         try:
             response = await self._send(
@@ -348,7 +340,7 @@ class EgressBroker:
                 for secret in refreshable:
                     await self._refresh(person_id, secret.info.name, secret, actor)
                 redactor = _redactor(secrets)
-                _ACTIVE.set(redactor)
+                IN_FLIGHT.set(redactor)
                 response = await self._send(
                     method, url, headers, content, json, form, secrets, target, addresses
                 )
@@ -370,7 +362,7 @@ class EgressBroker:
             detail = redactor.redact(f"{type(exc).__name__}: {exc}")
             raise EgressFailed(f"{method} to {host} failed: {detail}") from None
         finally:
-            _ACTIVE.reset(token)
+            IN_FLIGHT.reset(token)
             for name in sorted(names):
                 await self._record(
                     person_id,
@@ -503,15 +495,7 @@ class EgressBroker:
             kwargs["headers"]["Host"] = parsed.netloc.decode("ascii")
             if target.scheme == "https":
                 kwargs["extensions"]["sni_hostname"] = target.host
-        if isinstance(content, bytes):
-            text = content.decode("utf-8", "surrogateescape")
-            kwargs["content"] = substitute(text, values).encode("utf-8", "surrogateescape")
-        elif content is not None:
-            kwargs["content"] = substitute(content, values)
-        elif body_json is not None:
-            kwargs["json"] = _walk(body_json, lambda s: substitute(s, values))
-        elif form is not None:
-            kwargs["data"] = {k: substitute(v, values) for k, v in form.items()}
+        kwargs.update(filled_body(content, body_json, form, values))
 
         def at(address: IPAddress) -> httpx.URL:
             return parsed if target.address is not None else parsed.copy_with(host=str(address))
@@ -603,45 +587,6 @@ class EgressBroker:
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _referenced(
-    url: str,
-    headers: Mapping[str, str],
-    content: str | bytes | None,
-    body_json: Any,
-    form: Mapping[str, str] | None,
-) -> set[str]:
-    texts = [url, *headers.values(), *(form or {}).values()]
-    if isinstance(content, bytes):
-        texts.append(content.decode("utf-8", "surrogateescape"))
-    elif content is not None:
-        texts.append(content)
-    texts += _strings(body_json)
-    return {name for text in texts for name in placeholders_in(text)}
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string value in ``value`` (JSON-like)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
-
-
-def _walk(value: Any, fn: Callable[[str], str]) -> Any:
-    """``value`` (JSON-like) with ``fn`` applied to every string value."""
-    if isinstance(value, str):
-        return fn(value)
-    if isinstance(value, Mapping):
-        return {k: _walk(v, fn) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_walk(v, fn) for v in value]
-    return value
-
-
 def _target(url: str) -> Url:
     """The URL as :func:`~steward.sentinel.urls.parse_url` reads it (the policy reads it the
     same way); a placeholder may not stand for (part of) the host."""
@@ -658,32 +603,3 @@ def _redactor(secrets: Mapping[str, _Secret]) -> Redactor:
     """Redacts every value each secret had in this request — for a token set, all its parts —
     as that secret's placeholder."""
     return Redactor((name, v) for name, secret in secrets.items() for v in secret.values())
-
-
-# --- log redaction ------------------------------------------------------------------------------
-
-_ACTIVE: ContextVar[Redactor | None] = ContextVar("steward_egress_redactor", default=None)
-
-
-class _RedactingFilter(logging.Filter):
-    """Redacts the records HTTP libraries log while a request with secrets is in flight in the
-    same task (they log from the task that sends, so the context variable is visible)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        redactor = _ACTIVE.get()
-        if redactor is not None:
-            message = record.getMessage()
-            clean = redactor.redact(message)
-            if clean != message:
-                record.msg, record.args = clean, None
-        return True
-
-
-_FILTER = _RedactingFilter()
-
-
-def _install_log_filter() -> None:
-    for name in HTTP_LOGGERS:
-        logger = logging.getLogger(name)
-        if _FILTER not in logger.filters:
-            logger.addFilter(_FILTER)

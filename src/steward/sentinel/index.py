@@ -6,7 +6,7 @@ one :class:`PersonPolicy` per person and, before every decision, asks the store 
 person's policy version moved (one primary-key read); if it did, it applies the rows that
 changed. :meth:`PersonPolicy.snapshot_for` then picks out the grants and rules that *could*
 decide one action, through indexes that only ever keep more than the exact evaluation needs,
-never less: a grant is left out only when a condition :func:`~steward.sentinel.policy.covers`
+never less: a grant is left out only when a condition :func:`~steward.sentinel.grants.covers`
 checks anyway cannot hold (it lacks the action's first scope; it is bound to another task or
 session; its recipient, host or domain allowlist does not admit the action's first recipient,
 host or domain), and a rule only when its pattern's literal prefix is not a prefix of the tool

@@ -36,24 +36,7 @@ Precedence — the first step that decides, decides:
    leave (``request.data_classes``) and no covering grant names each kind in its ``data``
    constraint. Deny and hand-off are never softened by it.
 
-A grant *covers* an action when it is live for it (not revoked; ``once``: unspent and for no
-task or this task; ``task``: this task; ``session``: this session; ``until``: before its
-expiry; ``standing``), gives every scope the tool needs (a tool without scopes only through a
-``tool`` constraint naming it), and its constraints hold on the arguments: ``tool`` (exact
-name), ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value; for a
-tool that declares argument roles, its RECIPIENT and PAYEE arguments; each one plain address,
-lower-cased, its domain normalised like a host), ``domains`` (each recipient's and URL's domain,
-or a subdomain of one; an IP address only exactly), ``hosts`` (the host of ``url``/``endpoint``,
-or of a tool's HOST arguments), ``path_prefix`` (their path, at a ``/`` boundary, with no dot
-segments), ``max_amount`` (the amounts at most it) and ``period_amount`` over
-``period_seconds`` (the amounts of the actions it allowed in the trailing period, this one
-included, at most it: counted atomically by the store when the grant allows an action, so two
-racing actions cannot both use the last of an allowance); ``data`` names the kinds of the
-person's sensitive data the actions may carry out (step 6) and narrows nothing. A constraint
-whose argument is missing or cannot be read fails: a constraint never passes by default. URLs
-and hosts are read by :mod:`steward.sentinel.urls`, as the grant builder and the egress broker
-read them. When several grants cover, a non-``once`` grant is preferred, so a one-time grant is
-not spent needlessly.
+A grant *covers* an action as :mod:`steward.sentinel.grants` says.
 
 What triggered the activation (``wake_reason``) is never consulted: a timer or an event cannot
 add authority; the goal's person's rules and grants bound every activation alike.
@@ -62,30 +45,27 @@ add authority; the goal's person's rules and grants bound every activation alike
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, Protocol
-from urllib.parse import unquote
 
 from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict, provenance_reason
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.domain.clock import Clock
-from steward.domain.roles import Role
 from steward.sentinel.arguments import (
     amounts_of,
     domains_of,
     has_urls,
     number,
     recipients_of,
-    same_holds,
     url_key,
-    url_keys,
     urls_of,
 )
+from steward.sentinel.grants import covering_grant, covers
 from steward.sentinel.index import ActionKeys, PolicyCache, PolicySnapshot
-from steward.sentinel.urls import UrlRefused, host_key, ip_of, parse_url, recipient_key
+from steward.sentinel.urls import UrlRefused, host_key, parse_url, recipient_key
 
 HARD_PAYMENT_CEILING = 500.0
 """Payments above this amount (in the payment's own currency) are always handed back."""
@@ -132,13 +112,6 @@ _STRICTNESS = {
     RuleMode.ASK: 2,
     RuleMode.HANDOFF: 3,
     RuleMode.DENY: 4,
-}
-_LIFETIME_PREFERENCE = {
-    Lifetime.STANDING: 0,
-    Lifetime.UNTIL: 1,
-    Lifetime.SESSION: 2,
-    Lifetime.TASK: 3,
-    Lifetime.ONCE: 4,
 }
 _MODE_VERDICT = {
     RuleMode.DENY: Verdict.DENY,
@@ -431,119 +404,6 @@ def winning_rule(request: ActionRequest, rules: Sequence[Rule]) -> Rule | None:
     return min(matched, key=lambda r: (-r.priority, -_STRICTNESS[r.mode], r.id))
 
 
-# --- grants ---------------------------------------------------------------------------------
-
-
-def covering_grant(
-    request: ActionRequest, grants: Sequence[Grant], *, now: datetime, session_id: str | None
-) -> Grant | None:
-    """The grant that allows ``request``, preferring ones that are not spent by using them."""
-    for grant in sorted(grants, key=lambda g: (_LIFETIME_PREFERENCE[g.lifetime], g.id)):
-        if covers(grant, request, now=now, session_id=session_id):
-            return grant
-    return None
-
-
-def live_for(
-    grant: Grant, request: ActionRequest, *, now: datetime, session_id: str | None
-) -> bool:
-    """The grant's lifetime includes this action."""
-    if grant.revoked_at is not None or grant.person_id != request.person_id:
-        return False
-    match grant.lifetime:
-        case Lifetime.ONCE:
-            return grant.used_at is None and grant.task_id in (None, request.task_id)
-        case Lifetime.TASK:
-            return grant.task_id == request.task_id
-        case Lifetime.SESSION:
-            return session_id is not None and grant.session_id == session_id
-        case Lifetime.UNTIL:
-            return grant.expires_at is not None and now < grant.expires_at
-        case Lifetime.STANDING:
-            return True
-
-
-def covers(grant: Grant, request: ActionRequest, *, now: datetime, session_id: str | None) -> bool:
-    """The grant is live for the action, gives its scopes and its constraints hold."""
-    if not live_for(grant, request, now=now, session_id=session_id):
-        return False
-    constraints = grant.constraints
-    if request.scopes:
-        if not set(request.scopes) <= set(grant.scopes):
-            return False
-    elif constraints.get("tool") != request.tool:
-        return False
-    return constraints_hold(constraints, request.tool, request.args, request.roles)
-
-
-def constraints_hold(
-    constraints: dict[str, Any],
-    tool: str,
-    args: dict[str, Any],
-    roles: Mapping[str, Role] | None = None,
-) -> bool:
-    """Every constraint holds on the arguments; one that cannot be checked does not hold.
-    ``roles`` are the tool's argument roles, if it declares them."""
-    for key, allowed in constraints.items():
-        if key == "tool":
-            ok = allowed == tool
-        elif key == "recipients":
-            found = recipients_of(args, roles)
-            admitted = {recipient_key(a) for a in allowed}
-            ok = bool(found) and all(r in admitted for r in found or ())
-        elif key == "hosts":
-            hosts = [u.host for u in urls_of(args, roles) or ()]
-            admitted = {host_key(a) for a in allowed}
-            ok = bool(hosts) and all(h in admitted for h in hosts)
-        elif key == "domains":
-            ok = _domains_hold(allowed, args, roles)
-        elif key == "data":
-            ok = True  # it lets the person's data of these kinds leave; it narrows nothing
-        elif key == "urls":
-            keys = url_keys(args, roles)
-            ok = bool(keys) and all(k in allowed for k in keys or ())
-        elif key == "same":
-            ok = same_holds(allowed, args, roles)
-        elif key == "path_prefix":
-            urls = urls_of(args, roles)
-            ok = bool(urls) and all(_under(u.path, allowed) for u in urls or ())
-        elif key in ("max_amount", "period_amount"):
-            amounts = [number(given) for given in amounts_of(args, roles)]
-            ok = bool(amounts) and all(a is not None and a <= allowed for a in amounts)
-            # an allowance is only counted with its window
-            ok = ok and (key == "max_amount" or "period_seconds" in constraints)
-        elif key == "period_seconds":
-            ok = "period_amount" in constraints  # the window of that ceiling
-        else:
-            ok = False  # a constraint this evaluator does not know is never satisfied
-        if not ok:
-            return False
-    return True
-
-
-def _domains_hold(
-    allowed: Sequence[str], args: dict[str, Any], roles: Mapping[str, Role] | None
-) -> bool:
-    domains = domains_of(args, roles)
-    admitted = [host_key(a) for a in allowed]
-    return bool(domains) and all(
-        any(d == a or (ip_of(d) is None and d.endswith("." + a)) for a in admitted if a)
-        for d in domains or ()
-    )
-
-
-def _under(path: str, prefix: str) -> bool:
-    """``path`` is ``prefix`` or below it, judged after one round of percent-decoding, and
-    has no ``.``/``..`` segment or leftover escape that a server might resolve differently."""
-    decoded = unquote(path)
-    if "%" in decoded or "\\" in decoded:
-        return False
-    if any(part in (".", "..") for part in decoded.split("/")):
-        return False
-    base = prefix.rstrip("/")
-    return decoded == base or decoded.startswith(base + "/")
-
-
 def _charge(request: ActionRequest) -> float | None:
     """What the action counts against a per-period allowance (its amounts together)."""
     found = [number(given) for given in amounts_of(request.args, request.roles)]
@@ -678,11 +538,17 @@ class PolicySentinel:
 
     async def check(self, request: ActionRequest) -> Decision:
         """Decide, and record the decision (and what decided it) in the audit log."""
+        return (await self.judge(request)).decision()
+
+    async def judge(self, request: ActionRequest, *, actor: str | None = None) -> PolicyDecision:
+        """:meth:`decide`, and record the decision (and what decided it) in the audit log, as
+        proposed by ``actor`` (by default the request's task's agent): the full decision, for
+        callers that act on what decided it, such as the skill library."""
         decided = await self.decide(request)
         await self.store.audit.append_audit(
             person_id=request.person_id,
             kind="decision",
-            actor=f"agent:{request.task_id}",
+            actor=actor or f"agent:{request.task_id}",
             data={
                 "tool": request.tool,
                 "verdict": decided.verdict.value,
@@ -696,4 +562,4 @@ class PolicySentinel:
             },
             now=self.clock.now(),
         )
-        return decided.decision()
+        return decided

@@ -5,20 +5,23 @@ nothing), stamps times from the clock, and nudges an in-process runtime when it 
 
 Its parts: :mod:`~steward.service.base` (who is asking: a service bound to an API token acts
 for that token's person only, within its scopes), :mod:`~steward.service.work` (goals, tasks,
-triggers, events, effects, the agent, approvals), :mod:`~steward.service.security` (audit,
-tokens, connections, grants, rules, the vault), :mod:`~steward.service.memory` (what it
-remembers about the person), :mod:`~steward.service.skills` (what it learned to do) and
-:mod:`~steward.service.hooks` (signed webhook deliveries).
+triggers, events, effects, the agent), :mod:`~steward.service.approvals` (approvals and
+notifications), :mod:`~steward.service.security` (audit, tokens, connections, grants, rules,
+the vault), :mod:`~steward.service.memory` (what it remembers about the person),
+:mod:`~steward.service.skills` (what it learned to do) and :mod:`~steward.service.hooks`
+(signed webhook deliveries).
 """
 
 from __future__ import annotations
 
+from steward.sentinel.grants import APPROVAL_SCOPES
+from steward.service.approvals import ApprovalService
 from steward.service.base import Principal, ServiceBase
 from steward.service.hooks import WebhookService
 from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
 from steward.service.skills import SkillService
-from steward.service.work import APPROVAL_SCOPES, TimelineEntry, WorkService, parse_time
+from steward.service.work import TimelineEntry, WorkService, parse_time
 
 __all__ = [
     "APPROVAL_SCOPES",
@@ -30,5 +33,7 @@ __all__ = [
 ]
 
 
-class Service(WorkService, SecurityService, MemoryService, SkillService, WebhookService):
+class Service(
+    WorkService, ApprovalService, SecurityService, MemoryService, SkillService, WebhookService
+):
     """Everything an interface may do, for the owner or for one token's person."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Protocol, Self
 
 from steward.domain import (
     ApiToken,
@@ -24,6 +24,7 @@ from steward.domain import (
     Goal,
     Person,
     Task,
+    Trigger,
 )
 from steward.domain.clock import Clock
 from steward.domain.tokens import READ, require_scope
@@ -49,6 +50,15 @@ class Principal:
         return f"token:{self.token.id}"
 
 
+class Runtime(Protocol):
+    """What the facade needs of an in-process runtime
+    (:class:`~steward.runtime.runtime.Runtime`): to hear that work arrived."""
+
+    def notify_work(self) -> None: ...
+
+    def notify_scheduler(self) -> None: ...
+
+
 class ServiceBase:
     """State and checks shared by the facade's parts."""
 
@@ -56,7 +66,7 @@ class ServiceBase:
         self,
         store: Store,
         clock: Clock | None = None,
-        runtime: Any = None,
+        runtime: Runtime | None = None,
         *,
         principal: Principal | None = None,
         data_dir: Path | None = None,
@@ -110,6 +120,14 @@ class ServiceBase:
             raise NotFound("person", person_id)
         return self.principal.person_id
 
+    def _mine(self, scope: str, person_id: str | None = None) -> str | None:
+        """Whose data a listing is limited to: a bound service's own person's (naming anyone
+        else is not found); for the owner, ``person_id``'s (None: everyone's)."""
+        if self.principal is None:
+            self._may(scope)
+            return person_id
+        return self._for(person_id, scope)
+
     def _owned(self, kind: str, object_id: str, person_id: str) -> None:
         if self.principal is not None and person_id != self.principal.person_id:
             raise NotFound(kind, object_id)
@@ -129,6 +147,12 @@ class ServiceBase:
         task = await self.store.tasks.get_task(task_id)
         self._owned("task", task_id, task.person_id)
         return task
+
+    async def _trigger(self, trigger_id: str, scope: str) -> Trigger:
+        self._may(scope)
+        trigger = await self.store.schedule.get_trigger(trigger_id)
+        self._owned("trigger", trigger_id, trigger.person_id)
+        return trigger
 
     async def _approval(self, approval_id: str, scope: str) -> Approval:
         self._may(scope)

@@ -68,9 +68,7 @@ class WebhookService(ServiceBase):
     async def webhook_secret(self, trigger_id: str) -> str:
         """Create, or replace, the secret that signs deliveries to an event trigger's webhook.
         It is shown this once; deliveries signed with an older one are refused from now on."""
-        self._may(CONTROL)
-        trigger = await self.store.schedule.get_trigger(trigger_id)
-        self._owned("trigger", trigger_id, trigger.person_id)
+        trigger = await self._trigger(trigger_id, CONTROL)
         if trigger.kind is not TriggerKind.EVENT:
             raise UsageError(
                 f"trigger {trigger_id} is a {trigger.kind} trigger; only an event trigger "

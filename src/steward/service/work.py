@@ -1,5 +1,5 @@
-"""The facade's work part: goals, tasks, triggers, events, effects, the agent, approvals and
-notifications."""
+"""The facade's work part: goals, tasks, triggers, events, effects, and asking and answering
+the agent."""
 
 from __future__ import annotations
 
@@ -12,18 +12,13 @@ from typing_extensions import TypedDict  # pydantic needs this one before Python
 
 from steward.domain import (
     Activation,
-    Approval,
-    ApprovalStatus,
     Budget,
     Effect,
     EffectStatus,
     Event,
     Goal,
     GoalStatus,
-    Grant,
-    Lifetime,
     MissedPolicy,
-    Notification,
     Step,
     Task,
     TaskSpec,
@@ -40,20 +35,13 @@ from steward.domain.limits import (
     check_json,
     check_seq,
     check_text,
-    hours_ahead,
     seconds_span,
 )
 from steward.domain.tokens import CONTROL, READ
 from steward.errors import ConfigError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
-from steward.sentinel.arguments import pinned_constraints
-from steward.sentinel.provenance import untrusted_arguments
 from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
-
-APPROVAL_SCOPES = ("once", "task", "hours", "always")
-"""What approving an action may also allow: see :meth:`Service.decide_approval`."""
-
 
 _ENDED = {
     "succeed": "succeeded",
@@ -265,9 +253,7 @@ class WorkService(ServiceBase):
 
     async def count_tasks(self) -> dict[str, int]:
         """Tasks by status: everyone's, or a bound service's person's."""
-        self._may(READ)
-        mine = None if self.principal is None else self.principal.person_id
-        return await self.store.tasks.count_tasks(person_id=mine)
+        return await self.store.tasks.count_tasks(person_id=self._mine(READ))
 
     async def control_task(self, task_id: str, action: str) -> Task:
         await self._task(task_id, CONTROL)
@@ -288,9 +274,7 @@ class WorkService(ServiceBase):
     ) -> list[Task]:
         """Tasks, newest first: everyone's (a bound service's person's), or one person's; only
         those under ``goal_id``, in ``status`` or of ``kind`` (e.g. ``agent``) if given."""
-        self._may(READ)
-        if self.principal is not None:
-            person_id = self._for(person_id, READ)
+        person_id = self._mine(READ, person_id)
         statuses = None
         if status is not None:
             try:
@@ -355,9 +339,7 @@ class WorkService(ServiceBase):
         )
 
     async def set_trigger_enabled(self, trigger_id: str, enabled: bool) -> Trigger:
-        self._may(CONTROL)
-        trigger = await self.store.schedule.get_trigger(trigger_id)
-        self._owned("trigger", trigger_id, trigger.person_id)
+        trigger = await self._trigger(trigger_id, CONTROL)
         next_fire = (
             first_fire(trigger.kind, trigger.spec, trigger.timezone, self.clock.now())
             if enabled
@@ -405,11 +387,9 @@ class WorkService(ServiceBase):
         )
 
     async def list_effects(self, *, task_id: str | None = None) -> list[Effect]:
-        self._may(READ)
         if task_id is not None:
             await self._task(task_id, READ)
-        mine = None if self.principal is None else self.principal.person_id
-        return await self.store.effects.list_effects(task_id=task_id, person_id=mine)
+        return await self.store.effects.list_effects(task_id=task_id, person_id=self._mine(READ))
 
     async def prune(self, *, older_than: timedelta) -> dict[str, int]:
         """Delete history of work that finished longer than ``older_than`` ago."""
@@ -420,11 +400,8 @@ class WorkService(ServiceBase):
 
     async def in_doubt_effects(self, person_id: str | None = None) -> list[Effect]:
         """Effects nobody knows happened: everyone's, one person's, or a bound service's."""
-        self._may(READ)
-        if self.principal is not None:
-            person_id = self._for(person_id, READ)
         return await self.store.effects.list_effects(
-            status=EffectStatus.IN_DOUBT, person_id=person_id
+            status=EffectStatus.IN_DOUBT, person_id=self._mine(READ, person_id)
         )
 
     async def resolve_effect(self, effect_id: str, *, applied: bool, result: Any = None) -> Effect:
@@ -450,7 +427,7 @@ class WorkService(ServiceBase):
         self._nudge()
         return effect
 
-    # --- the agent: asking, answering, approving --------------------------------------------
+    # --- the agent: asking and answering -------------------------------------------------------
 
     async def ask_agent(
         self,
@@ -507,116 +484,6 @@ class WorkService(ServiceBase):
     async def steps(self, task_id: str, *, after: int = 0, limit: int = 1000) -> list[Step]:
         await self._task(task_id, READ)
         return await self.store.activations.list_steps(task_id, after=after, limit=limit)
-
-    async def list_approvals(
-        self, *, person_id: str, status: ApprovalStatus | None = ApprovalStatus.PENDING
-    ) -> list[Approval]:
-        return await self.store.inbox.list_approvals(
-            person_id=self._for(person_id, READ), status=status
-        )
-
-    async def get_approval(self, approval_id: str) -> Approval:
-        return await self._approval(approval_id, READ)
-
-    async def approval_origins(self, approval: Approval) -> dict[str, str]:
-        """Arguments of ``approval`` whose values its task saw in untrusted content (an email, a
-        web page), and where, in words. The task's record of such values is the only source: an
-        approval does not keep them itself."""
-        task = await self.get_task(approval.task_id)
-        # the approval does not keep the tool's roles: every argument that looks consequential
-        flagged = untrusted_arguments(approval.args, task.state, trusted_text="", roles=None)
-        return {
-            path: f"{t.value!r} appeared in untrusted content from {t.source} (step {t.step})"
-            for path, t in flagged.items()
-        }
-
-    async def decide_approval(
-        self,
-        approval_id: str,
-        *,
-        approve: bool,
-        decided_by: str = "person",
-        note: str | None = None,
-        scope: str = "once",
-        hours: float | None = None,
-    ) -> Approval:
-        """Approve or deny exactly the action that was asked about; the task resumes.
-
-        Approving can also give lasting authority for the same tool (a grant, audited):
-        ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for
-        ``hours``), ``always`` (standing). A lasting grant never covers more than the action
-        approved: read by the tool's argument roles (kept on the approval), it is bound to this
-        tool, to exactly this action's recipients and URLs, to at most its amount, and to the
-        exact value of every argument the tool did not mark as content, free text or a time
-        (:func:`~steward.sentinel.arguments.pinned_constraints`); it is recorded in the same
-        transaction as the decision. When it
-        cannot be bound — the action names no recipient or URL, or one of them (or the amount)
-        cannot be read unambiguously (a display name, a host that is not plainly a host) —
-        the lasting scope is refused with
-        a :class:`~steward.errors.UsageError` and nothing changes; the person can still
-        approve it once."""
-        check_text(note or "", "a decision's note")
-        approval = await self._approval(approval_id, CONTROL)
-        decided_by = self._decider(decided_by)
-        if scope not in APPROVAL_SCOPES:
-            raise UsageError(f"unknown approval scope {scope!r}; use one of {APPROVAL_SCOPES}")
-        now = self.clock.now()
-        if approve and scope != "once":
-            # one transaction: a grant never outlives a decision that failed
-            decided = await self.store.authority.approve_granting(
-                approval_id,
-                self._grant_for(approval, scope, hours=hours, issued_by=decided_by),
-                decided_by=decided_by,
-                now=now,
-                note=note,
-            )
-        else:
-            decided = await self.store.inbox.decide_approval(
-                approval_id, approve=approve, decided_by=decided_by, now=now, note=note
-            )
-        self._nudge()
-        return decided
-
-    def _grant_for(
-        self, approval: Approval, scope: str, *, hours: float | None, issued_by: str
-    ) -> Grant:
-        now = self.clock.now()
-        constraints: dict[str, Any] = {"tool": approval.tool}
-        lifetime = {"task": Lifetime.TASK, "hours": Lifetime.UNTIL, "always": Lifetime.STANDING}
-        expires_at = None
-        if scope == "hours":
-            if hours is None:
-                raise UsageError("approving for some hours needs hours > 0")
-            expires_at = now + hours_ahead(hours, "approving for some hours")
-        # bound to what this action touches, or refused: never wider than what was approved
-        constraints.update(pinned_constraints(approval.args, approval.roles))
-        return Grant(
-            id=new_id("grt"),
-            person_id=approval.person_id,
-            scopes=approval.scopes,
-            lifetime=lifetime[scope],
-            constraints=constraints,
-            task_id=approval.task_id if scope == "task" else None,
-            expires_at=expires_at,
-            issued_by=issued_by,
-            reason=f"approved {approval.id} ({scope})",
-            created_at=now,
-        )
-
-    async def list_notifications(
-        self, *, person_id: str, unread: bool = False, limit: int = 200
-    ) -> list[Notification]:
-        return await self.store.inbox.list_notifications(
-            person_id=self._for(person_id, READ), unread=unread, limit=limit
-        )
-
-    async def mark_read(self, notification_id: str) -> None:
-        """Mark read (a read token may: it is the dashboard's own bookkeeping). Marking one
-        already read changes nothing; an id that is not the person's is
-        :class:`~steward.errors.NotFound`, like one that does not exist."""
-        self._may(READ)
-        mine = None if self.principal is None else self.principal.person_id
-        await self.store.inbox.mark_read(notification_id, now=self.clock.now(), person_id=mine)
 
 
 def parse_time(value: str) -> datetime:
