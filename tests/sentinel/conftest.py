@@ -10,6 +10,7 @@ import pytest
 
 from steward.domain import Person, TaskSpec
 from steward.domain.actions import ActionRequest, EffectClass, Verdict
+from steward.domain.agent_input import AgentTaskInput
 from steward.domain.authority import Connection, Grant, Lifetime
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
@@ -66,7 +67,7 @@ def request(
         scopes=scopes,
         source="python",
         wake_reason="start",
-        task_input=task_input or {},
+        task_input=AgentTaskInput.from_json(task_input or {}),
     )
 
 

@@ -44,6 +44,7 @@ from steward.domain.limits import (
     seconds_span,
 )
 from steward.domain.tokens import CONTROL, READ
+from steward.domain.trail import Trail
 from steward.errors import ConfigError, UsageError
 from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.arguments import pinned_constraints
@@ -516,7 +517,8 @@ class WorkService(ServiceBase):
         approval does not keep them itself."""
         task = await self.get_task(approval.task_id)
         # the approval does not keep the tool's roles: every argument that looks consequential
-        flagged = untrusted_arguments(approval.args, task.state, trusted_text="", roles=None)
+        trail = Trail.from_json(task.state)
+        flagged = untrusted_arguments(approval.args, trail, trusted_text="", roles=None)
         return {
             path: f"{t.value!r} appeared in untrusted content from {t.source} (step {t.step})"
             for path, t in flagged.items()
