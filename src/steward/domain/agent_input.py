@@ -70,6 +70,9 @@ class AgentTaskInput:
     """The values of that skill's ``{input}`` placeholders, as given."""
     event: dict[str, Any] | None = None
     """The event a trigger started the task for (someone else's text)."""
+    depth: int | None = None
+    """For a subtask: how deep it is nested (1: a task's subtask); None: not recorded (not a
+    subtask, or one created before the depth was stored)."""
 
     @property
     def required_keys(self) -> list[str]:
@@ -85,6 +88,7 @@ class AgentTaskInput:
         event = data.get("event")
         instructions = data.get("instructions")
         skill = data.get("skill")
+        depth = data.get("depth")
         return cls(
             instructions=None if instructions is None else str(instructions),
             acceptance=dict(data.get("acceptance") or {}),
@@ -97,4 +101,5 @@ class AgentTaskInput:
             skill=str(skill) if skill else None,
             inputs=data.get("inputs"),
             event=event if isinstance(event, dict) else None,
+            depth=int(depth) if isinstance(depth, int) else None,
         )

@@ -30,7 +30,9 @@ from steward.models.base import ModelResponse, ToolCall
 VERSION = 2
 """The layout :meth:`AgentState.to_json` writes (1: the untyped layout, no ``version`` key)."""
 
-WaitingKind = Literal["approval", "children", "until", "event", "input", "handoff", "budget", "reply"]
+WaitingKind = Literal[
+    "approval", "children", "until", "event", "input", "handoff", "budget", "reply"
+]
 
 
 @dataclass(kw_only=True, frozen=True)
