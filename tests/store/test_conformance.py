@@ -525,7 +525,7 @@ async def test_claim_bumps_epoch_and_opens_activation(store: Store, clock: Simul
     assert c1.epoch == 1
     assert c1.task.lease_owner == "w-a"
     assert c1.task.lease_expires_at == later(clock, LEASE)
-    assert c1.wake == {}
+    assert c1.wake.to_json() == {}
     act = c1.activation
     assert (act.task_id, act.goal_id, act.reason, act.worker, act.epoch) == (
         t.id,
@@ -548,7 +548,7 @@ async def test_claim_bumps_epoch_and_opens_activation(store: Store, clock: Simul
     assert c2.task.state == {"n": 1}
     assert c2.task.step_seq == 1
     assert c2.activation.reason == "step cap"
-    assert c2.wake == {"reason": "step cap"}
+    assert c2.wake.to_json() == {"reason": "step cap"}
     acts = await store.list_activations(task_id=t.id)
     assert [(a.epoch, a.worker) for a in acts] == [(1, "w-a"), (2, "w-b")]
     assert acts[0].ended_at == clock.now()
@@ -721,7 +721,7 @@ async def test_finish_retry_backs_off_then_dead_letters(
     clock.advance(timedelta(seconds=1))
     c2 = await claim_one(store, clock)
     assert c2.activation.reason == "retry"
-    assert c2.wake == {"reason": "retry"}
+    assert c2.wake.to_json() == {"reason": "retry"}
     dead = await finish(store, clock, c2, Retry(reason="HTTP 503", delay_seconds=120))
     assert dead.status is TaskStatus.DEAD_LETTERED
     assert dead.attempts == 2
@@ -760,7 +760,7 @@ async def test_finish_wait_until_and_wake_due_waits(store: Store, clock: Simulat
     assert await store.next_wait_time() is None
     assert await store.wake_due_waits(now=clock.now()) == 0
     c2 = await claim_one(store, clock)
-    assert (c2.activation.reason, c2.wake) == ("timer", {"reason": "timer"})
+    assert (c2.activation.reason, c2.wake.to_json()) == ("timer", {"reason": "timer"})
 
 
 async def test_wait_timeout_wakes_with_reason_timeout(store: Store, clock: SimulatedClock) -> None:
@@ -781,7 +781,7 @@ async def test_wait_timeout_wakes_with_reason_timeout(store: Store, clock: Simul
     assert await store.wake_due_waits(now=clock.now()) == 1
     assert (await store.get_task(forever.id)).status is TaskStatus.WAITING
     c = await claim_one(store, clock)
-    assert (c.task.id, c.wake) == (timed.id, {"reason": "timeout"})
+    assert (c.task.id, c.wake.to_json()) == (timed.id, {"reason": "timeout"})
 
 
 async def test_finish_requeue(store: Store, clock: SimulatedClock) -> None:
@@ -795,7 +795,7 @@ async def test_finish_requeue(store: Store, clock: SimulatedClock) -> None:
     assert back.run_at == clock.now()
     assert back.attempts == 0
     assert (await store.list_activations(task_id=t.id))[0].outcome == "requeue"
-    assert (await claim_one(store, clock)).wake == {"reason": "fairness"}
+    assert (await claim_one(store, clock)).wake.to_json() == {"reason": "fairness"}
 
 
 async def test_finish_stop_cancel_and_pause(store: Store, clock: SimulatedClock) -> None:
@@ -1008,7 +1008,7 @@ async def test_parent_waiting_on_children_wakes_when_last_child_ends(
     woken = await store.get_task(parent.id)
     assert woken.status is TaskStatus.PENDING
     c = await claim_one(store, clock)
-    assert (c.task.id, c.activation.reason, c.wake) == (
+    assert (c.task.id, c.activation.reason, c.wake.to_json()) == (
         parent.id,
         "children",
         {"reason": "children"},
@@ -1035,7 +1035,7 @@ async def test_wait_on_children_already_done_does_not_sleep(
     got = await finish(store, clock, cp, Wait(condition=WaitCondition(kind="children")))
     assert got.status is TaskStatus.PENDING
     c = await claim_one(store, clock)
-    assert (c.task.id, c.wake) == (parent.id, {"reason": "children"})
+    assert (c.task.id, c.wake.to_json()) == (parent.id, {"reason": "children"})
 
 
 async def test_spawn_under_stale_fence_creates_nothing(store: Store, clock: SimulatedClock) -> None:
@@ -1317,7 +1317,7 @@ async def test_resolve_effect_wakes_waiting_task(
     woken = await store.get_task(c.task.id)
     assert woken.status is TaskStatus.PENDING
     c2 = await claim_one(store, clock)
-    assert (c2.task.id, c2.wake) == (c.task.id, {"reason": "effect", "effect_id": eff.id})
+    assert (c2.task.id, c2.wake.to_json()) == (c.task.id, {"reason": "effect", "effect_id": eff.id})
     with pytest.raises(InvalidTransition):
         await store.resolve_effect(eff.id, applied=applied, now=clock.now())
     with pytest.raises(NotFound):
@@ -1444,7 +1444,7 @@ async def test_route_events_wakes_matching_waiters(store: Store, clock: Simulate
     assert {c.task.id for c in claims} == {hit.id, any_pr.id}
     for c in claims:
         assert c.activation.reason == "event"
-        assert c.wake == {
+        assert c.wake.to_json() == {
             "reason": "event",
             "event": {
                 "id": ev.id,
@@ -1485,7 +1485,7 @@ async def test_event_wait_registered_after_its_event_wakes_at_once(
     assert early.status is TaskStatus.PENDING
     c = await claim_one(store, clock)
     assert (c.task.id, c.activation.reason) == (early.id, "event")
-    assert c.wake["event"]["id"] == reply.id
+    assert c.wake.to_json()["event"]["id"] == reply.id
     late = await wait(clock.now(), {"thread": "t1"})
     other = await wait(asked_at, {"thread": "t2"})
     for t in (late, other):

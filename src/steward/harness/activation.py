@@ -65,8 +65,8 @@ class Activation:
         self.started = run.clock.now()
         self.state = AgentState.from_json(run.state)
         """The checkpointed state; written back into the run with every commit."""
-        self.wake: dict[str, Any] = dict(run.wake)
-        """Why this activation started (held for all of it: the run's copy is per claim)."""
+        self.wake = run.wake
+        """Why this activation started."""
         self.window: list[Step] | None = None
         """Steps after the summary, loaded once per activation and extended as we commit."""
         self._rendered: dict[int, list[Message]] = {}
@@ -268,7 +268,7 @@ class Activation:
             goal=self.goal,
             task=self.task,
             progress=dict(self.state.progress),
-            wake=dict(self.wake),
+            wake=self.wake,
             memories=self.recalled[0],
             skills=self.recalled[1],
             summary=self.state.summary,
@@ -304,7 +304,7 @@ class Activation:
             effect=found.effect,
             scopes=found.scopes,
             source=found.source,
-            wake_reason=str(self.wake.get("reason", "")),
+            wake_reason=self.wake.reason,
             task_input=self.input,
             roles=roles,
             untrusted_args={path: t.describe() for path, t in flagged.items()},

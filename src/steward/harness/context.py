@@ -18,6 +18,7 @@ from typing import Any
 from steward.domain import Goal, Step, Task
 from steward.domain.audience import Audience, AudienceKind
 from steward.domain.personal import Recalled
+from steward.domain.wake import WakeReason, event_of
 from steward.models.base import Message, ModelResponse, ToolSpec
 
 CHARS_PER_TOKEN = 4
@@ -157,7 +158,7 @@ class ContextInputs:
     """The task."""
     progress: dict[str, Any]
     """The task's explicit progress (what the model saved with ``update_progress``)."""
-    wake: dict[str, Any]
+    wake: WakeReason
     """Why this activation started."""
     memories: Sequence[Recalled]
     """Relevant memories."""
@@ -242,13 +243,14 @@ def _render_task(task: Task, progress: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _render_wake(wake: dict[str, Any]) -> str:
-    reason = wake.get("reason")
+def _render_wake(wake: WakeReason) -> str:
+    reason = wake.reason
     if not reason or reason == "created":
         return ""
     text = f"## Why you are running now\nReason: {reason}"
-    if "event" in wake:
-        text += "\nEvent: " + json.dumps(wake["event"], sort_keys=True, default=str)
+    event = event_of(wake)
+    if event is not None:
+        text += "\nEvent: " + json.dumps(event, sort_keys=True, default=str)
     return text
 
 

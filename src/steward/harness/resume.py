@@ -11,6 +11,7 @@ from typing import Any
 from steward.domain import ApprovalStatus, args_hash
 from steward.domain.outcome import Outcome, Wait
 from steward.domain.trail import Trail
+from steward.domain.wake import answer_of, event_of
 from steward.harness.activation import Activation, Node
 from steward.harness.authorize import authorize
 from steward.harness.state import EventMark, Waiting
@@ -31,7 +32,7 @@ class Resume(Node):
         wake = act.wake
         condition = waiting.condition
         call = act.state.pending[0] if act.state.pending else None
-        timed_out = wake.get("reason") == "timeout"
+        timed_out = wake.reason == "timeout"
         if kind == "approval":
             assert call is not None
             assert waiting.approval_id is not None
@@ -46,8 +47,8 @@ class Resume(Node):
             return await act.observe(call, f"waited until {act.run.clock.now().isoformat()}")
         if kind == "event":
             assert call is not None
-            if "event" in wake:
-                event = wake["event"]
+            event = event_of(wake)
+            if event is not None:
                 _mark_event(act, event)
                 text = json.dumps(event, sort_keys=True, default=str)
                 source = f"event:{event.get('type')}"
@@ -57,7 +58,7 @@ class Resume(Node):
                 return await act.observe(call, "no matching event arrived before the timeout")
             return Wait(condition=condition)
         # the person's input: a question's answer, a chat reply, a hand-off or budget stop
-        answer = wake.get("answer")
+        answer = answer_of(wake)
         if answer is None:
             if timed_out and call is not None:
                 return await act.observe(call, "the person did not answer in time", True)

@@ -54,6 +54,7 @@ from steward.domain.goal import GoalRecordKind
 from steward.domain.ids import effect_key
 from steward.domain.journal import APPLIED_RESULT_UNKNOWN
 from steward.domain.outcome import Claim
+from steward.domain.wake import WakeReason
 from steward.errors import (
     DatabaseUnavailable,
     EffectFailed,
@@ -127,8 +128,8 @@ class TaskRun:
         return self.claim.task
 
     @property
-    def wake(self) -> dict[str, Any]:
-        """Why this activation started: ``{"reason": ..., "event": ...}``."""
+    def wake(self) -> WakeReason:
+        """Why this activation started."""
         return self.claim.wake
 
     def add_usage(self, **amounts: float) -> None:

@@ -26,6 +26,7 @@ from steward.domain.clock import Clock
 from steward.domain.goal import Budget
 from steward.domain.outcome import Claim, Fail, Outcome, Requeue, Retry, Stop, Wait
 from steward.domain.task import WaitCondition
+from steward.domain.wake import Again
 from steward.errors import (
     DatabaseUnavailable,
     EffectInDoubt,
@@ -184,7 +185,7 @@ class Worker:
             # later each time it is cut off again (not an attempt: the step did not fail)
             self.outage.noticed(error)
             log.info("activation abandoned: database unavailable", task=claim.task.id)
-            cut_offs = int(claim.wake.get("cut_offs", 0)) + 1
+            cut_offs = (claim.wake.cut_offs if isinstance(claim.wake, Again) else 0) + 1
             ceiling = min(CUT_OFF_CAP_SECONDS, self.retry_base_seconds * 2 ** (cut_offs - 1))
             outcome = Requeue(
                 reason="database unavailable",
