@@ -23,7 +23,7 @@ from steward.domain.actions import ActionRequest
 from steward.domain.agent_input import AgentTaskInput
 from steward.domain.audience import PRIVATE
 from steward.domain.outcome import Outcome, Succeed, Wait
-from steward.domain.personal import Recalled, RecallQuery
+from steward.domain.personal import Recalled
 from steward.domain.roles import DataClass
 from steward.harness import skilluse
 from steward.harness.budget import ActivationBudget, exhausted
@@ -216,14 +216,6 @@ class Activation:
         names = set(allowed)
         return [t for t in self.h.tools if t.source == "control" or t.name in names]
 
-    def recall_query(self) -> RecallQuery:
-        return RecallQuery(
-            person_id=self.task.person_id,
-            text=str(self.task.input.get("instructions", self.task.title)),
-            audience=self.input.audience,
-            goal_id=self.task.goal_id,
-        )
-
     def _messages(self, step: Step) -> list[Message]:
         cached = self._rendered.get(step.seq)
         if cached is None:
@@ -258,7 +250,7 @@ class Activation:
                     kind="summary", output={"through": cut, "method": compaction.method}
                 )
         if self.recalled is None:
-            query = self.recall_query()
+            query = skilluse.recall_query(self.task, self.input)
             self.recalled = (
                 await self.h.personal.recall(query),
                 await self.h.personal.skills(query),
@@ -267,6 +259,7 @@ class Activation:
             system_prompt=self.h.config.system_prompt,
             goal=self.goal,
             task=self.task,
+            given=self.input,
             progress=dict(self.state.progress),
             wake=self.wake,
             memories=self.recalled[0],
@@ -323,7 +316,8 @@ class Activation:
         else:
             # the person's words only: a budget, a tool list or a session id are settings, and
             # their numbers ("13", "30") vouch for no value an injected text supplies
-            said = [self.task.input.get(k) for k in ("instructions", "acceptance", "inputs")]
+            given = self.input
+            said = [given.instructions, given.acceptance, given.inputs]
             parts = [
                 self.task.title,
                 *(v if isinstance(v, str) else json.dumps(v, default=str) for v in said if v),

@@ -109,7 +109,7 @@ async def _remember(act: Activation, call: ToolCall, directive: Remember) -> Out
 async def _skill(
     act: Activation, call: ToolCall, directive: LoadSkill | ProposeSkill
 ) -> Outcome | None:
-    answer, error = await skilluse.direct(act.h.personal, act.task, act.state, directive)
+    answer, error = await skilluse.direct(act.h.personal, act.task, act.input, act.state, directive)
     return await act.observe(call, answer, error)
 
 

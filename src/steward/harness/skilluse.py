@@ -20,7 +20,6 @@ from typing import Any
 
 from steward.domain import Task
 from steward.domain.agent_input import AgentTaskInput
-from steward.domain.audience import Audience
 from steward.domain.personal import PersonalContext, RecallQuery, SkillProposal
 from steward.harness.control import LoadSkill, ProposeSkill
 from steward.harness.state import AgentState, Workflow
@@ -35,7 +34,7 @@ async def start_workflow(
     when it cannot run; None when there is none to run (the model works from the skill's
     procedure instead)."""
     name = str(given.skill)
-    found = await personal.load_skill(_query(task), name)
+    found = await personal.load_skill(recall_query(task, given), name)
     if found is None:
         return f"no skill {name!r} that this conversation may use"
     _loaded(state, found.id)
@@ -96,11 +95,12 @@ def _fill(value: Any, inputs: dict[str, Any]) -> Any:
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def _query(task: Task) -> RecallQuery:
+def recall_query(task: Task, given: AgentTaskInput) -> RecallQuery:
+    """What a task recalls memories and skills by: its instructions, for its audience."""
     return RecallQuery(
         person_id=task.person_id,
-        text=str(task.input.get("instructions", task.title)),
-        audience=Audience.of_task(task.input),
+        text=given.instructions if given.instructions is not None else task.title,
+        audience=given.audience,
         goal_id=task.goal_id,
     )
 
@@ -108,13 +108,14 @@ def _query(task: Task) -> RecallQuery:
 async def direct(
     personal: PersonalContext,
     task: Task,
+    given: AgentTaskInput,
     state: AgentState,
     directive: LoadSkill | ProposeSkill,
 ) -> tuple[str, bool]:
     """Carry out a skill directive: the observation for the model, and whether it is an
     error."""
     if isinstance(directive, LoadSkill):
-        return await _load(personal, task, state, directive.name)
+        return await _load(personal, recall_query(task, given), state, directive.name)
     answer = await personal.propose_skill(
         SkillProposal(
             person_id=task.person_id,
@@ -129,16 +130,16 @@ async def direct(
             task_id=task.id,
             # once a task has read others' text, what it learned may be theirs
             trusted=not provenance.read_untrusted(state.trail),
-            audience=Audience.of_task(task.input),
+            audience=given.audience,
         )
     )
     return answer, answer.startswith("error:")
 
 
 async def _load(
-    personal: PersonalContext, task: Task, state: AgentState, name: str
+    personal: PersonalContext, query: RecallQuery, state: AgentState, name: str
 ) -> tuple[str, bool]:
-    found = await personal.load_skill(_query(task), name)
+    found = await personal.load_skill(query, name)
     if found is None:
         return f"error: no skill {name!r} here; use a name from the skill index", True
     _loaded(state, found.id)
