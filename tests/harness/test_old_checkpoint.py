@@ -6,6 +6,7 @@ as the same task run by today's code from the start."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -233,3 +234,17 @@ async def _replace_state(store: Store, state: dict[str, Any]) -> None:
         )
 
     await store.backend.write(op)
+
+
+def test_the_untyped_layout_reads_into_the_same_keys_with_a_version() -> None:
+    """Readers of a task's state (the CLI, the memory extractor, approval origins) find the
+    keys where they were; only the activation's own wake-up is no longer kept."""
+    state = AgentState.from_json(OLD_STATE)
+    assert state.version == 1
+    assert [c.id for c in state.pending] == ["call_3", "call_4"]
+    assert state.waiting is not None
+    assert (state.waiting.kind, state.waiting.approval_id) == ("approval", "apr.tsk_oldformat.10")
+    assert state.trail.read_untrusted
+    expected = {k: v for k, v in OLD_STATE.items() if k != "wake"} | {"version": VERSION}
+    assert state.to_json() == expected
+    assert AgentState.from_json(state.to_json()) == replace(state, version=VERSION)
