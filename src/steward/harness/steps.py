@@ -48,9 +48,8 @@ class Start(Node):
     """What the activation does first, from the task's state."""
 
     async def run(self, act: Activation) -> Node | Outcome | None:
-        if act.task.goal_id is not None:
-            act.goal = await act.run.goal()
-            act.goal_spent = await act.run.goal_usage()
+        act.goal = await act.run.goal()
+        act.goal_spent = await act.run.goal_usage()
         trail = act.state.trail
         if act.input.event is not None and act.run.seq == 0:
             # the event a trigger started this task for is someone else's text
