@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 from steward.domain import TaskSpec, WaitCondition
 from steward.domain.agent_input import Inherited
@@ -161,15 +161,15 @@ async def _spawn(act: Activation, call: ToolCall, spawn: Spawn) -> Outcome | Non
 
 
 HANDLERS: dict[type[Any], Handler] = {
-    Finish: cast(Handler, _finish),
-    Abort: cast(Handler, _abort),
-    Suspend: cast(Handler, suspend.suspend),
-    Spawn: cast(Handler, _spawn),
-    GoalWrite: cast(Handler, _goal_write),
-    Progress: cast(Handler, _progress),
-    Remember: cast(Handler, _remember),
-    ReadArtifact: cast(Handler, _read_artifact),
-    LoadSkill: cast(Handler, _skill),
-    ProposeSkill: cast(Handler, _skill),
+    Finish: _finish,
+    Abort: _abort,
+    Suspend: suspend.suspend,
+    Spawn: _spawn,
+    GoalWrite: _goal_write,
+    Progress: _progress,
+    Remember: _remember,
+    ReadArtifact: _read_artifact,
+    LoadSkill: _skill,
+    ProposeSkill: _skill,
 }
 """The handler of each directive type."""
