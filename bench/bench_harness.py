@@ -43,7 +43,8 @@ from typing import Any
 from bench_support import REPO, Outcome, fresh_database, summary
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.clock import Clock
-from steward.harness.agent import AgentConfig, AgentHarness, _Activation
+from steward.harness.activation import Activation
+from steward.harness.agent import AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
 from steward.harness.context import ContextBudget
 from steward.harness.tools import tool
@@ -361,16 +362,16 @@ async def context_assembly(url: str, journal_steps: int, budget: ContextBudget) 
                 worker="bench", limit=1, lease_seconds=300, now=clock.now()
             )
             run = TaskRun(store=store, clock=clock, claim=claims[0])
-            # the harness's own context assembly (a private method): the thing being measured
-            activation = _Activation(harness, run)
-            specs = [t.spec for t in activation._offered_tools()]
+            # the harness's own context assembly: the thing being measured
+            activation = Activation(harness, run)
+            specs = [t.spec for t in activation.offered_tools()]
             first = time.perf_counter()
-            context = await activation._context(specs, shrink=False)
+            context = await activation.context(specs, shrink=False)
             first_seconds = time.perf_counter() - first
             seconds = []
             for _ in range(CONTEXT_REPEATS):
                 begin = time.perf_counter()
-                context = await activation._context(specs, shrink=False)
+                context = await activation.context(specs, shrink=False)
                 seconds.append(time.perf_counter() - begin)
             through = int(run.state["summarized_through"])
             recent = await store.activations.list_steps(task.id, after=through, limit=100_000)

@@ -42,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "sentinel": GROUND | {"store"},
     "runtime": GROUND | {"store"},
     "models": GROUND,
-    "harness": GROUND | {"store", "sentinel", "runtime", "models"},
+    "harness": GROUND | {"sentinel", "runtime", "models"},
     "memory": GROUND | {"store", "sentinel", "runtime", "models"},
     "connectors": GROUND | {"store", "sentinel", "runtime", "harness"},
     "service": GROUND | {"store", "sentinel", "runtime", "memory"},

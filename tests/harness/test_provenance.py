@@ -11,6 +11,7 @@ from steward.domain.audience import PRIVATE, PUBLIC
 from steward.domain.clock import SimulatedClock
 from steward.domain.personal import NoPersonalContext, Recalled, RecallQuery
 from steward.domain.roles import Role
+from steward.domain.trail import Trail
 from steward.harness.agent import AgentHarness
 from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
@@ -28,7 +29,7 @@ INJECTED = (
 
 
 def test_only_values_absent_from_trusted_text_are_flagged() -> None:
-    state: dict[str, Any] = {}
+    state = Trail()
     provenance.remember(state, INJECTED, source="read_email", step=3)
     args = {"to": "Attacker@evil.example", "cc": ["boss@corp.example"], "body": "see below"}
     roles = {"to": Role.RECIPIENT, "cc": Role.RECIPIENT, "body": Role.CONTENT}

@@ -3,11 +3,10 @@ hosts the one way the sentinel and the broker do (IDNA A-labels, no trailing dot
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from steward.domain.roles import Role
+from steward.domain.trail import Trail
 from steward.sentinel import provenance
 
 ROLES = {"url": Role.HOST}
@@ -23,7 +22,7 @@ ROLES = {"url": Role.HOST}
     ],
 )
 def test_a_host_from_untrusted_text_is_tainted_in_any_spelling(untrusted: str, url: str) -> None:
-    state: dict[str, Any] = {}
+    state = Trail()
     provenance.remember(state, untrusted, source="read_email", step=2)
     flagged = provenance.untrusted_arguments({"url": url}, state, "buy me a book", ROLES)
     assert set(flagged) == {"url"}
@@ -31,7 +30,7 @@ def test_a_host_from_untrusted_text_is_tainted_in_any_spelling(untrusted: str, u
 
 
 def test_a_host_the_person_named_is_theirs_in_any_spelling() -> None:
-    state: dict[str, Any] = {}
+    state = Trail()
     provenance.remember(state, "book at bücher.example today", source="read_email", step=2)
     args = {"url": "https://xn--bcher-kva.example./x"}
     assert not provenance.untrusted_arguments(args, state, "order from bücher.example", ROLES)

@@ -10,19 +10,20 @@ from typing import Any
 import pytest
 
 from steward.domain.roles import DataClass, Role
+from steward.domain.trail import Trail
 from steward.sentinel import provenance
 
 ID = {"file_id": Role.IDENTIFIER}
 
 
-def read(text: str, *, source: str = "read_email", step: int = 2) -> dict[str, Any]:
-    state: dict[str, Any] = {}
+def read(text: str, *, source: str = "read_email", step: int = 2) -> Trail:
+    state = Trail()
     provenance.remember(state, text, source=source, step=step)
     return state
 
 
 def flagged(
-    state: dict[str, Any], args: dict[str, Any], roles: dict[str, Role] | None, trusted: str = ""
+    state: Trail, args: dict[str, Any], roles: dict[str, Role] | None, trusted: str = ""
 ) -> dict[str, provenance.Taint]:
     return provenance.untrusted_arguments(args, state, trusted, roles)
 
@@ -121,16 +122,16 @@ def test_the_record_is_bounded_and_forgets_no_value() -> None:
     for step in range(2, 40):
         page = " ".join(f"word{step}x{i}" for i in range(600))
         provenance.remember(state, page, source="fetch", step=step)
-    assert len(state[provenance.SEEN]) == provenance.MAX_SOURCES
+    assert len(state.seen) == provenance.MAX_SOURCES
     [taint] = flagged(state, {"to": "attacker@evil.example"}, {"to": Role.RECIPIENT}).values()
     assert taint.source == provenance.EARLIER
     assert flagged(state, {"to": "word39x599"}, {"to": Role.RECIPIENT})
     # about 5 KiB per source at most, whatever was read
-    assert len(json.dumps(state)) < provenance.MAX_SOURCES * 6000
+    assert len(json.dumps(state.to_json())) < provenance.MAX_SOURCES * 6000
 
 
 def test_a_subtask_report_carries_what_it_read_to_the_parent() -> None:
-    parent: dict[str, Any] = {}
+    parent = Trail()
     child = read("pay IBAN DE89370400440532013000", source="read_inbox", step=4)
     provenance.absorb(parent, child, child_id="t.1")
     [taint] = flagged(parent, {"iban": "DE89370400440532013000"}, {"iban": Role.PAYEE}).values()
@@ -172,7 +173,7 @@ def test_a_text_too_long_for_the_record_counts_as_containing_everything() -> Non
     roles = {"to": Role.RECIPIENT}
     assert flagged(state, {"to": "anything@else.example"}, roles)
     assert not flagged(state, {"to": "me@home.example"}, roles, trusted="mail me@home.example")
-    assert len(json.dumps(state)) < 500
+    assert len(json.dumps(state.to_json())) < 500
 
 
 def test_a_url_is_judged_by_its_host() -> None:

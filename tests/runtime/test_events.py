@@ -258,8 +258,8 @@ async def test_event_arriving_as_the_task_goes_to_sleep_wakes_it(db_url: str, ri
     [woken] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=30, now=clock.now(), lease_now=clock.lease_now()
     )
-    assert woken.wake["reason"] == "event"
-    assert woken.wake["event"]["id"] == event.id
+    assert woken.wake.to_json()["reason"] == "event"
+    assert woken.wake.to_json()["event"]["id"] == event.id
 
 
 async def test_wait_event_without_a_goal_receives_its_event(rig: Rig) -> None:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steward.domain.actions import ActionRequest, EffectClass, Verdict
+from steward.domain.agent_input import AgentTaskInput
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.domain.ids import new_id
 from steward.sentinel.index import PersonPolicy, PolicyCache
@@ -160,7 +161,7 @@ def _request(
         scopes=scopes,
         source="python",
         wake_reason="start",
-        task_input=ctx,
+        task_input=AgentTaskInput.from_json(ctx),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from steward.domain.actions import ActionRequest, EffectClass, Verdict
+from steward.domain.agent_input import AgentTaskInput
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.sentinel.arguments import number
 from steward.sentinel.index import PolicySnapshot
@@ -56,7 +57,7 @@ def request(
         scopes=scopes,
         source="python",
         wake_reason="start",
-        task_input=task_input or {},
+        task_input=AgentTaskInput.from_json(task_input or {}),
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from steward.domain import Person
 from steward.domain.actions import ActionRequest, EffectClass, Verdict
+from steward.domain.agent_input import AgentTaskInput
 from steward.domain.authority import Connection, Grant, Lifetime
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
@@ -64,5 +65,5 @@ def request(
         scopes=scopes,
         source="python",
         wake_reason="start",
-        task_input=task_input or {},
+        task_input=AgentTaskInput.from_json(task_input or {}),
     )

@@ -25,6 +25,7 @@ from typing import Any
 
 from steward.connectors.http import API_CALL
 from steward.domain.actions import ActionRequest, EffectClass, Sentinel, Verdict
+from steward.domain.agent_input import AgentTaskInput
 from steward.domain.outcome import Fail, Outcome, Succeed
 from steward.errors import EffectFailed, StewardRuntimeError
 from steward.runtime.stepfn import Handler, StepContext
@@ -57,7 +58,7 @@ def http_post_kind(
             scopes=(API_CALL,),
             source="builtin",
             wake_reason=str(ctx.wake.get("reason", "")),
-            task_input=ctx.input,
+            task_input=AgentTaskInput.from_json(ctx.input),
         )
         # decided on every run of the step (a retry under the same key too), before the effect
         # is marked sent: the send itself then stays within its deadline (see runtime.run)

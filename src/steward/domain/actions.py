@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from steward.domain.agent_input import AgentTaskInput
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.roles import DataClass, Role
 
@@ -67,8 +68,8 @@ class ActionRequest:
     """Where the tool comes from (``python``, ``control``, ``mcp:<server>``)."""
     wake_reason: str
     """Why the activation started (a trigger or event never adds authority)."""
-    task_input: dict[str, Any] = field(default_factory=dict)
-    """The task's input (its instructions, mode), for policies that look at it."""
+    task_input: AgentTaskInput = field(default_factory=AgentTaskInput)
+    """The task's input (its mode, session), for policies that look at it."""
     roles: dict[str, Role] | None = None
     """The tool's argument roles (None: it declares none)."""
     untrusted_args: dict[str, str] = field(default_factory=dict)

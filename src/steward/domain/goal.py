@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -59,6 +60,58 @@ class Budget:
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Budget:
         return cls(**(data or {}))
+
+    def overrun(self, used: Mapping[str, float]) -> Overrun | None:
+        """The first cap ``used`` has reached, or None. ``used`` is what the goal's
+        activations spent (the running one included): ``activations`` (a cap on them is
+        passed when the count goes beyond it, since the running one is counted), ``steps``,
+        ``tokens``, ``cost_usd``, ``seconds``; a measure left out is not checked."""
+        activations, most = used.get("activations"), self.max_activations
+        if most is not None and activations is not None and activations > most:
+            return Overrun(measure="activations", cap=most)
+        caps: tuple[tuple[SpendMeasure, float | None], ...] = (
+            ("steps", self.max_steps),
+            ("tokens", self.max_tokens),
+            ("cost_usd", self.max_cost_usd),
+            ("seconds", self.max_seconds),
+        )
+        for measure, cap in caps:
+            if cap is not None and used.get(measure, 0) >= cap:
+                return Overrun(measure=measure, cap=cap)
+        return None
+
+
+SpendMeasure = Literal["activations", "steps", "tokens", "cost_usd", "seconds"]
+
+
+@dataclass(kw_only=True, frozen=True)
+class Overrun:
+    """A goal budget cap that was reached."""
+
+    measure: SpendMeasure
+    """What was counted."""
+    cap: float
+    """The cap."""
+
+    @property
+    def amount(self) -> str:
+        """The cap in words: ``8000 tokens``, ``$3.00``, ``2400s``."""
+        if self.measure == "cost_usd":
+            return f"${self.cap:.2f}"
+        if self.measure == "seconds":
+            return f"{self.cap:g}s"
+        return f"{self.cap} {self.measure}"
+
+    def paused(self) -> str:
+        """Why a running task stops spending and asks the person."""
+        noun = {"cost_usd": "cost", "seconds": "time"}.get(self.measure, self.measure[:-1])
+        of_work = " of work" if self.measure == "seconds" else ""
+        return f"goal {noun} budget reached ({self.amount}{of_work})"
+
+    def refused(self) -> str:
+        """Why an activation is refused before it runs."""
+        of_work = " of work" if self.measure == "seconds" else ""
+        return f"goal budget exhausted: {self.amount}{of_work}"
 
 
 @dataclass(kw_only=True, frozen=True)

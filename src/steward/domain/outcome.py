@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from steward.domain.journal import Activation
 from steward.domain.task import Task, WaitCondition
+from steward.domain.wake import NotWoken, WakeReason
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -79,8 +80,8 @@ class Claim:
     """The task as claimed (epoch already bumped)."""
     activation: Activation
     """The open activation."""
-    wake: dict[str, Any] = field(default_factory=dict)
-    """Why the task became runnable again: ``{"reason": "event", "event": {...}}`` and so on."""
+    wake: WakeReason = field(default_factory=NotWoken)
+    """Why the task became runnable again."""
 
     @property
     def epoch(self) -> int:

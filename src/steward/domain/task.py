@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -55,6 +56,12 @@ def check_task_transition(current: TaskStatus, new: TaskStatus) -> None:
         raise InvalidTransition(f"task cannot go from {current} to {new}")
 
 
+def payload_matches(match: Mapping[str, Any], payload: Mapping[str, Any]) -> bool:
+    """Whether every field of ``match`` is equal in an event's ``payload`` (an event wait's
+    and an event trigger's filter)."""
+    return all(payload.get(k) == v for k, v in match.items())
+
+
 WaitKind = Literal["until", "event", "approval", "input", "children", "effect"]
 
 
@@ -81,10 +88,13 @@ class WaitCondition:
     seen: list[str] = field(default_factory=list)
     """For ``event``: ids of events already delivered to the task; they never match again."""
 
-    def matches_event(self, event_type: str, payload: dict[str, Any]) -> bool:
-        if self.kind != "event" or self.event_type != event_type:
-            return False
-        return all(payload.get(k) == v for k, v in self.match.items())
+    def matches_event(self, event_type: str, payload: Mapping[str, Any]) -> bool:
+        """Whether an event of ``event_type`` with ``payload`` is what this wait is for."""
+        return (
+            self.kind == "event"
+            and self.event_type == event_type
+            and payload_matches(self.match, payload)
+        )
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind}

@@ -61,16 +61,14 @@ def exhausted(
         return f"activation time budget reached ({b.max_seconds:g}s)"
     if goal_budget is None:
         return None
-    g = goal_budget
-    if g.max_steps is not None and goal_spent.get("steps", 0) + steps >= g.max_steps:
-        return f"goal step budget reached ({g.max_steps} steps)"
-    tokens = goal_spent.get("tokens", 0) + usage.get("tokens", 0)
-    if g.max_tokens is not None and tokens >= g.max_tokens:
-        return f"goal token budget reached ({g.max_tokens} tokens)"
-    cost = goal_spent.get("cost_usd", 0) + usage.get("cost_usd", 0)
-    if g.max_cost_usd is not None and cost >= g.max_cost_usd:
-        return f"goal cost budget reached (${g.max_cost_usd:.2f})"
-    seconds = goal_spent.get("seconds", 0) + elapsed
-    if g.max_seconds is not None and seconds >= g.max_seconds:
-        return f"goal time budget reached ({g.max_seconds:g}s of work)"
-    return None
+    # the goal's own check (the worker refuses an activation by it too); the activation count
+    # is the worker's to check: a task that started may finish its activation
+    overrun = goal_budget.overrun(
+        {
+            "steps": goal_spent.get("steps", 0) + steps,
+            "tokens": goal_spent.get("tokens", 0) + usage.get("tokens", 0),
+            "cost_usd": goal_spent.get("cost_usd", 0) + usage.get("cost_usd", 0),
+            "seconds": goal_spent.get("seconds", 0) + elapsed,
+        }
+    )
+    return None if overrun is None else overrun.paused()

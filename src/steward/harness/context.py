@@ -16,8 +16,10 @@ from datetime import datetime
 from typing import Any
 
 from steward.domain import Goal, Step, Task
-from steward.domain.audience import Audience, AudienceKind
+from steward.domain.agent_input import AgentTaskInput
+from steward.domain.audience import AudienceKind
 from steward.domain.personal import Recalled
+from steward.domain.wake import WakeReason, event_of
 from steward.models.base import Message, ModelResponse, ToolSpec
 
 CHARS_PER_TOKEN = 4
@@ -155,9 +157,11 @@ class ContextInputs:
     """The goal the task serves."""
     task: Task
     """The task."""
+    given: AgentTaskInput
+    """Its input, typed."""
     progress: dict[str, Any]
     """The task's explicit progress (what the model saved with ``update_progress``)."""
-    wake: dict[str, Any]
+    wake: WakeReason
     """Why this activation started."""
     memories: Sequence[Recalled]
     """Relevant memories."""
@@ -181,7 +185,7 @@ def assemble(inputs: ContextInputs, budget: ContextBudget) -> Context:
 
     system = [part("system", inputs.system_prompt, budget.system)]
     system.append(f"Current time: {inputs.now.isoformat(timespec='seconds')}")
-    system.append(_AUDIENCE_NOTES[Audience.of_task(inputs.task.input).kind])
+    system.append(_AUDIENCE_NOTES[inputs.given.audience.kind])
     if inputs.goal is not None:
         system.append(part("goal", _render_goal(inputs.goal), budget.goal))
     if inputs.memories:
@@ -198,7 +202,7 @@ def assemble(inputs: ContextInputs, budget: ContextBudget) -> Context:
         system.append(
             part("summary", "## Earlier in this task (summary)\n" + inputs.summary, budget.summary)
         )
-    task_text = _render_task(inputs.task, inputs.progress)
+    task_text = _render_task(inputs.task, inputs.given, inputs.progress)
     user = [part("task", task_text, budget.task)]
     wake = _render_wake(inputs.wake)
     if wake:
@@ -231,10 +235,10 @@ def _render_goal(goal: Goal) -> str:
     return "\n".join(lines)
 
 
-def _render_task(task: Task, progress: dict[str, Any]) -> str:
-    instructions = str(task.input.get("instructions") or task.title or task.kind)
+def _render_task(task: Task, given: AgentTaskInput, progress: dict[str, Any]) -> str:
+    instructions = given.instructions or task.title or task.kind
     lines = ["## Your task", instructions]
-    acceptance = task.input.get("acceptance")
+    acceptance = given.acceptance
     if acceptance:
         lines.append("Acceptance: " + json.dumps(acceptance, sort_keys=True))
     if progress:
@@ -242,13 +246,14 @@ def _render_task(task: Task, progress: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _render_wake(wake: dict[str, Any]) -> str:
-    reason = wake.get("reason")
+def _render_wake(wake: WakeReason) -> str:
+    reason = wake.reason
     if not reason or reason == "created":
         return ""
     text = f"## Why you are running now\nReason: {reason}"
-    if "event" in wake:
-        text += "\nEvent: " + json.dumps(wake["event"], sort_keys=True, default=str)
+    event = event_of(wake)
+    if event is not None:
+        text += "\nEvent: " + json.dumps(event, sort_keys=True, default=str)
     return text
 
 

@@ -19,34 +19,29 @@ import re
 from typing import Any
 
 from steward.domain import Task
-from steward.domain.audience import Audience
+from steward.domain.agent_input import AgentTaskInput
 from steward.domain.personal import PersonalContext, RecallQuery, SkillProposal
 from steward.harness.control import LoadSkill, ProposeSkill
+from steward.harness.state import AgentState, Workflow
 from steward.models.base import ToolCall
 from steward.sentinel import provenance
 
-LOADED = "skills_loaded"
-"""Task-state key: ids of the skills the task loaded."""
-WORKFLOW = "workflow"
-"""Task-state key: the workflow being run (``skill``, ``calls``, ``failed``)."""
-
 
 async def start_workflow(
-    personal: PersonalContext, task: Task, state: dict[str, Any]
+    personal: PersonalContext, task: Task, given: AgentTaskInput, state: AgentState
 ) -> list[ToolCall] | str | None:
     """The tool calls of the workflow of the skill the task's input names; an error message
     when it cannot run; None when there is none to run (the model works from the skill's
     procedure instead)."""
-    name = str(task.input["skill"])
-    found = await personal.load_skill(_query(task), name)
+    name = str(given.skill)
+    found = await personal.load_skill(recall_query(task, given), name)
     if found is None:
         return f"no skill {name!r} that this conversation may use"
-    loaded = list(state.get(LOADED) or [])
-    state[LOADED] = [*loaded, found.id] if found.id not in loaded else loaded
-    state[WORKFLOW] = {"skill": name, "calls": 0, "failed": True}  # checked: not again
+    _loaded(state, found.id)
+    state.workflow = Workflow(skill=name, calls=0, failed=True)  # checked: not again
     if not found.workflow:
         return None
-    inputs = task.input.get("inputs") or {}
+    inputs = given.inputs or {}
     if not isinstance(inputs, dict):
         return "the skill's inputs must be an object of names and values"
     calls: list[ToolCall] = []
@@ -58,24 +53,28 @@ async def start_workflow(
         calls.append(
             ToolCall(id=f"wf-{n}", name=str(step["tool"]), arguments=json.dumps(arguments))
         )
-    state[WORKFLOW] = {"skill": name, "calls": len(calls), "failed": False}
+    state.workflow = Workflow(skill=name, calls=len(calls), failed=False)
     return calls
 
 
-def workflow_result(state: dict[str, Any]) -> dict[str, Any] | None:
+def _loaded(state: AgentState, skill_id: str) -> None:
+    if skill_id not in state.skills_loaded:
+        state.skills_loaded.append(skill_id)
+
+
+def workflow_result(state: AgentState) -> str | None:
     """The task's result when its workflow ran to the end without a failed call; None while
     none runs or after one failed (the model has taken over)."""
-    running = state.get(WORKFLOW)
-    if not running or running["failed"]:
+    running = state.workflow
+    if running is None or running.failed:
         return None
-    return {"text": f"ran the workflow of skill {running['skill']!r}: {running['calls']} steps"}
+    return f"ran the workflow of skill {running.skill!r}: {running.calls} steps"
 
 
-def note_observation(state: dict[str, Any], error: bool) -> None:
+def note_observation(state: AgentState, error: bool) -> None:
     """A failed call hands a running workflow to the model."""
-    running = state.get(WORKFLOW)
-    if running and error:
-        running["failed"] = True
+    if state.workflow is not None and error:
+        state.workflow.failed = True
 
 
 def _fill(value: Any, inputs: dict[str, Any]) -> Any:
@@ -96,11 +95,12 @@ def _fill(value: Any, inputs: dict[str, Any]) -> Any:
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def _query(task: Task) -> RecallQuery:
+def recall_query(task: Task, given: AgentTaskInput) -> RecallQuery:
+    """What a task recalls memories and skills by: its instructions, for its audience."""
     return RecallQuery(
         person_id=task.person_id,
-        text=str(task.input.get("instructions", task.title)),
-        audience=Audience.of_task(task.input),
+        text=given.instructions if given.instructions is not None else task.title,
+        audience=given.audience,
         goal_id=task.goal_id,
     )
 
@@ -108,13 +108,14 @@ def _query(task: Task) -> RecallQuery:
 async def direct(
     personal: PersonalContext,
     task: Task,
-    state: dict[str, Any],
+    given: AgentTaskInput,
+    state: AgentState,
     directive: LoadSkill | ProposeSkill,
 ) -> tuple[str, bool]:
     """Carry out a skill directive: the observation for the model, and whether it is an
     error."""
     if isinstance(directive, LoadSkill):
-        return await _load(personal, task, state, directive.name)
+        return await _load(personal, recall_query(task, given), state, directive.name)
     answer = await personal.propose_skill(
         SkillProposal(
             person_id=task.person_id,
@@ -128,30 +129,28 @@ async def direct(
             workflow=tuple(directive.workflow),
             task_id=task.id,
             # once a task has read others' text, what it learned may be theirs
-            trusted=not provenance.read_untrusted(state),
-            audience=Audience.of_task(task.input),
+            trusted=not provenance.read_untrusted(state.trail),
+            audience=given.audience,
         )
     )
     return answer, answer.startswith("error:")
 
 
 async def _load(
-    personal: PersonalContext, task: Task, state: dict[str, Any], name: str
+    personal: PersonalContext, query: RecallQuery, state: AgentState, name: str
 ) -> tuple[str, bool]:
-    found = await personal.load_skill(_query(task), name)
+    found = await personal.load_skill(query, name)
     if found is None:
         return f"error: no skill {name!r} here; use a name from the skill index", True
-    loaded = list(state.get(LOADED) or [])
-    if found.id not in loaded:
-        state[LOADED] = [*loaded, found.id]
+    _loaded(state, found.id)
     return found.text, False
 
 
 async def settle(
-    personal: PersonalContext, task: Task, state: dict[str, Any], *, success: bool
+    personal: PersonalContext, task: Task, state: AgentState, *, success: bool
 ) -> None:
     """Count the task's outcome for each skill it loaded."""
-    loaded = state.get(LOADED)
+    loaded = state.skills_loaded
     if loaded:
         # a crash between this and the task's final commit counts the outcome again when the
         # finish is replayed: the counts rank skills, they are not a ledger

@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 from steward.domain import Step, Task
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.memory import MemoryKind, Source, SourceKind
+from steward.domain.trail import Trail
 from steward.errors import StewardError, UsageError
 from steward.memory.book import MemoryBook, WriteOutcome, Written
 from steward.models.base import Message, Model, ModelResponse
@@ -169,7 +170,8 @@ async def extract_task(book: MemoryBook, extractor: Extractor, task_id: str) -> 
 
 def task_transcript(task: Task, steps: Sequence[Step]) -> Transcript:
     """The conversation of a task, from its request and journal."""
-    trusted_answers = {str(text) for text in task.state.get("trusted", [])}
+    trail = Trail.from_json(task.state)
+    trusted_answers = set(trail.trusted)
     turns: list[Turn] = []
     request = str(task.input.get("instructions") or "").strip()
     if request:
@@ -192,7 +194,7 @@ def task_transcript(task: Task, steps: Sequence[Step]) -> Transcript:
     final = Turn(role="steward", text=str(result or "").strip())
     if final.text and (not turns or turns[-1] != final):  # a words-only answer is both
         turns.append(final)
-    tainted = read_untrusted(task.state)
+    tainted = read_untrusted(trail)
     return Transcript(
         person_id=task.person_id,
         turns=tuple(turns),

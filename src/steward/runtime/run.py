@@ -38,17 +38,29 @@ from typing import Any
 
 import structlog
 
-from steward.domain import Effect, EffectStatus, Task, TaskSpec
+from steward.domain import (
+    Approval,
+    Artifact,
+    Effect,
+    EffectStatus,
+    Goal,
+    Notification,
+    Step,
+    Task,
+    TaskSpec,
+)
 from steward.domain.clock import Clock
 from steward.domain.goal import GoalRecordKind
 from steward.domain.ids import effect_key
 from steward.domain.journal import APPLIED_RESULT_UNKNOWN
 from steward.domain.outcome import Claim
+from steward.domain.wake import WakeReason
 from steward.errors import (
     DatabaseUnavailable,
     EffectFailed,
     EffectInDoubt,
     EffectMaybeInFlight,
+    NotFound,
     NotSent,
     RetryLater,
     StopRequested,
@@ -78,7 +90,8 @@ a lease nearly out) before it gives the step back to be retried."""
 
 
 class TaskRun:
-    """One activation's handle on its task. Every write goes through the claim's fence."""
+    """One activation's handle on its task: a harness reads and writes the store only through
+    it, and every write goes through the claim's fence."""
 
     def __init__(
         self,
@@ -115,8 +128,8 @@ class TaskRun:
         return self.claim.task
 
     @property
-    def wake(self) -> dict[str, Any]:
-        """Why this activation started: ``{"reason": ..., "event": ...}``."""
+    def wake(self) -> WakeReason:
+        """Why this activation started."""
         return self.claim.wake
 
     def add_usage(self, **amounts: float) -> None:
@@ -330,3 +343,67 @@ class TaskRun:
             lease_now=self.clock.lease_now(),
         )
         return child.id
+
+    # --- the person's inbox and the task's artifacts (fenced) ------------------------------
+
+    async def request_approval(self, approval: Approval, notification: Notification) -> Approval:
+        """Ask the person to approve a call, and tell them so."""
+        return await self.store.inbox.request_approval(
+            self.fence, approval, notification, lease_now=self.clock.lease_now()
+        )
+
+    async def expire_approval(self, approval_id: str) -> Approval:
+        """Mark this task's still-pending approval expired (the task woke at its deadline)."""
+        return await self.store.inbox.expire_approval(
+            approval_id, now=self.clock.now(), fence=self.fence, lease_now=self.clock.lease_now()
+        )
+
+    async def notify(self, notification: Notification) -> None:
+        await self.store.inbox.notify(
+            notification, fence=self.fence, lease_now=self.clock.lease_now()
+        )
+
+    async def add_artifact(self, artifact: Artifact) -> Artifact:
+        return await self.store.inbox.add_artifact(
+            artifact, fence=self.fence, lease_now=self.clock.lease_now()
+        )
+
+    # --- reads ---------------------------------------------------------------------------
+
+    async def goal(self) -> Goal | None:
+        """The task's goal (None for a stand-alone task)."""
+        if self.task.goal_id is None:
+            return None
+        return await self.store.goals.get_goal(self.task.goal_id)
+
+    async def goal_usage(self) -> dict[str, float]:
+        """What all the goal's activations spent so far (this one included); empty without a
+        goal."""
+        if self.task.goal_id is None:
+            return {}
+        return await self.store.activations.goal_usage(self.task.goal_id)
+
+    async def steps_after(self, seq: int) -> list[Step]:
+        """The task's committed steps after ``seq``."""
+        return await self.store.activations.list_steps(self.task.id, after=seq, limit=100_000)
+
+    async def attempted(self, step_seq: int) -> bool:
+        """Whether the first effect of step ``step_seq`` was planned already (before a crash)."""
+        return (
+            await self.store.effects.get_effect_by_key(effect_key(self.task.id, step_seq, 0))
+            is not None
+        )
+
+    async def approval(self, approval_id: str) -> Approval:
+        return await self.store.inbox.get_approval(approval_id)
+
+    async def subtask(self, task_id: str) -> Task:
+        """A subtask this task spawned."""
+        return await self.store.tasks.get_task(task_id)
+
+    async def artifact(self, artifact_id: str) -> Artifact:
+        """An artifact of the task's person (NotFound for anyone else's)."""
+        found = await self.store.inbox.get_artifact(artifact_id)
+        if found.person_id != self.task.person_id:
+            raise NotFound("artifact", artifact_id)
+        return found

@@ -46,7 +46,8 @@ class StepContext:
 
     @property
     def wake(self) -> dict[str, Any]:
-        return self._run.wake
+        """Why this activation started, as the store keeps it (``{"reason": ..., ...}``)."""
+        return self._run.wake.to_json()
 
     @property
     def step(self) -> int:

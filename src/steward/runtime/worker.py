@@ -23,8 +23,10 @@ from typing import Any
 import structlog
 
 from steward.domain.clock import Clock
+from steward.domain.goal import Budget
 from steward.domain.outcome import Claim, Fail, Outcome, Requeue, Retry, Stop, Wait
 from steward.domain.task import WaitCondition
+from steward.domain.wake import Again
 from steward.errors import (
     DatabaseUnavailable,
     EffectInDoubt,
@@ -183,7 +185,7 @@ class Worker:
             # later each time it is cut off again (not an attempt: the step did not fail)
             self.outage.noticed(error)
             log.info("activation abandoned: database unavailable", task=claim.task.id)
-            cut_offs = int(claim.wake.get("cut_offs", 0)) + 1
+            cut_offs = (claim.wake.cut_offs if isinstance(claim.wake, Again) else 0) + 1
             ceiling = min(CUT_OFF_CAP_SECONDS, self.retry_base_seconds * 2 ** (cut_offs - 1))
             outcome = Requeue(
                 reason="database unavailable",
@@ -260,31 +262,16 @@ class Worker:
             return Retry(reason=f"{type(exc).__name__}: {exc}", delay_seconds=delay)
 
     async def _over_budget(self, run: TaskRun) -> str | None:
+        """Why the goal's budget refuses this activation before it runs (its count includes
+        this one), or None."""
         goal_id = run.task.goal_id
         if goal_id is None:
             return None
         budget = (await self.store.goals.get_goal(goal_id)).budget
-        if (
-            budget.max_activations is None
-            and budget.max_steps is None
-            and budget.max_cost_usd is None
-            and budget.max_tokens is None
-            and budget.max_seconds is None
-        ):
+        if budget == Budget():
             return None
-        used = await self.store.activations.goal_usage(goal_id)
-        # this activation is already counted in ``activations``
-        if budget.max_activations is not None and used["activations"] > budget.max_activations:
-            return f"goal budget exhausted: {budget.max_activations} activations"
-        if budget.max_steps is not None and used["steps"] >= budget.max_steps:
-            return f"goal budget exhausted: {budget.max_steps} steps"
-        if budget.max_cost_usd is not None and used["cost_usd"] >= budget.max_cost_usd:
-            return f"goal budget exhausted: ${budget.max_cost_usd:.2f}"
-        if budget.max_tokens is not None and used["tokens"] >= budget.max_tokens:
-            return f"goal budget exhausted: {budget.max_tokens} tokens"
-        if budget.max_seconds is not None and used["seconds"] >= budget.max_seconds:
-            return f"goal budget exhausted: {budget.max_seconds:g}s of work"
-        return None
+        overrun = budget.overrun(await self.store.activations.goal_usage(goal_id))
+        return None if overrun is None else overrun.refused()
 
     async def _heartbeat(self, fence: Fence, work: asyncio.Future[Outcome]) -> None:
         interval = self.lease_seconds / 3

@@ -181,7 +181,7 @@ def _decide(
     limited = _hard_limit(request, payment_ceiling)
     if limited is not None:
         return limited
-    if request.task_input.get("mode") == "research":
+    if request.task_input.mode == "research":
         why = _writes(request)
         if why is not None:
             return PolicyDecision(
@@ -418,10 +418,10 @@ def _charge(request: ActionRequest) -> float | None:
 def session_of(request: ActionRequest) -> str | None:
     """The conversation an action runs in: the task input's ``session_id``, else a chat task
     is its own session (one chat conversation is one task)."""
-    given = request.task_input.get("session_id")
-    if isinstance(given, str) and given:
+    given = request.task_input.session_id
+    if given is not None:
         return given
-    return request.task_id if request.task_input.get("mode") == "chat" else None
+    return request.task_id if request.task_input.mode == "chat" else None
 
 
 def action_keys(request: ActionRequest, session_id: str | None) -> ActionKeys:

@@ -43,12 +43,13 @@ import re
 import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import partial
 from typing import Any
 
 from steward.domain.roles import DataClass, Role
+from steward.domain.trail import Seen, Trail
 from steward.sentinel.urls import UrlRefused, authority_of, host_key, parse_url
 
 FILTER_BITS = 1 << 15
@@ -65,13 +66,6 @@ MAX_SOURCES = 8
 """Untrusted sources remembered separately; older ones are merged into one filter."""
 EARLIER = "earlier untrusted content"
 """The label of the merged filter."""
-
-READ_UNTRUSTED = "read_untrusted"
-"""Task-state key: the task has read others' text (whatever values it held). What it learns
-from then on may be theirs: memories it proposes are candidates, skills it proposes wait."""
-SEEN = "untrusted_seen"
-"""Task-state key: the untrusted sources read, oldest first (see :func:`remember`)."""
-
 
 # --- normalisation --------------------------------------------------------------------------
 
@@ -244,69 +238,69 @@ class Taint:
         )
 
 
-def read_untrusted(state: Mapping[str, Any]) -> bool:
+def read_untrusted(trail: Trail) -> bool:
     """Whether the task has read others' text (or inherited that from its parent)."""
-    return bool(state.get(READ_UNTRUSTED))
+    return trail.read_untrusted
 
 
-def remember(state: dict[str, Any], text: str, *, source: str, step: int) -> None:
+def remember(trail: Trail, text: str, *, source: str, step: int) -> None:
     """Record that the task read an untrusted text: its word sequences, under ``source``."""
-    state[READ_UNTRUSTED] = True
+    trail.read_untrusted = True
     words = tokens(text)
     phrases = {*_phrases(words), *_hosts(words)}
     record = _Filter(full=len(phrases) > FULL_AT)
     if len(phrases) <= FULL_AT:
         for phrase in phrases:
             record.add(phrase)
-    _append(state, {"source": source, "step": step, "filter": record.pack()})
+    _append(trail, Seen(source=source, step=step, filter=record.pack()))
 
 
-def _append(state: dict[str, Any], entry: dict[str, Any]) -> None:
-    seen: list[dict[str, Any]] = state.setdefault(SEEN, [])
+def _append(trail: Trail, entry: Seen) -> None:
+    seen = trail.seen
     seen.append(entry)
     if len(seen) > MAX_SOURCES:
         # the two oldest become one: nothing is forgotten, only where it came from blurs
         first, second = seen[0], seen[1]
-        merged = _Filter(first["filter"])
-        merged.merge(_Filter(second["filter"]))
-        seen[:2] = [{"source": EARLIER, "step": first["step"], "filter": merged.pack()}]
+        merged = _Filter(first.filter)
+        merged.merge(_Filter(second.filter))
+        seen[:2] = [Seen(source=EARLIER, step=first.step, filter=merged.pack())]
 
 
-def absorb(state: dict[str, Any], child: Mapping[str, Any], *, child_id: str) -> None:
+def absorb(trail: Trail, child: Trail, *, child_id: str) -> None:
     """Take in what a finished subtask read: its report to this task may carry others'
     values, which must not steer this task's actions either."""
-    known = {entry["filter"] for entry in state.get(SEEN, [])}
-    for entry in child.get(SEEN, []):
-        if entry["filter"] not in known:
-            _append(state, {**entry, "source": f"{entry['source']} in subtask {child_id}"})
-    if read_untrusted(child):
-        state[READ_UNTRUSTED] = True
+    known = {entry.filter for entry in trail.seen}
+    for entry in child.seen:
+        if entry.filter not in known:
+            _append(trail, replace(entry, source=f"{entry.source} in subtask {child_id}"))
+    if child.read_untrusted:
+        trail.read_untrusted = True
 
 
-def trust(state: dict[str, Any], text: str) -> None:
+def trust(trail: Trail, text: str) -> None:
     """Record text from a trusted source met during the task (the person's answers)."""
-    trusted: list[str] = state.setdefault("trusted", [])
+    trusted = trail.trusted
     trusted.append(text[:2000])
     if len(trusted) > 50:
         del trusted[: len(trusted) - 50]
 
 
-def sources(state: Mapping[str, Any]) -> list[str]:
+def sources(trail: Trail) -> list[str]:
     """The untrusted sources the task read, oldest first: ``read_inbox (step 3)``."""
-    return [f"{s['source']} (step {s['step']})" for s in state.get(SEEN, [])]
+    return [f"{s.source} (step {s.step})" for s in trail.seen]
 
 
-def inherit(state: Mapping[str, Any]) -> dict[str, Any]:
+def inherit(trail: Trail) -> Trail:
     """What a subtask takes over of its parent's record (it still cannot be steered by what
-    the parent read)."""
-    return {SEEN: list(state.get(SEEN, [])), READ_UNTRUSTED: read_untrusted(state)}
+    the parent read); the parent's trusted text goes with it separately."""
+    return Trail(read_untrusted=trail.read_untrusted, seen=list(trail.seen))
 
 
-def adopt(state: dict[str, Any], inherited: Mapping[str, Any]) -> None:
+def adopt(trail: Trail, inherited: Trail) -> None:
     """Take over a parent's record (:func:`inherit`)."""
-    state[SEEN] = list(inherited.get(SEEN, []))
-    if inherited.get(READ_UNTRUSTED):
-        state[READ_UNTRUSTED] = True
+    trail.seen = list(inherited.seen)
+    if inherited.read_untrusted:
+        trail.read_untrusted = True
 
 
 # --- checking an action ----------------------------------------------------------------------
@@ -329,7 +323,7 @@ def _looks_controlling(value: str) -> bool:
 
 def untrusted_arguments(
     args: Mapping[str, Any],
-    state: Mapping[str, Any],
+    trail: Trail,
     trusted_text: str,
     roles: Mapping[str, Role] | None,
 ) -> dict[str, Taint]:
@@ -337,7 +331,7 @@ def untrusted_arguments(
 
     ``roles`` are the tool's declared argument roles; ``None`` means the tool declares none, and
     then every argument whose value looks consequential is checked (labelled as a guess)."""
-    seen = [(s["source"], s["step"], _Filter(s["filter"])) for s in state.get(SEEN, [])]
+    seen = [(s.source, s.step, _Filter(s.filter)) for s in trail.seen]
     if not seen:
         return {}
     trusted = tokens(trusted_text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from steward.domain import Approval, ApprovalStatus, Notification
 from steward.domain.limits import check_text
 from steward.domain.tokens import CONTROL, READ
+from steward.domain.trail import Trail
 from steward.sentinel.grants import approval_grant
 from steward.sentinel.provenance import untrusted_arguments
 from steward.service.base import ServiceBase
@@ -29,7 +30,8 @@ class ApprovalService(ServiceBase):
         approval does not keep them itself."""
         task = await self._task(approval.task_id, READ)
         # the approval does not keep the tool's roles: every argument that looks consequential
-        flagged = untrusted_arguments(approval.args, task.state, trusted_text="", roles=None)
+        trail = Trail.from_json(task.state)
+        flagged = untrusted_arguments(approval.args, trail, trusted_text="", roles=None)
         return {
             path: f"{t.value!r} appeared in untrusted content from {t.source} (step {t.step})"
             for path, t in flagged.items()

@@ -130,11 +130,20 @@ class InboxRepository:
             )
         )
 
-    async def expire_approval(self, approval_id: str, *, now: datetime) -> Approval:
+    async def expire_approval(
+        self,
+        approval_id: str,
+        *,
+        now: datetime,
+        fence: Fence | None = None,
+        lease_now: datetime | None = None,
+    ) -> Approval:
         """Mark a still-pending approval expired (its task woke at the deadline)."""
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> Approval:
+            if fence is not None:
+                touch_fenced(self.backend, conn, fence, lease_now)
             current = _get_approval(conn, approval_id)
             if current.status is ApprovalStatus.PENDING:
                 _set_approval(conn, approval_id, ApprovalStatus.EXPIRED, now_f)

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 
 from steward.domain import Event, Firing, FiringStatus, Trigger, TriggerKind
 from steward.domain.ids import firing_id, new_id
+from steward.domain.task import WaitCondition, payload_matches
 from steward.errors import NotFound
 from steward.store import rows
 from steward.store.backend import Backend
@@ -246,8 +247,8 @@ class ScheduleRepository:
                     )
                 ).all()
                 for task_id, wait in waiters:
-                    match = rows.load(wait).get("match", {})
-                    if all(event.payload.get(k) == v for k, v in match.items()):
+                    condition = WaitCondition.from_json(rows.load(wait))
+                    if condition.matches_event(event.type, event.payload):
                         _wake(conn, task_id, {"reason": "event", "event": summary}, now_f)
                 for trow in conn.execute(
                     select(triggers).where(
@@ -258,7 +259,7 @@ class ScheduleRepository:
                     )
                 ):
                     trigger = rows.trigger(trow)
-                    if all(event.payload.get(k) == v for k, v in trigger.match.items()):
+                    if payload_matches(trigger.match, event.payload):
                         _record_firing(
                             self.backend,
                             conn,

@@ -23,6 +23,7 @@ from sqlalchemy import (
 from steward.domain import Activation, EffectStatus, Task, TaskSpec, TaskStatus
 from steward.domain.ids import new_id
 from steward.domain.outcome import Claim
+from steward.domain.wake import wake_from_json
 from steward.errors import InvalidTransition, LeaseLost, NotFound
 from steward.store import rows
 from steward.store.backend import Backend
@@ -245,7 +246,7 @@ class TaskRepository:
                         usage="{}",
                     )
                 )
-                claims.append(Claim(task=task, activation=activation, wake=wake))
+                claims.append(Claim(task=task, activation=activation, wake=wake_from_json(wake)))
             return claims
 
         return await backend.write(op)

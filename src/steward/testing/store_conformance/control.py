@@ -199,7 +199,7 @@ async def test_parent_waiting_on_children_wakes_when_last_child_ends(
     woken = await store.tasks.get_task(parent.id)
     assert woken.status is TaskStatus.PENDING
     c = await claim_one(store, clock)
-    assert (c.task.id, c.activation.reason, c.wake) == (
+    assert (c.task.id, c.activation.reason, c.wake.to_json()) == (
         parent.id,
         "children",
         {"reason": "children"},
@@ -226,7 +226,7 @@ async def test_wait_on_children_already_done_does_not_sleep(
     got = await finish(store, clock, cp, Wait(condition=WaitCondition(kind="children")))
     assert got.status is TaskStatus.PENDING
     c = await claim_one(store, clock)
-    assert (c.task.id, c.wake) == (parent.id, {"reason": "children"})
+    assert (c.task.id, c.wake.to_json()) == (parent.id, {"reason": "children"})
 
 
 async def test_spawn_under_stale_fence_creates_nothing(store: Store, clock: SimulatedClock) -> None:

@@ -190,7 +190,7 @@ async def test_resolve_effect_wakes_waiting_task(
     woken = await store.tasks.get_task(c.task.id)
     assert woken.status is TaskStatus.PENDING
     c2 = await claim_one(store, clock)
-    assert (c2.task.id, c2.wake) == (c.task.id, {"reason": "effect", "effect_id": eff.id})
+    assert (c2.task.id, c2.wake.to_json()) == (c.task.id, {"reason": "effect", "effect_id": eff.id})
     with pytest.raises(InvalidTransition):
         await store.effects.resolve_effect(eff.id, applied=applied, now=clock.now())
     with pytest.raises(NotFound):

@@ -128,7 +128,7 @@ async def test_route_events_wakes_matching_waiters(store: Store, clock: Simulate
     assert {c.task.id for c in claims} == {hit.id, any_pr.id}
     for c in claims:
         assert c.activation.reason == "event"
-        assert c.wake == {
+        assert c.wake.to_json() == {
             "reason": "event",
             "event": {
                 "id": ev.id,
@@ -169,7 +169,7 @@ async def test_event_wait_registered_after_its_event_wakes_at_once(
     assert early.status is TaskStatus.PENDING
     c = await claim_one(store, clock)
     assert (c.task.id, c.activation.reason) == (early.id, "event")
-    assert c.wake["event"]["id"] == reply.id
+    assert c.wake.to_json()["event"]["id"] == reply.id
     late = await wait(clock.now(), {"thread": "t1"})
     other = await wait(asked_at, {"thread": "t2"})
     for t in (late, other):

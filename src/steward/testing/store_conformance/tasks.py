@@ -175,7 +175,7 @@ async def test_claim_bumps_epoch_and_opens_activation(store: Store, clock: Simul
     assert c1.epoch == 1
     assert c1.task.lease_owner == "w-a"
     assert c1.task.lease_expires_at == later(clock, LEASE)
-    assert c1.wake == {}
+    assert c1.wake.to_json() == {}
     act = c1.activation
     assert (act.task_id, act.goal_id, act.reason, act.worker, act.epoch) == (
         t.id,
@@ -198,7 +198,7 @@ async def test_claim_bumps_epoch_and_opens_activation(store: Store, clock: Simul
     assert c2.task.state == {"n": 1}
     assert c2.task.step_seq == 1
     assert c2.activation.reason == "step cap"
-    assert c2.wake == {"reason": "step cap"}
+    assert c2.wake.to_json() == {"reason": "step cap"}
     acts = await store.activations.list_activations(task_id=t.id)
     assert [(a.epoch, a.worker) for a in acts] == [(1, "w-a"), (2, "w-b")]
     assert acts[0].ended_at == clock.now()
@@ -376,7 +376,7 @@ async def test_finish_retry_backs_off_then_dead_letters(
     clock.advance(timedelta(seconds=1))
     c2 = await claim_one(store, clock)
     assert c2.activation.reason == "retry"
-    assert c2.wake == {"reason": "retry"}
+    assert c2.wake.to_json() == {"reason": "retry"}
     dead = await finish(store, clock, c2, Retry(reason="HTTP 503", delay_seconds=120))
     assert dead.status is TaskStatus.DEAD_LETTERED
     assert dead.attempts == 2
@@ -415,7 +415,7 @@ async def test_finish_wait_until_and_wake_due_waits(store: Store, clock: Simulat
     assert await store.tasks.next_wait_time() is None
     assert await store.tasks.wake_due_waits(now=clock.now()) == 0
     c2 = await claim_one(store, clock)
-    assert (c2.activation.reason, c2.wake) == ("timer", {"reason": "timer"})
+    assert (c2.activation.reason, c2.wake.to_json()) == ("timer", {"reason": "timer"})
 
 
 async def test_wait_timeout_wakes_with_reason_timeout(store: Store, clock: SimulatedClock) -> None:
@@ -436,7 +436,7 @@ async def test_wait_timeout_wakes_with_reason_timeout(store: Store, clock: Simul
     assert await store.tasks.wake_due_waits(now=clock.now()) == 1
     assert (await store.tasks.get_task(forever.id)).status is TaskStatus.WAITING
     c = await claim_one(store, clock)
-    assert (c.task.id, c.wake) == (timed.id, {"reason": "timeout"})
+    assert (c.task.id, c.wake.to_json()) == (timed.id, {"reason": "timeout"})
 
 
 async def test_finish_requeue(store: Store, clock: SimulatedClock) -> None:
@@ -450,7 +450,7 @@ async def test_finish_requeue(store: Store, clock: SimulatedClock) -> None:
     assert back.run_at == clock.now()
     assert back.attempts == 0
     assert (await store.activations.list_activations(task_id=t.id))[0].outcome == "requeue"
-    assert (await claim_one(store, clock)).wake == {"reason": "fairness"}
+    assert (await claim_one(store, clock)).wake.to_json() == {"reason": "fairness"}
 
 
 async def test_finish_stop_cancel_and_pause(store: Store, clock: SimulatedClock) -> None:
