@@ -27,13 +27,9 @@ from steward.domain import Connection
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.errors import NotFound
-from steward.sentinel.egress import (
-    EgressBroker,
-    EgressFailed,
-    EgressRefused,
-    OAuthTokens,
-)
+from steward.sentinel.egress import EgressBroker, EgressFailed, EgressRefused
 from steward.sentinel.oauth import exchange_code, oauth_authorization_url
+from steward.sentinel.oauthtokens import OAuthTokens
 from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import Store
 from steward.store.schema import metadata

@@ -15,7 +15,8 @@ from authlib.integrations.httpx_client import AsyncOAuth2Client
 from authlib.oauth2.client import OAuth2Client
 
 from steward.errors import UsageError
-from steward.sentinel.egress import LOCAL_HOSTS, EgressFailed, OAuthTokens
+from steward.sentinel.egress import LOCAL_HOSTS, EgressFailed
+from steward.sentinel.oauthtokens import OAuthTokens
 from steward.sentinel.urls import UrlRefused, parse_url
 from steward.sentinel.vault import Redactor
 
