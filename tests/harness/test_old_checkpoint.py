@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, text  # noqa: TID251 - a test writes a raw checkpoint
 
-from harness.conftest import agent_worker
 from steward.domain import Person, TaskSpec, TaskStatus
 from steward.domain.actions import EffectClass
 from steward.domain.clock import SimulatedClock
@@ -25,6 +24,7 @@ from steward.harness.workspace import Workspace
 from steward.models import ScriptedModel
 from steward.models.scripted import call_tool, call_tools
 from steward.store import Store
+from support.agents import agent_worker
 
 TASK_ID = "tsk_oldformat"
 MAIL = (
