@@ -145,6 +145,9 @@ class InboxRepository:
             if fence is not None:
                 touch_fenced(self.backend, conn, fence, lease_now)
             current = _get_approval(conn, approval_id)
+            if fence is not None and current.task_id != fence.task_id:
+                # a lease on one task moves only its own approvals
+                raise NotFound("approval", approval_id)
             if current.status is ApprovalStatus.PENDING:
                 _set_approval(conn, approval_id, ApprovalStatus.EXPIRED, now_f)
             return _get_approval(conn, approval_id)

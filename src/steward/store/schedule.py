@@ -247,7 +247,10 @@ class ScheduleRepository:
                     )
                 ).all()
                 for task_id, wait in waiters:
-                    condition = WaitCondition.from_json(rows.load(wait))
+                    try:
+                        condition = WaitCondition.from_json(rows.load(wait))
+                    except (KeyError, TypeError, ValueError):
+                        continue  # a damaged row must not stop routing for everyone else
                     if condition.matches_event(event.type, event.payload):
                         _wake(conn, task_id, {"reason": "event", "event": summary}, now_f)
                 for trow in conn.execute(
