@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.trail import READ_UNTRUSTED, SEEN, TRUSTED, Trail
+from steward.errors import UsageError
 
 Mode = Literal["chat", "research"]
 """``chat``: each words-only answer is a reply and the task waits for the person's next;
@@ -91,7 +92,7 @@ class AgentTaskInput:
         depth = data.get("depth")
         return cls(
             instructions=None if instructions is None else str(instructions),
-            acceptance=dict(data.get("acceptance") or {}),
+            acceptance=_object(data.get("acceptance"), "acceptance"),
             tools=None if tools is None else tuple(str(t) for t in tools),
             audience=Audience.of_task(dict(data)),
             mode=mode if mode in ("chat", "research") else None,
@@ -103,3 +104,12 @@ class AgentTaskInput:
             event=event if isinstance(event, dict) else None,
             depth=int(depth) if isinstance(depth, int) else None,
         )
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    """``value`` as a JSON object (absent or null: empty); anything else is a bad task input."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UsageError(f"task input {name} must be an object, not {type(value).__name__}")
+    return dict(value)

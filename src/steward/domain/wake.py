@@ -163,7 +163,9 @@ def wake_from_json(data: Mapping[str, Any] | None) -> WakeReason:
         return NotWoken()
     reason = str(data.get("reason", ""))
     carried = _carried(data)
-    cut_offs = int(data.get("cut_offs", 0))
+    found = data.get("cut_offs", 0)
+    # the store writes these; a damaged row must not stop every claim in its batch
+    cut_offs = found if isinstance(found, int) else 0
     if reason in ("timer", "timeout") and carried is None and not cut_offs:
         return TimeUp(reason="timer" if reason == "timer" else "timeout")
     if reason == "children" and carried is None and not cut_offs:
@@ -176,7 +178,7 @@ def wake_from_json(data: Mapping[str, Any] | None) -> WakeReason:
 def _carried(data: Mapping[str, Any]) -> Carried | None:
     if "answer" in data:
         return Answered(answer=str(data["answer"]))
-    if "event" in data:
+    if isinstance(data.get("event"), dict):
         return EventArrived(event=dict(data["event"]))
     if "effect_id" in data:
         return EffectSettled(effect_id=str(data["effect_id"]))

@@ -81,11 +81,14 @@ class Activation:
 
     @property
     def depth(self) -> int:
-        """How deep this task is nested in subtasks (0: not a subtask). A subtask created
-        before the depth was stored counts as depth 1."""
+        """How deep this task is nested in subtasks (0: not a subtask). Only a subtask's
+        stored depth counts (a person's or a trigger's input cannot lower it); a subtask created
+        before the depth was stored has it in its id (two dots per level)."""
+        if self.task.parent_id is None:
+            return 0
         if self.input.depth is not None:
-            return self.input.depth
-        return 0 if self.task.parent_id is None else 1
+            return max(1, self.input.depth)
+        return max(1, self.task.id.count(".") // 2)
 
     # --- committing -----------------------------------------------------------------------
 

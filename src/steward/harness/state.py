@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from steward.domain import WaitCondition
 from steward.domain.trail import READ_UNTRUSTED, SEEN, TRUSTED, Trail
-from steward.errors import UsageError
+from steward.errors import RetryLater
 from steward.models.base import ModelResponse, ToolCall
 
 VERSION = 2
@@ -175,7 +175,13 @@ class AgentState:
         """Read a checkpoint of either layout (see the module's docstring)."""
         version = int(data.get("version", 1))
         if version > VERSION:
-            raise UsageError(f"task state version {version} is newer than this harness's")
+            # written by a newer Steward (a rollback, or a mixed deploy): leave the task for a
+            # worker that can read it rather than fail it
+            raise RetryLater(
+                f"task state version {version} is newer than this harness's ({VERSION})",
+                delay_seconds=60,
+                attempt=False,
+            )
         waiting = data.get("waiting")
         answer = data.get("answer")
         mark = data.get("event_mark")

@@ -100,8 +100,16 @@ class SkillLibrary:
         self.clock = clock
         self.auto_apply = auto_apply
         """Without a rule of the person's: whether a trusted proposal applies at once."""
-        self.sentinel = sentinel or PolicySentinel(store, clock)
-        """Decides whether a proposal may apply (the process's own, to share its cache)."""
+        self._sentinel = sentinel
+        """The process's sentinel, to share its cache (None: one is made when first needed)."""
+
+    @property
+    def sentinel(self) -> PolicySentinel:
+        """Decides whether a proposal may apply. Made on first use: most uses of a library
+        (history, diff, restore) never ask."""
+        if self._sentinel is None:
+            self._sentinel = PolicySentinel(self.store, self.clock)
+        return self._sentinel
 
     # --- learning ---------------------------------------------------------------------------
 

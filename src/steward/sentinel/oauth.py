@@ -1,5 +1,5 @@
 """The OAuth 2.0 authorization-code flow with PKCE (S256) that produces the token set the egress
-broker uses (:class:`~steward.sentinel.egress.OAuthTokens`): where to send the person, and the
+broker uses (:class:`~steward.sentinel.oauthtokens.OAuthTokens`): where to send the person, and the
 exchange of the code they bring back. Endpoints must use https (plain http only on a local
 host)."""
 

@@ -64,7 +64,7 @@ from steward.sentinel.arguments import (
     urls_of,
 )
 from steward.sentinel.grants import covering_grant, covers
-from steward.sentinel.index import ActionKeys, PolicyCache, PolicySnapshot
+from steward.sentinel.index import ActionKeys, PolicyCache, PolicyReader, PolicySnapshot
 from steward.sentinel.urls import UrlRefused, host_key, parse_url, recipient_key
 
 HARD_PAYMENT_CEILING = 500.0
@@ -445,10 +445,9 @@ def action_keys(request: ActionRequest, session_id: str | None) -> ActionKeys:
     )
 
 
-class GrantLedger(Protocol):
-    """What the sentinel needs of the store's authority repository."""
-
-    async def policy_read(self, person_id: str, *, known: int | None, now: datetime) -> Any: ...
+class GrantLedger(PolicyReader, Protocol):
+    """What the sentinel needs of the store's authority repository: the policy read the cache
+    makes, and spending what grants allow."""
 
     async def spend_grant(self, grant_id: str, *, now: datetime) -> int | None: ...
 

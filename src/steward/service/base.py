@@ -50,7 +50,7 @@ class Principal:
         return f"token:{self.token.id}"
 
 
-class Runtime(Protocol):
+class WorkNotifier(Protocol):
     """What the facade needs of an in-process runtime
     (:class:`~steward.runtime.runtime.Runtime`): to hear that work arrived."""
 
@@ -66,7 +66,7 @@ class ServiceBase:
         self,
         store: Store,
         clock: Clock | None = None,
-        runtime: Runtime | None = None,
+        runtime: WorkNotifier | None = None,
         *,
         principal: Principal | None = None,
         data_dir: Path | None = None,

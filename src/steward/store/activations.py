@@ -21,7 +21,7 @@ from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.fencing import Fence, fenced, hold
 from steward.store.schema import activations, steps, tasks
-from steward.store.tasks import _get_task, close_effects_of_ended
+from steward.store.tasks import close_effects_of_ended, load_task
 from steward.store.waking import (
     TERMINAL,
     _already_satisfied,
@@ -270,7 +270,7 @@ class ActivationRepository:
                 close_effects_of_ended(conn, [fence.task_id], values["status"], now_f)
                 if parent_id is not None:
                     _wake_parent_if_children_done(conn, parent_id, now_f)
-            ended = _get_task(conn, fence.task_id)
+            ended = load_task(conn, fence.task_id)
             # the feed last: its lock is taken after every row lock of the transaction
             if final_step is not None:
                 _feed_step(

@@ -38,20 +38,20 @@ from steward.store import rows
 from steward.store.authority_sql import (
     RULE_PATTERN,
     SCOPE,
-    _audit,
-    _bump,
-    _check_lifetime,
-    _connection,
-    _ensure_version_row,
-    _get_connection,
-    _get_grant,
-    _get_rule,
-    _grant,
-    _live,
-    _offered_scopes,
-    _require_person,
-    _rule,
+    bump_version,
+    check_lifetime,
+    connection_of,
+    ensure_version_row,
+    grant_of,
+    live_clauses,
+    load_connection,
+    load_grant,
+    load_rule,
     normalize_constraints,
+    offered_scopes,
+    record_audit,
+    require_person,
+    rule_of,
 )
 from steward.store.backend import Backend
 from steward.store.inbox import decide_in
@@ -120,11 +120,11 @@ class AuthorityRepository:
         }
 
         def op(conn: SqlConnection) -> Connection:
-            _require_person(conn, connection.person_id)
-            version = _bump(conn, self.backend, connection.person_id)
+            require_person(conn, connection.person_id)
+            version = bump_version(conn, self.backend, connection.person_id)
             conn.execute(connections.insert().values({**values, "version": version}))
-            added = _get_connection(conn, connection.id, connection.person_id)
-            _audit(
+            added = load_connection(conn, connection.id, connection.person_id)
+            record_audit(
                 self.backend,
                 conn,
                 added.person_id,
@@ -146,7 +146,7 @@ class AuthorityRepository:
             .where(connections.c.person_id == person_id)
             .order_by(connections.c.created_at, connections.c.id)
         )
-        return await self.backend.read(lambda conn: [_connection(r) for r in conn.execute(query)])
+        return await self.backend.read(lambda conn: [connection_of(r) for r in conn.execute(query)])
 
     async def disconnect(
         self, connection_id: str, *, person_id: str, now: datetime
@@ -157,19 +157,19 @@ class AuthorityRepository:
         now_f = rows.ts(now)
 
         def op(conn: SqlConnection) -> Disconnected:
-            _get_connection(conn, connection_id, person_id)
-            version = _bump(conn, self.backend, person_id)
+            load_connection(conn, connection_id, person_id)
+            version = bump_version(conn, self.backend, person_id)
             conn.execute(
                 update(connections)
                 .where(connections.c.id == connection_id)
                 .values(active=False, version=version)
             )
-            offered = _offered_scopes(conn, person_id)
+            offered = offered_scopes(conn, person_id)
             revoked = []
             for row in conn.execute(
                 select(grants).where(grants.c.person_id == person_id, grants.c.revoked_at.is_(None))
             ):
-                grant = _grant(row)
+                grant = grant_of(row)
                 if not set(grant.scopes) <= offered:
                     revoked.append(grant.id)
             if revoked:
@@ -178,7 +178,7 @@ class AuthorityRepository:
                     .where(grants.c.id.in_(revoked))
                     .values(revoked_at=now_f, version=version)
                 )
-            _audit(
+            record_audit(
                 self.backend,
                 conn,
                 person_id,
@@ -189,8 +189,8 @@ class AuthorityRepository:
                 grants=revoked,
             )
             return Disconnected(
-                connection=_get_connection(conn, connection_id, person_id),
-                revoked=tuple(_get_grant(conn, grant_id, person_id) for grant_id in revoked),
+                connection=load_connection(conn, connection_id, person_id),
+                revoked=tuple(load_grant(conn, grant_id, person_id) for grant_id in revoked),
             )
 
         return await self.backend.write(op)
@@ -228,7 +228,7 @@ class AuthorityRepository:
     def _grant_writer(self, grant: Grant) -> Callable[[SqlConnection], Grant]:
         """The write that records ``grant``, once it passed the checks that need no data."""
         constraints = normalize_constraints(grant.constraints)
-        _check_lifetime(grant)
+        check_lifetime(grant)
         for scope in grant.scopes:
             if not SCOPE.match(scope):
                 raise UsageError(f"grant: bad scope {scope!r} (exact names, no wildcards)")
@@ -251,8 +251,8 @@ class AuthorityRepository:
         }
 
         def op(conn: SqlConnection) -> Grant:
-            _require_person(conn, grant.person_id)
-            beyond = sorted(set(grant.scopes) - _offered_scopes(conn, grant.person_id))
+            require_person(conn, grant.person_id)
+            beyond = sorted(set(grant.scopes) - offered_scopes(conn, grant.person_id))
             if beyond:
                 raise UsageError(
                     f"grant: no active connection allows {', '.join(beyond)}; a grant can never "
@@ -264,10 +264,10 @@ class AuthorityRepository:
                 ).scalar()
                 if owner != grant.person_id:
                     raise NotFound("task", grant.task_id)
-            version = _bump(conn, self.backend, grant.person_id)
+            version = bump_version(conn, self.backend, grant.person_id)
             conn.execute(grants.insert().values({**values, "version": version}))
-            added = _get_grant(conn, grant.id, grant.person_id)
-            _audit(
+            added = load_grant(conn, grant.id, grant.person_id)
+            record_audit(
                 self.backend,
                 conn,
                 added.person_id,
@@ -286,16 +286,16 @@ class AuthorityRepository:
         return op
 
     async def get_grant(self, grant_id: str, *, person_id: str) -> Grant:
-        return await self.backend.read(lambda conn: _get_grant(conn, grant_id, person_id))
+        return await self.backend.read(lambda conn: load_grant(conn, grant_id, person_id))
 
     async def list_grants(self, person_id: str, *, live_at: datetime | None = None) -> list[Grant]:
         """The person's grants, oldest first; with ``live_at`` only those not revoked, spent or
         expired at that time."""
         query = select(grants).where(grants.c.person_id == person_id)
         if live_at is not None:
-            query = query.where(*_live(rows.ts(live_at)))
+            query = query.where(*live_clauses(rows.ts(live_at)))
         query = query.order_by(grants.c.created_at, grants.c.id)
-        return await self.backend.read(lambda conn: [_grant(r) for r in conn.execute(query)])
+        return await self.backend.read(lambda conn: [grant_of(r) for r in conn.execute(query)])
 
     async def revoke_grant(
         self, grant_id: str, *, person_id: str, now: datetime, actor: str = "person"
@@ -303,8 +303,8 @@ class AuthorityRepository:
         """Revoke a grant (idempotent: a revoked grant keeps its first revocation time)."""
 
         def op(conn: SqlConnection) -> Grant:
-            _get_grant(conn, grant_id, person_id)
-            version = _bump(conn, self.backend, person_id)
+            load_grant(conn, grant_id, person_id)
+            version = bump_version(conn, self.backend, person_id)
             changed = conn.execute(
                 update(grants)
                 .where(grants.c.id == grant_id, grants.c.revoked_at.is_(None))
@@ -312,8 +312,10 @@ class AuthorityRepository:
                 .returning(grants.c.id)
             ).first()
             if changed is not None:
-                _audit(self.backend, conn, person_id, "revocation", actor, now=now, grant=grant_id)
-            return _get_grant(conn, grant_id, person_id)
+                record_audit(
+                    self.backend, conn, person_id, "revocation", actor, now=now, grant=grant_id
+                )
+            return load_grant(conn, grant_id, person_id)
 
         return await self.backend.write(op)
 
@@ -337,7 +339,7 @@ class AuthorityRepository:
             person_id = conn.execute(statement).scalar()
             if person_id is None:
                 return None
-            version = _bump(conn, self.backend, person_id)
+            version = bump_version(conn, self.backend, person_id)
             conn.execute(update(grants).where(grants.c.id == grant_id).values(version=version))
             return version
 
@@ -360,7 +362,7 @@ class AuthorityRepository:
         now_f = rows.ts(now)
 
         def op(conn: SqlConnection) -> float | None:
-            _ensure_version_row(conn, self.backend, person_id)
+            ensure_version_row(conn, self.backend, person_id)
             conn.execute(
                 self.backend.lock_for_update(
                     select(policy_versions.c.person_id).where(
@@ -368,7 +370,7 @@ class AuthorityRepository:
                     )
                 )
             )
-            grant = _get_grant(conn, grant_id, person_id)
+            grant = load_grant(conn, grant_id, person_id)
             ceiling = grant.constraints.get("period_amount")
             window = grant.constraints.get("period_seconds")
             if grant.revoked_at is not None or ceiling is None or window is None:
@@ -408,11 +410,11 @@ class AuthorityRepository:
         }
 
         def op(conn: SqlConnection) -> Rule:
-            _require_person(conn, rule.person_id)
-            version = _bump(conn, self.backend, rule.person_id)
+            require_person(conn, rule.person_id)
+            version = bump_version(conn, self.backend, rule.person_id)
             conn.execute(rules.insert().values({**values, "version": version}))
-            added = _get_rule(conn, rule.id, rule.person_id)
-            _audit(
+            added = load_rule(conn, rule.id, rule.person_id)
+            record_audit(
                 self.backend,
                 conn,
                 added.person_id,
@@ -435,14 +437,16 @@ class AuthorityRepository:
             .where(rules.c.person_id == person_id)
             .order_by(rules.c.priority.desc(), rules.c.created_at, rules.c.id)
         )
-        return await self.backend.read(lambda conn: [_rule(r) for r in conn.execute(query)])
+        return await self.backend.read(lambda conn: [rule_of(r) for r in conn.execute(query)])
 
     async def delete_rule(self, rule_id: str, *, person_id: str, now: datetime) -> None:
         def op(conn: SqlConnection) -> None:
-            rule = _get_rule(conn, rule_id, person_id)
-            _bump(conn, self.backend, person_id, reset=True)  # a deleted row cannot be fetched
+            rule = load_rule(conn, rule_id, person_id)
+            bump_version(
+                conn, self.backend, person_id, reset=True
+            )  # a deleted row cannot be fetched
             conn.execute(rules.delete().where(rules.c.id == rule_id))
-            _audit(
+            record_audit(
                 self.backend,
                 conn,
                 person_id,
@@ -494,7 +498,7 @@ class AuthorityRepository:
             complete = known is None or reset > known
             picks: tuple[list[ColumnElement[bool]], ...]
             if complete:
-                picks = ([connections.c.active.is_(True)], _live(rows.ts(now)), [])
+                picks = ([connections.c.active.is_(True)], live_clauses(rows.ts(now)), [])
             else:
                 picks = tuple([table.c.version > known] for table in (connections, grants, rules))
             return PolicyRead(
@@ -502,19 +506,19 @@ class AuthorityRepository:
                 version=version,
                 complete=complete,
                 connections=tuple(
-                    _connection(r)
+                    connection_of(r)
                     for r in conn.execute(
                         select(connections).where(connections.c.person_id == person_id, *picks[0])
                     )
                 ),
                 grants=tuple(
-                    _grant(r)
+                    grant_of(r)
                     for r in conn.execute(
                         select(grants).where(grants.c.person_id == person_id, *picks[1])
                     )
                 ),
                 rules=tuple(
-                    _rule(r)
+                    rule_of(r)
                     for r in conn.execute(
                         select(rules).where(rules.c.person_id == person_id, *picks[2])
                     )

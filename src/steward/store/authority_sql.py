@@ -125,7 +125,7 @@ def normalize_constraints(constraints: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _check_lifetime(grant: Grant) -> None:
+def check_lifetime(grant: Grant) -> None:
     """Each lifetime uses exactly its own fields, so a grant means what it looks like."""
     lifetime = Lifetime(grant.lifetime)
     if grant.used_at is not None or grant.revoked_at is not None:
@@ -143,7 +143,7 @@ def _check_lifetime(grant: Grant) -> None:
 # --- SQL pieces -----------------------------------------------------------------------------
 
 
-def _live(now_f: float) -> list[ColumnElement[bool]]:
+def live_clauses(now_f: float) -> list[ColumnElement[bool]]:
     """Not revoked, not spent (only ``once`` grants are ever spent), not expired."""
     return [
         grants.c.revoked_at.is_(None),
@@ -152,7 +152,7 @@ def _live(now_f: float) -> list[ColumnElement[bool]]:
     ]
 
 
-def _offered_scopes(conn: SqlConnection, person_id: str) -> set[str]:
+def offered_scopes(conn: SqlConnection, person_id: str) -> set[str]:
     offered: set[str] = set()
     for (scopes,) in conn.execute(
         select(connections.c.scopes).where(
@@ -163,10 +163,12 @@ def _offered_scopes(conn: SqlConnection, person_id: str) -> set[str]:
     return offered
 
 
-def _bump(conn: SqlConnection, backend: Backend, person_id: str, *, reset: bool = False) -> int:
+def bump_version(
+    conn: SqlConnection, backend: Backend, person_id: str, *, reset: bool = False
+) -> int:
     """The person's next policy version, taken in the writer's transaction. The version row's
     lock serializes the person's writers until commit, so versions commit in order."""
-    _ensure_version_row(conn, backend, person_id)
+    ensure_version_row(conn, backend, person_id)
     after = policy_versions.c.version + 1
     changes: dict[Any, Any] = {policy_versions.c.version: after}
     if reset:
@@ -180,7 +182,7 @@ def _bump(conn: SqlConnection, backend: Backend, person_id: str, *, reset: bool 
     return version
 
 
-def _ensure_version_row(conn: SqlConnection, backend: Backend, person_id: str) -> None:
+def ensure_version_row(conn: SqlConnection, backend: Backend, person_id: str) -> None:
     conn.execute(
         backend.insert_ignore(
             policy_versions, {"person_id": person_id, "version": 0, "reset_version": 0}
@@ -188,12 +190,12 @@ def _ensure_version_row(conn: SqlConnection, backend: Backend, person_id: str) -
     )
 
 
-def _require_person(conn: SqlConnection, person_id: str) -> None:
+def require_person(conn: SqlConnection, person_id: str) -> None:
     if conn.execute(select(persons.c.id).where(persons.c.id == person_id)).first() is None:
         raise NotFound("person", person_id)
 
 
-def _get_connection(conn: SqlConnection, connection_id: str, person_id: str) -> Connection:
+def load_connection(conn: SqlConnection, connection_id: str, person_id: str) -> Connection:
     row = conn.execute(
         select(connections).where(
             connections.c.id == connection_id, connections.c.person_id == person_id
@@ -201,31 +203,31 @@ def _get_connection(conn: SqlConnection, connection_id: str, person_id: str) -> 
     ).first()
     if row is None:
         raise NotFound("connection", connection_id)
-    return _connection(row)
+    return connection_of(row)
 
 
-def _get_grant(conn: SqlConnection, grant_id: str, person_id: str) -> Grant:
+def load_grant(conn: SqlConnection, grant_id: str, person_id: str) -> Grant:
     row = conn.execute(
         select(grants).where(grants.c.id == grant_id, grants.c.person_id == person_id)
     ).first()
     if row is None:
         raise NotFound("grant", grant_id)
-    return _grant(row)
+    return grant_of(row)
 
 
-def _get_rule(conn: SqlConnection, rule_id: str, person_id: str) -> Rule:
+def load_rule(conn: SqlConnection, rule_id: str, person_id: str) -> Rule:
     row = conn.execute(
         select(rules).where(rules.c.id == rule_id, rules.c.person_id == person_id)
     ).first()
     if row is None:
         raise NotFound("rule", rule_id)
-    return _rule(row)
+    return rule_of(row)
 
 
 # --- rows -----------------------------------------------------------------------------------
 
 
-def _connection(row: Row[Any] | Mapping[str, Any]) -> Connection:
+def connection_of(row: Row[Any] | Mapping[str, Any]) -> Connection:
     m = row._mapping if isinstance(row, Row) else row
     return Connection(
         id=m["id"],
@@ -239,7 +241,7 @@ def _connection(row: Row[Any] | Mapping[str, Any]) -> Connection:
     )
 
 
-def _grant(row: Row[Any] | Mapping[str, Any]) -> Grant:
+def grant_of(row: Row[Any] | Mapping[str, Any]) -> Grant:
     m = row._mapping if isinstance(row, Row) else row
     return Grant(
         id=m["id"],
@@ -258,7 +260,7 @@ def _grant(row: Row[Any] | Mapping[str, Any]) -> Grant:
     )
 
 
-def _rule(row: Row[Any] | Mapping[str, Any]) -> Rule:
+def rule_of(row: Row[Any] | Mapping[str, Any]) -> Rule:
     m = row._mapping if isinstance(row, Row) else row
     return Rule(
         id=m["id"],
@@ -271,7 +273,7 @@ def _rule(row: Row[Any] | Mapping[str, Any]) -> Rule:
     )
 
 
-def _audit(
+def record_audit(
     backend: Backend,
     conn: SqlConnection,
     person_id: str,

@@ -18,7 +18,7 @@ from steward.store.audit import append_in
 from steward.store.backend import Backend
 from steward.store.fencing import Fence, lease_clock, touch_fenced
 from steward.store.schema import effects, tasks
-from steward.store.waking import _wake
+from steward.store.waking import wake_in
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -207,7 +207,7 @@ class EffectRepository:
                 task_status is TaskStatus.WAITING
                 and (rows.load(task.wait) or {}).get("ref") == effect_id
             ):
-                _wake(conn, current.task_id, {"reason": "effect", "effect_id": effect_id}, now_f)
+                wake_in(conn, current.task_id, {"reason": "effect", "effect_id": effect_id}, now_f)
             decision = {
                 "resolution": "applied" if applied else "not applied",
                 "result_known": result is not None,

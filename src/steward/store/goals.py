@@ -15,7 +15,7 @@ from steward.errors import NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.fencing import Fence, touch_fenced
-from steward.store.persons import _get_person
+from steward.store.persons import load_person
 from steward.store.schema import goal_records, goals, tasks, triggers
 from steward.store.tasks import close_effects_of_ended
 
@@ -63,7 +63,7 @@ class GoalRepository:
         }
 
         def op(conn: Connection) -> Goal:
-            _get_person(conn, person_id)
+            load_person(conn, person_id)
             conn.execute(insert(goals).values(values))
             return _get_goal(conn, goal_id)
 

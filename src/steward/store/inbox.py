@@ -17,7 +17,7 @@ from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.fencing import Fence, touch_fenced
 from steward.store.schema import approvals, artifacts, notifications, tasks
-from steward.store.waking import _wake
+from steward.store.waking import wake_in
 
 
 class InboxRepository:
@@ -145,6 +145,9 @@ class InboxRepository:
             if fence is not None:
                 touch_fenced(self.backend, conn, fence, lease_now)
             current = _get_approval(conn, approval_id)
+            if fence is not None and current.task_id != fence.task_id:
+                # a lease on one task moves only its own approvals
+                raise NotFound("approval", approval_id)
             if current.status is ApprovalStatus.PENDING:
                 _set_approval(conn, approval_id, ApprovalStatus.EXPIRED, now_f)
             return _get_approval(conn, approval_id)
@@ -166,7 +169,7 @@ class InboxRepository:
             wait = rows.load(row.wait) or {}
             if row.status != TaskStatus.WAITING.value or wait.get("kind") != "input":
                 raise InvalidTransition(f"task {task_id} is not waiting for input")
-            _wake(conn, task_id, {"reason": "input", "answer": answer}, now_f)
+            wake_in(conn, task_id, {"reason": "input", "answer": answer}, now_f)
 
         await self.backend.write(op)
 
@@ -285,7 +288,7 @@ def _wake_waiter(conn: Connection, task_id: str, kind: str, ref: str, now_f: flo
         return
     wait = rows.load(row.wait) or {}
     if wait.get("kind") == kind and wait.get("ref") == ref:
-        _wake(conn, task_id, {"reason": kind, "ref": ref}, now_f)
+        wake_in(conn, task_id, {"reason": kind, "ref": ref}, now_f)
 
 
 def _insert_notification(backend: Backend, conn: Connection, item: Notification) -> None:

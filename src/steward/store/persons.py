@@ -40,19 +40,19 @@ class PersonRepository:
 
         def op(conn: Connection) -> Person:
             conn.execute(insert(persons).values(values))
-            return _get_person(conn, new_person_id)
+            return load_person(conn, new_person_id)
 
         return await self.backend.write(op)
 
     async def get_person(self, person_id: str) -> Person:
-        return await self.backend.read(lambda conn: _get_person(conn, person_id))
+        return await self.backend.read(lambda conn: load_person(conn, person_id))
 
     async def list_persons(self) -> list[Person]:
         query = select(persons).order_by(persons.c.created_at)
         return await self.backend.read(lambda conn: [rows.person(r) for r in conn.execute(query)])
 
 
-def _get_person(conn: Connection, person_id: str) -> Person:
+def load_person(conn: Connection, person_id: str) -> Person:
     row = conn.execute(select(persons).where(persons.c.id == person_id)).first()
     if row is None:
         raise NotFound("person", person_id)

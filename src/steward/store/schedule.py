@@ -16,7 +16,7 @@ from steward.errors import NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.fencing import lease_clock
-from steward.store.persons import _get_person
+from steward.store.persons import load_person
 from steward.store.schema import (
     activations,
     effects,
@@ -31,7 +31,7 @@ from steward.store.schema import (
     triggers,
 )
 from steward.store.tasks import task_values
-from steward.store.waking import TERMINAL, _wake, event_summary
+from steward.store.waking import TERMINAL, event_summary, wake_in
 
 
 class ScheduleRepository:
@@ -46,7 +46,7 @@ class ScheduleRepository:
         values = _trigger_values(trigger)
 
         def op(conn: Connection) -> Trigger:
-            _get_person(conn, trigger.person_id)
+            load_person(conn, trigger.person_id)
             if trigger.goal_id is not None:
                 owner = conn.execute(
                     select(goals.c.person_id).where(goals.c.id == trigger.goal_id)
@@ -204,7 +204,7 @@ class ScheduleRepository:
         }
 
         def op(conn: Connection) -> tuple[Event, bool]:
-            _get_person(conn, person_id)
+            load_person(conn, person_id)
             conn.execute(self.backend.insert_ignore(events, values))
             row = conn.execute(
                 select(events).where(
@@ -247,9 +247,12 @@ class ScheduleRepository:
                     )
                 ).all()
                 for task_id, wait in waiters:
-                    condition = WaitCondition.from_json(rows.load(wait))
+                    try:
+                        condition = WaitCondition.from_json(rows.load(wait))
+                    except (KeyError, TypeError, ValueError):
+                        continue  # a damaged row must not stop routing for everyone else
                     if condition.matches_event(event.type, event.payload):
-                        _wake(conn, task_id, {"reason": "event", "event": summary}, now_f)
+                        wake_in(conn, task_id, {"reason": "event", "event": summary}, now_f)
                 for trow in conn.execute(
                     select(triggers).where(
                         triggers.c.person_id == event.person_id,

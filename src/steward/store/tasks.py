@@ -35,8 +35,8 @@ from steward.store.waking import (
     _already_satisfied,
     _apply_pending_control,
     _lock_against_lost_wakeups,
-    _wake,
     _wake_parent_if_children_done,
+    wake_in,
 )
 
 
@@ -93,7 +93,7 @@ class TaskRepository:
                 if owner != person_id:
                     raise NotFound("goal", goal_id)
             conn.execute(insert(tasks).values(values))
-            created = _get_task(conn, values["id"])
+            created = load_task(conn, values["id"])
             append_feed(
                 conn,
                 self.backend,
@@ -110,7 +110,7 @@ class TaskRepository:
         return await self.backend.write(op)
 
     async def get_task(self, task_id: str) -> Task:
-        return await self.backend.read(lambda conn: _get_task(conn, task_id))
+        return await self.backend.read(lambda conn: load_task(conn, task_id))
 
     async def list_tasks(
         self,
@@ -287,7 +287,7 @@ class TaskRepository:
             conn.execute(
                 self.backend.lock_for_update(select(tasks.c.id).where(tasks.c.id == task_id))
             )
-            task = _get_task(conn, task_id)
+            task = load_task(conn, task_id)
             values: dict[str, Any] = {"updated_at": now_f}
             status = task.status
             if control == "cancel":
@@ -337,7 +337,7 @@ class TaskRepository:
                 close_effects_of_ended(conn, [task_id], "cancelled", now_f)
                 if task.parent_id:
                     _wake_parent_if_children_done(conn, task.parent_id, now_f)
-            changed = _get_task(conn, task_id)
+            changed = load_task(conn, task_id)
             done = "asked" if changed.status is task.status else str(changed.status)
             append_feed(
                 conn,
@@ -359,7 +359,7 @@ class TaskRepository:
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> bool:
-            return _wake(conn, task_id, wake, now_f)
+            return wake_in(conn, task_id, wake, now_f)
 
         return await self.backend.write(op)
 
@@ -381,7 +381,7 @@ class TaskRepository:
             for task_id, wait in due:
                 kind = rows.load(wait)["kind"]
                 reason = "timer" if kind == "until" else "timeout"
-                woken += _wake(conn, task_id, {"reason": reason}, now_f)
+                woken += wake_in(conn, task_id, {"reason": reason}, now_f)
             return woken
 
         return await self.backend.write(op)
@@ -487,7 +487,7 @@ def _persons_at_limit() -> Select[Any]:
     return select(persons.c.id).where(persons.c.max_concurrency <= running)
 
 
-def _get_task(conn: Connection, task_id: str) -> Task:
+def load_task(conn: Connection, task_id: str) -> Task:
     row = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
     if row is None:
         raise NotFound("task", task_id)

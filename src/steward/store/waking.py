@@ -78,7 +78,7 @@ def _apply_pending_control(values: dict[str, Any], control: str | None) -> None:
         values |= {"status": "paused", "paused_from": status}
 
 
-def _wake(conn: Connection, task_id: str, wake: dict[str, Any], now_f: float) -> bool:
+def wake_in(conn: Connection, task_id: str, wake: dict[str, Any], now_f: float) -> bool:
     res = conn.execute(
         update(tasks)
         .where(tasks.c.id == task_id, tasks.c.status == TaskStatus.WAITING.value)
@@ -128,4 +128,4 @@ def _wake_parent_if_children_done(conn: Connection, parent_id: str, now_f: float
     if rows.load(parent.wait).get("kind") != "children":
         return
     if _children_done(conn, parent_id):
-        _wake(conn, parent_id, {"reason": "children"}, now_f)
+        wake_in(conn, parent_id, {"reason": "children"}, now_f)
