@@ -15,12 +15,11 @@ import pytest
 from playwright.async_api import Browser, async_playwright
 
 from steward.api import create_app
-from steward.domain import Approval, ApprovalStatus, Notification, TaskSpec
-from steward.domain.approval import args_hash
+from steward.domain import Approval, TaskSpec
 from steward.domain.clock import Clock
-from steward.domain.ids import new_id
 from steward.service import Service
 from steward.store import Fence, Store
+from support.approvals import record_approval
 from support.tenancy import Tenant
 
 _CSRF = re.compile(r'name="csrf" value="([0-9a-f]*)"')
@@ -119,32 +118,13 @@ async def ask_approval(store: Store, clock: Clock, t: Tenant, *, to: str) -> App
         worker="w-web", limit=1, lease_seconds=3600, now=clock.now()
     )
     assert claim.task.id == task.id
-    args = {"to": to, "body": "hello"}
-    approval_id = new_id("apr")
-    return await store.inbox.request_approval(
+    return await record_approval(
+        store,
+        clock,
         Fence.of(claim),
-        Approval(
-            id=approval_id,
-            person_id=t.person.id,
-            task_id=task.id,
-            goal_id=t.goal.id,
-            step_seq=1,
-            tool="send_email",
-            args=args,
-            args_hash=args_hash("send_email", args),
-            reason="sending email asks first",
-            scopes=("email.send",),
-            status=ApprovalStatus.PENDING,
-            created_at=clock.now(),
-        ),
-        Notification(
-            id=new_id("ntf"),
-            person_id=t.person.id,
-            kind="approval",
-            title=f"may I email {to}?",
-            body="",
-            task_id=task.id,
-            ref=approval_id,
-            created_at=clock.now(),
-        ),
+        person_id=t.person.id,
+        goal_id=t.goal.id,
+        args={"to": to, "body": "hello"},
+        title=f"may I email {to}?",
+        reason="sending email asks first",
     )
