@@ -144,6 +144,8 @@ async def test_a_failing_source_keeps_its_cursor_backs_off_and_recovers(
     state = await store.watches.get(con.id, source.name)
     assert state is not None
     assert (state.failures, state.last_error) == (3, "the list server is down")
+    assert state.retry_at is not None
+    assert state.retry_at > clock.now()  # no process polls it before then
     waits = [watcher.backoff(n) for n in (1, 2, 3, 10)]
     assert 4 <= waits[0] <= 6
     assert 8 <= waits[1] <= 12
@@ -153,6 +155,19 @@ async def test_a_failing_source_keeps_its_cursor_backs_off_and_recovers(
     assert await watcher.poll_once(con, source) == 0
     events = await store.schedule.list_events(person_id=con.person_id)
     assert [e.payload["item"] for e in events] == ["while down"]  # nothing missed
+
+
+async def test_a_first_poll_that_fails_is_followed_by_a_first_run_not_a_replay(
+    store: Store, clock: SimulatedClock, tmp_path: Path, source: ListSource
+) -> None:
+    con = await connected(store, clock)
+    watcher = Watcher(env=env(store, clock, tmp_path), holder="a")
+    source.items += ["years", "of", "old", "mail"]
+    source.broken = True
+    assert await watcher.poll_once(con, source) == 1
+    source.broken = False
+    assert await watcher.poll_once(con, source) == 0
+    assert await store.schedule.list_events(person_id=con.person_id) == []
 
 
 async def test_two_processes_one_poller_and_a_disconnect_stops_the_watch(

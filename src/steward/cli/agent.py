@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.markup import escape
+from rich.text import Text
 
 from steward.app import build_harness, embedder_from, task_kinds
 from steward.cli.common import (
@@ -121,12 +122,16 @@ def _show_step(step: Step) -> None:
     if step.kind == "model":
         response = out.get("response", {})
         if response.get("content"):
-            console.print(response["content"], style="cyan", highlight=False)
+            console.print(Text(str(response["content"]), style="cyan"))
         for call in response.get("tool_calls", []):
-            console.print(f"  → {call['name']}({_short(call['arguments'], 200)})", style="yellow")
+            console.print(
+                Text(f"  → {call['name']}({_short(call['arguments'], 200)})", style="yellow")
+            )
     elif step.kind == "tool":
         style = "red" if out.get("error") else "green"
-        console.print(f"  ← {out.get('name')}: {_short(out.get('observation', ''))}", style=style)
+        console.print(
+            Text(f"  ← {out.get('name')}: {_short(out.get('observation', ''))}", style=style)
+        )
     elif step.kind == "summary":
         console.print(f"  (compacted steps up to #{out.get('through')})", style="dim")
 
@@ -165,9 +170,13 @@ async def _decide_at_terminal(svc: Service, approval_id: str) -> None:
     item = await svc.get_approval(approval_id)
     if item.status is not ApprovalStatus.PENDING:
         return
-    console.print(f"[bold]approve?[/bold] {item.headline}")
-    console.print(f"  why I ask: {item.reason}")
-    console.print(f"  exactly: {item.tool}({json.dumps(item.args, sort_keys=True)})", style="dim")
+    # others' text (a subject, a recipient) is printed as text, never read as Rich markup
+    console.print(Text.assemble(("approve? ", "bold"), item.headline))
+    for name, values in item.targets:
+        console.print(Text(f"  {name}: {', '.join(values)}"))
+    console.print(Text(f"  why I ask: {item.reason}"))
+    exact = f"  exactly: {item.tool}({json.dumps(item.args, sort_keys=True)})"
+    console.print(Text(exact, style="dim"))
     approve = await _in_thread(typer.confirm, "approve this exact action?", default=False)
     await svc.decide_approval(approval_id, approve=approve, decided_by="cli")
 
@@ -176,12 +185,12 @@ def _final(task: Task) -> None:
     if task.status is TaskStatus.SUCCEEDED:
         result = task.result or {}
         text = result.get("text") if isinstance(result, dict) else result
-        console.print(f"\n[bold green]done[/bold green]: {text}")
+        console.print(f"\n[bold green]done[/bold green]: {escape(str(text))}")
         read = result.get("untrusted_sources") if isinstance(result, dict) else None
         if read:
             console.print(f"  written after reading others' text: {escape(', '.join(read))}")
     elif task.status.terminal:
-        console.print(f"\n[bold red]{task.status.value}[/bold red]: {task.error}")
+        console.print(f"\n[bold red]{task.status.value}[/bold red]: {escape(str(task.error))}")
         raise typer.Exit(1)
     else:
         wait = task.wait

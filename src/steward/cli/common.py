@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from steward.app import database_limits, embedder_from, task_kinds
 from steward.cli.remote import TOKEN_ENV, remote_login, remote_service
@@ -105,7 +106,8 @@ def emit(items: Sequence[Any], columns: Sequence[str], *, as_json: bool, title: 
                 value = value.strftime("%Y-%m-%d %H:%M:%S")
             elif isinstance(value, Enum):
                 value = value.value
-            row.append("" if value is None else str(value))
+            # stored values can carry others' text: shown as text, never as Rich markup
+            row.append(Text("" if value is None else str(value)))
         table.add_row(*row)
     console.print(table)
 
@@ -115,7 +117,7 @@ def emit_one(item: Any, *, as_json: bool) -> None:
         print(json.dumps(to_jsonable(item), indent=2))
         return
     for key, value in to_jsonable(item).items():
-        console.print(f"[bold]{key}[/bold]: {value}")
+        console.print(Text.assemble((str(key), "bold"), ": ", str(value)))
 
 
 def parse_json_arg(value: str | None, what: str) -> dict[str, Any]:

@@ -8,9 +8,10 @@ a change. No model is involved: a watch costs nothing until something changes, a
 change then starts is decided by the person's event triggers and waits.
 
 A source that fails (server down, password changed) is retried with exponential backoff and
-jitter, up to :attr:`Watcher.max_backoff_seconds`; its failures and last error are kept for the
-person's status page, and the watch says in the log when it started failing and when it
-recovered.
+jitter, up to :attr:`Watcher.max_backoff_seconds`; the next try's time, the failures and the
+last error are stored (so another process taking the watch over keeps the backoff, and the
+person's status page can say what is wrong), and the watch says in the log when it started
+failing and when it recovered.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ import contextlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 import structlog
 
 from steward.connectors import registry
 from steward.connectors.base import ConnectorEnv, TriggerSource
 from steward.domain.authority import Connection
-from steward.errors import DatabaseUnavailable, UsageError
+from steward.domain.watch import WatchState
+from steward.errors import NotFound
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +51,7 @@ class Watcher:
     on_events: Callable[[], None] | None = None
     """Called when a poll stored new events (wakes the scheduler to route them)."""
     _running: dict[tuple[str, str], asyncio.Task[None]] = field(default_factory=dict)
+    _stopped: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
     def lease_seconds(self) -> float:
@@ -60,61 +64,88 @@ class Watcher:
             while not stop.is_set():
                 try:
                     await self._refresh()
-                except DatabaseUnavailable as exc:
+                except Exception as exc:  # the database, most likely: the watches go on
                     log.warning("watcher cannot read connections", error=str(exc))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.refresh_seconds)
         finally:
-            for task in self._running.values():
+            tasks = [*self._running.values(), *self._stopped]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*self._running.values(), return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             self._running.clear()
+            self._stopped.clear()
 
     async def _refresh(self) -> None:
         wanted: dict[tuple[str, str], tuple[Connection, TriggerSource]] = {}
         for connection in await self.env.store.authority.list_active_connections():
+            if connection.kind not in registry.kinds():
+                continue  # an http or MCP connection: nothing to watch
             try:
                 found = registry.sources(connection.kind, self.env)
-            except UsageError:
-                continue  # a kind without a connector (an http or MCP connection)
+            except Exception as exc:  # one broken connector must not stop the others
+                log.error("connector failed to load", kind=connection.kind, error=str(exc))
+                continue
             for source in found:
                 wanted[(connection.id, source.name)] = (connection, source)
         for key, task in list(self._running.items()):
-            if key not in wanted or task.done():
-                task.cancel()
-                del self._running[key]
+            if key in wanted and not task.done():
+                continue
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                log.error("watch stopped", watch=key, error=str(task.exception()))
+            task.cancel()
+            self._stopped.append(task)
+            del self._running[key]
         for key, (connection, source) in wanted.items():
             if key not in self._running:
                 self._running[key] = asyncio.create_task(
                     self._watch(connection, source), name=f"watch {key[0]} {key[1]}"
                 )
+        done = [t for t in self._stopped if t.done()]
+        await asyncio.gather(*done, return_exceptions=True)
+        self._stopped = [t for t in self._stopped if not t.done()]
 
     async def _watch(self, connection: Connection, source: TriggerSource) -> None:
+        """Poll under the watch's lease until cancelled. Any failure — of the source or of the
+        database — waits and tries again; the lease is renewed at least every interval, so a
+        long backoff does not hand the watch to another process."""
         lease = f"watch:{connection.id}:{source.name}"
         store = self.env.store
         try:
             while True:
-                held = await store.schedule.acquire_lease(
-                    lease, holder=self.holder, ttl_seconds=self.lease_seconds
-                )
-                if held is None:  # another process watches it; look again later
-                    await asyncio.sleep(self.interval_seconds)
-                    continue
-                failures = await self.poll_once(connection, source)
-                if failures:
-                    await asyncio.sleep(self.backoff(failures))
-                else:
+                try:
+                    held = await store.schedule.acquire_lease(
+                        lease, holder=self.holder, ttl_seconds=self.lease_seconds
+                    )
+                    if held is None:  # another process watches it; look again later
+                        await asyncio.sleep(self.interval_seconds)
+                        continue
+                    state = await store.watches.get(connection.id, source.name)
+                    wait = _seconds_until(state.retry_at if state else None, self.env)
+                    if wait > 0:  # backing off (maybe after another process's failures)
+                        await asyncio.sleep(min(wait, self.interval_seconds))
+                        continue
+                    if await self.poll_once(connection, source, state=state):
+                        continue  # failed: the stored retry time decides the next try
                     await source.wait(connection, self.interval_seconds)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the database, most likely: wait and go on
+                    log.warning("watch interrupted", watch=lease, error=str(exc))
+                    await asyncio.sleep(self.backoff(1))
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await store.schedule.release_lease(lease, holder=self.holder)
             raise
 
-    async def poll_once(self, connection: Connection, source: TriggerSource) -> int:
+    async def poll_once(
+        self, connection: Connection, source: TriggerSource, *, state: WatchState | None = None
+    ) -> int:
         """Poll ``source`` once and store what it found; returns the failures in a row (0: it
-        worked)."""
+        worked). ``state``: the watch state just read, if the caller has it."""
         store = self.env.store
-        state = await store.watches.get(connection.id, source.name)
+        if state is None:
+            state = await store.watches.get(connection.id, source.name)
         try:
             polled = await source.poll(connection, state.cursor if state else None)
             stored = await store.watches.record(
@@ -127,17 +158,19 @@ class Watcher:
             )
         except asyncio.CancelledError:
             raise
+        except NotFound:
+            return 0  # disconnected meanwhile: nothing is recorded, the watch is stopped soon
         except Exception as exc:
             error = str(exc) or type(exc).__name__
-            try:
-                failures = await store.watches.record_failure(
-                    connection_id=connection.id,
-                    source=source.name,
-                    error=error,
-                    now=self.env.clock.now(),
-                )
-            except DatabaseUnavailable:
-                failures = (state.failures if state else 0) + 1
+            failures = (state.failures if state else 0) + 1
+            now = self.env.clock.now()
+            failures = await store.watches.record_failure(
+                connection_id=connection.id,
+                source=source.name,
+                error=error,
+                now=now,
+                retry_at=now + timedelta(seconds=self.backoff(failures)),
+            )
             if failures == 1:
                 log.warning(
                     "watch failing", connection=connection.name, source=source.name, error=error
@@ -154,3 +187,7 @@ class Watcher:
         ±20 % jitter so many watches of one server do not retry together."""
         base: float = min(self.max_backoff_seconds, 5.0 * 2.0 ** min(failures - 1, 16))
         return base * random.uniform(0.8, 1.2)
+
+
+def _seconds_until(when: datetime | None, env: ConnectorEnv) -> float:
+    return 0.0 if when is None else (when - env.clock.now()).total_seconds()

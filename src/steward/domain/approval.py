@@ -9,7 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from steward.domain.roles import Role
+from steward.domain.roles import Role, decisive_values
 
 
 class ApprovalStatus(StrEnum):
@@ -72,6 +72,12 @@ class Approval:
     def headline(self) -> str:
         """What the person is asked to judge, in one line."""
         return self.summary or f"{self.tool} with the arguments shown"
+
+    @property
+    def targets(self) -> list[tuple[str, list[str]]]:
+        """Where the action goes and what it changes (its controlling arguments), shown on
+        their own beside the summary."""
+        return decisive_values(self.args, self.roles)
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -8,7 +8,10 @@ that nobody described, fall back to guessing, and say so).
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 
 class Role(StrEnum):
@@ -62,3 +65,28 @@ class DataClass(StrEnum):
     """Health: diagnoses, medication, treatment."""
     PRIVATE = "private"
     """What the person's memory keeps for them alone (the private audience)."""
+
+
+def plain_line(text: str) -> str:
+    """``text`` as one line the person can trust to read as shown: control characters and
+    invisible format characters (bidirectional overrides, zero-width joiners) removed, runs
+    of whitespace made one space."""
+    kept = "".join(c if unicodedata.category(c) not in ("Cc", "Cf") else " " for c in text)
+    return " ".join(kept.split())
+
+
+def decisive_values(
+    args: Mapping[str, Any], roles: Mapping[str, Role] | None
+) -> list[tuple[str, list[str]]]:
+    """The arguments that decide what a call does or to whom (controlling roles), with their
+    values as plain lines; for a tool that declares no roles, every argument."""
+    out = []
+    for name, value in args.items():
+        role = None if roles is None else roles.get(name)
+        if value in (None, "", [], {}) or (roles is not None and role is None):
+            continue
+        if role is not None and not role.controlling:
+            continue
+        items = value if isinstance(value, list | tuple) else [value]
+        out.append((name, [plain_line(str(item)) for item in items]))
+    return out

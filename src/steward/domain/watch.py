@@ -34,11 +34,14 @@ class WatchState:
     """The connection watched."""
     source: str
     """The trigger source's name (``mail.received``)."""
-    cursor: dict[str, Any]
-    """The source's own position (``{"uidvalidity": 7, "last_uid": 42}``)."""
+    cursor: dict[str, Any] | None
+    """The source's own position (``{"uidvalidity": 7, "last_uid": 42}``); None until a poll
+    succeeded (the next poll is a first run)."""
     updated_at: datetime
     """When the cursor last moved or a failure was recorded."""
     failures: int = 0
     """Failed polls in a row (the watcher backs off by it); 0 after a success."""
     last_error: str | None = None
     """The last failure in plain words, for the person's status page."""
+    retry_at: datetime | None = None
+    """After failures: not polled again before this time, by any process."""

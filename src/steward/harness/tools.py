@@ -23,12 +23,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, get_args, get_origin, get_type_hints, overload
 
+import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from steward.domain.actions import EffectClass
-from steward.domain.roles import Role
+from steward.domain.roles import Role, decisive_values, plain_line
 from steward.errors import EffectFailed, UsageError
 from steward.models.base import ToolSpec
+
+log = structlog.get_logger(__name__)
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -78,7 +81,8 @@ Summarize = Callable[[Mapping[str, Any]], str]
 """The proposed call in one plain sentence, from its validated arguments."""
 
 SUMMARY_CHARS = 240
-"""The longest summary shown; a longer one is cut at a word."""
+"""The longest describer sentence shown; a longer one is cut at a word (the controlling values
+are then added in full)."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -131,20 +135,40 @@ class Tool:
             object.__setattr__(self, "roles", MappingProxyType(dict(self.roles)))
 
     def summary(self, args: Mapping[str, Any]) -> str:
-        """The proposed call in one plain line (never raises: a describer that fails falls back
-        to the name and arguments, which the person can still judge)."""
+        """The proposed call in one plain line, never hiding where it goes: the describer's
+        sentence (or the call itself), cleaned of control and invisible characters and cut at
+        a word, then every value of a controlling argument (recipient, host, account,
+        calendar, amount, identifier, time) that the line does not already show in full.
+        Never raises: a describer that fails falls back to the call itself."""
         text = ""
         if self.summarize is not None:
             try:
-                text = " ".join(self.summarize(args).split())
-            except Exception:  # a bad describer must not stop an approval from being asked
-                text = ""
+                text = plain_line(self.summarize(args))
+            except Exception as exc:  # a bad describer must not stop an approval being asked
+                log.warning("tool summary failed", tool=self.name, error=str(exc))
         if not text:
-            shown = ", ".join(f"{k}={v!r}" for k, v in args.items() if v is not None)
-            text = f"{self.name}({shown})"
+            shown = ", ".join(
+                f"{k}={v!r}"
+                for k, v in sorted(args.items(), key=self._decisive_first)
+                if v is not None
+            )
+            text = plain_line(f"{self.name}({shown})")
         if len(text) > SUMMARY_CHARS:
             text = text[: SUMMARY_CHARS - 1].rsplit(" ", 1)[0] + "…"
-        return text
+        unseen = [
+            f"{name}: {', '.join(values)}"
+            for name, values in self.decisive(args)
+            if not all(value in text for value in values)
+        ]
+        return f"{text} [{'; '.join(unseen)}]" if unseen else text
+
+    def decisive(self, args: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+        """The arguments that decide what the call does or to whom, as plain text."""
+        return decisive_values(args, self.roles)
+
+    def _decisive_first(self, item: tuple[str, Any]) -> int:
+        role = None if self.roles is None else self.roles.get(item[0])
+        return 0 if role is not None and role.controlling else 1
 
     @property
     def spec(self) -> ToolSpec:

@@ -308,10 +308,13 @@ watch_cursors = Table(
         primary_key=True,
     ),
     Column("source", String(64), primary_key=True),
-    Column("cursor", Text, nullable=False),
+    # NULL until a poll succeeded: the source's first run starts from "now"
+    Column("cursor", Text),
     Column("updated_at", Float, nullable=False),
     Column("failures", Integer, nullable=False, server_default="0"),
     Column("last_error", Text),
+    # not polled before this time (backoff), whichever process holds the watch
+    Column("retry_at", Float),
 )
 
 grants = Table(

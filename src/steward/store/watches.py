@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import ColumnElement, Connection, select, update
 
 from steward.domain import Event
 from steward.domain.watch import Found, WatchState
@@ -33,9 +33,7 @@ class WatchRepository:
         self.backend = backend
 
     async def get(self, connection_id: str, source: str) -> WatchState | None:
-        query = select(watch_cursors).where(
-            watch_cursors.c.connection_id == connection_id, watch_cursors.c.source == source
-        )
+        query = select(watch_cursors).where(_key(connection_id, source))
 
         def op(conn: Connection) -> WatchState | None:
             row = conn.execute(query).first()
@@ -68,7 +66,7 @@ class WatchRepository:
         still be active: a poll that finishes after a disconnect records nothing."""
 
         def op(conn: Connection) -> list[tuple[Event, bool]]:
-            _require_active(conn, connection_id, person_id)
+            _require_active(self.backend, conn, connection_id, person_id)
             stored = [
                 insert_event(
                     self.backend,
@@ -82,81 +80,86 @@ class WatchRepository:
                 )
                 for item in found
             ]
-            _upsert(self.backend, conn, connection_id, source, cursor=cursor, now=now)
+            _save_cursor(self.backend, conn, connection_id, source, cursor, now)
             return stored
 
         return await self.backend.write(op)
 
     async def record_failure(
-        self, *, connection_id: str, source: str, error: str, now: datetime
+        self, *, connection_id: str, source: str, error: str, now: datetime, retry_at: datetime
     ) -> int:
-        """Count a failed poll (the cursor stays); returns the failures in a row."""
+        """Count a failed poll (the cursor stays) and hold further polls until ``retry_at``;
+        returns the failures in a row."""
 
         def op(conn: Connection) -> int:
-            row = conn.execute(
-                select(watch_cursors.c.failures).where(
-                    watch_cursors.c.connection_id == connection_id,
-                    watch_cursors.c.source == source,
+            key = _key(connection_id, source)
+            conn.execute(
+                self.backend.insert_ignore(
+                    watch_cursors,
+                    {
+                        "connection_id": connection_id,
+                        "source": source,
+                        "cursor": None,
+                        "updated_at": rows.ts(now),
+                        "failures": 0,
+                    },
                 )
-            ).first()
-            failures = (row[0] if row is not None else 0) + 1
-            _upsert(
-                self.backend,
-                conn,
-                connection_id,
-                source,
-                cursor=None,
-                now=now,
-                failures=failures,
-                error=error[:MAX_ERROR],
             )
-            return failures
+            conn.execute(
+                update(watch_cursors)
+                .where(key)
+                .values(
+                    failures=watch_cursors.c.failures + 1,
+                    last_error=error[:MAX_ERROR],
+                    updated_at=rows.ts(now),
+                    retry_at=rows.ts(retry_at),
+                )
+            )
+            return int(conn.execute(select(watch_cursors.c.failures).where(key)).scalar_one())
 
         return await self.backend.write(op)
 
 
-def _require_active(conn: Connection, connection_id: str, person_id: str) -> None:
+def _key(connection_id: str, source: str) -> ColumnElement[bool]:
+    return (watch_cursors.c.connection_id == connection_id) & (watch_cursors.c.source == source)
+
+
+def _require_active(backend: Backend, conn: Connection, connection_id: str, person_id: str) -> None:
+    """The connection is active, and stays so until this transaction ends (a disconnect waits
+    for it, so no event lands after the disconnect)."""
     row = conn.execute(
-        select(connections.c.active).where(
-            connections.c.id == connection_id, connections.c.person_id == person_id
+        backend.lock_for_update(
+            select(connections.c.active).where(
+                connections.c.id == connection_id, connections.c.person_id == person_id
+            )
         )
     ).first()
     if row is None or not row[0]:
         raise NotFound("active connection", connection_id)
 
 
-def _upsert(
+def _save_cursor(
     backend: Backend,
     conn: Connection,
     connection_id: str,
     source: str,
-    *,
-    cursor: dict[str, Any] | None,
+    cursor: dict[str, Any],
     now: datetime,
-    failures: int = 0,
-    error: str | None = None,
 ) -> None:
-    """Insert or update one cursor row; ``cursor`` None keeps the stored cursor (a failure)."""
-    key = (watch_cursors.c.connection_id == connection_id) & (watch_cursors.c.source == source)
-    changes: dict[str, Any] = {
+    """Store the cursor after a successful poll; failures and the backoff are cleared."""
+    values = {
+        "cursor": rows.dump(cursor),
         "updated_at": rows.ts(now),
-        "failures": failures,
-        "last_error": error,
+        "failures": 0,
+        "last_error": None,
+        "retry_at": None,
     }
-    if cursor is not None:
-        changes["cursor"] = rows.dump(cursor)
     conn.execute(
         backend.insert_ignore(
-            watch_cursors,
-            {
-                "connection_id": connection_id,
-                "source": source,
-                "cursor": rows.dump(cursor or {}),
-                **{k: v for k, v in changes.items() if k != "cursor"},
-            },
+            watch_cursors, {"connection_id": connection_id, "source": source, **values}
         )
     )
-    conn.execute(update(watch_cursors).where(key).values(changes))
+    conn.execute(update(watch_cursors).where(_key(connection_id, source)).values(values))
 
 
 def _state(row: Any) -> WatchState:
@@ -164,8 +167,9 @@ def _state(row: Any) -> WatchState:
     return WatchState(
         connection_id=m["connection_id"],
         source=m["source"],
-        cursor=rows.load(m["cursor"]),
+        cursor=rows.load(m["cursor"]) if m["cursor"] is not None else None,
         updated_at=rows.dt(m["updated_at"]),
         failures=m["failures"],
         last_error=m["last_error"],
+        retry_at=rows.dt_opt(m["retry_at"]),
     )

@@ -83,14 +83,20 @@ async def test_failures_count_up_keep_the_cursor_and_reset_on_success(
         cursor={"last_uid": 9},
         now=clock.now(),
     )
+    retry = clock.now() + timedelta(minutes=5)
     for expected in (1, 2, 3):
         failures = await store.watches.record_failure(
-            connection_id=con.id, source="mail.received", error="refused", now=clock.now()
+            connection_id=con.id,
+            source="mail.received",
+            error="refused",
+            now=clock.now(),
+            retry_at=retry,
         )
         assert failures == expected
     state = await store.watches.get(con.id, "mail.received")
     assert state is not None
     assert (state.cursor, state.failures, state.last_error) == ({"last_uid": 9}, 3, "refused")
+    assert state.retry_at == retry
     await store.watches.record(
         person_id=person,
         connection_id=con.id,
@@ -102,7 +108,26 @@ async def test_failures_count_up_keep_the_cursor_and_reset_on_success(
     state = await store.watches.get(con.id, "mail.received")
     assert state is not None
     assert (state.cursor, state.failures, state.last_error) == ({"last_uid": 10}, 0, None)
+    assert state.retry_at is None
     assert [s.source for s in await store.watches.list_for(person)] == ["mail.received"]
+
+
+async def test_a_first_poll_that_fails_leaves_no_cursor(
+    store: Store, clock: SimulatedClock
+) -> None:
+    """The next poll is still a first run (from now), not one from the very beginning."""
+    person = (await new_person(store, clock)).id
+    con = await _connection(store, clock, person)
+    await store.watches.record_failure(
+        connection_id=con.id,
+        source="mail.received",
+        error="connection refused",
+        now=clock.now(),
+        retry_at=clock.now(),
+    )
+    state = await store.watches.get(con.id, "mail.received")
+    assert state is not None
+    assert (state.cursor, state.failures) == (None, 1)
 
 
 async def test_nothing_is_recorded_for_a_disconnected_account(

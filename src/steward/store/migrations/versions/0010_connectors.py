@@ -28,10 +28,11 @@ def upgrade() -> None:
         "watch_cursors",
         sa.Column("connection_id", sa.String(length=160), nullable=False),
         sa.Column("source", sa.String(length=64), nullable=False),
-        sa.Column("cursor", sa.Text(), nullable=False),
+        sa.Column("cursor", sa.Text(), nullable=True),
         sa.Column("updated_at", sa.Float(), nullable=False),
         sa.Column("failures", sa.Integer(), nullable=False, server_default="0"),
         sa.Column("last_error", sa.Text(), nullable=True),
+        sa.Column("retry_at", sa.Float(), nullable=True),
         sa.ForeignKeyConstraint(["connection_id"], ["connections.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("connection_id", "source"),
     )
