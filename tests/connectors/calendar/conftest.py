@@ -1,0 +1,44 @@
+"""A Radicale server for the session (``support.caldavserver``), and fresh calendars per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from support.caldavserver import CalDAVServer, radicale_missing, running_radicale, skip_or_fail
+
+
+@pytest.fixture(scope="session")
+def caldav_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CalDAVServer]:
+    missing = radicale_missing()
+    if missing is not None:
+        skip_or_fail(missing)
+    with running_radicale(tmp_path_factory.mktemp("radicale")) as server:
+        yield server
+
+
+@dataclass(kw_only=True, frozen=True)
+class PersonCalendars:
+    """The person's two calendars, fresh for one test, and the server they are on."""
+
+    server: CalDAVServer
+    """The Radicale they live on."""
+    user: str
+    """The person's user name: a fresh one per test, so calendars never leak between tests."""
+    work: str
+    """URL of the calendar named Work."""
+    home: str
+    """URL of the calendar named Home."""
+
+
+@pytest.fixture
+async def calendars(caldav_server: CalDAVServer) -> PersonCalendars:
+    """``Work`` and ``Home`` of a person of this test's own."""
+    user = f"person-{uuid.uuid4().hex[:8]}"
+    caldav_server.add_user(user)
+    work = await caldav_server.make_calendar(user, "work", "Work")
+    home = await caldav_server.make_calendar(user, "home", "Home")
+    return PersonCalendars(server=caldav_server, user=user, work=work, home=home)
