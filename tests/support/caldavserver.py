@@ -98,6 +98,20 @@ class CalDAVServer:
         assert response.status_code in (200, 204), response.text
 
 
+@dataclass(kw_only=True, frozen=True)
+class PersonCalendars:
+    """The person's two calendars, fresh for one test, and the server they are on."""
+
+    server: CalDAVServer
+    """The Radicale they live on."""
+    user: str
+    """The person's user name: a fresh one per test, so calendars never leak between tests."""
+    work: str
+    """URL of the calendar named Work."""
+    home: str
+    """URL of the calendar named Home."""
+
+
 def radicale_missing() -> str | None:
     """Why Radicale cannot run here, or None."""
     if importlib.util.find_spec("radicale") is None:

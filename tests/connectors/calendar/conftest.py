@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
-from support.caldavserver import CalDAVServer, radicale_missing, running_radicale, skip_or_fail
+from support.caldavserver import (
+    CalDAVServer,
+    PersonCalendars,
+    radicale_missing,
+    running_radicale,
+    skip_or_fail,
+)
 
 
 @pytest.fixture(scope="session")
@@ -18,20 +23,6 @@ def caldav_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CalDAVSe
         skip_or_fail(missing)
     with running_radicale(tmp_path_factory.mktemp("radicale")) as server:
         yield server
-
-
-@dataclass(kw_only=True, frozen=True)
-class PersonCalendars:
-    """The person's two calendars, fresh for one test, and the server they are on."""
-
-    server: CalDAVServer
-    """The Radicale they live on."""
-    user: str
-    """The person's user name: a fresh one per test, so calendars never leak between tests."""
-    work: str
-    """URL of the calendar named Work."""
-    home: str
-    """URL of the calendar named Home."""
 
 
 @pytest.fixture

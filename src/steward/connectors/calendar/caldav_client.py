@@ -228,8 +228,7 @@ class CalDAVAccount:
         slots: list[tuple[datetime, datetime]] = []
         for event in await self.events(start, end, calendars):
             declined = any(
-                a.address.lower() == me and a.partstat is PartStat.DECLINED
-                for a in event.attendees
+                a.address.lower() == me and a.partstat is PartStat.DECLINED for a in event.attendees
             )
             if event.cancelled or event.transparent or declined:
                 continue
@@ -410,4 +409,3 @@ def _change(kind: ChangeKind, event: CalendarEvent, etag: str) -> EventChange:
         start=event.start,
         organizer=event.organizer,
     )
-

@@ -209,7 +209,11 @@ def _touch(component: icalendar.Event, now: datetime) -> None:
 
 
 def edit(
-    calendar: icalendar.Calendar, change: EventEdit, *, organizer: str | None, zone: ZoneInfo,
+    calendar: icalendar.Calendar,
+    change: EventEdit,
+    *,
+    organizer: str | None,
+    zone: ZoneInfo,
     now: datetime,
 ) -> None:
     """Apply ``change`` to the series (its master event)."""
@@ -261,9 +265,7 @@ def cancel(calendar: icalendar.Calendar, *, now: datetime) -> None:
         _touch(component, now)
 
 
-def respond(
-    calendar: icalendar.Calendar, *, address: str, answer: PartStat, now: datetime
-) -> None:
+def respond(calendar: icalendar.Calendar, *, address: str, answer: PartStat, now: datetime) -> None:
     """Set the person's own PARTSTAT in every component that invites them.
 
     An attendee's reply does not bump SEQUENCE (RFC 5546 3.2.3: only the organizer revises).
