@@ -207,7 +207,11 @@ async def test_reconcile_failure_keeps_the_effect_in_doubt_and_retries(
     sent: list[str] = []
     down = [True]
 
-    async def reconcile(key: str) -> tuple[bool, Any] | None:
+    async def reconcile(
+        key: str, args: dict[str, Any], ctx: ToolContext
+    ) -> tuple[bool, Any] | None:
+        assert args == {"to": "bob"}
+        assert ctx.idempotency_key == key
         if down[0]:
             raise ConnectionError("reconcile endpoint down")
         return True, f"sent under {key}"

@@ -13,3 +13,4 @@ from steward.testing.store_conformance.goals import *  # noqa: E402, F403
 from steward.testing.store_conformance.history import *  # noqa: E402, F403
 from steward.testing.store_conformance.schedule import *  # noqa: E402, F403
 from steward.testing.store_conformance.tasks import *  # noqa: E402, F403
+from steward.testing.store_conformance.watches import *  # noqa: E402, F403

@@ -165,8 +165,9 @@ async def _decide_at_terminal(svc: Service, approval_id: str) -> None:
     item = await svc.get_approval(approval_id)
     if item.status is not ApprovalStatus.PENDING:
         return
-    console.print(f"[bold]approval needed[/bold]: {item.reason}")
-    console.print(f"  {item.tool}({json.dumps(item.args, sort_keys=True)})")
+    console.print(f"[bold]approve?[/bold] {item.headline}")
+    console.print(f"  why I ask: {item.reason}")
+    console.print(f"  exactly: {item.tool}({json.dumps(item.args, sort_keys=True)})", style="dim")
     approve = await _in_thread(typer.confirm, "approve this exact action?", default=False)
     await svc.decide_approval(approval_id, approve=approve, decided_by="cli")
 
@@ -314,7 +315,7 @@ def approval_list(
             )
             emit(
                 items,
-                ["id", "tool", "status", "reason", "task_id", "created_at", "expires_at"],
+                ["id", "headline", "status", "reason", "created_at", "expires_at"],
                 as_json=as_json,
                 title="approvals",
             )

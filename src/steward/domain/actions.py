@@ -84,6 +84,10 @@ class ActionRequest:
     naming it."""
     audience: Audience = PRIVATE
     """Who hears the conversation the task belongs to (inherited by subtasks)."""
+    connector: str | None = None
+    """The connector kind the tool acts through (``mail``): only the person's connection of
+    that kind named by the ACCOUNT argument (the only one, when none is named) can allow it,
+    within that connection's scopes and bounds."""
 
 
 @dataclass(kw_only=True, frozen=True)

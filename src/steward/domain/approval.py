@@ -64,6 +64,14 @@ class Approval:
     """Undecided by then: expired, and the agent is told so."""
     decided_at: datetime | None = None
     """When it was decided or expired."""
+    summary: str = ""
+    """The action in one plain sentence, as its tool describes it ("Send an email to dana@…
+    — 'Re: Thursday?' — …"); empty for approvals asked before tools described themselves."""
+
+    @property
+    def headline(self) -> str:
+        """What the person is asked to judge, in one line."""
+        return self.summary or f"{self.tool} with the arguments shown"
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -37,6 +37,41 @@ class RuleMode(StrEnum):
 
 
 @dataclass(kw_only=True, frozen=True)
+class ConnectionBounds:
+    """The most a connection may reach, whatever grants or rules say (empty: no bound)."""
+
+    recipients: tuple[str, ...] = ()
+    """Addresses it may send to (with :attr:`domains`: either admits a recipient)."""
+    domains: tuple[str, ...] = ()
+    """Domains it may send to (a recipient at the domain or a subdomain of it)."""
+    calendars: tuple[str, ...] = ()
+    """Calendars it may read or write (case-insensitive names)."""
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self.__dict__.items() if v}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ConnectionBounds:
+        """Read stored or given bounds; unknown keys or values that are not lists of text are
+        an error, so a typo never silently lifts a bound."""
+        unknown = sorted(set(data) - {"recipients", "domains", "calendars"})
+        if unknown:
+            raise ValueError(f"unknown connection bounds {unknown}")
+        out: dict[str, tuple[str, ...]] = {}
+        for key, values in data.items():
+            if not isinstance(values, list | tuple) or not all(
+                isinstance(v, str) and v.strip() for v in values
+            ):
+                raise ValueError(f"connection bound {key} must be a list of names")
+            out[key] = tuple(v.strip().lower() for v in values)
+        return cls(**out)
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.__dict__.values())
+
+
+@dataclass(kw_only=True, frozen=True)
 class Connection:
     """A connected account or service, and the most it allows."""
 
@@ -56,6 +91,13 @@ class Connection:
     """False once disconnected: nothing through it is allowed any more."""
     created_at: datetime
     """When it was connected."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """How to reach it (servers, ports, user name, folders): the connector's own typed
+    settings as JSON, never a secret."""
+    bounds: ConnectionBounds = field(default_factory=ConnectionBounds)
+    """The most it may reach (recipients, domains, calendars)."""
+    secret: str | None = None
+    """The vault secret holding its password or OAuth token set (None: it needs none)."""
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -22,6 +22,11 @@ class Role(StrEnum):
     """Who is paid, or the account money goes to."""
     AMOUNT = "amount"
     """How much is paid, bought or transferred."""
+    ACCOUNT = "account"
+    """Which of the person's connections the action goes through (``work mail``): the
+    connection's scopes and bounds then decide it."""
+    CALENDAR = "calendar"
+    """Which calendar an event is written to or read from."""
     IDENTIFIER = "identifier"
     """Which object the action changes or deletes (a file id, a booking, a hotel's name)."""
     TIME = "time"

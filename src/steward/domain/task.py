@@ -56,10 +56,36 @@ def check_task_transition(current: TaskStatus, new: TaskStatus) -> None:
         raise InvalidTransition(f"task cannot go from {current} to {new}")
 
 
+MATCH_OPERATORS = frozenset({"contains", "in", "endswith"})
+"""What a filter field may test besides equality: ``{"contains": "invoice"}`` (text, case-
+insensitive), ``{"in": ["a@x", "b@x"]}`` (one of), ``{"endswith": "@example.com"}`` (text,
+case-insensitive)."""
+
+
 def payload_matches(match: Mapping[str, Any], payload: Mapping[str, Any]) -> bool:
-    """Whether every field of ``match`` is equal in an event's ``payload`` (an event wait's
-    and an event trigger's filter)."""
-    return all(payload.get(k) == v for k, v in match.items())
+    """Whether every field of ``match`` holds in an event's ``payload`` (an event wait's and an
+    event trigger's filter): equal, or the test its operator names (:data:`MATCH_OPERATORS`);
+    a list in the payload (a mail's recipients) holds when one of its items does."""
+    return all(_holds(want, payload.get(key)) for key, want in match.items())
+
+
+def _holds(want: Any, got: Any) -> bool:
+    if isinstance(got, list) and not isinstance(want, list):
+        return any(_holds(want, item) for item in got) or _equal_or_op(want, got)
+    return _equal_or_op(want, got)
+
+
+def _equal_or_op(want: Any, got: Any) -> bool:
+    if not (isinstance(want, dict) and len(want) == 1 and set(want) <= MATCH_OPERATORS):
+        return bool(got == want)
+    ((op, arg),) = want.items()
+    if op == "in":
+        return isinstance(arg, list) and got in arg
+    if not isinstance(got, str) or not isinstance(arg, str):
+        return False
+    if op == "contains":
+        return arg.casefold() in got.casefold()
+    return got.casefold().endswith(arg.casefold())
 
 
 WaitKind = Literal["until", "event", "approval", "input", "children", "effect"]

@@ -300,6 +300,7 @@ class Activation:
             effect=found.effect,
             scopes=found.scopes,
             source=found.source,
+            connector=found.connector,
             wake_reason=self.wake.reason,
             task_input=self.input,
             roles=roles,

@@ -102,8 +102,15 @@ async def execute(
         try:
             # Anything but a definite failure propagates: the effect journal has already
             # marked the outcome unknown, and the runtime retries or hands it to the person.
+            reconcile = found.reconcile
             result = await act.run.effect(
-                found.name, args, send, idempotent=found.idempotent, reconcile=found.reconcile
+                found.name,
+                args,
+                send,
+                idempotent=found.idempotent,
+                reconcile=None
+                if reconcile is None
+                else (lambda key: reconcile(key, args, replace(ctx, idempotency_key=key))),
             )
         except EffectFailed as exc:
             return await act.observe(call, f"error: {exc}", True)

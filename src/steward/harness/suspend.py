@@ -6,7 +6,6 @@ sent from here."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -41,6 +40,7 @@ async def ask_approval(
     now = act.run.clock.now()
     ttl = act.h.config.approval_ttl
     approval_id = f"apr.{act.task.id}.{act.run.seq + 1}"
+    summary = found.summary(args)
     approval = await act.run.request_approval(
         Approval(
             id=approval_id,
@@ -57,13 +57,9 @@ async def ask_approval(
             status=ApprovalStatus.PENDING,
             created_at=now,
             expires_at=now + ttl if ttl is not None else None,
+            summary=summary,
         ),
-        act.notification(
-            "approval",
-            approval_id,
-            f"Approve {found.name}?",
-            f"{reason}\n{found.name}({json.dumps(args, sort_keys=True, default=str)})",
-        ),
+        act.notification("approval", approval_id, f"Approve? {summary}", reason),
     )
     condition = WaitCondition(kind="approval", ref=approval.id, until=approval.expires_at)
     return act.suspend_on(
@@ -75,10 +71,8 @@ async def hand_off(
     act: Activation, call: ToolCall, found: Tool, args: dict[str, Any], reason: str
 ) -> Outcome:
     ref = f"h.{act.task.id}.{act.run.seq + 1}"
-    action = f"{found.name}({json.dumps(args, sort_keys=True, default=str)})"
-    await act.notify(
-        "handoff", ref, f"Please do this yourself: {found.name}", f"{reason}\n{action}"
-    )
+    action = found.summary(args)
+    await act.notify("handoff", ref, f"Please do this yourself: {action}", reason)
     condition = WaitCondition(
         kind="input", ref=ref, prompt=f"Steward cannot do {action}: {reason}. Reply when done."
     )

@@ -29,7 +29,6 @@ from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
 from steward.errors import EffectFailed, UsageError
 from steward.models.base import ToolSpec
-from steward.runtime.run import Reconcile
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -67,6 +66,15 @@ class ToolContext:
 
 
 Invoke = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
+Reconcile = Callable[[str, dict[str, Any], ToolContext], Awaitable[tuple[bool, Any] | None]]
+"""Asks the far end whether the effect with this key (of this call, in this context) happened:
+``(True, result)``, ``(False, None)`` for not applied, or None if it cannot tell (see
+:data:`steward.runtime.run.Reconcile`)."""
+Summarize = Callable[[Mapping[str, Any]], str]
+"""The proposed call in one plain sentence, from its validated arguments."""
+
+SUMMARY_CHARS = 240
+"""The longest summary shown; a longer one is cut at a word."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -90,6 +98,12 @@ class Tool:
     retry after a crash is safe."""
     reconcile: Reconcile | None = None
     """For journalled tools without idempotency: asks the service whether a key was applied."""
+    connector: str | None = None
+    """The connector kind it acts through (``mail``, ``calendar``): the policy bounds it by the
+    person's connection of that kind its ACCOUNT argument names (the only one, when none)."""
+    summarize: Summarize | None = None
+    """Describes a proposed call in one sentence for approvals, the timeline and notifications
+    (None: the tool name and its arguments)."""
     scopes: tuple[str, ...] = ()
     """Authority it needs (``email.send``, ``calendar.read``...); the security plane checks."""
     timeout_seconds: float = 60.0
@@ -111,6 +125,22 @@ class Tool:
             if unknown:
                 raise UsageError(f"tool {self.name}: roles name no parameter: {unknown}")
             object.__setattr__(self, "roles", MappingProxyType(dict(self.roles)))
+
+    def summary(self, args: Mapping[str, Any]) -> str:
+        """The proposed call in one plain line (never raises: a describer that fails falls back
+        to the name and arguments, which the person can still judge)."""
+        text = ""
+        if self.summarize is not None:
+            try:
+                text = " ".join(self.summarize(args).split())
+            except Exception:  # a bad describer must not stop an approval from being asked
+                text = ""
+        if not text:
+            shown = ", ".join(f"{k}={v!r}" for k, v in args.items() if v is not None)
+            text = f"{self.name}({shown})"
+        if len(text) > SUMMARY_CHARS:
+            text = text[: SUMMARY_CHARS - 1].rsplit(" ", 1)[0] + "…"
+        return text
 
     @property
     def spec(self) -> ToolSpec:
@@ -147,6 +177,8 @@ def tool(
     scopes: Sequence[str] = (),
     timeout_seconds: float = 60.0,
     untrusted_output: bool = False,
+    connector: str | None = None,
+    summarize: Summarize | None = None,
 ) -> Callable[[AsyncFn], Tool]: ...
 
 
@@ -162,6 +194,8 @@ def tool(
     scopes: Sequence[str] = (),
     timeout_seconds: float = 60.0,
     untrusted_output: bool = False,
+    connector: str | None = None,
+    summarize: Summarize | None = None,
 ) -> Tool | Callable[[AsyncFn], Tool]:
     """Make a :class:`Tool` from an async function with type-hinted parameters.
 
@@ -228,6 +262,8 @@ def tool(
             timeout_seconds=timeout_seconds,
             untrusted_output=untrusted_output,
             roles=roles or None,
+            connector=connector,
+            summarize=summarize,
         )
 
     return build(fn) if fn is not None else build

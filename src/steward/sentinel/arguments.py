@@ -26,8 +26,9 @@ RECIPIENT_ARGS = ("to", "cc", "bcc", "recipient", "recipients")
 """Recipient arguments of a tool without roles."""
 URL_ARGS = ("url", "endpoint")
 """URL arguments of a tool without roles."""
-_PINNED_ROLES = (None, Role.IDENTIFIER)
-"""A lasting grant holds these arguments to their exact value (None: no role declared)."""
+_PINNED_ROLES = (None, Role.IDENTIFIER, Role.ACCOUNT, Role.CALENDAR)
+"""A lasting grant holds these arguments to their exact value (None: no role declared): an
+"always" for one calendar or account covers no other."""
 
 
 def domains_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[str] | None:
@@ -185,6 +186,13 @@ def same_holds(pinned: Any, args: dict[str, Any], roles: Mapping[str, Role] | No
 def _canonical(value: Any) -> str:
     """A value compared as JSON text: ``1``, ``1.0`` and ``true`` differ."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def calendars_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[str] | None:
+    """The calendars the action names (CALENDAR arguments), case-folded; None if one is not
+    text. A tool without roles names none."""
+    found = _values(args, _keys(roles, (Role.CALENDAR,), ()))
+    return None if found is None else [name.strip().casefold() for name in found]
 
 
 def amounts_of(args: dict[str, Any], roles: Mapping[str, Role] | None = None) -> list[Any]:

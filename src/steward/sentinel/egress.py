@@ -176,6 +176,22 @@ class _Secret:
         return [self.value, *self.old, *(self.oauth.secret_values() if self.oauth else ())]
 
 
+@dataclass(kw_only=True, frozen=True)
+class Login:
+    """A credential opened for one login at one host (IMAP, SMTP, CalDAV): the connector
+    that asked uses it at once and keeps it nowhere."""
+
+    secret: str
+    """The vault secret's name (what the audit log and errors name)."""
+    value: str
+    """The password, or the OAuth access token (refreshed if it was about to expire)."""
+    oauth: bool
+    """The value is an OAuth access token (log in with XOAUTH2 / a bearer token)."""
+
+    def __repr__(self) -> str:  # never print the value by accident
+        return f"Login(secret={self.secret!r}, oauth={self.oauth})"
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -293,6 +309,28 @@ class EgressBroker:
                 )
 
     # --- steps ------------------------------------------------------------------------------
+
+    async def login(
+        self, *, person_id: str, name: str, host: str, secure: bool, actor: str
+    ) -> Login:
+        """Open the secret ``name`` to log in at ``host`` over a protocol that is not HTTP
+        (IMAP, SMTP, CalDAV): only a host the secret is bound to, only over TLS unless the
+        host is this machine; an OAuth token set is refreshed first when it is about to
+        expire. Every use is audited (``credential_use``), every refusal too."""
+        info, ciphertext = await self._store.secrets.secret_ciphertext(person_id, name)
+        host = host_key(host)
+        await self._check_binding(
+            person_id, actor, "LOGIN", info, host, "https" if secure else "plain"
+        )
+        secret = self._open(info, ciphertext)
+        if secret.oauth is not None and secret.oauth.expired(
+            self._now(), leeway_seconds=self._leeway
+        ):
+            await self._refresh(person_id, name, secret, actor)
+        await self._record(
+            person_id, actor, "credential_use", {"secret": name, "host": host, "method": "LOGIN"}
+        )
+        return Login(secret=name, value=secret.value, oauth=secret.oauth is not None)
 
     async def _prepare(
         self,

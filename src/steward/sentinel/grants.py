@@ -1,22 +1,24 @@
 """Grants: what one covers, and the one a person gives by approving an action.
 
-A grant *covers* an action when it is live for it (not revoked; ``once``: unspent and for no task
-or this task; ``task``: this task; ``session``: this session; ``until``: before its expiry;
+A grant *covers* an action when it is live for it (not revoked; ``once``: unspent and for no task or
+this task; ``task``: this task; ``session``: this session; ``until``: before its expiry;
 ``standing``), gives every scope the tool needs (a tool without scopes only through a ``tool``
 constraint naming it), and its constraints hold on the arguments: ``tool`` (exact name),
 ``recipients`` (every ``to``/``cc``/``bcc``/``recipient``/``recipients`` value; for a tool that
-declares argument roles, its RECIPIENT and PAYEE arguments; each one plain address, lower-cased,
-its domain normalised like a host), ``domains`` (each recipient's and URL's domain, or a subdomain
-of one; an IP address only exactly), ``hosts`` (the host of ``url``/``endpoint``, or of a tool's
-HOST arguments), ``path_prefix`` (their path, at a ``/`` boundary, with no dot segments),
-``max_amount`` (the amounts at most it) and ``period_amount`` over ``period_seconds`` (the amounts
-of the actions it allowed in the trailing period, this one included, at most it: counted atomically
-by the store when the grant allows an action, so two racing actions cannot both use the last of an
-allowance); ``data`` names the kinds of the person's sensitive data the actions may carry out (step
-6 of :mod:`steward.sentinel.policy`) and narrows nothing. A constraint whose argument is missing or
-cannot be read fails: a constraint never passes by default. URLs and hosts are read by
-:mod:`steward.sentinel.urls`, as the grant builder and the egress broker read them. When several
-grants cover, a non-``once`` grant is preferred, so a one-time grant is not spent needlessly.
+declares argument roles, its RECIPIENT and PAYEE arguments; each one plain address, lower-cased, its
+domain normalised like a host), ``domains`` (each recipient's and URL's domain, or a subdomain of
+one; an IP address only exactly), ``hosts`` (the host of ``url``/``endpoint``, or of a tool's HOST
+arguments), ``path_prefix`` (their path, at a ``/`` boundary, with no dot segments), ``calendars``
+(every CALENDAR argument names one of them, case-insensitively; an action naming no calendar does
+not hold), ``max_amount`` (the amounts at most it) and ``period_amount`` over ``period_seconds``
+(the amounts of the actions it allowed in the trailing period, this one included, at most it:
+counted atomically by the store when the grant allows an action, so two racing actions cannot both
+use the last of an allowance); ``data`` names the kinds of the person's sensitive data the actions
+may carry out (step 6 of :mod:`steward.sentinel.policy`) and narrows nothing. A constraint whose
+argument is missing or cannot be read fails: a constraint never passes by default. URLs and hosts
+are read by :mod:`steward.sentinel.urls`, as the grant builder and the egress broker read them. When
+several grants cover, a non-``once`` grant is preferred, so a one-time grant is not spent
+needlessly.
 
 Approving can also give lasting authority for the same tool (:data:`APPROVAL_SCOPES`):
 ``once`` (just this action), ``task`` (the rest of this task), ``hours`` (for ``hours``),
@@ -45,6 +47,7 @@ from steward.domain.roles import Role
 from steward.errors import UsageError
 from steward.sentinel.arguments import (
     amounts_of,
+    calendars_of,
     domains_of,
     number,
     pinned_constraints,
@@ -127,6 +130,10 @@ def constraints_hold(
             ok = bool(hosts) and all(h in admitted for h in hosts)
         elif key == "domains":
             ok = _domains_hold(allowed, args, roles)
+        elif key == "calendars":
+            named = calendars_of(args, roles)
+            admitted = {str(a).strip().casefold() for a in allowed}
+            ok = bool(named) and all(c in admitted for c in named or ())
         elif key == "data":
             ok = True  # it lets the person's data of these kinds leave; it narrows nothing
         elif key == "urls":

@@ -54,8 +54,10 @@ from typing import Any, Protocol
 from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict, provenance_reason
 from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
 from steward.domain.clock import Clock
+from steward.domain.roles import Role
 from steward.sentinel.arguments import (
     amounts_of,
+    calendars_of,
     domains_of,
     has_urls,
     number,
@@ -329,10 +331,13 @@ def _hard_limit(request: ActionRequest, ceiling: float) -> PolicyDecision | None
 def _connection_bound(
     request: ActionRequest, connections: Sequence[Connection]
 ) -> PolicyDecision | None:
-    """Deny unless every scope the action needs is offered by an active connection of the
-    person and, where every connection offering a scope names its hosts, each URL host of
-    the action is one of them (a connection without hosts does not bound hosts)."""
+    """A connector's tool: :func:`_account_bound`. Any other: deny unless every scope the action
+    needs is offered by an active connection of the person and, where every connection offering
+    a scope names its hosts, each URL host of the action is one of them (a connection without
+    hosts does not bound hosts)."""
     active = [c for c in connections if c.active and c.person_id == request.person_id]
+    if request.connector is not None:
+        return _account_bound(request, active)
     hosts: list[str] | None = None
     for scope in request.scopes:
         offering = [c for c in active if scope in c.scopes]
@@ -365,6 +370,83 @@ def _connection_bound(
                 basis="connection",
             )
     return None
+
+
+def _account_bound(request: ActionRequest, active: Sequence[Connection]) -> PolicyDecision | None:
+    """Deny unless the one connection the action goes through — of the tool's connector kind,
+    named by its ACCOUNT argument (the only one of that kind, when none is named) — offers
+    every scope it needs, and its recipients and calendars are within that connection's
+    bounds."""
+    kind = request.connector
+    of_kind = [c for c in active if c.kind == kind]
+    named = _values_with(request, Role.ACCOUNT)
+    if named:
+        wanted = {n.strip().casefold() for n in named}
+        of_kind = [c for c in of_kind if c.name.casefold() in wanted or c.id in named]
+    if len(of_kind) != 1:
+        if of_kind:
+            names = ", ".join(sorted(c.name for c in of_kind))
+            why = f"several {kind} accounts are connected ({names}); name one as the account"
+        elif named:
+            why = f"no {kind} account named {', '.join(named)} is connected"
+        else:
+            why = f"no {kind} account is connected"
+        return PolicyDecision(verdict=Verdict.DENY, reason=why, basis="connection")
+    chosen = of_kind[0]
+    missing = [s for s in request.scopes if s not in chosen.scopes]
+    if missing:
+        return PolicyDecision(
+            verdict=Verdict.DENY,
+            reason=f"your connection {chosen.name!r} does not allow {', '.join(missing)}",
+            basis="connection",
+        )
+    bounds = chosen.bounds
+    if bounds.recipients or bounds.domains:
+        recipients = recipients_of(request.args, request.roles)
+        if recipients is None:
+            return PolicyDecision(
+                verdict=Verdict.DENY,
+                reason=f"a recipient of {request.tool} cannot be read as one plain address",
+                basis="connection",
+            )
+        outside = [r for r in recipients if not _within(r, bounds.recipients, bounds.domains)]
+        if outside:
+            return PolicyDecision(
+                verdict=Verdict.DENY,
+                reason=f"your connection {chosen.name!r} may not reach {', '.join(outside)}",
+                basis="connection",
+            )
+    if bounds.calendars and request.roles is not None and Role.CALENDAR in request.roles.values():
+        calendars = calendars_of(request.args, request.roles)
+        allowed = {c.casefold() for c in bounds.calendars}
+        if not calendars or any(c not in allowed for c in calendars):
+            shown = ", ".join(bounds.calendars)
+            return PolicyDecision(
+                verdict=Verdict.DENY,
+                reason=f"your connection {chosen.name!r} only reaches the calendars {shown}; "
+                "name one of them",
+                basis="connection",
+            )
+    return None
+
+
+def _values_with(request: ActionRequest, role: Role) -> list[str]:
+    """The text values of the request's arguments in ``role``."""
+    roles = request.roles or {}
+    return [
+        str(request.args[name])
+        for name, given in roles.items()
+        if given is role and request.args.get(name) not in (None, "")
+    ]
+
+
+def _within(recipient: str, addresses: Sequence[str], domains: Sequence[str]) -> bool:
+    """A recipient admitted by a connection's bounds: one of its addresses, or at one of its
+    domains or a subdomain of one."""
+    if recipient in {recipient_key(a) for a in addresses}:
+        return True
+    domain = recipient.rpartition("@")[2]
+    return any(domain == d or domain.endswith("." + d) for d in (host_key(x) for x in domains))
 
 
 def _writes(request: ActionRequest) -> str | None:

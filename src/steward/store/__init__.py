@@ -34,6 +34,7 @@ from steward.store.skills import SkillRepository
 from steward.store.tasks import TaskRepository
 from steward.store.tokens import TokenRepository
 from steward.store.vault import SecretRepository
+from steward.store.watches import WatchRepository
 
 __all__ = ["DatabaseLimits", "Fence", "FinalStep", "Store"]
 
@@ -57,6 +58,7 @@ class Store:
     memory_search: MemorySearchRepository
     memory_passes: MemoryPassRepository
     skills: SkillRepository
+    watches: WatchRepository
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -76,6 +78,7 @@ class Store:
         self.memory_search = MemorySearchRepository(backend)
         self.memory_passes = MemoryPassRepository(backend)
         self.skills = SkillRepository(backend)
+        self.watches = WatchRepository(backend)
 
     @classmethod
     async def open(

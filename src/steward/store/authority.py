@@ -117,6 +117,9 @@ class AuthorityRepository:
             "hosts": rows.dump([h.lower() for h in connection.hosts]),
             "active": connection.active,
             "created_at": rows.ts(connection.created_at),
+            "settings": rows.dump(connection.settings),
+            "bounds": rows.dump(connection.bounds.to_json()),
+            "secret": connection.secret,
         }
 
         def op(conn: SqlConnection) -> Connection:
@@ -134,6 +137,7 @@ class AuthorityRepository:
                 connection=added.id,
                 name=added.name,
                 scopes=list(added.scopes),
+                bounds=added.bounds.to_json(),
                 active=True,
             )
             return added
@@ -144,6 +148,15 @@ class AuthorityRepository:
         query = (
             select(connections)
             .where(connections.c.person_id == person_id)
+            .order_by(connections.c.created_at, connections.c.id)
+        )
+        return await self.backend.read(lambda conn: [connection_of(r) for r in conn.execute(query)])
+
+    async def list_active_connections(self) -> list[Connection]:
+        """Every person's active connections (what the watcher watches), oldest first."""
+        query = (
+            select(connections)
+            .where(connections.c.active.is_(True))
             .order_by(connections.c.created_at, connections.c.id)
         )
         return await self.backend.read(lambda conn: [connection_of(r) for r in conn.execute(query)])

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, or_, select, update
 from sqlalchemy import Connection as SqlConnection
 
-from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
+from steward.domain.authority import Connection, ConnectionBounds, Grant, Lifetime, Rule, RuleMode
 from steward.domain.roles import DataClass
 from steward.errors import NotFound, UsageError
 from steward.store import rows
@@ -43,10 +43,11 @@ CONSTRAINT_KEYS = frozenset(
         "period_amount",
         "period_seconds",
         "data",
+        "calendars",
     }
 )
 """Constraints the evaluator enforces. Anything else is refused rather than silently ignored."""
-_LIST_CONSTRAINTS = ("recipients", "domains", "hosts", "data")
+_LIST_CONSTRAINTS = ("recipients", "domains", "hosts", "data", "calendars")
 
 
 # --- validation -----------------------------------------------------------------------------
@@ -238,6 +239,9 @@ def connection_of(row: Row[Any] | Mapping[str, Any]) -> Connection:
         hosts=tuple(rows.load(m["hosts"])),
         active=bool(m["active"]),
         created_at=rows.dt(m["created_at"]),
+        settings=rows.load(m["settings"]) if m["settings"] else {},
+        bounds=ConnectionBounds.from_json(rows.load(m["bounds"]) if m["bounds"] else {}),
+        secret=m["secret"],
     )
 
 

@@ -62,7 +62,7 @@ class InboxRepository:
                 person_id=approval.person_id,
                 at=approval.created_at,
                 kind="approval.requested",
-                summary=f"asks to {approval.tool}: {approval.reason}",
+                summary=f"asks: {approval.headline} ({approval.reason})",
                 goal_id=_goal_of(conn, approval.task_id),
                 task_id=approval.task_id,
                 ref=approval.id,

@@ -257,6 +257,7 @@ def approval(row: Row[Any]) -> Approval:
         created_at=dt(m["created_at"]),
         expires_at=dt_opt(m["expires_at"]),
         decided_at=dt_opt(m["decided_at"]),
+        summary=m["summary"] or "",
     )
 
 

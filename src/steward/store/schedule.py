@@ -193,26 +193,18 @@ class ScheduleRepository:
     ) -> tuple[Event, bool]:
         """Store an event once per ``dedupe_key``. Returns the stored event and whether this
         delivery was the first."""
-        values = {
-            "id": new_id("evt"),
-            "person_id": person_id,
-            "type": type,
-            "source": source,
-            "dedupe_key": dedupe_key,
-            "payload": rows.dump(payload),
-            "received_at": rows.ts(now),
-        }
 
         def op(conn: Connection) -> tuple[Event, bool]:
-            load_person(conn, person_id)
-            conn.execute(self.backend.insert_ignore(events, values))
-            row = conn.execute(
-                select(events).where(
-                    events.c.person_id == person_id, events.c.dedupe_key == dedupe_key
-                )
-            ).one()
-            stored = rows.event(row)
-            return stored, stored.id == values["id"]
+            return insert_event(
+                self.backend,
+                conn,
+                person_id=person_id,
+                type=type,
+                source=source,
+                dedupe_key=dedupe_key,
+                payload=payload,
+                now=now,
+            )
 
         return await self.backend.write(op)
 
@@ -434,3 +426,34 @@ def _get_trigger(conn: Connection, trigger_id: str) -> Trigger:
     if row is None:
         raise NotFound("trigger", trigger_id)
     return rows.trigger(row)
+
+
+def insert_event(
+    backend: Backend,
+    conn: Connection,
+    *,
+    person_id: str,
+    type: str,
+    source: str,
+    dedupe_key: str,
+    payload: dict[str, Any],
+    now: datetime,
+) -> tuple[Event, bool]:
+    """Store an event once per person and ``dedupe_key`` in ``conn``'s transaction: the
+    stored event, and whether this delivery was the first."""
+    values = {
+        "id": new_id("evt"),
+        "person_id": person_id,
+        "type": type,
+        "source": source,
+        "dedupe_key": dedupe_key,
+        "payload": rows.dump(payload),
+        "received_at": rows.ts(now),
+    }
+    load_person(conn, person_id)
+    conn.execute(backend.insert_ignore(events, values))
+    row = conn.execute(
+        select(events).where(events.c.person_id == person_id, events.c.dedupe_key == dedupe_key)
+    ).one()
+    stored = rows.event(row)
+    return stored, stored.id == values["id"]

@@ -239,6 +239,7 @@ approvals = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float),
     Column("decided_at", Float),
+    Column("summary", Text, nullable=False, server_default=""),
     Index("ix_approvals_person_status", "person_id", "status"),
     Index("ix_approvals_task", "task_id"),
 )
@@ -288,8 +289,29 @@ connections = Table(
     Column("active", Boolean, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("version", Integer, nullable=False, server_default="0"),
+    Column("settings", Text),
+    Column("bounds", Text),
+    Column("secret", String(160)),
     Index("ix_connections_person", "person_id"),
     Index("ix_connections_person_version", "person_id", "version"),
+)
+
+watch_cursors = Table(
+    "watch_cursors",
+    metadata,
+    # where a connection's trigger source has read up to, so a restart neither misses nor
+    # repeats a change; its failures drive the watcher's backoff and what the person is shown
+    Column(
+        "connection_id",
+        ID,
+        ForeignKey("connections.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("source", String(64), primary_key=True),
+    Column("cursor", Text, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("failures", Integer, nullable=False, server_default="0"),
+    Column("last_error", Text),
 )
 
 grants = Table(
