@@ -5,7 +5,9 @@ Writes are by UID: an event's UID is what makes a create idempotent (it is deriv
 effect's key) and what a reconcile looks for. Cancelling keeps the event, marked
 ``STATUS:CANCELLED`` with a new SEQUENCE, rather than deleting it: a scheduling server sends
 the attendees a cancellation for either, but only the kept copy lets a reconcile after a crash
-tell "cancelled" from "never existed", and the person still sees what was called off.
+tell "cancelled" from "never existed", and the person still sees what was called off. Each
+write can carry the key of the effect making it (``X-STEWARD-EFFECT``), so that a reconcile can
+tell whether an update, a cancellation or an answer reached the server.
 """
 
 from __future__ import annotations
@@ -35,12 +37,12 @@ from steward.connectors.calendar.model import (
     Seen,
 )
 from steward.connectors.calendar.settings import CalendarSettings
-from steward.errors import StewardRuntimeError
+from steward.errors import EffectFailed, StewardRuntimeError
 
 T = TypeVar("T")
 
 
-class CalendarError(StewardRuntimeError):
+class CalendarError(EffectFailed):
     """The server or the account certainly did not do what was asked (the message says why,
     in plain words): unknown calendar or event, refused sign-in, a change made meanwhile."""
 
@@ -59,8 +61,18 @@ class GetCTag(BaseElement):
 class CalDAVAccount:
     """The person's calendars on one CalDAV server."""
 
-    def __init__(self, settings: CalendarSettings, secret: str, *, timeout: int = 30) -> None:
+    def __init__(
+        self,
+        settings: CalendarSettings,
+        secret: str,
+        *,
+        only: Sequence[str] = (),
+        timeout: int = 30,
+    ) -> None:
+        """``only``: the calendars this account may see (case-insensitive names; empty: all).
+        The others are not listed, searched or written, also through an event's UID."""
         self.settings = settings
+        self._only = {name.casefold() for name in only}
         self._secret = secret
         self._timeout = timeout
         self._lock = threading.Lock()
@@ -114,7 +126,8 @@ class CalDAVAccount:
             listed = cast("list[Any]", self._connect().get_principal().get_calendars())
             for calendar in listed:
                 name = str(calendar.get_display_name() or calendar.url.path.rstrip("/"))
-                found.setdefault(name, calendar)
+                if not self._only or name.casefold() in self._only:
+                    found.setdefault(name, calendar)
             self._calendars = found
         return self._calendars
 
@@ -257,7 +270,13 @@ class CalDAVAccount:
     # -- writing ----------------------------------------------------------------------------
 
     async def create(
-        self, uid: str, event: NewEvent, *, calendar: str | None, now: datetime
+        self,
+        uid: str,
+        event: NewEvent,
+        *,
+        calendar: str | None,
+        now: datetime,
+        key: str | None = None,
     ) -> CalendarEvent:
         """Store a new event under ``uid``. If an event with that UID is already there (this
         same create, applied before a crash), it is returned unchanged, not written twice."""
@@ -268,13 +287,15 @@ class CalDAVAccount:
 
         def write() -> CalendarEvent:
             name, target = self._target(calendar)
-            data = ical.build(
+            built = ical.build(
                 uid=uid,
                 event=event,
                 organizer=self.settings.email,
                 zone=self.settings.zone,
                 now=now,
-            ).to_ical()
+            )
+            ical.mark(built, key)
+            data = built.to_ical()
             try:
                 resource = target.add_event(data.decode(), no_overwrite=True, increase_seqno=False)
             except caldav_error.ConsistencyError:
@@ -290,7 +311,7 @@ class CalDAVAccount:
             raise CalendarError(str(exc)) from None
 
     async def _rewrite(
-        self, uid: str, change: Callable[[Any], None], *, what: str
+        self, uid: str, change: Callable[[Any], None], *, what: str, key: str | None
     ) -> CalendarEvent:
         def write() -> CalendarEvent:
             located = self._locate(uid)
@@ -299,6 +320,7 @@ class CalDAVAccount:
             name, resource = located
             parsed = ical.parse(resource.data)
             change(parsed)
+            ical.mark(parsed, key)
             resource.data = parsed.to_ical().decode()
             try:
                 # If-Match on the ETag just read: a change made meanwhile is not overwritten
@@ -312,7 +334,9 @@ class CalDAVAccount:
 
         return await self._run(write)
 
-    async def update(self, uid: str, edit: EventEdit, *, now: datetime) -> CalendarEvent:
+    async def update(
+        self, uid: str, edit: EventEdit, *, now: datetime, key: str | None = None
+    ) -> CalendarEvent:
         """Change the event (the whole series) and return it as stored."""
 
         def change(parsed: Any) -> None:
@@ -323,13 +347,17 @@ class CalDAVAccount:
             except ValueError as exc:
                 raise CalendarError(str(exc)) from None
 
-        return await self._rewrite(uid, change, what="update")
+        return await self._rewrite(uid, change, what="update", key=key)
 
-    async def cancel(self, uid: str, *, now: datetime) -> CalendarEvent:
+    async def cancel(self, uid: str, *, now: datetime, key: str | None = None) -> CalendarEvent:
         """Mark the event cancelled (kept, with a new SEQUENCE; see the module's note)."""
-        return await self._rewrite(uid, lambda parsed: ical.cancel(parsed, now=now), what="cancel")
+        return await self._rewrite(
+            uid, lambda parsed: ical.cancel(parsed, now=now), what="cancel", key=key
+        )
 
-    async def respond(self, uid: str, answer: PartStat, *, now: datetime) -> CalendarEvent:
+    async def respond(
+        self, uid: str, answer: PartStat, *, now: datetime, key: str | None = None
+    ) -> CalendarEvent:
         """Answer an invitation: set the person's own PARTSTAT in the event."""
         address = self.settings.email
         if address is None:
@@ -341,7 +369,7 @@ class CalDAVAccount:
             except ical.NotInvited:
                 raise CalendarError(f"{address} is not invited to this event") from None
 
-        return await self._rewrite(uid, change, what="answer")
+        return await self._rewrite(uid, change, what="answer", key=key)
 
     # -- change detection -------------------------------------------------------------------
 

@@ -21,6 +21,8 @@ from steward.connectors.calendar.model import (
 )
 
 PRODID = "-//Steward//Calendar connector//EN"
+MARK = "X-STEWARD-EFFECT"
+"""Property naming the effect of Steward's last write to an event (for reconcile)."""
 
 
 class NotInvited(ValueError):
@@ -89,6 +91,14 @@ def build(
     calendar = icalendar.Calendar.new(prodid=PRODID, subcomponents=[vevent])
     calendar.add_missing_timezones()
     return calendar
+
+
+def mark(calendar: icalendar.Calendar, key: str | None) -> None:
+    """Name the effect writing it (None: an unjournalled write, which removes an old mark)."""
+    event = master(calendar)
+    event.pop(MARK, None)
+    if key is not None:
+        event.add(MARK, key)
 
 
 def parse(data: str | bytes) -> icalendar.Calendar:
@@ -169,6 +179,7 @@ def to_event(
         href=href,
         etag=etag,
         sequence=int(component.get("sequence", 0)),
+        written_by=str(component[MARK]) if MARK in component else None,
     )
 
 

@@ -86,6 +86,9 @@ class CalendarEvent:
     """ETag of that resource when read."""
     sequence: int = 0
     """Its revision number (RFC 5545 SEQUENCE)."""
+    written_by: str | None = None
+    """The effect key of Steward's last write to it (``X-STEWARD-EFFECT``): how a reconcile
+    after a crash tells whether that write reached the server."""
 
     @property
     def all_day(self) -> bool:
