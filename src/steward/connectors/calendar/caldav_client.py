@@ -258,6 +258,13 @@ class CalDAVAccount:
             merged.append(BusySlot(start=begin, end=finish))
         return merged
 
+    def declined(self, event: CalendarEvent) -> bool:
+        """The person said they will not come."""
+        me = (self.settings.email or "").casefold()
+        return any(
+            a.address.casefold() == me and a.partstat is PartStat.DECLINED for a in event.attendees
+        )
+
     async def find(self, uid: str) -> CalendarEvent | None:
         """The event with this UID in any calendar (its series, not an occurrence), or None."""
 

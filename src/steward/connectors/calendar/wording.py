@@ -1,5 +1,6 @@
 """Times and events in plain words, for the model and for the person: arguments parsed in the
-person's time zone, spans written as "Thu 10 Dec, 10:00-10:30" (with an en dash), events as plain fields."""
+person's time zone, spans written as "Thu 10 Dec, 10:00-10:30" (with an en dash), events as
+plain fields."""
 
 from __future__ import annotations
 
