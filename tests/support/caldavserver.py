@@ -20,10 +20,19 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from steward.connectors.base import ConnectorEnv
+from steward.connectors.calendar.tools import SCOPES
+from steward.domain.authority import Connection, ConnectionBounds
+from steward.domain.clock import SimulatedClock
+from steward.domain.ids import new_id
+from steward.sentinel.vault import Vault
+from steward.service import Service
+from steward.store import Store
 from support.startup import scaled
 
 PASSWORDS = {"dana": "dana-secret"}
@@ -110,6 +119,73 @@ class PersonCalendars:
     """URL of the calendar named Work."""
     home: str
     """URL of the calendar named Home."""
+
+
+@dataclass(kw_only=True)
+class Connected:
+    """A person whose calendars (:class:`PersonCalendars`) are connected to Steward."""
+
+    calendars: PersonCalendars
+    """Their calendars on Radicale."""
+    store: Store
+    """Their Steward state."""
+    clock: SimulatedClock
+    """Steward's clock."""
+    env: ConnectorEnv
+    """What the connector works with."""
+    svc: Service
+    """The facade (tasks, approvals)."""
+    person_id: str
+    """Their id."""
+    vault: Vault
+    """The vault their credential is sealed with."""
+
+    async def connect(
+        self,
+        *,
+        name: str = "Calendar",
+        scopes: tuple[str, ...] = SCOPES,
+        password: str | None = None,
+        **bounds: Any,
+    ) -> Connection:
+        """A calendar connection in Europe/Paris time, its password in the vault."""
+        secret = f"caldav-{uuid.uuid4().hex[:6]}"
+        user = self.calendars.user
+        await self.store.secrets.put_secret(
+            person_id=self.person_id,
+            name=secret,
+            ciphertext=self.vault.encrypt(password or self.calendars.server.passwords[user]),
+            hosts=["127.0.0.1"],
+            now=self.clock.now(),
+        )
+        return await self.store.authority.add_connection(
+            Connection(
+                id=new_id("con"),
+                person_id=self.person_id,
+                kind="calendar",
+                name=name,
+                scopes=scopes,
+                hosts=("127.0.0.1",),
+                created_at=self.clock.now(),
+                settings={
+                    "url": self.calendars.server.url,
+                    "username": user,
+                    "email": f"{user}@example.test",
+                    "time_zone": "Europe/Paris",
+                },
+                bounds=ConnectionBounds.from_json(bounds),
+                secret=secret,
+            )
+        )
+
+
+def vcalendar(*lines: str) -> str:
+    """A VCALENDAR around ``lines`` (its components), as another person's client writes it."""
+    body = "\r\n".join(lines)
+    return (
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Dana's client//EN\r\n"
+        f"{body}\r\nEND:VCALENDAR\r\n"
+    )
 
 
 def radicale_missing() -> str | None:

@@ -18,7 +18,7 @@ from steward.connectors.calendar.model import (
     PartStat,
 )
 from steward.connectors.calendar.settings import CalendarSettings
-from support.caldavserver import PersonCalendars
+from support.caldavserver import PersonCalendars, vcalendar
 
 PARIS = ZoneInfo("Europe/Paris")
 NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
@@ -35,14 +35,6 @@ def account(calendars: PersonCalendars, **extra: object) -> CalDAVAccount:
         }
     )
     return CalDAVAccount(settings, calendars.server.passwords[calendars.user])
-
-
-def vcalendar(*lines: str) -> str:
-    body = "\r\n".join(lines)
-    return (
-        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Dana's client//EN\r\n"
-        f"{body}\r\nEND:VCALENDAR\r\n"
-    )
 
 
 WEEKLY_PARIS = vcalendar(

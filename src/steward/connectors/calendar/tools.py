@@ -142,7 +142,7 @@ def describe_create(args: Mapping[str, Any]) -> str:
 
 
 def _which(args: Mapping[str, Any]) -> str:
-    return f'"{args["event_title"]}" ({span_of_args(args["event_start"])})'
+    return f'"{args["event_title"]}" on {span_of_args(args["event_start"])}'
 
 
 def describe_update(args: Mapping[str, Any]) -> str:
