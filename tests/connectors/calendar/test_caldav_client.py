@@ -3,12 +3,17 @@ free/busy, create/update/cancel/respond by UID, and change detection."""
 
 from __future__ import annotations
 
+import socket
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from steward.connectors.calendar.caldav_client import CalDAVAccount, CalendarError
+from steward.connectors.calendar.caldav_client import (
+    CalDAVAccount,
+    CalendarError,
+    CalendarUnreachable,
+)
 from steward.connectors.calendar.model import (
     BusySlot,
     CalendarCursor,
@@ -354,6 +359,15 @@ async def test_a_wrong_password_is_a_plain_refusal(calendars: PersonCalendars) -
     settings = CalendarSettings(url=calendars.server.url, username=calendars.user)
     with pytest.raises(CalendarError, match=f"refused the sign-in as {calendars.user}"):
         await CalDAVAccount(settings, "wrong").calendars()
+
+
+async def test_a_server_that_does_not_answer_is_unreachable_in_plain_words() -> None:
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    settings = CalendarSettings(url=f"http://127.0.0.1:{port}/", username="person")
+    with pytest.raises(CalendarUnreachable, match=r"cannot reach 127\.0\.0\.1"):
+        await CalDAVAccount(settings, "secret").calendars()
 
 
 async def test_calendars_are_listed_with_their_change_markers(calendars: PersonCalendars) -> None:

@@ -391,35 +391,51 @@ class CalDAVAccount:
         what changed. An event whose ETag is the one already seen is not reported again.
         """
 
+        def take_stock(target: Any) -> CalendarCursor:
+            # the token first, then one listing with the events' data: a change between the
+            # two is seen again next time, and its ETag tells whether it is news
+            token = target.get_properties([dav.SyncToken()]).get(dav.SyncToken.tag)
+            seen = {}
+            for resource in target.search(event=True):
+                event = self._read(calendar, resource)
+                seen[str(resource.url.canonical())] = Seen(
+                    uid=event.uid, etag=resource.etag or "", summary=event.summary
+                )
+            return CalendarCursor(token=str(token) if token else None, seen=seen)
+
         def read() -> tuple[CalendarCursor, list[EventChange]]:
             target = self._named([calendar])[calendar]
-            token = cursor.token if cursor is not None else None
-            collection = target.get_objects_by_sync_token(sync_token=token, load_objects=True)
+            if cursor is None:
+                return take_stock(target), []
+            collection = target.get_objects_by_sync_token(
+                sync_token=cursor.token, load_objects=False
+            )
             new_token = str(collection.sync_token) if collection.sync_token else None
-            # a full listing: the first look, or the library's fallback for a server without
+            # a full listing: from no token, or the library's fallback for a server without
             # sync-tokens (its tokens are digests of ETags, ``fake-...``): absent means deleted
-            full = cursor is None or (new_token or "").startswith("fake-")
-            seen = dict(cursor.seen) if cursor is not None else {}
+            full = cursor.token is None or (new_token or "").startswith("fake-")
+            seen = dict(cursor.seen)
             deleted = {str(url) for url in collection.deleted_urls}
             present: set[str] = set()
             found: list[EventChange] = []
             for resource in collection.objects:
                 href = str(resource.url.canonical())
-                if href in deleted or resource.etag is None or not resource.data:
+                if href in deleted or resource.etag is None:
                     continue
                 present.add(href)
                 before = seen.get(href)
                 if before is not None and before.etag == resource.etag:
                     continue
+                if not resource.is_loaded():  # only what changed is fetched
+                    resource.load()
                 event = self._read(calendar, resource)
                 seen[href] = Seen(uid=event.uid, etag=resource.etag, summary=event.summary)
-                if cursor is not None:
-                    kind = ChangeKind.CREATED if before is None else ChangeKind.UPDATED
-                    found.append(_change(kind, event, resource.etag))
+                kind = ChangeKind.CREATED if before is None else ChangeKind.UPDATED
+                found.append(_change(kind, event, resource.etag))
             gone = deleted | ({href for href in seen if href not in present} if full else set())
             for href in sorted(gone):
                 last = seen.pop(href, None)
-                if last is not None and cursor is not None:
+                if last is not None:
                     found.append(
                         EventChange(
                             kind=ChangeKind.DELETED,

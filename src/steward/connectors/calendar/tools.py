@@ -35,6 +35,7 @@ from steward.connectors.calendar.wording import (
 )
 from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
+from steward.errors import EffectFailed
 from steward.harness.tools import Tool, ToolContext, ToolError, tool
 
 READ = "calendar.read"
@@ -175,6 +176,18 @@ def describe_respond(args: Mapping[str, Any]) -> str:
 def calendar_tools(env: ConnectorEnv) -> list[Tool]:
     """The calendar tools, bound to ``env``."""
 
+    async def _look_up(
+        args: dict[str, Any], ctx: ToolContext, uid: str
+    ) -> tuple[CalendarEvent | None, CalDAVAccount] | None:
+        """For a reconcile: the event ``uid`` (None: not there) and its account; None when it
+        cannot be told (the connection is gone or refused: the person decides). A server that
+        does not answer raises, and the reconcile is tried again later."""
+        try:
+            _, acct = await account_for(env, ctx.person_id, args.get("account"))
+            return await acct.find(uid), acct
+        except EffectFailed:
+            return None
+
     @tool(connector="calendar", scopes=[READ])
     async def calendar_list(ctx: ToolContext, account: Account = None) -> list[dict[str, str]]:
         """List the person's calendars (their names)."""
@@ -234,9 +247,11 @@ def calendar_tools(env: ConnectorEnv) -> list[Tool]:
     async def reconcile_create(
         key: str, args: dict[str, Any], ctx: ToolContext
     ) -> tuple[bool, Any] | None:
-        _, acct = await account_for(env, ctx.person_id, args.get("account"))
-        found = await acct.find(uid_for(key))
-        return (True, _written(found, acct)) if found is not None else (False, None)
+        found = await _look_up(args, ctx, uid_for(key))
+        if found is None:
+            return None
+        event, acct = found
+        return (True, _written(event, acct)) if event is not None else (False, None)
 
     @tool(
         connector="calendar",
@@ -278,10 +293,12 @@ def calendar_tools(env: ConnectorEnv) -> list[Tool]:
     async def reconcile_write(
         key: str, args: dict[str, Any], ctx: ToolContext
     ) -> tuple[bool, Any] | None:
-        _, acct = await account_for(env, ctx.person_id, args.get("account"))
-        found = await acct.find(args["uid"])
-        if found is not None and found.written_by == key:
-            return True, _written(found, acct)
+        found = await _look_up(args, ctx, args["uid"])
+        if found is None:
+            return None
+        event, acct = found
+        if event is not None and event.written_by == key:
+            return True, _written(event, acct)
         return False, None
 
     @tool(
