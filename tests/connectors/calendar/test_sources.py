@@ -5,13 +5,21 @@ an event about to start becomes one ``calendar.starting`` event at the right sim
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Sequence
 from datetime import timedelta
 
 from steward.connectors.base import TriggerSource
 from steward.connectors.calendar.connector import CONNECTOR
 from steward.connectors.calendar.sources import CHANGED, STARTING
 from steward.connectors.watch import Watcher
+from steward.domain import TaskStatus
 from steward.domain.event import Event
+from steward.harness.agent import AgentHarness
+from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
+from steward.models.scripted import call_tool
+from steward.runtime.scheduler import Scheduler
+from support.agents import agent_worker
 from support.caldavserver import Connected, vcalendar
 
 
@@ -87,6 +95,51 @@ async def test_a_change_by_someone_else_is_one_event_across_polls_and_a_restart(
         ("deleted", "lunch@dana", "Old"),
         ("updated", "new@dana", "Lunch moved"),
     ]
+
+
+async def test_a_change_by_someone_else_wakes_the_task_waiting_for_it(
+    connected: Connected,
+) -> None:
+    """The agent booked lunch and waits for Dana to change it; her change in Radicale, seen
+    by the watch, wakes the task with the change's plain fields (labelled untrusted)."""
+    con = await connected.connect()
+    store, clock = connected.store, connected.clock
+    href = await connected.calendars.server.put_event(
+        as_user="dana", calendar_url=connected.calendars.work, ics=lunch()
+    )
+    wait = call_tool(
+        "wait_for_event", event_type=CHANGED, match={"uid": "lunch@dana", "change": "updated"}
+    )
+
+    def report(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        [arrived] = [
+            m.content for m in messages if m.role == "tool" and "event arrived" in m.content
+        ]
+        payload = json.loads(arrived.split("event arrived: ", 1)[1])["payload"]
+        return call_tool("finish", result=f"Dana moved it: {payload['summary']}")
+
+    harness = AgentHarness(model=ScriptedModel([wait, report]), workspace=connected.env.workspace)
+    task = await connected.svc.ask_agent(
+        person_id=connected.person_id, instructions="Tell me when Dana changes lunch"
+    )
+    worker, scheduler = agent_worker(store, harness, clock), Scheduler(store, clock)
+    watcher = Watcher(env=connected.env, holder="w1")
+    await watcher.poll_once(con, source(connected, CHANGED))  # the watch takes stock
+    await worker.run_until_idle()
+    assert (await connected.svc.get_task(task.id)).status is TaskStatus.WAITING
+
+    await connected.calendars.server.replace_event(
+        as_user="dana", href=href, ics=lunch("Lunch at the new place")
+    )
+    clock.advance(timedelta(minutes=1))
+    await watcher.poll_once(con, source(connected, CHANGED))
+    await scheduler.tick()
+    await worker.run_until_idle()
+    done = await connected.svc.get_task(task.id)
+    assert done.status is TaskStatus.SUCCEEDED
+    assert done.result is not None
+    assert done.result["text"] == "Dana moved it: Lunch at the new place"
+    assert done.result["untrusted_sources"] == [f"event:{CHANGED} (step 3)"]
 
 
 async def test_a_server_that_is_down_is_a_failure_the_watcher_backs_off_from(
