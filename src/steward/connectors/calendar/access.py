@@ -26,7 +26,8 @@ def settings_of(connection: Connection) -> CalendarSettings:
 
 
 async def open_account(env: ConnectorEnv, connection: Connection) -> CalDAVAccount:
-    """The account behind ``connection``, signed in with its vault credential."""
+    """The account behind ``connection``, signed in with its vault credential (use it in
+    ``async with``, which closes its connections)."""
     settings = settings_of(connection)
     try:
         login = await env.login(
@@ -37,13 +38,12 @@ async def open_account(env: ConnectorEnv, connection: Connection) -> CalDAVAccou
     return CalDAVAccount(settings, login.value, only=connection.bounds.calendars)
 
 
-async def account_for(
-    env: ConnectorEnv, person_id: str, account: str | None
-) -> tuple[Connection, CalDAVAccount]:
-    """For a tool: the person's calendar connection named ``account`` (the only one, when
-    None) and its account; :class:`ToolError` in plain words when it cannot be opened."""
+async def account_for(env: ConnectorEnv, person_id: str, account: str | None) -> CalDAVAccount:
+    """For a tool: the account of the person's calendar connection named ``account`` (the
+    only one, when None); :class:`ToolError` in plain words when it cannot be opened. Use it
+    in ``async with``, which closes its connections."""
     connection = await env.connection(person_id, KIND, account)
     try:
-        return connection, await open_account(env, connection)
+        return await open_account(env, connection)
     except ConnectionFailed as exc:
         raise ToolError(str(exc)) from None

@@ -79,6 +79,18 @@ class CalDAVAccount:
         self._client: DAVClient | None = None
         self._calendars: dict[str, Any] | None = None
 
+    async def __aenter__(self) -> CalDAVAccount:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close its HTTP connections (the credential goes with them)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await asyncio.to_thread(client.close)
+
     # -- plumbing ---------------------------------------------------------------------------
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -87,8 +99,10 @@ class CalDAVAccount:
                 try:
                     return fn(*args)
                 except caldav_error.AuthorizationError:
+                    user = self.settings.username
                     raise CalendarError(
-                        f"{self.settings.host} refused the sign-in as {self.settings.username}"
+                        f"{self.settings.host} refused the sign-in as {user} "
+                        f"(a wrong password, or {user} may not do this)"
                     ) from None
                 except (caldav_error.DAVError, CalendarError):
                     raise
@@ -119,7 +133,7 @@ class CalDAVAccount:
         return self._client
 
     def _all(self, refresh: bool = False) -> dict[str, Any]:
-        """Calendars by display name (event calendars only), read once per account."""
+        """Calendars by display name, read once per account."""
         if self._calendars is None or refresh:
             found: dict[str, Any] = {}
             # the blocking client's calls return values (the async client's, coroutines)
@@ -132,23 +146,25 @@ class CalDAVAccount:
         return self._calendars
 
     def _named(self, names: Iterable[str] | None) -> dict[str, Any]:
+        """The calendars named (case does not matter), by their own names; all for None."""
         everything = self._all()
         if names is None:
             return everything
         chosen: dict[str, Any] = {}
-        for name in names:
-            if name not in everything:
-                everything = self._all(refresh=True)
-            if name not in everything:
+        for wanted in names:
+            name = _match(wanted, everything) or _match(wanted, self._all(refresh=True))
+            everything = self._all()
+            if name is None:
                 known = ", ".join(sorted(everything)) or "none"
-                raise CalendarError(f"there is no calendar named {name!r} (there are: {known})")
+                raise CalendarError(f"there is no calendar named {wanted!r} (there are: {known})")
             chosen[name] = everything[name]
         return chosen
 
     def _target(self, name: str | None) -> tuple[str, Any]:
         name = name or self.settings.default_calendar
         if name is not None:
-            return name, self._named([name])[name]
+            [(found, calendar)] = self._named([name]).items()
+            return found, calendar
         everything = self._all()
         if len(everything) == 1:
             return next(iter(everything.items()))
@@ -404,7 +420,7 @@ class CalDAVAccount:
             return CalendarCursor(token=str(token) if token else None, seen=seen)
 
         def read() -> tuple[CalendarCursor, list[EventChange]]:
-            target = self._named([calendar])[calendar]
+            [target] = self._named([calendar]).values()
             if cursor is None:
                 return take_stock(target), []
             collection = target.get_objects_by_sync_token(
@@ -448,6 +464,11 @@ class CalDAVAccount:
             return CalendarCursor(token=new_token, seen=seen), found
 
         return await self._run(read)
+
+
+def _match(wanted: str, calendars: dict[str, Any]) -> str | None:
+    key = wanted.strip().casefold()
+    return next((name for name in calendars if name.casefold() == key), None)
 
 
 def _change(kind: ChangeKind, event: CalendarEvent, etag: str) -> EventChange:

@@ -31,16 +31,16 @@ class CalendarConnector:
         return (settings.host,)
 
     async def check(self, connection: Connection, env: ConnectorEnv) -> str:
-        account = await open_account(env, connection)
-        try:
-            found = await account.calendars()
-        except (CalendarError, CalendarUnreachable) as exc:
-            raise ConnectionFailed(str(exc)) from None
-        settings = account.settings
-        names = sorted(info.name for info in found)
-        counted = f"{len(names)} calendar{'' if len(names) == 1 else 's'}"
-        listed = f" ({', '.join(names)})" if names else ""
-        return f"Signed in to {settings.host} as {settings.username}: {counted}{listed}"
+        async with await open_account(env, connection) as account:
+            try:
+                found = await account.calendars()
+            except (CalendarError, CalendarUnreachable) as exc:
+                raise ConnectionFailed(str(exc)) from None
+            settings = account.settings
+            names = sorted(info.name for info in found)
+            counted = f"{len(names)} calendar{'' if len(names) == 1 else 's'}"
+            listed = f" ({', '.join(names)})" if names else ""
+            return f"Signed in to {settings.host} as {settings.username}: {counted}{listed}"
 
     def tools(self, env: ConnectorEnv) -> list[Tool]:
         return calendar_tools(env)

@@ -61,22 +61,22 @@ class ChangedSource:
     name: str = CHANGED
 
     async def poll(self, connection: Connection, cursor: dict[str, Any] | None) -> Poll:
-        account = await open_account(self.env, connection)
-        stored: dict[str, Any] = (cursor or {}).get("calendars", {})
-        after: dict[str, Any] = {}
-        found: list[Found] = []
-        for info in await account.calendars():
-            marker = info.sync_token or info.ctag
-            before = stored.get(info.name)
-            if before is not None and marker is not None and before.get("marker") == marker:
-                after[info.name] = before
-                continue
-            moved, changes = await account.changes(
-                info.name, _cursor_in(before) if before is not None else None
-            )
-            after[info.name] = _cursor_out(moved, marker)
-            found.extend(self._found(connection, account, change) for change in changes)
-        return Poll(found=found, cursor={"calendars": after})
+        async with await open_account(self.env, connection) as account:
+            stored: dict[str, Any] = (cursor or {}).get("calendars", {})
+            after: dict[str, Any] = {}
+            found: list[Found] = []
+            for info in await account.calendars():
+                marker = info.sync_token or info.ctag
+                before = stored.get(info.name)
+                if before is not None and marker is not None and before.get("marker") == marker:
+                    after[info.name] = before
+                    continue
+                moved, changes = await account.changes(
+                    info.name, _cursor_in(before) if before is not None else None
+                )
+                after[info.name] = _cursor_out(moved, marker)
+                found.extend(self._found(connection, account, change) for change in changes)
+            return Poll(found=found, cursor={"calendars": after})
 
     def _found(self, connection: Connection, account: CalDAVAccount, change: EventChange) -> Found:
         # a deletion keeps the last ETag seen: its key must differ from that version's change
@@ -103,7 +103,7 @@ class ChangedSource:
 
 @dataclass
 class StartingSource:
-    """ "An event starts in N minutes" (N from the connection's settings, 15 by default).
+    """Announces that an event starts in N minutes (N from the settings, 15 by default).
 
     Each poll announces the timed events that start within the next N minutes (not those
     cancelled or declined, and not all-day ones); the dedupe key names the occurrence's start,
@@ -116,41 +116,45 @@ class StartingSource:
     _due: dict[str, datetime] = field(default_factory=dict)
 
     async def poll(self, connection: Connection, cursor: dict[str, Any] | None) -> Poll:
-        account = await open_account(self.env, connection)
-        now = self.env.clock.now()
-        lead = timedelta(minutes=account.settings.starting_soon_minutes)
-        found: list[Found] = []
-        later: list[datetime] = []
-        for event in await account.events(now, now + lead + LOOKAHEAD):
-            if not isinstance(event.start, datetime) or event.cancelled:
-                continue
-            if event.start < now or account.declined(event):
-                continue
-            if event.start > now + lead:
-                later.append(event.start - lead)
-                continue
-            found.append(self._found(connection, account, event, now))
-        if later:
-            self._due[connection.id] = min(later)
-        else:
-            self._due.pop(connection.id, None)
-        return Poll(found=found, cursor={"checked_at": now.isoformat()})
+        async with await open_account(self.env, connection) as account:
+            now = self.env.clock.now()
+            lead = timedelta(minutes=account.settings.starting_soon_minutes)
+            found: list[Found] = []
+            later: list[datetime] = []
+            for event in await account.events(now, now + lead + LOOKAHEAD):
+                if not isinstance(event.start, datetime) or event.cancelled:
+                    continue
+                if event.start < now or account.declined(event):
+                    continue
+                if event.start > now + lead:
+                    later.append(event.start - lead)
+                    continue
+                found.append(self._found(connection, account, event, event.start, now))
+            if later:
+                self._due[connection.id] = min(later)
+            else:
+                self._due.pop(connection.id, None)
+            return Poll(found=found, cursor={"checked_at": now.isoformat()})
 
     def _found(
-        self, connection: Connection, account: CalDAVAccount, event: CalendarEvent, now: datetime
+        self,
+        connection: Connection,
+        account: CalDAVAccount,
+        event: CalendarEvent,
+        begins: datetime,
+        now: datetime,
     ) -> Found:
-        assert isinstance(event.start, datetime)
-        start = event.start.astimezone(account.settings.zone)
+        start = begins.astimezone(account.settings.zone)
         return Found(
             type=STARTING,
-            dedupe_key=f"calstart:{connection.id}:{event.uid}:{event.start.isoformat()}",
+            dedupe_key=f"calstart:{connection.id}:{event.uid}:{begins.isoformat()}",
             payload={
                 "account": connection.name,
                 "calendar": event.calendar,
                 "uid": event.uid,
                 "summary": event.summary,
                 "start": start.isoformat(),
-                "minutes": max(0, round((event.start - now).total_seconds() / 60)),
+                "minutes": max(0, round((begins - now).total_seconds() / 60)),
                 "location": event.location,
                 "untrusted": True,
             },
