@@ -641,8 +641,8 @@ async def test_handoff_asks_the_person_to_do_it_themselves(
     assert "only the person may send invoices" in (waiting.wait.prompt or "")
     [notice] = await store.inbox.list_notifications(person_id=person.id)
     assert (notice.kind, notice.ref) == ("handoff", waiting.wait.ref)
-    assert "send_invoice" in notice.body
-    assert "ana@example.com" in notice.body
+    assert "send_invoice" in notice.title
+    assert "ana@example.com" in notice.title
 
     clock.advance(timedelta(days=1))
     await store.inbox.answer_input(task_id, "sent it from my phone", now=clock.now())

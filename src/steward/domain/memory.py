@@ -111,6 +111,12 @@ class Source:
             ) from None
 
 
+def connector_sources(items: Sequence[str]) -> tuple[Source, ...]:
+    """Items of the person's connections a task read (``<connection>/<item>``), as the
+    untrusted sources of what it learned from them."""
+    return tuple(Source(kind=SourceKind.CONNECTOR, ref=ref, trusted=False) for ref in items)
+
+
 @dataclass(kw_only=True, frozen=True)
 class Memory:
     """One thing Steward remembers about the person."""

@@ -66,6 +66,9 @@ class MemoryProposal:
     """False when it came from untrusted content; such proposals are never promoted silently."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else the memory layer accepts (validity, audience...)."""
+    items: tuple[str, ...] = ()
+    """Items of the person's connections the task had read (``<connection>/<item>``): the
+    memory cites them too, so it is forgotten with them."""
 
 
 @dataclass(kw_only=True, frozen=True)

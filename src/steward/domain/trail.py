@@ -18,6 +18,11 @@ SEEN = "untrusted_seen"
 """State key: the untrusted sources read, oldest first."""
 TRUSTED = "trusted"
 """State key: the person's answers met during the task."""
+ITEMS = "connector_items"
+"""State key: the items of the person's connections the task read (``<connection>/<item>``)."""
+MAX_ITEMS = 200
+"""Items kept (the latest): what a memory derived from the task cites, so it is forgotten with
+the connection."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -49,6 +54,16 @@ class Trail:
     """The untrusted sources read, oldest first (older ones merged, see ``provenance``)."""
     trusted: list[str] = field(default_factory=list)
     """The person's answers met during the task (the latest 50, 2,000 characters each)."""
+    items: list[str] = field(default_factory=list)
+    """Items of the person's connections read (``<connection id>/<item id>``), oldest first,
+    the latest :data:`MAX_ITEMS`."""
+
+    def read_items(self, refs: list[str]) -> None:
+        """Note connection items the task read (each once)."""
+        for ref in refs:
+            if ref not in self.items:
+                self.items.append(ref)
+        del self.items[:-MAX_ITEMS]
 
     def to_json(self) -> dict[str, Any]:
         """The state keys this trail sets (only those with something to say)."""
@@ -59,6 +74,8 @@ class Trail:
             data[SEEN] = [s.to_json() for s in self.seen]
         if self.trusted:
             data[TRUSTED] = list(self.trusted)
+        if self.items:
+            data[ITEMS] = list(self.items)
         return data
 
     @classmethod
@@ -68,4 +85,5 @@ class Trail:
             read_untrusted=bool(data.get(READ_UNTRUSTED)),
             seen=[Seen.from_json(s) for s in data.get(SEEN) or ()],
             trusted=[str(t) for t in data.get(TRUSTED) or ()],
+            items=[str(i) for i in data.get(ITEMS) or ()],
         )

@@ -128,6 +128,8 @@ async def execute(
         except Exception as exc:
             log.info("tool failed", tool=found.name, error=str(exc))
             return await act.observe(call, f"error: {found.name} failed: {exc}", True)
+    if ctx.items_read:
+        act.state.trail.read_items(ctx.items_read)
     if found.source == "control":
         return await direct(act, call, result)
     observation = await _render(act, found.name, result)

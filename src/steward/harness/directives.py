@@ -94,6 +94,7 @@ async def _remember(act: Activation, call: ToolCall, directive: Remember) -> Out
             goal_id=act.task.goal_id,
             # once a task has read others' text, what it proposes may be theirs
             trusted=not provenance.read_untrusted(act.state.trail),
+            items=tuple(act.state.trail.items),
             extra={
                 "audience": str(act.input.audience),
                 "slot": directive.slot,

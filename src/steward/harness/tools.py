@@ -63,6 +63,10 @@ class ToolContext:
     """For journalled tools: the fencing token ``task:epoch`` of the lease the call is sent
     under. A service that remembers the highest epoch it saw for a task can refuse a request
     from a lower one: a worker that lost the task and came back late."""
+    items_read: list[str] = field(default_factory=list)
+    """A connector's tool appends ``<connection id>/<item id>`` for each item of the person's
+    accounts it returned (a mail, an event): what the task learns from them cites them, so
+    disconnecting with ``--forget`` forgets it."""
 
 
 Invoke = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]

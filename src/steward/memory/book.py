@@ -92,6 +92,7 @@ class MemoryBook:
         kind: MemoryKind,
         source: Source,
         actor: str,
+        also: Sequence[Source] = (),
         subjects: Sequence[str] = (),
         slot: str | None = None,
         audience: Audience = PRIVATE,
@@ -102,22 +103,25 @@ class MemoryBook:
         valid_to: datetime | None = None,
         candidate: bool = False,
     ) -> Written:
-        """Remember one statement. ``candidate`` keeps it for review even when trusted."""
+        """Remember one statement from ``source`` (and the sources in ``also`` it may derive
+        from: the connection items a task had read). ``candidate`` keeps it for review even
+        when trusted."""
         content = " ".join(content.split())
         _check(content, confidence, importance, valid_from, valid_to)
         now = self.clock.now()
         status = MemoryStatus.CANDIDATE if candidate or not source.trusted else MemoryStatus.ACTIVE
-        if await self.store.memory.source_forgotten(person_id, [source]):
+        cited = tuple(dict.fromkeys((source, *also)))
+        if await self.store.memory.source_forgotten(person_id, list(cited)):
             return Written(outcome=WriteOutcome.FORGOTTEN, memory=None)
         same = await self._same(person_id, content, audience)
         if same is not None:
-            return await self._confirm(same, source, status, actor)
+            return await self._confirm(same, cited, status, actor)
         memory = Memory(
             id=f"mem_{uuid.uuid4().hex[:20]}",
             person_id=person_id,
             kind=kind,
             content=content,
-            sources=(source,),
+            sources=cited,
             subjects=tuple(dict.fromkeys(s.strip() for s in subjects if s.strip())),
             slot=(slot or "").strip() or None,
             audience=audience,
@@ -260,11 +264,12 @@ class MemoryBook:
         return None
 
     async def _confirm(
-        self, same: Memory, source: Source, status: MemoryStatus, actor: str
+        self, same: Memory, cited: tuple[Source, ...], status: MemoryStatus, actor: str
     ) -> Written:
-        """A repeat: add its source; a trusted repeat of a trusted candidate promotes it (one
+        """A repeat: add its sources; a trusted repeat of a trusted candidate promotes it (one
         from others' text waits for the person, whoever repeats it)."""
-        sources = same.sources if source in same.sources else (*same.sources, source)
+        source = cited[0]
+        sources = (*same.sources, *(s for s in cited if s not in same.sources))
         promote = (
             same.status is MemoryStatus.CANDIDATE and status is MemoryStatus.ACTIVE and same.trusted
         )

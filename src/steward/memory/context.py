@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from steward.domain.audience import Audience
-from steward.domain.memory import MemoryKind, Source, SourceKind
+from steward.domain.memory import MemoryKind, Source, SourceKind, connector_sources
 from steward.domain.personal import MemoryProposal, Recalled, RecallQuery, SkillProposal
 from steward.errors import UsageError
 from steward.memory.book import MemoryBook
@@ -76,6 +76,7 @@ class PersonalMemory:
                     detail=str(extra.get("detail", "")),
                 ),
                 actor=f"agent:{proposal.task_id}",
+                also=connector_sources(proposal.items),
                 subjects=proposal.subjects,
                 slot=None if kind is MemoryKind.EPISODE else extra.get("slot"),
                 audience=Audience.parse(str(extra.get("audience", "private"))),

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 from steward.domain import Step, Task
 from steward.domain.audience import PRIVATE, Audience
-from steward.domain.memory import MemoryKind, Source, SourceKind
+from steward.domain.memory import MemoryKind, Source, SourceKind, connector_sources
 from steward.domain.trail import Trail
 from steward.errors import StewardError, UsageError
 from steward.memory.book import MemoryBook, WriteOutcome, Written
@@ -63,6 +63,9 @@ class Transcript:
     """The conversation, oldest first."""
     source: Source
     """Where it came from (trusted or not): every memory written from it cites it."""
+    also: tuple[Source, ...] = ()
+    """The connection items the conversation read: every memory written from it cites them
+    too, so it is forgotten with them."""
     audience: Audience = PRIVATE
     """Who heard the conversation: the memories may be disclosed to them, no further."""
     observed_at: datetime
@@ -146,6 +149,7 @@ async def learn(book: MemoryBook, extractor: Extractor, transcript: Transcript) 
                     content=proposal.content,
                     kind=proposal.kind,
                     source=transcript.source,
+                    also=transcript.also,
                     actor=f"extraction:{transcript.source.ref}",
                     subjects=proposal.subjects,
                     slot=None if proposal.kind is MemoryKind.EPISODE else proposal.slot,
@@ -199,6 +203,7 @@ def task_transcript(task: Task, steps: Sequence[Step]) -> Transcript:
         person_id=task.person_id,
         turns=tuple(turns),
         source=Source(kind=SourceKind.TASK, ref=task.id, trusted=not tainted),
+        also=connector_sources(trail.items),
         audience=Audience.of_task(task.input),
         observed_at=task.finished_at or task.updated_at,
     )
