@@ -62,16 +62,57 @@ async def test_a_weekly_event_keeps_its_wall_clock_time_across_the_end_of_summer
     events = await account(calendars).events(
         datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)
     )
-    assert [e.start.astimezone(PARIS).strftime("%d %H:%M") for e in events] == [  # type: ignore[union-attr]
+    assert [e.start.astimezone(PARIS).strftime("%d %H:%M") for e in events] == [
         "19 10:00",
         "26 10:00",
         "02 10:00",
         "09 10:00",
     ]
-    assert [e.start.astimezone(UTC).hour for e in events] == [8, 9, 9, 9]  # type: ignore[union-attr]
+    assert [e.start.astimezone(UTC).hour for e in events] == [8, 9, 9, 9]
     assert {e.uid for e in events} == {"standup@dana"}
     assert all(e.calendar == "Work" and e.recurrence_id == e.start for e in events)
-    assert events[1].end - events[1].start == timedelta(minutes=30)  # type: ignore[operator]
+    assert events[1].end - events[1].start == timedelta(minutes=30)
+
+
+async def test_an_exchange_style_time_zone_is_read_from_its_own_definition(
+    calendars: PersonCalendars,
+) -> None:
+    """Outlook names zones its own way and defines them inline; summer time starts on 29 March
+    2026 by that definition, so 10:00 moves from 09:00 to 08:00 UTC."""
+    ics = vcalendar(
+        "BEGIN:VTIMEZONE",
+        "TZID:W. Europe Standard Time",
+        "BEGIN:STANDARD",
+        "DTSTART:16010101T030000",
+        "TZOFFSETFROM:+0200",
+        "TZOFFSETTO:+0100",
+        "RRULE:FREQ=YEARLY;INTERVAL=1;BYDAY=-1SU;BYMONTH=10",
+        "END:STANDARD",
+        "BEGIN:DAYLIGHT",
+        "DTSTART:16010101T020000",
+        "TZOFFSETFROM:+0100",
+        "TZOFFSETTO:+0200",
+        "RRULE:FREQ=YEARLY;INTERVAL=1;BYDAY=-1SU;BYMONTH=3",
+        "END:DAYLIGHT",
+        "END:VTIMEZONE",
+        "BEGIN:VEVENT",
+        "UID:exchange@dana",
+        "DTSTAMP:20260101T000000Z",
+        "DTSTART;TZID=W. Europe Standard Time:20260320T100000",
+        "DTEND;TZID=W. Europe Standard Time:20260320T110000",
+        "RRULE:FREQ=WEEKLY;COUNT=3",
+        "SUMMARY:Weekly sync",
+        "END:VEVENT",
+    )
+    await calendars.server.put_event(as_user="dana", calendar_url=calendars.work, ics=ics)
+    events = await account(calendars).events(
+        datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 5, 1, tzinfo=UTC)
+    )
+    assert [e.start.astimezone(UTC).strftime("%d %H:%M") for e in events] == [
+        "20 09:00",
+        "27 09:00",
+        "03 08:00",
+    ]
 
 
 async def test_an_overridden_occurrence_and_an_exception_are_honoured(
@@ -100,7 +141,7 @@ async def test_an_overridden_occurrence_and_an_exception_are_honoured(
     events = await account(calendars).events(
         datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 10, tzinfo=UTC), ["Home"]
     )
-    assert [(e.summary, e.start.astimezone(PARIS).strftime("%d %H:%M")) for e in events] == [  # type: ignore[union-attr]
+    assert [(e.summary, e.start.astimezone(PARIS).strftime("%d %H:%M")) for e in events] == [
         ("Review", "02 14:00"),
         ("Review (moved)", "03 16:00"),
         ("Review", "05 14:00"),
