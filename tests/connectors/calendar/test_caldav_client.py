@@ -294,6 +294,28 @@ async def test_create_update_cancel_by_uid(calendars: PersonCalendars) -> None:
         await acct.cancel("nobody@steward", now=NOW)
 
 
+async def test_an_all_day_event_is_written_as_days(calendars: PersonCalendars) -> None:
+    acct = account(calendars)
+    made = await acct.create(
+        "away@steward",
+        NewEvent(summary="Away", start=date(2026, 12, 24), end=date(2026, 12, 27)),
+        calendar="Home",
+        now=NOW,
+    )
+    assert (made.all_day, made.start, made.end) == (True, date(2026, 12, 24), date(2026, 12, 27))
+    paris_day = datetime(2026, 12, 26, tzinfo=PARIS)
+    assert await acct.busy(paris_day, paris_day + timedelta(days=2)) == [
+        BusySlot(start=paris_day, end=paris_day + timedelta(days=1))
+    ]
+    with pytest.raises(CalendarError, match="both be times, or both be days"):
+        await acct.create(
+            "mixed@steward",
+            NewEvent(summary="x", start=date(2026, 12, 24), end=paris_day),
+            calendar="Home",
+            now=NOW,
+        )
+
+
 async def test_answering_an_invitation_sets_only_the_persons_own_answer(
     calendars: PersonCalendars,
 ) -> None:
