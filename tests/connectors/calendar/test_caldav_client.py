@@ -275,20 +275,38 @@ async def test_create_update_cancel_by_uid(calendars: PersonCalendars) -> None:
     day = await acct.events(start - timedelta(hours=1), start + timedelta(hours=2))
     assert [e.summary for e in day] == ["Coffee with Dana"]
 
-    moved = await acct.update(
+    # Dana accepts (in the shared copy); inviting Lu as well keeps her answer
+    await account(calendars, email="dana@example.test").respond(
+        "steward-key-1@steward", PartStat.ACCEPTED, now=NOW
+    )
+    invited = await acct.update(
         "steward-key-1@steward",
-        EventEdit(start=start + timedelta(hours=1), attendees=("dana@example.test", "lu@x.test")),
+        EventEdit(attendees=("dana@example.test", "lu@x.test")),
         now=NOW,
+    )
+    assert [(a.address, a.partstat) for a in invited.attendees] == [
+        ("dana@example.test", PartStat.ACCEPTED),
+        ("lu@x.test", PartStat.NEEDS_ACTION),
+    ]
+    assert invited.sequence == 1
+    # a new time asks everyone again
+    moved = await acct.update(
+        "steward-key-1@steward", EventEdit(start=start + timedelta(hours=1)), now=NOW
     )
     assert moved.start == start + timedelta(hours=1)
     assert moved.end == start + timedelta(hours=1, minutes=30)  # the duration is kept
-    assert moved.sequence == 1
-    assert moved.etag != created.etag
-    assert [a.address for a in moved.attendees] == ["dana@example.test", "lu@x.test"]
+    assert moved.sequence == 2
+    assert moved.etag != invited.etag
+    assert [(a.address, a.partstat) for a in moved.attendees] == [
+        ("dana@example.test", PartStat.NEEDS_ACTION),
+        ("lu@x.test", PartStat.NEEDS_ACTION),
+    ]
+    with pytest.raises(CalendarError, match="must end after it starts"):
+        await acct.update("steward-key-1@steward", EventEdit(end=start), now=NOW)
 
     cancelled = await acct.cancel("steward-key-1@steward", now=NOW)
     assert cancelled.cancelled
-    assert cancelled.sequence == 2
+    assert cancelled.sequence == 3
     assert await acct.busy(start, start + timedelta(hours=3)) == []
     with pytest.raises(CalendarError, match="no event"):
         await acct.cancel("nobody@steward", now=NOW)

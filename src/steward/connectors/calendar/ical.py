@@ -239,10 +239,14 @@ def edit(
         end = (
             _in_zone(change.end, zone) if change.end is not None else start + (old_end - old_start)
         )
+        if isinstance(start, datetime) != isinstance(end, datetime) or end <= start:
+            raise ValueError("the event must end after it starts, both times or both days")
         for name in ("DTSTART", "DTEND", "DURATION"):
             event.pop(name, None)
         event.add("dtstart", start)
         event.add("dtend", end)
+        # a new time is a new question (RFC 5546 2.1.5): earlier answers no longer hold
+        _ask_again(event)
     for name, value in (("LOCATION", change.location), ("DESCRIPTION", change.description)):
         if value is not None:
             event.pop(name, None)
@@ -252,6 +256,13 @@ def edit(
         _replace_attendees(event, change.attendees, organizer)
     _touch(event, now)
     calendar.add_missing_timezones()
+
+
+def _ask_again(event: icalendar.Event) -> None:
+    values = event.get("attendee", [])
+    for value in values if isinstance(values, list) else [values]:
+        value.params["PARTSTAT"] = PartStat.NEEDS_ACTION.value
+        value.params["RSVP"] = "TRUE"
 
 
 def _replace_attendees(
@@ -284,12 +295,16 @@ def respond(calendar: icalendar.Calendar, *, address: str, answer: PartStat, now
     answered = False
     for component in components(calendar):
         values = component.get("attendee", [])
-        for value in values if isinstance(values, list) else [values]:
-            if address_of(value).lower() == address.lower():
-                value.params["PARTSTAT"] = answer.value
-                value.params.pop("RSVP", None)
-                answered = True
-        if answered:
+        mine = [
+            value
+            for value in (values if isinstance(values, list) else [values])
+            if address_of(value).lower() == address.lower()
+        ]
+        for value in mine:
+            value.params["PARTSTAT"] = answer.value
+            value.params.pop("RSVP", None)
+        if mine:
+            answered = True
             component.pop("DTSTAMP", None)
             component.add("dtstamp", now.astimezone(UTC))
     if not answered:
