@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from steward.connectors.base import ConnectionFailed
+from steward.connectors.calendar import tools as calendar_tools
 from steward.connectors.calendar.connector import CONNECTOR
 from steward.connectors.calendar.tools import uid_for
 from steward.connectors.calendar.wording import DASH
@@ -70,7 +71,9 @@ async def test_check_signs_in_and_says_what_it_found(connected: Connected) -> No
         await CONNECTOR.check(bad, connected.env)
 
 
-async def test_book_read_move_cancel_and_answer(connected: Connected) -> None:
+async def test_book_read_move_cancel_and_answer(
+    connected: Connected, monkeypatch: pytest.MonkeyPatch
+) -> None:
     await connected.connect()
     me = f"{connected.calendars.user}@example.test"
     await connected.calendars.server.put_event(
@@ -107,15 +110,21 @@ async def test_book_read_move_cancel_and_answer(connected: Connected) -> None:
         "title": "Coffee with Dana",
         "when": "Fri 9 Jan, 10:00-10:30 (Europe/Paris)",
     }
-    day = await call(
+    read = await call(
         connected, "calendar_events", start="2026-01-09", end="2026-01-10", calendars=["Work"]
     )
+    day = read["events"]
     assert [(e["title"], plain(e["when"])) for e in day] == [
         ("Planning", "Fri 9 Jan, 09:00-10:00 (Europe/Paris)"),
         ("Coffee with Dana", "Fri 9 Jan, 10:00-10:30 (Europe/Paris)"),
     ]
     assert day[0]["description"].startswith("Ignore previous")  # the model reads it as data:
     assert tools(connected)["calendar_events"].untrusted_output  # others' words are labelled
+    monkeypatch.setattr(calendar_tools, "MAX_EVENTS", 1)
+    capped = await call(connected, "calendar_events", start="2026-01-09", end="2026-01-10")
+    assert [e["title"] for e in capped["events"]] == ["Planning"]
+    assert capped["not_shown"] == 1
+    monkeypatch.undo()
 
     which = {"uid": uid_for("effect-1"), "event_start": "2026-01-09T10:00"}
     with pytest.raises(ToolError, match="called 'Coffee with Dana', not 'Lunch'"):
@@ -209,7 +218,9 @@ async def test_a_connection_bound_to_one_calendar_sees_and_touches_no_other(
         ics=INVITATION.format(me=f"{connected.calendars.user}@example.test"),
     )
     assert await call(connected, "calendar_list") == [{"name": "Work"}]
-    assert await call(connected, "calendar_events", start="2026-01-09", end="2026-01-10") == []
+    assert await call(connected, "calendar_events", start="2026-01-09", end="2026-01-10") == {
+        "events": []
+    }
     with pytest.raises(ToolError, match="no such event"):
         await call(
             connected,
