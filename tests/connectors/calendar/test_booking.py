@@ -119,3 +119,39 @@ async def test_booking_is_approved_as_a_sentence_and_made_once_across_a_crash(
     booked = [e.summary for e in await account.events(friday, friday + timedelta(days=1))]
     assert sorted(booked) == ["Coffee with Dana", "Standup"]
     assert (await svc.list_approvals(person_id=connected.person_id)) == []
+
+
+async def test_a_read_only_connection_cannot_book(connected: Connected) -> None:
+    await connected.connect(scopes=("calendar.read",))
+    model = ScriptedModel(
+        [
+            call_tool(
+                "calendar_create",
+                title="Coffee with Dana",
+                start="2026-01-09T10:00",
+                end="2026-01-09T10:30",
+                calendar="Work",
+            ),
+            call_tool("finish", result="could not book"),
+        ]
+    )
+    harness = AgentHarness(
+        model=model,
+        workspace=connected.env.workspace,
+        tools=CONNECTOR.tools(connected.env),
+        sentinel=PolicySentinel(connected.store, connected.clock),
+    )
+    task = await connected.svc.ask_agent(person_id=connected.person_id, instructions="Book it")
+    await agent_worker(connected.store, harness, connected.clock).run_until_idle()
+    assert (await connected.svc.get_task(task.id)).status is TaskStatus.SUCCEEDED
+    assert await connected.svc.list_approvals(person_id=connected.person_id) == []
+    refused, finished = [s.output for s in await connected.svc.steps(task.id) if s.kind == "tool"]
+    assert (refused["name"], refused["error"], finished["name"]) == (
+        "calendar_create",
+        True,
+        "finish",
+    )
+    assert refused["observation"] == (
+        "denied: your connection 'Calendar' does not allow calendar.write"
+    )
+    assert await connected.store.effects.list_effects(task_id=task.id) == []
