@@ -8,6 +8,10 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from steward.connectors.calendar.caldav_client import (
     CalDAVAccount,
@@ -23,9 +27,12 @@ from steward.connectors.calendar.model import (
     PartStat,
 )
 from steward.connectors.calendar.settings import CalendarSettings
+from steward.testing.model_server import serve_in_thread
 from support.caldavserver import PersonCalendars, vcalendar
 
 PARIS = ZoneInfo("Europe/Paris")
+DAV_METHODS = ["GET", "PUT", "DELETE", "OPTIONS", "PROPFIND", "REPORT", "PROPPATCH"]
+FORWARDED = {"content-type", "depth", "if-match", "if-none-match", "prefer"}
 NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 
 
@@ -440,6 +447,39 @@ async def test_a_wrong_password_is_a_plain_refusal(calendars: PersonCalendars) -
     settings = CalendarSettings(url=calendars.server.url, username=calendars.user)
     with pytest.raises(CalendarError, match=f"refused the sign-in as {calendars.user}"):
         await CalDAVAccount(settings, "wrong").calendars()
+
+
+async def test_an_oauth_account_sends_its_access_token_as_a_bearer_token(
+    calendars: PersonCalendars,
+) -> None:
+    """Google Calendar's CalDAV endpoint takes an OAuth 2.0 access token. Here a small gateway
+    in front of Radicale plays that part: it admits only the token, and signs in to Radicale."""
+    server, user = calendars.server, calendars.user
+    seen: list[str] = []
+
+    async def gateway(request: Request) -> Response:
+        seen.append(request.headers.get("authorization", ""))
+        if request.headers.get("authorization") != "Bearer tok-123":
+            return Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        async with server.client(user) as http:
+            answer = await http.request(
+                request.method,
+                f"{server.url.rstrip('/')}{request.url.path}",
+                content=await request.body(),
+                headers={k: v for k, v in request.headers.items() if k in FORWARDED},
+            )
+        kept = {k: v for k, v in answer.headers.items() if k in ("content-type", "etag")}
+        return Response(answer.content, answer.status_code, headers=kept)
+
+    app = Starlette(routes=[Route("/{path:path}", gateway, methods=DAV_METHODS)])
+    with serve_in_thread(app) as url:
+        settings = CalendarSettings(url=url, username=user, auth="oauth2")
+        async with CalDAVAccount(settings, "tok-123") as acct:
+            assert sorted(c.name for c in await acct.calendars()) == ["Home", "Work"]
+        async with CalDAVAccount(settings, "expired") as acct:
+            with pytest.raises(CalendarError, match="refused the sign-in"):
+                await acct.calendars()
+    assert set(seen) == {"Bearer tok-123", "Bearer expired"}
 
 
 async def test_a_server_that_does_not_answer_is_unreachable_in_plain_words() -> None:
