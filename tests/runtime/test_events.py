@@ -280,6 +280,7 @@ async def test_wait_event_without_a_goal_receives_its_event(rig: Rig) -> None:
         "event": {
             "id": event.id,
             "type": PR,
+            "source": "cli",
             "payload": {},
             "received_at": event.received_at.timestamp(),
         },

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from steward.domain.authority import Connection
+from steward.domain.authority import Connection, choose_connection
 from steward.domain.clock import Clock
 from steward.domain.watch import Found
 from steward.errors import UsageError
@@ -89,26 +89,23 @@ class ConnectorEnv:
     async def connection(self, person_id: str, kind: str, account: str | None) -> Connection:
         """The person's active connection of ``kind`` named ``account`` (the only one, when
         None). :class:`~steward.harness.tools.ToolError` in plain words otherwise."""
-        active = [
-            c
-            for c in await self.store.authority.list_connections(person_id)
-            if c.active and c.kind == kind
-        ]
-        if account:
-            wanted = account.strip().casefold()
-            active = [c for c in active if c.name.casefold() == wanted or c.id == account]
-        if len(active) == 1:
-            return active[0]
-        if not active:
-            named = f" named {account!r}" if account else ""
-            raise ToolError(f"no {kind} account{named} is connected")
-        names = ", ".join(sorted(c.name for c in active))
-        raise ToolError(f"several {kind} accounts are connected ({names}): say which one")
+        chosen = choose_connection(
+            await self.store.authority.list_connections(person_id), kind, account
+        )
+        if isinstance(chosen, str):
+            raise ToolError(chosen)
+        return chosen
 
     async def login(self, connection: Connection, host: str, *, secure: bool) -> Login:
         """The connection's credential for logging in at ``host`` (its vault secret must be
-        bound to that host; plain text only to this machine)."""
-        if connection.secret is None:
+        bound to that host; plain text only to this machine). The connection is read again
+        first: a watch or tool holding an old copy cannot use an account since disconnected."""
+        current = {
+            c.id: c for c in await self.store.authority.list_connections(connection.person_id)
+        }.get(connection.id)
+        if current is None or not current.active:
+            raise ConnectionFailed(f"{connection.name} is no longer connected")
+        if current.secret is None or current.secret != connection.secret:
             raise ConnectionFailed(f"{connection.name} has no credential in the vault")
         return await self.broker.login(
             person_id=connection.person_id,

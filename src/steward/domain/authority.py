@@ -4,6 +4,7 @@ their explicit decisions) changes it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -98,6 +99,27 @@ class Connection:
     """The most it may reach (recipients, domains, calendars)."""
     secret: str | None = None
     """The vault secret holding its password or OAuth token set (None: it needs none)."""
+
+
+def choose_connection(
+    connections: Sequence[Connection], kind: str, account: str | None
+) -> Connection | str:
+    """The one active connection of ``kind`` a call goes through: the one named ``account``
+    (its name, case-insensitively, or its id), or the only one when none is named; otherwise
+    why not, in plain words. The policy and the connector both choose with this, so the
+    connection judged is the connection used."""
+    of_kind = [c for c in connections if c.active and c.kind == kind]
+    if account:
+        wanted = account.strip().casefold()
+        of_kind = [c for c in of_kind if c.name.strip().casefold() == wanted or c.id == account]
+    if len(of_kind) == 1:
+        return of_kind[0]
+    if of_kind:
+        names = ", ".join(sorted(c.name for c in of_kind))
+        return f"several {kind} accounts are connected ({names}); name one as the account"
+    if account:
+        return f"no {kind} account named {account} is connected"
+    return f"no {kind} account is connected"
 
 
 @dataclass(kw_only=True, frozen=True)

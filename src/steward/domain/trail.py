@@ -55,15 +55,21 @@ class Trail:
     trusted: list[str] = field(default_factory=list)
     """The person's answers met during the task (the latest 50, 2,000 characters each)."""
     items: list[str] = field(default_factory=list)
-    """Items of the person's connections read (``<connection id>/<item id>``), oldest first,
-    the latest :data:`MAX_ITEMS`."""
+    """Items of the person's connections read (``<connection id>/<item id>``), oldest first:
+    the latest :data:`MAX_ITEMS`, older ones by their connection as a whole."""
 
     def read_items(self, refs: list[str]) -> None:
-        """Note connection items the task read (each once)."""
+        """Note connection items the task read (each once). Past :data:`MAX_ITEMS`, the
+        oldest items give way to their connection as a whole (``<connection>``), so what the
+        task learned still goes when the connection is forgotten."""
         for ref in refs:
             if ref not in self.items:
                 self.items.append(ref)
-        del self.items[:-MAX_ITEMS]
+        if len(self.items) <= MAX_ITEMS:
+            return
+        evicted, kept = self.items[:-MAX_ITEMS], self.items[-MAX_ITEMS:]
+        whole = [c for c in dict.fromkeys(ref.split("/")[0] for ref in evicted) if c not in kept]
+        self.items[:] = [*whole, *kept]
 
     def to_json(self) -> dict[str, Any]:
         """The state keys this trail sets (only those with something to say)."""

@@ -50,9 +50,7 @@ class Resume(Node):
             event = event_of(wake)
             if event is not None:
                 _mark_event(act, event)
-                text = json.dumps(event, sort_keys=True, default=str)
-                source = f"event:{event.get('type')}"
-                provenance.remember(act.state.trail, text, source=source, step=act.run.seq + 1)
+                text = provenance.remember_event(act.state.trail, event, step=act.run.seq + 1)
                 return await act.observe(call, f"event arrived: {text}")
             if timed_out:
                 return await act.observe(call, "no matching event arrived before the timeout")

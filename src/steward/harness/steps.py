@@ -9,7 +9,6 @@ to the :class:`Loop`".
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import structlog
@@ -53,9 +52,7 @@ class Start(Node):
         trail = act.state.trail
         if act.input.event is not None and act.run.seq == 0:
             # the event a trigger started this task for is someone else's text
-            event = act.input.event
-            text = json.dumps(event, sort_keys=True, default=str)
-            provenance.remember(trail, text, source=f"event:{event.get('type')}", step=0)
+            provenance.remember_event(trail, act.input.event, step=0)
         if act.input.provenance is not None and act.run.seq == 0:
             # a subtask still cannot be steered by what its parent read in others' text
             provenance.adopt(trail, act.input.provenance.trail)

@@ -137,8 +137,8 @@ class Tool:
     def summary(self, args: Mapping[str, Any]) -> str:
         """The proposed call in one plain line, never hiding where it goes: the describer's
         sentence (or the call itself), cleaned of control and invisible characters and cut at
-        a word, then every value of a controlling argument (recipient, host, account,
-        calendar, amount, identifier, time) that the line does not already show in full.
+        a word, then every value of an argument saying where it goes or how much (recipient,
+        host, payee, account, calendar, amount) that the line does not already show in full.
         Never raises: a describer that fails falls back to the call itself."""
         text = ""
         if self.summarize is not None:
@@ -158,13 +158,20 @@ class Tool:
         unseen = [
             f"{name}: {', '.join(values)}"
             for name, values in self.decisive(args)
-            if not all(value in text for value in values)
+            if self._where(name) and not all(value in text for value in values)
         ]
         return f"{text} [{'; '.join(unseen)}]" if unseen else text
 
     def decisive(self, args: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
         """The arguments that decide what the call does or to whom, as plain text."""
         return decisive_values(args, self.roles)
+
+    def _where(self, name: str) -> bool:
+        """The argument says where the call goes or how much it moves (its value must be in
+        the line); times and identifiers the describer words its own way, and the approval
+        lists them beside the line."""
+        role = None if self.roles is None else self.roles.get(name)
+        return role not in (Role.TIME, Role.IDENTIFIER)
 
     def _decisive_first(self, item: tuple[str, Any]) -> int:
         role = None if self.roles is None else self.roles.get(item[0])

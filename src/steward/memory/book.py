@@ -109,8 +109,9 @@ class MemoryBook:
         content = " ".join(content.split())
         _check(content, confidence, importance, valid_from, valid_to)
         now = self.clock.now()
-        status = MemoryStatus.CANDIDATE if candidate or not source.trusted else MemoryStatus.ACTIVE
         cited = tuple(dict.fromkeys((source, *also)))
+        trusted = all(s.trusted for s in cited)
+        status = MemoryStatus.CANDIDATE if candidate or not trusted else MemoryStatus.ACTIVE
         if await self.store.memory.source_forgotten(person_id, list(cited)):
             return Written(outcome=WriteOutcome.FORGOTTEN, memory=None)
         same = await self._same(person_id, content, audience)
@@ -271,7 +272,9 @@ class MemoryBook:
         source = cited[0]
         sources = (*same.sources, *(s for s in cited if s not in same.sources))
         promote = (
-            same.status is MemoryStatus.CANDIDATE and status is MemoryStatus.ACTIVE and same.trusted
+            same.status is MemoryStatus.CANDIDATE
+            and status is MemoryStatus.ACTIVE
+            and all(s.trusted for s in sources)
         )
         if sources == same.sources and not promote:
             return Written(outcome=WriteOutcome.DUPLICATE, memory=same)

@@ -52,7 +52,14 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict, provenance_reason
-from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
+from steward.domain.authority import (
+    Connection,
+    Grant,
+    Lifetime,
+    Rule,
+    RuleMode,
+    choose_connection,
+)
 from steward.domain.clock import Clock
 from steward.domain.roles import Role
 from steward.sentinel.arguments import (
@@ -105,7 +112,21 @@ HARD_LIMITS: tuple[HardLimit, ...] = (
     ),
 )
 WRITE_VERBS = frozenset(
-    {"send", "write", "delete", "post", "create", "update", "modify", "publish", "share"}
+    {
+        "send",
+        "write",
+        "delete",
+        "post",
+        "create",
+        "update",
+        "modify",
+        "publish",
+        "share",
+        # changes to the person's own accounts (their mailbox, their calendar answers)
+        "organize",
+        "draft",
+        "respond",
+    }
 )
 """Last parts of a scope that change something outside (refused in read-only modes)."""
 _STRICTNESS = {
@@ -377,22 +398,14 @@ def _account_bound(request: ActionRequest, active: Sequence[Connection]) -> Poli
     named by its ACCOUNT argument (the only one of that kind, when none is named) — offers
     every scope it needs, and its recipients and calendars are within that connection's
     bounds."""
-    kind = request.connector
-    of_kind = [c for c in active if c.kind == kind]
     named = _values_with(request, Role.ACCOUNT)
-    if named:
-        wanted = {n.strip().casefold() for n in named}
-        of_kind = [c for c in of_kind if c.name.casefold() in wanted or c.id in named]
-    if len(of_kind) != 1:
-        if of_kind:
-            names = ", ".join(sorted(c.name for c in of_kind))
-            why = f"several {kind} accounts are connected ({names}); name one as the account"
-        elif named:
-            why = f"no {kind} account named {', '.join(named)} is connected"
-        else:
-            why = f"no {kind} account is connected"
-        return PolicyDecision(verdict=Verdict.DENY, reason=why, basis="connection")
-    chosen = of_kind[0]
+    if len(named) > 1:
+        return PolicyDecision(
+            verdict=Verdict.DENY, reason="an action goes through one account", basis="connection"
+        )
+    chosen = choose_connection(active, request.connector or "", named[0] if named else None)
+    if isinstance(chosen, str):
+        return PolicyDecision(verdict=Verdict.DENY, reason=chosen, basis="connection")
     missing = [s for s in request.scopes if s not in chosen.scopes]
     if missing:
         return PolicyDecision(
@@ -436,7 +449,7 @@ def _values_with(request: ActionRequest, role: Role) -> list[str]:
     return [
         str(request.args[name])
         for name, given in roles.items()
-        if given is role and request.args.get(name) not in (None, "")
+        if given == role and request.args.get(name) not in (None, "")
     ]
 
 

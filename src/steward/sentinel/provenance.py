@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import unicodedata
 import zlib
@@ -253,6 +254,18 @@ def remember(trail: Trail, text: str, *, source: str, step: int) -> None:
         for phrase in phrases:
             record.add(phrase)
     _append(trail, Seen(source=source, step=step, filter=record.pack()))
+
+
+def remember_event(trail: Trail, event: dict[str, Any], *, step: int) -> str:
+    """Record that the task read an event (others' text); one a connection's watch delivered
+    is also an item of that connection, so what the task learns from it is forgotten with
+    the connection. Returns the event as the text the task is shown."""
+    text: str = json.dumps(event, sort_keys=True, default=str)
+    remember(trail, text, source=f"event:{event.get('type')}", step=step)
+    origin = str(event.get("source") or "")
+    if origin.startswith("connection:") and event.get("id"):
+        trail.read_items([f"{origin.removeprefix('connection:')}/{event['id']}"])
+    return text
 
 
 def _append(trail: Trail, entry: Seen) -> None:

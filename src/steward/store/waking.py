@@ -64,6 +64,7 @@ def event_summary(event: Event) -> dict[str, Any]:
     return {
         "id": event.id,
         "type": event.type,
+        "source": event.source,
         "payload": event.payload,
         "received_at": event.received_at.timestamp(),
     }

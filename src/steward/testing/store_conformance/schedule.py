@@ -133,6 +133,7 @@ async def test_route_events_wakes_matching_waiters(store: Store, clock: Simulate
             "event": {
                 "id": ev.id,
                 "type": "pr.updated",
+                "source": "webhook",
                 "payload": {"repo": "a", "n": 7},
                 "received_at": ev.received_at.timestamp(),
             },
