@@ -12,12 +12,13 @@ fails, both are removed again and the person reads why, in the connector's words
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from steward.connectors.base import ConnectionFailed, ConnectorEnv, parse_settings
+from steward.connectors.base import ConnectionFailed, Connector, ConnectorEnv, parse_settings
+from steward.connectors.providers import Provider, provider
 from steward.connectors.registry import known
 from steward.domain import Connection, Grant
 from steward.domain.authority import ConnectionBounds
@@ -27,7 +28,8 @@ from steward.domain.tokens import CONTROL, READ
 from steward.domain.watch import WatchState
 from steward.errors import NotFound, StewardError, UsageError
 from steward.harness.workspace import Workspace
-from steward.sentinel.egress import EgressBroker
+from steward.sentinel.egress import EgressBroker, EgressFailed
+from steward.sentinel.oauth import exchange_code, oauth_authorization_url
 from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
 
@@ -55,6 +57,20 @@ class Connected:
     """The new connection."""
     check: str
     """The connector's sentence (``Signed in to … as …: 2 calendars (Home, Work)``)."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class OAuthStart:
+    """Where to send the person to allow access, and what to keep until they come back."""
+
+    url: str
+    """The provider's authorization page, for this request."""
+    state: str
+    """Must come back unchanged with the code (it ties the redirect to this request)."""
+    code_verifier: str
+    """The PKCE verifier: keep it, and give it to :meth:`ConnectionService.connect_oauth`."""
+    provider: str
+    """What the provider is called (``Google (Gmail, Google Calendar)``)."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -116,70 +132,88 @@ class ConnectionService(SecurityService, MemoryService):
         scopes: list[str] | None = None,
         bounds: dict[str, list[str]] | None = None,
     ) -> Connected:
-        """Connect an account of ``kind`` and sign in to it. ``credential``: its password, app
-        password or OAuth token set (:meth:`OAuthTokens.to_secret`). ``scopes``: a subset of
-        the connector's (default: all, or the read scopes with ``read_only``). Nothing is
-        stored when the settings do not fit or the sign-in fails; the error says why."""
+        """Connect an account of ``kind`` and sign in to it. ``credential``: its password or
+        app password. ``scopes``: a subset of the connector's (default: all, or the read
+        scopes with ``read_only``). ``bounds``: ``recipients``, ``domains``, ``calendars``.
+        Nothing is stored when the settings do not fit or the sign-in fails; the error says
+        why."""
         person_id = self._for(person_id, CONTROL)
-        connector = known(kind)
-        check_json([name, settings, scopes, bounds], "a connection")
-        name = name.strip()
-        if not name:
-            raise UsageError("give the account a name, like work or home")
-        check_text(name, "an account's name", most=MAX_NAME)
-        parsed = parse_settings(connector, settings)
-        chosen = _chosen_scopes(connector.scopes, connector.read_scopes, scopes, read_only)
-        try:
-            limits = ConnectionBounds.from_json(bounds or {})
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        mine = await self.store.authority.list_connections(person_id)
-        if any(c.active and c.name.casefold() == name.casefold() for c in mine):
-            raise UsageError(
-                f"an account named {name} is already connected: choose another name, or "
-                "disconnect it first"
-            )
-        hosts = connector.hosts(parsed)
-        connection_id = new_id("con")
-        secret = f"{kind}-{connection_id}" if credential else None
-        now = self.clock.now()
-        if secret is not None and credential is not None:
-            await self.store.secrets.put_secret(
-                person_id=person_id,
-                name=secret,
-                ciphertext=(await self._vault()).encrypt(credential),
-                hosts=hosts,
-                now=now,
-                actor=self._decider("person"),
-            )
-        try:
-            connection = await self.store.authority.add_connection(
-                Connection(
-                    id=connection_id,
-                    person_id=person_id,
-                    kind=kind,
-                    name=name,
-                    scopes=chosen,
-                    hosts=hosts,
-                    created_at=now,
-                    settings=parsed.model_dump(mode="json"),
-                    bounds=limits,
-                    secret=secret,
-                )
-            )
-        except BaseException:
-            await self._drop_secret(person_id, secret)
-            raise
-        try:
-            said = await connector.check(connection, await self._connector_env())
-        except BaseException:
-            # an account that does not work is not kept, nor its credential
-            await self.store.authority.remove_connection(
-                connection.id, person_id=person_id, now=self.clock.now()
-            )
-            await self._drop_secret(person_id, secret)
-            raise
-        return Connected(connection=connection, check=said)
+        plan = await self._plan(person_id, kind, name, settings, read_only, scopes, bounds)
+        return await self._establish(plan, credential)
+
+    async def start_oauth(
+        self,
+        *,
+        person_id: str,
+        kind: str,
+        provider: str,
+        client_id: str,
+        redirect_uri: str,
+        authorization_endpoint: str | None = None,
+        token_endpoint: str | None = None,
+        scope: str | None = None,
+    ) -> OAuthStart:
+        """Begin connecting an account of ``kind`` at an OAuth 2.0 ``provider`` (``gmail``,
+        ``microsoft365``, or ``custom`` with its endpoints and ``scope``): where to send the
+        person (authorization code with PKCE), and what :meth:`connect_oauth` needs back."""
+        self._for(person_id, CONTROL)
+        chosen = _provider(kind, provider, authorization_endpoint, token_endpoint, scope)
+        if not chosen.authorization_endpoint:
+            raise UsageError("a custom OAuth provider needs its authorization endpoint")
+        request = oauth_authorization_url(
+            authorization_endpoint=chosen.authorization_endpoint,
+            client_id=client_id,
+            redirect_uri=redirect_uri,
+            scope=chosen.scope_for(kind),
+            **chosen.parameters,
+        )
+        return OAuthStart(
+            url=request.url,
+            state=request.state,
+            code_verifier=request.code_verifier,
+            provider=chosen.title,
+        )
+
+    async def connect_oauth(
+        self,
+        *,
+        person_id: str,
+        kind: str,
+        name: str,
+        provider: str,
+        username: str,
+        client_id: str,
+        redirect_uri: str,
+        code: str,
+        code_verifier: str,
+        client_secret: str | None = None,
+        settings: dict[str, Any] | None = None,
+        read_only: bool = False,
+        scopes: list[str] | None = None,
+        bounds: dict[str, list[str]] | None = None,
+        token_endpoint: str | None = None,
+    ) -> Connected:
+        """Finish connecting an OAuth account: exchange the ``code`` the provider redirected
+        with (and the PKCE verifier of :meth:`start_oauth`) for tokens, keep them in the vault
+        as the connection's credential (refreshed there when they expire), and sign in as
+        :meth:`connect` does. ``settings`` are laid over the provider's."""
+        person_id = self._for(person_id, CONTROL)
+        chosen = _provider(kind, provider, None, token_endpoint, None)
+        given = {**chosen.settings_for(kind, username), **(settings or {})}
+        given.setdefault("username", username)
+        given.setdefault("auth", "oauth2")
+        # everything that can be refused is, before the one-time code is spent
+        plan = await self._plan(person_id, kind, name, given, read_only, scopes, bounds)
+        tokens = await exchange_code(
+            token_endpoint=chosen.token_endpoint,
+            client_id=client_id,
+            client_secret=client_secret,
+            redirect_uri=redirect_uri,
+            code=code,
+            code_verifier=code_verifier,
+            now=self.clock.now(),
+        )
+        return await self._establish(plan, tokens.to_secret())
 
     async def test_connection(self, name: str, *, person_id: str) -> Checked:
         """Sign in to the connected account ``name`` (or id) again and look around."""
@@ -187,7 +221,7 @@ class ConnectionService(SecurityService, MemoryService):
         connection = await self._named(person_id, name)
         try:
             said = await known(connection.kind).check(connection, await self._connector_env())
-        except ConnectionFailed as exc:
+        except (ConnectionFailed, EgressFailed) as exc:
             return Checked(connection=connection, ok=False, said=str(exc))
         return Checked(connection=connection, ok=True, said=said)
 
@@ -253,6 +287,84 @@ class ConnectionService(SecurityService, MemoryService):
 
     # --- accounts: helpers -----------------------------------------------------------------
 
+    async def _plan(
+        self,
+        person_id: str,
+        kind: str,
+        name: str,
+        settings: dict[str, Any],
+        read_only: bool,
+        scopes: list[str] | None,
+        bounds: dict[str, list[str]] | None,
+    ) -> _Plan:
+        """A new connection, checked in every way that needs no sign-in."""
+        connector = known(kind)
+        check_json([name, settings, scopes, bounds], "a connection")
+        name = name.strip()
+        if not name:
+            raise UsageError("give the account a name, like work or home")
+        check_text(name, "an account's name", most=MAX_NAME)
+        parsed = parse_settings(connector, settings)
+        chosen = _chosen_scopes(connector.scopes, connector.read_scopes, scopes, read_only)
+        try:
+            limits = ConnectionBounds.from_json(bounds or {})
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        mine = await self.store.authority.list_connections(person_id)
+        if any(c.active and c.name.casefold() == name.casefold() for c in mine):
+            raise UsageError(
+                f"an account named {name} is already connected: choose another name, or "
+                "disconnect it first"
+            )
+        connection_id = new_id("con")
+        return _Plan(
+            connector=connector,
+            connection=Connection(
+                id=connection_id,
+                person_id=person_id,
+                kind=kind,
+                name=name,
+                scopes=chosen,
+                hosts=connector.hosts(parsed),
+                created_at=self.clock.now(),
+                settings=parsed.model_dump(mode="json"),
+                bounds=limits,
+            ),
+        )
+
+    async def _establish(self, plan: _Plan, credential: str | None) -> Connected:
+        """Seal the credential, record the connection and sign in; undo both when that
+        fails."""
+        planned = plan.connection
+        person_id = planned.person_id
+        secret = f"{planned.kind}-{planned.id}" if credential else None
+        if secret is not None and credential is not None:
+            await self.store.secrets.put_secret(
+                person_id=person_id,
+                name=secret,
+                ciphertext=(await self._vault()).encrypt(credential),
+                hosts=planned.hosts,
+                now=self.clock.now(),
+                actor=self._decider("person"),
+            )
+        try:
+            connection = await self.store.authority.add_connection(
+                replace(planned, secret=secret, created_at=self.clock.now())
+            )
+        except BaseException:
+            await self._drop_secret(person_id, secret)
+            raise
+        try:
+            said = await plan.connector.check(connection, await self._connector_env())
+        except BaseException:
+            # an account that does not work is not kept, nor its credential
+            await self.store.authority.remove_connection(
+                connection.id, person_id=person_id, now=self.clock.now()
+            )
+            await self._drop_secret(person_id, secret)
+            raise
+        return Connected(connection=connection, check=said)
+
     async def _named(self, person_id: str, name: str) -> Connection:
         wanted = name.strip().casefold()
         for connection in await self.store.authority.list_connections(person_id):
@@ -285,6 +397,29 @@ class ConnectionService(SecurityService, MemoryService):
         except NotFound:
             return False
         return True
+
+
+@dataclass(kw_only=True, frozen=True)
+class _Plan:
+    connector: Connector
+    connection: Connection
+
+
+def _provider(
+    kind: str,
+    name: str,
+    authorization_endpoint: str | None,
+    token_endpoint: str | None,
+    scope: str | None,
+) -> Provider:
+    known(kind)
+    return provider(
+        name,
+        authorization_endpoint=authorization_endpoint,
+        token_endpoint=token_endpoint,
+        scope=scope,
+        kind=kind,
+    )
 
 
 def _chosen_scopes(

@@ -3,7 +3,7 @@ sentinel decides on.
 
 Every query names the person it acts for; an id of another person's object is
 :class:`~steward.errors.NotFound`, never someone else's data. Scopes are exact strings
-(``email.read`` never implies ``email.send``), and a grant can never give more than the person's
+(``mail.read`` never implies ``mail.send``), and a grant can never give more than the person's
 active connections allow: :meth:`AuthorityRepository.add_grant` refuses it, and disconnecting an
 account revokes the grants it alone backed.
 
