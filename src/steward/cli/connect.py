@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import webbrowser
 from typing import Any
 
@@ -184,7 +185,8 @@ async def _authorize(
         err_console.print(Text(f"Allow Steward access at {start.provider}:"))
         err_console.print(Text(start.url), soft_wrap=True)
         if open_browser:
-            webbrowser.open(start.url)
+            # a browser run from $BROWSER is waited for; the redirect must be served meanwhile
+            threading.Thread(target=webbrowser.open, args=(start.url,), daemon=True).start()
         try:
             answer = await asyncio.wait_for(arrived, AUTHORIZE_TIMEOUT_SECONDS)
         except TimeoutError:
