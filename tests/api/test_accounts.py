@@ -51,6 +51,7 @@ async def test_an_account_is_connected_tested_listed_and_disconnected(
         assert (await bob.delete("/accounts/home")).status_code == 404
         async with api.client(api.a.read) as reader:
             assert (await reader.delete("/accounts/home")).status_code == 403
+            assert (await reader.post("/accounts/home/test")).status_code == 403
 
         gone = await ann.delete("/accounts/home", params={"forget": "true"})
         assert gone.status_code == 200, gone.text

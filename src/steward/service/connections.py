@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from steward.connectors.base import ConnectionFailed, Connector, ConnectorEnv, parse_settings
 from steward.connectors.providers import Provider, provider
-from steward.connectors.registry import known
+from steward.connectors.registry import kinds, known
 from steward.domain import Connection, Grant
 from steward.domain.authority import ConnectionBounds
 from steward.domain.ids import new_id
@@ -217,10 +217,14 @@ class ConnectionService(SecurityService, MemoryService):
 
     async def test_connection(self, name: str, *, person_id: str) -> Checked:
         """Sign in to the connected account ``name`` (or id) again and look around."""
-        person_id = self._for(person_id, READ)
+        person_id = self._for(person_id, CONTROL)
         connection = await self._named(person_id, name)
         try:
-            said = await known(connection.kind).check(connection, await self._connector_env())
+            connector = known(connection.kind)
+        except UsageError as exc:  # a connection made before its kind had a connector
+            return Checked(connection=connection, ok=False, said=str(exc))
+        try:
+            said = await connector.check(connection, await self._connector_env())
         except (ConnectionFailed, EgressFailed) as exc:
             return Checked(connection=connection, ok=False, said=str(exc))
         return Checked(connection=connection, ok=True, said=said)
@@ -283,6 +287,16 @@ class ConnectionService(SecurityService, MemoryService):
                     failing=any(s.failures for s in states),
                 )
             )
+        return out
+
+    def account_kinds(self) -> list[tuple[str, str]]:
+        """The kinds of account that can be connected here, with what each is called."""
+        out = []
+        for kind in kinds():
+            try:
+                out.append((kind, known(kind).title))
+            except ImportError:  # a connector whose libraries are not installed
+                continue
         return out
 
     # --- accounts: helpers -----------------------------------------------------------------

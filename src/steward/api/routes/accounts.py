@@ -16,7 +16,10 @@ from steward.api.routes.work import Body
 
 router = APIRouter()
 
-AccountName = Annotated[str, Path(min_length=1, max_length=80, description="The account's name.")]
+AccountId = Annotated[
+    str,
+    Path(min_length=1, max_length=80, description="The connection's id (or the account's name)."),
+]
 Names = list[Annotated[str, Field(min_length=1, max_length=320)]]
 
 
@@ -71,15 +74,17 @@ async def connect_account(svc: Caller, body: AccountIn) -> JSONResponse:
     return json(done, 201)
 
 
-@router.post("/accounts/{name}/test", tags=["accounts"], summary="Sign in to an account again")
-async def test_account(svc: Caller, name: AccountName) -> JSONResponse:
-    return json(await svc.test_connection(name, person_id=""))
+@router.post(
+    "/accounts/{connection_id}/test", tags=["accounts"], summary="Sign in to an account again"
+)
+async def test_account(svc: Caller, connection_id: AccountId) -> JSONResponse:
+    return json(await svc.test_connection(connection_id, person_id=""))
 
 
-@router.delete("/accounts/{name}", tags=["accounts"], summary="Disconnect an account")
+@router.delete("/accounts/{connection_id}", tags=["accounts"], summary="Disconnect an account")
 async def disconnect_account(
     svc: Caller,
-    name: AccountName,
+    connection_id: AccountId,
     forget: Annotated[bool, Query(description="Also forget what was learned through it.")] = False,
 ) -> JSONResponse:
-    return json(await svc.disconnect_account(name, person_id="", forget=forget))
+    return json(await svc.disconnect_account(connection_id, person_id="", forget=forget))
