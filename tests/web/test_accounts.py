@@ -1,0 +1,114 @@
+"""The security page's connected accounts, against a real CalDAV server (Radicale), on both
+backends: connect with a password from the form, see what each account may do and how it is
+watched (in the person's time zone), test it, disconnect it and forget what came through it."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import timedelta
+
+from steward.domain.memory import MemoryKind, Source, SourceKind
+from steward.domain.watch import Found
+from support.caldavserver import PersonCalendars
+from support.web import Site
+
+
+def text_of(page: str) -> str:
+    """What the page says, without its markup."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+async def test_connect_see_test_and_disconnect_an_account(
+    site: Site, calendars: PersonCalendars
+) -> None:
+    me = await site.session(site.a.control)
+    page = (await me.get("/security")).text
+    assert 'action="/accounts"' in page
+    assert '<option value="calendar">Calendar (CalDAV)</option>' in page
+    user, password = calendars.user, calendars.server.passwords[calendars.user]
+    form = {"kind": "calendar", "name": "home", "url": calendars.server.url, "username": user}
+
+    refused = await me.post("/accounts", **form, password="wrong")
+    assert refused.status_code == 400
+    assert f"refused the sign-in as {user}" in html.unescape(refused.text)
+    assert [c.name for c in await site.owner.list_connections(person_id=site.a.person.id)] == [
+        "ann's mail"
+    ]
+
+    made = await me.post(
+        "/accounts", **form, password=password, read_only="yes", calendars="Work, Home"
+    )
+    assert made.status_code == 303, made.text
+    page = text_of((await me.get("/security")).text)
+    assert f"Connected home. Signed in to 127.0.0.1 as {user}: 2 calendars (Home, Work)." in page
+    assert "home Calendar (CalDAV)" in page
+    assert "May read calendars; only the calendars work and home." in page
+    assert "Not watched yet." in page
+    assert password not in page
+
+    [home] = [
+        c for c in await site.owner.list_connections(person_id=site.a.person.id) if c.name == "home"
+    ]
+    await site.store.watches.record(
+        person_id=site.a.person.id,
+        connection_id=home.id,
+        source="calendar.changed",
+        found=[Found(type="calendar.changed", dedupe_key="k1")],
+        cursor={"token": "t1"},
+        now=site.clock.now(),
+    )
+    await site.store.watches.record_failure(
+        connection_id=home.id,
+        source="calendar.starting",
+        error="cannot reach 127.0.0.1",
+        now=site.clock.now(),
+        retry_at=site.clock.now() + timedelta(minutes=5),
+    )
+    page = text_of((await me.get("/security")).text)
+    assert "Could not reach it once (cannot reach 127.0.0.1); trying again at 08:05" in page
+
+    tested = await me.post(f"/accounts/{home.id}/test")
+    assert tested.status_code == 303
+    page = text_of((await me.get("/security")).text)
+    assert f"home works. Signed in to 127.0.0.1 as {user}: 2 calendars (Home, Work)." in page
+
+    await site.owner.memory.write(
+        person_id=site.a.person.id,
+        content="Dentist on Friday",
+        kind=MemoryKind.FACT,
+        source=Source(kind=SourceKind.CONNECTOR, ref=f"{home.id}/e1", trusted=False),
+        actor="connector",
+    )
+    gone = await me.post(f"/connections/{home.id}/disconnect", forget="yes")
+    assert gone.status_code == 303
+    page = text_of((await me.get("/security")).text)
+    assert "home disconnected: nothing goes through it any more." in page
+    assert "Forgot 1 memory learned through it." in page
+    assert f'id="{home.id}"' not in page
+    assert home.secret not in {
+        s.name for s in await site.owner.list_secrets(person_id=site.a.person.id)
+    }
+
+
+async def test_a_read_token_cannot_connect_test_or_disconnect(site: Site) -> None:
+    me = await site.session(site.a.read)
+    before = await site.owner.list_connections(person_id=site.a.person.id)
+    for path, fields in (
+        ("/accounts", {"kind": "calendar", "name": "x"}),
+        (f"/accounts/{site.a.connection.id}/test", {}),
+        (f"/connections/{site.a.connection.id}/disconnect", {"forget": "yes"}),
+    ):
+        answer = await me.post(path, **fields)
+        assert answer.status_code == 403, path
+    assert await site.owner.list_connections(person_id=site.a.person.id) == before
+
+
+async def test_forms_need_the_csrf_token_and_anothers_account_is_not_found(site: Site) -> None:
+    me = await site.session(site.a.control)
+    for path in ("/accounts", f"/accounts/{site.a.connection.id}/test"):
+        answer = await me.client.post(path, data={"kind": "calendar", "name": "x"})
+        assert answer.status_code == 403, path
+        assert "reload the page" in answer.text
+    answer = await me.post(f"/accounts/{site.b.connection.id}/test")
+    assert answer.status_code == 404
