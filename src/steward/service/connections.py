@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from steward.connectors.base import ConnectionFailed, Connector, ConnectorEnv, parse_settings
 from steward.connectors.providers import Provider, provider
@@ -26,7 +26,7 @@ from steward.domain.ids import new_id
 from steward.domain.limits import check_json, check_text
 from steward.domain.tokens import CONTROL, READ
 from steward.domain.watch import WatchState
-from steward.errors import NotFound, StewardError, UsageError
+from steward.errors import NotFound, UsageError
 from steward.harness.workspace import Workspace
 from steward.sentinel.egress import EgressBroker, EgressFailed
 from steward.sentinel.oauth import exchange_code, oauth_authorization_url
@@ -507,5 +507,5 @@ def _listed(items: Sequence[str]) -> str:
 def _zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ValueError, StewardError, KeyError):
+    except (ValueError, ZoneInfoNotFoundError):  # a zone this machine does not know
         return ZoneInfo("UTC")
