@@ -12,9 +12,9 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
+from steward.connectors.base import ConnectionFailed
 from steward.domain.clock import SimulatedClock
 from steward.errors import UsageError
-from steward.sentinel.egress import EgressFailed
 from steward.service import Service
 from steward.store import Store
 from steward.testing.http_server import serving
@@ -112,7 +112,7 @@ async def test_a_code_used_twice_or_a_wrong_verifier_connects_nothing(
     async with serving(issuer.app()) as auth:
         code, verifier = await authorize(svc, me, auth)
         for wrong in (verifier[:-1] + ("a" if verifier[-1] != "a" else "b"), verifier):
-            with pytest.raises(EgressFailed, match="exchanging the authorization code failed"):
+            with pytest.raises(ConnectionFailed, match="your OAuth provider did not accept the"):
                 await svc.connect_oauth(
                     person_id=me,
                     kind="calendar",

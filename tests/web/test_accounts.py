@@ -1,16 +1,22 @@
-"""The security page's connected accounts, against a real CalDAV server (Radicale), on both
-backends: connect with a password from the form, see what each account may do and how it is
-watched (in the person's time zone), test it, disconnect it and forget what came through it."""
+"""The security page's connected accounts, against a real CalDAV server (Radicale) and a local
+OAuth authorization server, on both backends: connect with a password or through OAuth from
+the dashboard, see what each account may do and how it is watched (in the person's time zone),
+test it, disconnect it and forget what came through it."""
 
 from __future__ import annotations
 
 import html
 import re
 from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
 
 from steward.domain.memory import MemoryKind, Source, SourceKind
 from steward.domain.watch import Found
+from steward.testing.http_server import serving
 from support.caldavserver import PersonCalendars
+from support.oauth_server import AuthorizationServer, caldav_gateway
 from support.web import Site
 
 
@@ -112,3 +118,81 @@ async def test_forms_need_the_csrf_token_and_anothers_account_is_not_found(site:
         assert "reload the page" in answer.text
     answer = await me.post(f"/accounts/{site.b.connection.id}/test")
     assert answer.status_code == 404
+
+
+async def test_an_oauth_account_is_connected_from_the_dashboard(
+    site: Site, calendars: PersonCalendars
+) -> None:
+    """The form starts the authorization; the page links to the provider (here a local
+    authorization server); the provider sends the browser back with a code — without the
+    session cookie, which is SameSite=Strict — and the account is connected for the session
+    that started it, once."""
+    issuer = AuthorizationServer()
+    server, user = calendars.server, calendars.user
+    gateway = caldav_gateway(issuer, server.url, user, server.passwords[user])
+    me = await site.session(site.a.control)
+    page = text_of((await me.get("/security")).text)
+    assert f"must be {site.url}/accounts/oauth/callback" in page
+    async with serving(issuer.app()) as auth, serving(gateway) as caldav:
+        started = await me.post(
+            "/accounts/oauth",
+            kind="calendar",
+            provider="custom",
+            name="google",
+            username=user,
+            client_id=issuer.client_id,
+            authorization_endpoint=f"{auth}/authorize",
+            token_endpoint=f"{auth}/token",
+            scope="calendar",
+            url=f"{caldav}/",
+        )
+        assert started.status_code == 200, started.text
+        [link] = re.findall(r'href="([^"]*/authorize\?[^"]*)"', started.text)
+        async with httpx.AsyncClient() as browser:
+            sent = await browser.get(html.unescape(link))
+            assert sent.status_code == 302
+            back = sent.headers["location"]
+            assert back.startswith(f"{site.url}/accounts/oauth/callback?")
+            answer = await browser.get(back)  # a cross-site redirect: no session cookie
+            assert answer.status_code == 200, answer.text
+            assert (
+                f"Connected google. Signed in to 127.0.0.1 as {user}: 2 calendars (Home, Work)."
+                in text_of(answer.text)
+            )
+            again = await browser.get(back)
+            assert again.status_code == 400
+            assert "unknown or expired" in html.unescape(again.text)
+    [google] = [
+        c
+        for c in await site.owner.list_connections(person_id=site.a.person.id)
+        if c.name == "google"
+    ]
+    assert (google.settings["auth"], google.settings["url"]) == ("oauth2", f"{caldav}/")
+    assert issuer.grants == ["authorization_code"]
+
+
+async def test_an_authorization_the_provider_refused_or_that_expired_connects_nothing(
+    site: Site,
+) -> None:
+    me = await site.session(site.a.control)
+    before = await site.owner.list_connections(person_id=site.a.person.id)
+    form = {
+        "kind": "calendar",
+        "provider": "gmail",
+        "name": "google",
+        "username": "ann@gmail.com",
+        "client_id": "id.apps.googleusercontent.com",
+    }
+    for answer in ({"error": "access_denied"}, {"code": "c"}):
+        started = await me.post("/accounts/oauth", **form)
+        assert started.status_code == 200, started.text
+        [link] = re.findall(r'href="(https://accounts\.google\.com/[^"]*)"', started.text)
+        state = parse_qs(urlsplit(html.unescape(link)).query)["state"][0]
+        if "code" in answer:
+            site.clock.advance(timedelta(minutes=11))
+        async with httpx.AsyncClient(base_url=site.url) as browser:
+            back = await browser.get("/accounts/oauth/callback", params={**answer, "state": state})
+        assert back.status_code == 400
+        said = html.unescape(back.text)
+        assert ("access_denied" if "error" in answer else "unknown or expired") in said
+    assert await site.owner.list_connections(person_id=site.a.person.id) == before

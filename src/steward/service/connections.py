@@ -204,15 +204,20 @@ class ConnectionService(SecurityService, MemoryService):
         given.setdefault("auth", "oauth2")
         # everything that can be refused is, before the one-time code is spent
         plan = await self._plan(person_id, kind, name, given, read_only, scopes, bounds)
-        tokens = await exchange_code(
-            token_endpoint=chosen.token_endpoint,
-            client_id=client_id,
-            client_secret=client_secret,
-            redirect_uri=redirect_uri,
-            code=code,
-            code_verifier=code_verifier,
-            now=self.clock.now(),
-        )
+        try:
+            tokens = await exchange_code(
+                token_endpoint=chosen.token_endpoint,
+                client_id=client_id,
+                client_secret=client_secret,
+                redirect_uri=redirect_uri,
+                code=code,
+                code_verifier=code_verifier,
+                now=self.clock.now(),
+            )
+        except EgressFailed as exc:  # already in plain words, and redacted
+            raise ConnectionFailed(
+                f"{chosen.title} did not accept the authorization: {exc}"
+            ) from None
         return await self._establish(plan, tokens.to_secret())
 
     async def test_connection(self, name: str, *, person_id: str) -> Checked:
