@@ -260,3 +260,16 @@ async def test_the_status_says_how_watching_goes_in_the_persons_time_zone(
         "could not reach it 2 times in a row (cannot reach 127.0.0.1); "
         "trying again at 17:10 on Mon 5 Jan"
     )
+
+
+async def test_each_kind_of_account_says_which_settings_it_takes(svc: Service) -> None:
+    calendar = {k.kind: k for k in await svc.account_kinds()}["calendar"]
+    assert calendar.title == "Calendar (CalDAV)"
+    fields = {s.name: s for s in calendar.settings}
+    assert "auth" not in fields  # how it signs in is the way it is connected
+    assert (fields["url"].required, fields["url"].shape) == (True, "text")
+    assert (fields["time_zone"].required, fields["starting_soon_minutes"].shape) == (
+        False,
+        "integer",
+    )
+    assert fields["url"].description.startswith("CalDAV URL")

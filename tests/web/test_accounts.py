@@ -31,7 +31,8 @@ async def test_connect_see_test_and_disconnect_an_account(
     me = await site.session(site.a.control)
     page = (await me.get("/security")).text
     assert 'action="/accounts"' in page
-    assert '<option value="calendar">Calendar (CalDAV)</option>' in page
+    assert 'id="connect-calendar"' in page  # a form per kind, with that kind's settings
+    assert 'name="starting_soon_minutes" type="number"' in page
     user, password = calendars.user, calendars.server.passwords[calendars.user]
     form = {"kind": "calendar", "name": "home", "url": calendars.server.url, "username": user}
 

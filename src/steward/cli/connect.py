@@ -37,13 +37,17 @@ def connect(
     name: str = typer.Option(..., "--name", help="What you call this account (work, home)."),
     url: str | None = typer.Option(None, help="Calendar: the CalDAV URL."),
     username: str | None = typer.Option(None, help="The name you sign in with."),
-    email: str | None = typer.Option(None, help="Your address, when the user name is not it."),
     imap_host: str | None = typer.Option(None, help="Mail: the IMAP server."),
     imap_port: int | None = typer.Option(None, help="Mail: the IMAP port."),
     smtp_host: str | None = typer.Option(None, help="Mail: the SMTP server."),
     smtp_port: int | None = typer.Option(None, help="Mail: the SMTP port."),
     time_zone: str | None = typer.Option(None, help="Your IANA time zone (Europe/Paris)."),
-    setting: list[str] = typer.Option([], "--set", help="Another setting, KEY=VALUE."),
+    setting: list[str] = typer.Option(
+        [],
+        "--set",
+        help="Another setting, KEY=VALUE: address (mail) or email (calendar) when the user "
+        "name is not your address, imap_security/smtp_security, folders...",
+    ),
     password_stdin: bool = typer.Option(
         False, "--password-stdin", help="Read the password from standard input."
     ),
@@ -84,7 +88,6 @@ def connect(
         for key, value in (
             ("url", url),
             ("username", username),
-            ("email", email),
             ("imap_host", imap_host),
             ("imap_port", imap_port),
             ("smtp_host", smtp_host),

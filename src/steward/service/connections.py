@@ -14,8 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic.fields import FieldInfo
 
 from steward.connectors.base import ConnectionFailed, Connector, ConnectorEnv, parse_settings
 from steward.connectors.providers import Provider, provider
@@ -57,6 +60,34 @@ class Connected:
     """The new connection."""
     check: str
     """The connector's sentence (``Signed in to … as …: 2 calendars (Home, Work)``)."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Setting:
+    """One setting an account of some kind takes."""
+
+    name: str
+    """Its key (``imap_host``)."""
+    description: str
+    """What it is, in the connector's words."""
+    required: bool
+    """It must be given (the others have defaults)."""
+    shape: Literal["text", "integer", "choice", "list"]
+    """How it is typed in: a text, a whole number, one of :attr:`choices`, a list of texts."""
+    choices: tuple[str, ...] = ()
+    """For a choice: the values it may take."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class AccountKind:
+    """A kind of account that can be connected."""
+
+    kind: str
+    """Its connector's kind (``mail``)."""
+    title: str
+    """What it is called (``Mail (IMAP and SMTP)``)."""
+    settings: list[Setting]
+    """The settings it takes, in the connector's order."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -294,14 +325,21 @@ class ConnectionService(SecurityService, MemoryService):
             )
         return out
 
-    def account_kinds(self) -> list[tuple[str, str]]:
-        """The kinds of account that can be connected here, with what each is called."""
+    async def account_kinds(self) -> list[AccountKind]:
+        """The kinds of account that can be connected here: what each is called, and the
+        settings it takes (for a form or a command line to ask for)."""
         out = []
         for kind in kinds():
             try:
-                out.append((kind, known(kind).title))
+                connector = known(kind)
             except ImportError:  # a connector whose libraries are not installed
                 continue
+            fields = [
+                _setting(name, spec)
+                for name, spec in connector.settings.model_fields.items()
+                if name != "auth"  # password or OAuth: how the account is connected says it
+            ]
+            out.append(AccountKind(kind=kind, title=connector.title, settings=fields))
         return out
 
     # --- accounts: helpers -----------------------------------------------------------------
@@ -438,6 +476,29 @@ def _provider(
         token_endpoint=token_endpoint,
         scope=scope,
         kind=kind,
+    )
+
+
+def _setting(name: str, spec: FieldInfo) -> Setting:
+    """How the settings field ``name`` is typed in."""
+    shape: Literal["text", "integer", "choice", "list"] = "text"
+    choices: tuple[str, ...] = ()
+    found = spec.annotation
+    if get_origin(found) in (Union, UnionType):  # an optional setting: what it is when given
+        given = [t for t in get_args(found) if t is not type(None)]
+        found = given[0] if len(given) == 1 else str
+    if get_origin(found) is Literal:
+        shape, choices = "choice", tuple(str(v) for v in get_args(found))
+    elif get_origin(found) in (tuple, list):
+        shape = "list"
+    elif found is int:
+        shape = "integer"
+    return Setting(
+        name=name,
+        description=spec.description or name.replace("_", " "),
+        required=spec.is_required(),
+        shape=shape,
+        choices=choices,
     )
 
 

@@ -27,19 +27,6 @@ from steward.web.session import Viewer, session_token
 
 router = pages()
 
-ACCOUNT_FIELDS = (
-    ("url", "CalDAV URL (calendar)", False),
-    ("imap_host", "IMAP server (mail)", False),
-    ("imap_port", "IMAP port (mail)", True),
-    ("smtp_host", "SMTP server (mail)", False),
-    ("smtp_port", "SMTP port (mail)", True),
-    ("username", "User name", False),
-    ("email", "Your address, when the user name is not it", False),
-    ("time_zone", "Your time zone (Europe/Paris)", False),
-)
-"""The connect forms' settings: name, label, whole number. Empty ones are left out (each
-connector has its own defaults, and refuses what it does not take)."""
-
 PROVIDERS = (
     ("gmail", "Google (Gmail, Google Calendar)"),
     ("microsoft365", "Microsoft 365 (mail)"),
@@ -67,11 +54,12 @@ class Authorizing:
 @router.post("/accounts")
 async def connect_account(request: Request, svc: Viewer) -> Response:
     form = await posted(request)
+    kind = form.text("kind")
     connected = await svc.connect(
         person_id="",
-        kind=form.text("kind"),
+        kind=kind,
         name=form.text("name"),
-        settings=_settings(form),
+        settings=await _settings(svc, kind, form),
         credential=form.text("password", "") or None,
         read_only=form.text("read_only", "") == "yes",
         bounds=_bounds(form),
@@ -82,12 +70,12 @@ async def connect_account(request: Request, svc: Viewer) -> Response:
 @router.post("/accounts/oauth")
 async def start_oauth(request: Request, svc: Viewer) -> Response:
     form = await posted(request)
-    settings = _settings(form)
+    kind, provider, client_id = form.text("kind"), form.text("provider"), form.text("client_id")
+    settings = await _settings(svc, kind, form)
     username = str(settings.pop("username", "")).strip()
     if not username:
         raise UsageError("give the user name you sign in with at the provider")
     redirect_uri = str(request.url_for("oauth_callback"))
-    kind, provider, client_id = form.text("kind"), form.text("provider"), form.text("client_id")
     token_endpoint = form.text("token_endpoint", "").strip() or None
     start = await svc.start_oauth(
         person_id="",
@@ -177,11 +165,21 @@ def _authorizing(request: Request) -> dict[str, Authorizing]:
     return held
 
 
-def _settings(form: Form) -> dict[str, Any]:
+async def _settings(svc: Service, kind: str, form: Form) -> dict[str, Any]:
+    """The settings of a ``kind`` account the form gives (empty fields left out: each has a
+    default, or the connector says it is missing)."""
+    offered = {k.kind: k.settings for k in await svc.account_kinds()}.get(kind, [])
     settings: dict[str, Any] = {}
-    for name, _, numeric in ACCOUNT_FIELDS:
-        if form.text(name, "").strip():
-            settings[name] = form.integer(name) if numeric else form.text(name).strip()
+    for setting in offered:
+        text = form.text(setting.name, "").strip()
+        if not text:
+            continue
+        if setting.shape == "integer":
+            settings[setting.name] = form.integer(setting.name)
+        elif setting.shape == "list":
+            settings[setting.name] = [v.strip() for v in text.split(",") if v.strip()]
+        else:
+            settings[setting.name] = text
     return settings
 
 

@@ -9,7 +9,7 @@ from fastapi import Request, Response
 
 from steward.domain import RuleMode
 from steward.web.forms import done, posted
-from steward.web.pages.accounts import ACCOUNT_FIELDS, PROVIDERS
+from steward.web.pages.accounts import PROVIDERS
 from steward.web.render import page
 from steward.web.routing import pages
 from steward.web.session import Viewer
@@ -34,8 +34,7 @@ async def security(request: Request, svc: Viewer) -> Response:
         "security.html",
         title="Security",
         accounts=await svc.connection_status(person_id=""),
-        kinds=svc.account_kinds(),
-        fields=ACCOUNT_FIELDS,
+        kinds=await svc.account_kinds(),
         providers=PROVIDERS,
         callback=str(request.url_for("oauth_callback")),
         grants=await svc.list_grants(person_id=""),
