@@ -1,0 +1,479 @@
+"""Real mail servers for tests: Dovecot (IMAP, Debian's ``dovecot-imapd``) run as a throwaway
+instance, and aiosmtpd (SMTP) delivering into it.
+
+Dovecot's configuration, users (a passwd-file of plain passwords: :meth:`MailServer.add_user`,
+read again at each login) and maildirs live in one directory of their own, listening on a free
+loopback port. Run as root (CI), Dovecot will not give mail access to root nor run its login
+process as root: mail is then owned by the ``dovecot`` system user (``nobody`` without one),
+logins run as ``dovenull``, and the instance lives in a directory those users can reach
+(made under /tmp and removed afterwards, since pytest's own temporary directory is private to
+root). Run as anyone else, everything runs as that user under the given directory.
+
+The SMTP server asks senders to sign in (a user's password, or ``XOAUTH2`` with a token from
+:attr:`MailServer.tokens`), records each message it accepts (:attr:`MailServer.accepted`) and
+delivers it to every recipient at ``example.test`` who is a user here, by IMAP APPEND into
+their INBOX.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import imaplib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import uuid
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
+
+from steward.connectors.base import ConnectorEnv
+from steward.connectors.mail.tools import SCOPES
+from steward.domain.authority import Connection, ConnectionBounds
+from steward.domain.clock import SimulatedClock
+from steward.domain.ids import new_id
+from steward.harness.workspace import Workspace
+from steward.sentinel.egress import EgressBroker
+from steward.sentinel.vault import Vault, VaultKeys, generate_key
+from steward.service import Service
+from steward.store import Store
+from support.startup import scaled
+
+DOVECOT = "/usr/sbin/dovecot"
+DOMAIN = "example.test"
+SPECIAL = ("Drafts", "Sent", "Trash", "Archive", "Junk")
+
+
+def dovecot_missing() -> str | None:
+    """Why Dovecot cannot run here, or None."""
+    if not Path(DOVECOT).exists():
+        return f"Dovecot is not installed ({DOVECOT}; apt-get install dovecot-imapd)"
+    return None
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip locally; in CI a missing server is a failure, not a skip."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"mail tests cannot run in CI: {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass(kw_only=True)
+class Accepted:
+    """A message the SMTP server took."""
+
+    sender: str
+    """Its envelope sender."""
+    recipients: list[str]
+    """Its envelope recipients."""
+    data: bytes
+    """The message."""
+    login: str | None
+    """Who signed in to send it."""
+
+
+@dataclass(kw_only=True)
+class MailServer:
+    """A running Dovecot and the SMTP server in front of it."""
+
+    imap_port: int
+    """Dovecot's IMAP port on 127.0.0.1 (plain text: loopback only)."""
+    smtp_port: int
+    """The SMTP server's port on 127.0.0.1."""
+    users_file: Path
+    """Dovecot's passwd-file."""
+    log: Path
+    """Dovecot's log (read it when a test fails)."""
+    passwords: dict[str, str] = field(default_factory=dict)
+    """Each user's password."""
+    tokens: dict[str, str] = field(default_factory=dict)
+    """OAuth access tokens the SMTP server takes (token → user)."""
+    accepted: list[Accepted] = field(default_factory=list)
+    """Every message the SMTP server took, in order."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_user(self, user: str | None = None) -> str:
+        """A new user (a fresh name when none is given); return the name. Their address is
+        ``<user>@example.test``."""
+        name = user or f"person-{uuid.uuid4().hex[:8]}"
+        password = f"{name}-secret"
+        with self.lock, self.users_file.open("a") as users:
+            users.write(f"{name}:{{PLAIN}}{password}\n")
+            self.passwords[name] = password
+        return name
+
+    def imap(self, user: str) -> imaplib.IMAP4:
+        """A signed-in stdlib IMAP client, to look at or change a mailbox as another client
+        would (blocking: call it from a thread or outside the event loop's hot path)."""
+        client = imaplib.IMAP4("127.0.0.1", self.imap_port, timeout=scaled(10))
+        client.login(user, self.passwords[user])
+        return client
+
+    def deliver(self, user: str, message: bytes, *, folder: str = "INBOX") -> None:
+        """Put ``message`` in ``user``'s folder, as delivery would (blocking)."""
+        client = self.imap(user)
+        try:
+            status, answer = client.append(folder, None, None, message)
+            assert status == "OK", answer
+        finally:
+            client.logout()
+
+    def messages(self, user: str, folder: str) -> list[tuple[bytes, bytes]]:
+        """``(flags, message)`` of every message in ``user``'s folder (blocking)."""
+        client = self.imap(user)
+        try:
+            client.select(folder, readonly=True)
+            _, data = client.uid("SEARCH", "ALL")  # type: ignore[arg-type]
+            out = []
+            for uid in data[0].split():
+                _, fetched = client.uid("FETCH", uid.decode(), "(FLAGS BODY.PEEK[])")
+                head, body = fetched[0]  # type: ignore[misc]
+                out.append((head, body))
+            return out
+        finally:
+            client.logout()
+
+
+def message(
+    *,
+    sender: str,
+    to: str,
+    subject: str,
+    body: str = "Hello",
+    message_id: str | None = None,
+    extra: str = "",
+    date: str = "Mon, 07 Dec 2026 09:00:00 +0100",
+) -> bytes:
+    """A plain-text message as someone else's mail program writes it."""
+    ident = message_id or f"<{uuid.uuid4().hex}@{sender.rpartition('@')[2]}>"
+    return (
+        f"From: {sender}\r\nTo: {to}\r\nSubject: {subject}\r\nDate: {date}\r\n"
+        f"Message-ID: {ident}\r\n{extra}MIME-Version: 1.0\r\n"
+        f"Content-Type: text/plain; charset=utf-8\r\n\r\n{body}\r\n"
+    ).encode()
+
+
+class _LoopbackController(Controller):
+    """aiosmtpd warns that AUTH without TLS exposes passwords: this server listens on
+    loopback only, where the connector allows plain text too."""
+
+    def factory(self) -> SMTP:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Requiring AUTH while not requiring TLS")
+            return super().factory()
+
+
+class _Delivery:
+    """aiosmtpd handler: signs senders in, records and delivers what it accepts."""
+
+    def __init__(self, server: MailServer) -> None:
+        self.server = server
+
+    def authenticate(
+        self, _smtp: SMTP, _session: Session, _envelope: Envelope, mechanism: str, data: Any
+    ) -> AuthResult:
+        if isinstance(data, LoginPassword):
+            user, password = data.login.decode(), data.password.decode()
+            ok = self.server.passwords.get(user) == password
+            return AuthResult(success=ok, handled=False, auth_data=data)
+        return AuthResult(success=False, handled=False)
+
+    async def auth_XOAUTH2(self, server: SMTP, args: list[str]) -> AuthResult:  # noqa: N802
+        blob = args[1] if len(args) > 1 else ""
+        try:
+            fields = dict(
+                part.split("=", 1)
+                for part in base64.b64decode(blob).decode().split("\x01")
+                if "=" in part
+            )
+        except ValueError:
+            return AuthResult(success=False, handled=False)
+        token = fields.get("auth", "").removeprefix("Bearer ")
+        user = self.server.tokens.get(token)
+        if user is None or user != fields.get("user"):
+            return AuthResult(success=False, handled=False)
+        return AuthResult(success=True, auth_data=LoginPassword(user.encode(), b""))
+
+    async def handle_DATA(  # noqa: N802
+        self, _server: SMTP, session: Session, envelope: Envelope
+    ) -> str:
+        data = envelope.original_content or b""
+        login = session.login_data.decode() if isinstance(session.login_data, bytes) else None
+        with self.server.lock:
+            self.server.accepted.append(
+                Accepted(
+                    sender=str(envelope.mail_from),
+                    recipients=list(envelope.rcpt_tos),
+                    data=data,
+                    login=login,
+                )
+            )
+        for rcpt in envelope.rcpt_tos:
+            user, _, domain = rcpt.rpartition("@")
+            if domain.lower() == DOMAIN and user in self.server.passwords:
+                self.server.deliver(user, data)
+        return "250 OK"
+
+
+def _config(root: Path, port: int) -> str:
+    as_root = os.geteuid() == 0
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    if as_root:
+        owner = "dovecot" if _user_exists("dovecot") else "nobody"
+        login = "dovenull" if _user_exists("dovenull") else "nobody"
+        users = f"uid={owner} gid={pwd.getpwnam(owner).pw_gid} "
+        internal = f"default_internal_user = {owner}\ndefault_login_user = {login}\n"
+    else:
+        users = ""
+        internal = f"default_internal_user = {me}\ndefault_login_user = {me}\n"
+    mailboxes = "".join(
+        f"  mailbox {name} {{\n    special_use = \\{name}\n    auto = subscribe\n  }}\n"
+        for name in SPECIAL
+    )
+    return f"""
+base_dir = {root}/run
+state_dir = {root}/state
+log_path = {root}/dovecot.log
+instance_name = steward-test-{port}
+protocols = imap
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+auth_failure_delay = 0
+{internal}first_valid_uid = 1
+mail_location = maildir:{root}/mail/%u
+passdb {{
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u {root}/users
+}}
+userdb {{
+  driver = static
+  args = {users}home={root}/home/%u
+}}
+service imap-login {{
+  chroot =
+  inet_listener imap {{
+    address = 127.0.0.1
+    port = {port}
+  }}
+  inet_listener imaps {{
+    port = 0
+  }}
+}}
+service anvil {{
+  chroot =
+}}
+protocol imap {{
+  mail_max_userip_connections = 1000
+}}
+namespace inbox {{
+  inbox = yes
+{mailboxes}}}
+"""
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            return sock.recv(64).startswith(b"* OK")
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def running_mail(workdir: Path) -> Iterator[MailServer]:
+    """Start Dovecot and the SMTP server; stop both and remove the mail on exit."""
+    root = Path(tempfile.mkdtemp(prefix="steward-dovecot-")) if os.geteuid() == 0 else workdir
+    root.chmod(0o755)
+    for sub in ("mail", "home"):
+        (root / sub).mkdir()
+        if os.geteuid() == 0:
+            owner = pwd.getpwnam("dovecot" if _user_exists("dovecot") else "nobody")
+            os.chown(root / sub, owner.pw_uid, owner.pw_gid)
+    users = root / "users"
+    users.write_text("")
+    port = free_port()
+    config = root / "dovecot.conf"
+    config.write_text(_config(root, port))
+    out = (root / "dovecot.out").open("ab")
+    proc = subprocess.Popen([DOVECOT, "-F", "-c", str(config)], stdout=out, stderr=out)
+    smtp: Controller | None = None
+    try:
+        deadline, waited = scaled(30), 0.0
+        # a blocking poll: this runs once per session, before any event loop exists
+        while not _answers(port):
+            if proc.poll() is not None:
+                log = (root / "dovecot.out").read_text() + _read(root / "dovecot.log")
+                raise RuntimeError(f"dovecot exited ({proc.returncode}): {log}")
+            if waited > deadline:
+                raise RuntimeError(f"dovecot did not answer in {deadline:.0f}s")
+            waited += 0.1
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.1)
+        server = MailServer(
+            imap_port=port, smtp_port=free_port(), users_file=users, log=root / "dovecot.log"
+        )
+        server.add_user("dana")
+        handler = _Delivery(server)
+        smtp = _LoopbackController(
+            handler,
+            hostname="127.0.0.1",
+            port=server.smtp_port,
+            authenticator=handler.authenticate,
+            auth_required=True,
+            auth_require_tls=False,
+            ready_timeout=scaled(10),
+        )
+        smtp.start()
+        yield server
+    finally:
+        if smtp is not None:
+            smtp.stop()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        out.close()
+        if root != workdir:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+@dataclass(kw_only=True)
+class Mailbox:
+    """A person whose mailbox on :class:`MailServer` is connected to Steward (or about to be)."""
+
+    server: MailServer
+    """The servers their mail is on."""
+    user: str
+    """Their user name there: a fresh one per test, so mailboxes never leak between tests."""
+    store: Store
+    """Their Steward state."""
+    clock: SimulatedClock
+    """Steward's clock."""
+    env: ConnectorEnv
+    """What the connector works with."""
+    svc: Service
+    """The facade (tasks, approvals)."""
+    person_id: str
+    """Their id."""
+    vault: Vault
+    """The vault their credential is sealed with."""
+
+    @property
+    def address(self) -> str:
+        return f"{self.user}@{DOMAIN}"
+
+    def settings(self, **changes: Any) -> dict[str, Any]:
+        """Their connection settings: both servers on 127.0.0.1, plain text, Paris time."""
+        return {
+            "imap_host": "127.0.0.1",
+            "imap_port": self.server.imap_port,
+            "imap_security": "plain",
+            "smtp_host": "127.0.0.1",
+            "smtp_port": self.server.smtp_port,
+            "smtp_security": "plain",
+            "username": self.user,
+            "address": self.address,
+            "display_name": "Ana Example",
+            "time_zone": "Europe/Paris",
+        } | changes
+
+    async def connect(
+        self,
+        *,
+        name: str = "Mail",
+        scopes: tuple[str, ...] = SCOPES,
+        password: str | None = None,
+        settings: dict[str, Any] | None = None,
+        **bounds: Any,
+    ) -> Connection:
+        """A mail connection, its password (or ``password``) in the vault."""
+        secret = f"mail-{uuid.uuid4().hex[:6]}"
+        await self.store.secrets.put_secret(
+            person_id=self.person_id,
+            name=secret,
+            ciphertext=self.vault.encrypt(password or self.server.passwords[self.user]),
+            hosts=["127.0.0.1"],
+            now=self.clock.now(),
+        )
+        return await self.store.authority.add_connection(
+            Connection(
+                id=new_id("con"),
+                person_id=self.person_id,
+                kind="mail",
+                name=name,
+                scopes=scopes,
+                hosts=("127.0.0.1",),
+                created_at=self.clock.now(),
+                settings=settings or self.settings(),
+                bounds=ConnectionBounds.from_json(bounds),
+                secret=secret,
+            )
+        )
+
+    async def receive(self, raw: bytes, *, folder: str = "INBOX") -> None:
+        """``raw`` arrives in their folder."""
+        await asyncio.to_thread(self.server.deliver, self.user, raw, folder=folder)
+
+    async def folder(self, name: str, user: str | None = None) -> list[tuple[bytes, bytes]]:
+        """``(flags, message)`` of each message in their (or ``user``'s) folder ``name``."""
+        return await asyncio.to_thread(self.server.messages, user or self.user, name)
+
+
+async def mailbox_of(
+    server: MailServer, store: Store, clock: SimulatedClock, workspace: Path
+) -> Mailbox:
+    """A fresh person with a fresh mailbox on ``server`` (not yet connected)."""
+    vault = Vault(VaultKeys(keys=(generate_key(),), source="test"))
+    env = ConnectorEnv(
+        store=store,
+        broker=EgressBroker(store, vault, now=clock.now),
+        clock=clock,
+        workspace=Workspace(workspace),
+    )
+    svc = Service(store, clock)
+    person = await svc.ensure_person()
+    return Mailbox(
+        server=server,
+        user=server.add_user(),
+        store=store,
+        clock=clock,
+        env=env,
+        svc=svc,
+        person_id=person.id,
+        vault=vault,
+    )
