@@ -1,7 +1,7 @@
 """Real mail servers for tests: Dovecot (IMAP, Debian's ``dovecot-imapd``) run as a throwaway
 instance, and aiosmtpd (SMTP) delivering into it.
 
-Dovecot's configuration, users (a passwd-file of plain passwords: :meth:`MailServer.add_user`,
+Dovecot's configuration, users (passwd-files of plain passwords: :meth:`MailServer.add_user`,
 read again at each login) and maildirs live in one directory of their own, listening on a free
 loopback port. Run as root (CI), Dovecot will not give mail access to root nor run its login
 process as root: mail is then owned by the ``dovecot`` system user (``nobody`` without one),
@@ -99,8 +99,8 @@ class MailServer:
     """Dovecot's IMAP port on 127.0.0.1 (plain text: loopback only)."""
     smtp_port: int
     """The SMTP server's port on 127.0.0.1."""
-    users_file: Path
-    """Dovecot's passwd-file."""
+    users: Path
+    """Dovecot's passwd-files, one per user."""
     log: Path
     """Dovecot's log (read it when a test fails)."""
     passwords: dict[str, str] = field(default_factory=dict)
@@ -116,8 +116,10 @@ class MailServer:
         ``<user>@example.test``."""
         name = user or f"person-{uuid.uuid4().hex[:8]}"
         password = f"{name}-secret"
-        with self.lock, self.users_file.open("a") as users:
-            users.write(f"{name}:{{PLAIN}}{password}\n")
+        with self.lock:
+            # a file per user: Dovecot looks at a file it read at most once a second, so a
+            # user added to a shared file could not sign in for up to a second
+            (self.users / name).write_text(f"{name}:{{PLAIN}}{password}\n")
             self.passwords[name] = password
         return name
 
@@ -197,7 +199,7 @@ class _Delivery:
             return AuthResult(success=ok, handled=False, auth_data=data)
         return AuthResult(success=False, handled=False)
 
-    async def auth_XOAUTH2(self, server: SMTP, args: list[str]) -> AuthResult:  # noqa: N802
+    async def auth_XOAUTH2(self, server: SMTP, args: list[str]) -> AuthResult:
         blob = args[1] if len(args) > 1 else ""
         try:
             fields = dict(
@@ -213,9 +215,7 @@ class _Delivery:
             return AuthResult(success=False, handled=False)
         return AuthResult(success=True, auth_data=LoginPassword(user.encode(), b""))
 
-    async def handle_DATA(  # noqa: N802
-        self, _server: SMTP, session: Session, envelope: Envelope
-    ) -> str:
+    async def handle_DATA(self, _server: SMTP, session: Session, envelope: Envelope) -> str:
         data = envelope.original_content or b""
         login = session.login_data.decode() if isinstance(session.login_data, bytes) else None
         with self.server.lock:
@@ -264,7 +264,7 @@ auth_failure_delay = 0
 mail_location = maildir:{root}/mail/%u
 passdb {{
   driver = passwd-file
-  args = scheme=PLAIN username_format=%u {root}/users
+  args = scheme=PLAIN username_format=%u {root}/users/%u
 }}
 userdb {{
   driver = static
@@ -319,7 +319,7 @@ def running_mail(workdir: Path) -> Iterator[MailServer]:
             owner = pwd.getpwnam("dovecot" if _user_exists("dovecot") else "nobody")
             os.chown(root / sub, owner.pw_uid, owner.pw_gid)
     users = root / "users"
-    users.write_text("")
+    users.mkdir()
     port = free_port()
     config = root / "dovecot.conf"
     config.write_text(_config(root, port))
@@ -339,7 +339,7 @@ def running_mail(workdir: Path) -> Iterator[MailServer]:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.1)
         server = MailServer(
-            imap_port=port, smtp_port=free_port(), users_file=users, log=root / "dovecot.log"
+            imap_port=port, smtp_port=free_port(), users=users, log=root / "dovecot.log"
         )
         server.add_user("dana")
         handler = _Delivery(server)

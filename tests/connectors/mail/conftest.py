@@ -11,8 +11,8 @@ import pytest
 from steward.domain.clock import SimulatedClock
 from steward.store import Store
 from support.mailserver import (
-    MailServer,
     Mailbox,
+    MailServer,
     dovecot_missing,
     mailbox_of,
     running_mail,

@@ -92,9 +92,9 @@ def attachments(message: EmailMessage) -> list[tuple[str, str, bytes]]:
 
 
 def safe_name(name: str) -> str:
-    """A file name others chose, made safe to write: one path component, no control or
+    """A file name others chose, made safe to write: its last path component, no control or
     invisible characters, no leading dots, at most 120 characters."""
-    base = unicodedata.normalize("NFKC", name).replace("/", "_").replace("\\", "_")
+    base = unicodedata.normalize("NFKC", name).replace("\\", "/").rpartition("/")[2]
     kept = "".join(c for c in base if unicodedata.category(c)[0] != "C").strip().lstrip(".")
     kept = re.sub(r"\s+", " ", kept)
     if not kept:
