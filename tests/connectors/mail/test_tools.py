@@ -60,7 +60,8 @@ async def test_search_and_read_an_html_mail_saving_its_attachment(
     assert listed["from"] == "Shop <news@shop.test>"
     assert listed["subject"] == "Your invoice"
     assert listed["date"] == "Tue 8 Dec 2026, 11:00"  # Paris time
-    assert listed["unread"] and listed["has_attachment"]
+    assert listed["unread"]
+    assert listed["has_attachment"]
     assert ctx.items_read == [f"{con.id}/{listed['message']}"]
 
     read = await call(mailbox, ctx, "mail_read", message=listed["message"])
@@ -93,7 +94,7 @@ async def test_archive_mark_and_label_newsletters(mailbox: Mailbox, tmp_path: Pa
     assert archive.summary({"messages": news, "sender": "news@shop.test"}) == (
         "Archive 3 emails from news@shop.test"
     )
-    with pytest.raises(ToolError, match="some are from dana@example.test"):
+    with pytest.raises(ToolError, match=r"some are from dana@example\.test"):
         await call(mailbox, ctx, "mail_archive", messages=[*news, dana], sender="news@shop.test")
     await call(mailbox, ctx, "mail_label", messages=news[:1], labels=["Shopping"])
     await call(mailbox, ctx, "mail_mark", messages=news, mark="read", sender="news@shop.test")
@@ -108,7 +109,8 @@ async def test_archive_mark_and_label_newsletters(mailbox: Mailbox, tmp_path: Pa
     assert sum(b"Shopping" in flags for flags, _ in archived) == 1
     await call(mailbox, ctx, "mail_mark", messages=[dana], mark="flagged")
     [(flags, _)] = await mailbox.folder("INBOX")
-    assert b"\\Flagged" in flags and b"\\Seen" not in flags
+    assert b"\\Flagged" in flags
+    assert b"\\Seen" not in flags
 
 
 async def test_a_thread_across_inbox_and_sent(mailbox: Mailbox, tmp_path: Path) -> None:
@@ -169,7 +171,8 @@ async def test_draft_and_send_a_reply_with_threading_headers(
     reply = {
         "to": ["dana@example.test"],
         "subject": "Thursday?",
-        "body": "Hi Dana, Thursday at 10:00 works for me. See you then, and thanks for asking so kindly!",
+        "body": "Hi Dana, Thursday at 10:00 works for me. See you then, and thanks for "
+        "asking so kindly!",
         "mode": "reply",
         "message": question["message"],
     }
@@ -178,16 +181,16 @@ async def test_draft_and_send_a_reply_with_threading_headers(
         'Send an email to dana@example.test \N{EM DASH} "Re: Thursday?" \N{EM DASH} '
         "Hi Dana, Thursday at 10:00 works for me. See you then, and thanks for asking…"
     )
-    with pytest.raises(ToolError, match="goes to dana@example.test"):
+    with pytest.raises(ToolError, match=r"goes to dana@example\.test"):
         await call(mailbox, ctx, "mail_send", **(reply | {"to": ["eve@example.test"]}))
 
     drafted = await call(mailbox, ctx, "mail_draft", **reply)
     await call(mailbox, ctx, "mail_draft", **reply)  # the same draft again: stored once
     [(flags, draft)] = await mailbox.folder("Drafts")
-    assert b"\\Draft" in flags and drafted["subject"] == "Re: Thursday?"
-    assert mailbox.server.accepted == [] or all(
-        a.login != mailbox.user for a in mailbox.server.accepted
-    )
+    assert b"\\Draft" in flags
+    assert drafted["subject"] == "Re: Thursday?"
+    assert b"In-Reply-To: <q1@example.test>" in draft
+    assert all(a.login != mailbox.user for a in mailbox.server.accepted)  # nothing was sent
 
     sent = await call(mailbox, ctx, "mail_send", **reply)
     assert sent["to"] == "dana@example.test"
@@ -200,7 +203,8 @@ async def test_draft_and_send_a_reply_with_threading_headers(
     assert b"From: Ana Example <" + mailbox.address.encode() + b">" in received
     [(flags, copy)] = await mailbox.folder("Sent")
     assert sent["message_id"].encode() in copy
-    assert b"$StewardSending" not in flags and b"\\Seen" in flags
+    assert b"$StewardSending" not in flags
+    assert b"\\Seen" in flags
 
 
 async def test_reply_all_names_exactly_the_people_of_the_thread(
@@ -218,7 +222,7 @@ async def test_reply_all_names_exactly_the_people_of_the_thread(
     ctx = context(mailbox, tmp_path, key=f"effect-{uuid.uuid4().hex}")
     [plan] = (await call(mailbox, ctx, "mail_search", subject="Plan"))["messages"]
     base = {"subject": "Plan", "body": "Yes", "mode": "reply_all", "message": plan["message"]}
-    with pytest.raises(ToolError, match="bo@example.test, cy@example.test, dana@example.test"):
+    with pytest.raises(ToolError, match=r"bo@example\.test, cy@example\.test, dana@example\.test"):
         await call(mailbox, ctx, "mail_send", to=["dana@example.test"], **base)
     sent = await call(
         mailbox,
