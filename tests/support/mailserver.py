@@ -21,6 +21,7 @@ import asyncio
 import base64
 import contextlib
 import imaplib
+import json
 import os
 import pwd
 import shutil
@@ -32,8 +33,10 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 from aiosmtpd.controller import Controller
@@ -217,7 +220,8 @@ class _Delivery:
 
     async def handle_DATA(self, _server: SMTP, session: Session, envelope: Envelope) -> str:
         data = envelope.original_content or b""
-        login = session.login_data.decode() if isinstance(session.login_data, bytes) else None
+        auth = session.auth_data
+        login = auth.login.decode() if isinstance(auth, LoginPassword) else None
         with self.server.lock:
             self.server.accepted.append(
                 Accepted(
@@ -232,6 +236,41 @@ class _Delivery:
             if domain.lower() == DOMAIN and user in self.server.passwords:
                 self.server.deliver(user, data)
         return "250 OK"
+
+
+def _introspection(tokens: dict[str, str]) -> type[BaseHTTPRequestHandler]:
+    """An OAuth 2.0 token introspection endpoint (RFC 7662) over ``tokens`` (token → user)."""
+
+    class Introspect(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length", "0"))
+            form = parse_qs(self.rfile.read(length).decode())
+            token = (form.get("token") or [""])[0]
+            user = tokens.get(token)
+            body = json.dumps({"active": True, "username": user} if user else {"active": False})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the test's output is not the place for request lines."""
+
+    return Introspect
+
+
+def _oauth2_config(introspection: int) -> str:
+    """Dovecot's oauth2 passdb: it asks the token gateway (:class:`_Introspection`) whether a
+    Bearer token is valid and whose it is."""
+    return (
+        "introspection_mode = post\n"
+        f"introspection_url = http://127.0.0.1:{introspection}/introspect\n"
+        "username_attribute = username\n"
+        "active_attribute = active\n"
+        "active_value = true\n"
+        "force_introspection = yes\n"
+    )
 
 
 def _config(root: Path, port: int) -> str:
@@ -258,13 +297,19 @@ protocols = imap
 listen = 127.0.0.1
 ssl = no
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = plain login xoauth2 oauthbearer
 auth_failure_delay = 0
 {internal}first_valid_uid = 1
 mail_location = maildir:{root}/mail/%u
 passdb {{
   driver = passwd-file
+  mechanisms = plain login
   args = scheme=PLAIN username_format=%u {root}/users/%u
+}}
+passdb {{
+  driver = oauth2
+  mechanisms = xoauth2 oauthbearer
+  args = {root}/oauth2.conf
 }}
 userdb {{
   driver = static
@@ -321,6 +366,10 @@ def running_mail(workdir: Path) -> Iterator[MailServer]:
     users = root / "users"
     users.mkdir()
     port = free_port()
+    tokens: dict[str, str] = {}
+    gateway = ThreadingHTTPServer(("127.0.0.1", 0), _introspection(tokens))
+    threading.Thread(target=gateway.serve_forever, daemon=True).start()
+    (root / "oauth2.conf").write_text(_oauth2_config(gateway.server_address[1]))
     config = root / "dovecot.conf"
     config.write_text(_config(root, port))
     out = (root / "dovecot.out").open("ab")
@@ -339,7 +388,11 @@ def running_mail(workdir: Path) -> Iterator[MailServer]:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.1)
         server = MailServer(
-            imap_port=port, smtp_port=free_port(), users=users, log=root / "dovecot.log"
+            imap_port=port,
+            smtp_port=free_port(),
+            users=users,
+            log=root / "dovecot.log",
+            tokens=tokens,
         )
         server.add_user("dana")
         handler = _Delivery(server)
@@ -357,6 +410,8 @@ def running_mail(workdir: Path) -> Iterator[MailServer]:
     finally:
         if smtp is not None:
             smtp.stop()
+        gateway.shutdown()
+        gateway.server_close()
         proc.terminate()
         try:
             proc.wait(timeout=10)
@@ -455,10 +510,15 @@ class Mailbox:
 
 
 async def mailbox_of(
-    server: MailServer, store: Store, clock: SimulatedClock, workspace: Path
+    server: MailServer,
+    store: Store,
+    clock: SimulatedClock,
+    workspace: Path,
+    vault: Vault | None = None,
 ) -> Mailbox:
-    """A fresh person with a fresh mailbox on ``server`` (not yet connected)."""
-    vault = Vault(VaultKeys(keys=(generate_key(),), source="test"))
+    """The person with a fresh mailbox on ``server`` (not yet connected); ``vault``: the one
+    their credentials are sealed with (a new one when not given)."""
+    vault = vault or Vault(VaultKeys(keys=(generate_key(),), source="test"))
     env = ConnectorEnv(
         store=store,
         broker=EgressBroker(store, vault, now=clock.now),

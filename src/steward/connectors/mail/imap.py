@@ -352,8 +352,7 @@ class IMAPAccount:
             out: list[Header] = []
             for folder in dict.fromkeys(r.folder for r in wanted):
                 refs_here = [r for r in wanted if r.folder == folder]
-                self._at(client, refs_here[0])
-                for ref in refs_here[1:]:
+                for ref in refs_here:  # each was listed under the folder's UIDVALIDITY now
                     self._at(client, ref)
                 out += self._headers(
                     client, folder, refs_here[0].uidvalidity, [r.uid for r in refs_here]

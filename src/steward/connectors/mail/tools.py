@@ -32,7 +32,6 @@ from steward.connectors.mail.wording import (
     describe_move,
     describe_search,
     header_fields,
-    when,
 )
 from steward.domain.actions import EffectClass
 from steward.domain.authority import Connection
@@ -243,7 +242,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
                 fields = header_fields(item, zone)
                 fields["text"] = mail.body_text(mail.parse(await acct.raw(item.ref)))
                 out.append(fields)
-            return {"thread": out, "first": when(shown[0].date, zone) if shown else ""}
+            return {"thread": out}
 
     @tool(connector="mail", effect=EffectClass.LOCAL, scopes=[ORGANIZE], summarize=describe_archive)
     async def mail_archive(
