@@ -29,7 +29,6 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests"), str(Path(__file__).resolve().parent)]
 
 from bench_support import percentile, quiet_logs  # noqa: E402
-
 from steward.connectors.mail.access import open_mailbox  # noqa: E402
 from steward.connectors.mail.connector import CONNECTOR  # noqa: E402
 from steward.connectors.mail.received import RECEIVED, ReceivedSource  # noqa: E402
@@ -175,7 +174,8 @@ async def main(args: argparse.Namespace) -> None:
             lat = await latency(server, store, root, args.messages)
             print(
                 f"SMTP delivery -> mail.received stored, IDLE, n={args.messages}: "
-                f"p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms, max {lat['max_ms']:.0f} ms"
+                f"p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms, "
+                f"max {lat['max_ms']:.0f} ms"
             )
             big = await big_mailbox(server, store, root, args.mailbox)
             print(

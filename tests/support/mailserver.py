@@ -242,7 +242,7 @@ def _introspection(tokens: dict[str, str]) -> type[BaseHTTPRequestHandler]:
     """An OAuth 2.0 token introspection endpoint (RFC 7662) over ``tokens`` (token → user)."""
 
     class Introspect(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             form = parse_qs(self.rfile.read(length).decode())
             token = (form.get("token") or [""])[0]
