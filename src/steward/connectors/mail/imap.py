@@ -1,5 +1,7 @@
-"""A mailbox over IMAP, async: ``imapclient`` is blocking, so every call runs in a worker
-thread, one at a time per account (an IMAP connection is one conversation).
+"""A mailbox over IMAP, async: ``imapclient`` is blocking, so every call runs in a thread of the
+account's own, one at a time (an IMAP connection is one conversation). A thread per account
+rather than the shared pool: a watch's IDLE holds its thread for minutes, and twenty watched
+mailboxes must not starve everything else that runs in threads.
 
 Listing fetches headers only (the header fields, flags and BODYSTRUCTURE); a body is fetched
 when a message is read (``BODY.PEEK``: reading never marks a message read). A message is named
@@ -17,6 +19,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -94,7 +97,7 @@ class IMAPAccount:
         self.settings = settings
         self._secret = secret
         self._timeout = timeout
-        self._lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="imap")
         self._client: IMAPClient | None = None
         self._selected: tuple[str, int] | None = None
         self._folders: list[Folder] | None = None
@@ -109,45 +112,46 @@ class IMAPAccount:
     async def aclose(self) -> None:
         """Log out (the credential goes with the connection)."""
         self._stop_idle.set()
-        await asyncio.to_thread(self._close)
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._close)
+        finally:
+            self._thread.shutdown(wait=False)
 
     def _close(self) -> None:
-        with self._lock:
-            client, self._client, self._selected = self._client, None, None
-            if client is not None:
-                # a connection gone already has nothing to log out of
-                with contextlib.suppress(IMAPClientError, OSError):
-                    client.logout()
+        client, self._client, self._selected = self._client, None, None
+        if client is not None:
+            # a connection gone already has nothing to log out of
+            with contextlib.suppress(IMAPClientError, OSError):
+                client.logout()
 
     # -- plumbing ---------------------------------------------------------------------------
 
     async def run(self, fn: Callable[[IMAPClient], T]) -> T:
-        """Run ``fn`` with the signed-in client in a worker thread, errors in plain words."""
+        """Run ``fn`` with the signed-in client in the account's thread, errors in plain words."""
 
-        def locked() -> T:
-            with self._lock:
-                try:
-                    return fn(self._connect())
-                except LoginError:
-                    self._drop()
-                    raise MailError(self._refused()) from None
-                except MailError:
-                    raise
-                except ssl.SSLError as exc:
-                    self._drop()
-                    raise MailUnreachable(
-                        f"{self.settings.imap_host} refused a secure connection "
-                        f"({exc.reason or 'TLS failed'}): check the IMAP port and security"
-                    ) from None
-                except (imaplib.IMAP4.abort, OSError) as exc:
-                    self._drop()
-                    raise MailUnreachable(self._unreachable(exc)) from exc
-                except IMAPClientError as exc:
-                    raise MailError(
-                        f"{self.settings.imap_host} refused: {_server_words(exc)}"
-                    ) from None
+        def call() -> T:
+            try:
+                return fn(self._connect())
+            except LoginError:
+                self._drop()
+                raise MailError(self._refused()) from None
+            except MailError:
+                raise
+            except ssl.SSLError as exc:
+                self._drop()
+                raise MailUnreachable(
+                    f"{self.settings.imap_host} refused a secure connection "
+                    f"({exc.reason or 'TLS failed'}): check the IMAP port and security"
+                ) from None
+            except (imaplib.IMAP4.abort, OSError) as exc:
+                self._drop()
+                raise MailUnreachable(self._unreachable(exc)) from exc
+            except IMAPClientError as exc:
+                raise MailError(
+                    f"{self.settings.imap_host} refused: {_server_words(exc)}"
+                ) from None
 
-        return await asyncio.to_thread(locked)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, call)
 
     def _refused(self) -> str:
         user = self.settings.username
