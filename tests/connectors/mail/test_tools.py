@@ -73,6 +73,15 @@ async def test_search_and_read_an_html_mail_saving_its_attachment(
     assert saved.name == "invoice.pdf"  # no path, no invisible character
     assert saved.resolve().is_relative_to((tmp_path / "person").resolve())
     assert (saved.stat().st_mode & 0o777) == 0o600
+    await mailbox.receive(
+        message(
+            sender="=?utf-8?q?S=C3=A9b?= <seb@example.test>",
+            to="x@y.test",
+            subject="=?utf-8?q?Caf=C3=A9?=",
+        )
+    )
+    [encoded] = (await call(mailbox, ctx, "mail_search", sender="seb@"))["messages"]
+    assert (encoded["from"], encoded["subject"]) == ("S\u00e9b <seb@example.test>", "Caf\u00e9")
     again = await call(mailbox, ctx, "mail_search", sender="shop.test", unread=True)
     assert len(again["messages"]) == 1  # reading did not mark it read
 

@@ -26,9 +26,16 @@ from typing import Any, TypeVar
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
-from steward.connectors.mail.message import addresses, message_ids, parse, sender_name
+from steward.connectors.mail.message import (
+    addresses,
+    decoded,
+    headers_only,
+    message_ids,
+    sender_name,
+    sent_at,
+)
 from steward.connectors.mail.model import Folder, FolderRole, Header, MessageRef
-from steward.connectors.mail.settings import MailSettings
+from steward.connectors.mail.settings import MailSettings, tls_context
 from steward.errors import EffectFailed, StewardRuntimeError
 
 T = TypeVar("T")
@@ -185,13 +192,13 @@ class IMAPAccount:
             settings.imap_host,
             port=settings.port("imap"),
             ssl=settings.imap_security == "ssl",
-            ssl_context=ssl.create_default_context(),
+            ssl_context=tls_context(),
             timeout=self._timeout,
         )
         try:
             client.normalise_times = False  # keep the server's offsets: times stay aware
             if settings.imap_security == "starttls":
-                client.starttls(ssl.create_default_context())
+                client.starttls(tls_context())
             if settings.auth == "oauth2":
                 client.oauth2_login(settings.username, self._secret)
             else:
@@ -301,27 +308,23 @@ class IMAPAccount:
         for uid in sorted(fetched, reverse=True):
             data = fetched[uid]
             raw = next((v for k, v in data.items() if k.startswith(b"BODY[HEADER")), b"")
-            head = parse(raw or b"")
+            head = headers_only(raw or b"")
             flags = tuple(_text(f) for f in data.get(b"FLAGS", ()))
-            date = None
-            try:
-                date = head["Date"].datetime if head["Date"] is not None else None
-            except (AttributeError, TypeError, ValueError):
-                date = None
-            if date is None or date.tzinfo is None:
+            date = sent_at(head)
+            if date is None:
                 received = data.get(b"INTERNALDATE")
                 date = received if isinstance(received, datetime) else date
             sender = addresses(head, "From")
             out.append(
                 Header(
                     ref=MessageRef(folder=folder, uidvalidity=validity, uid=int(uid)),
-                    message_id=str(head.get("Message-ID", "")).strip(),
+                    message_id=next(iter(message_ids(head.get("Message-ID"))), ""),
                     sender=sender[0] if sender else "",
                     sender_name=sender_name(head),
                     reply_to=addresses(head, "Reply-To") or sender,
                     to=addresses(head, "To"),
                     cc=addresses(head, "Cc"),
-                    subject=str(head.get("Subject", "")),
+                    subject=decoded(head.get("Subject")),
                     date=date,
                     unread="\\Seen" not in flags,
                     flagged="\\Flagged" in flags,

@@ -16,7 +16,7 @@ from email.message import EmailMessage
 import aiosmtplib
 
 from steward.connectors.mail.imap import MailError, MailUnreachable
-from steward.connectors.mail.settings import MailSettings
+from steward.connectors.mail.settings import MailSettings, tls_context
 
 
 def _client(settings: MailSettings, secret: str, timeout: float) -> aiosmtplib.SMTP:
@@ -32,7 +32,7 @@ def _client(settings: MailSettings, secret: str, timeout: float) -> aiosmtplib.S
         oauth_token_generator=token if oauth else None,
         use_tls=settings.smtp_security == "ssl",
         start_tls={"ssl": False, "starttls": True, "plain": False}[settings.smtp_security],
-        tls_context=ssl.create_default_context(),
+        tls_context=tls_context(),
         timeout=timeout,
     )
 
