@@ -12,7 +12,7 @@ root). Run as anyone else, everything runs as that user under the given director
 The SMTP server asks senders to sign in (a user's password, or ``XOAUTH2`` with a token from
 :attr:`MailServer.tokens`), records each message it accepts (:attr:`MailServer.accepted`) and
 delivers it to every recipient at ``example.test`` who is a user here, by IMAP APPEND into
-their INBOX.
+their INBOX; it refuses recipients at ``nowhere.test``.
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ from support.startup import scaled
 
 DOVECOT = "/usr/sbin/dovecot"
 DOMAIN = "example.test"
+NOWHERE = "nowhere.test"
+"""The SMTP server refuses every recipient at this domain."""
 SPECIAL = ("Drafts", "Sent", "Trash", "Archive", "Junk")
 
 
@@ -217,6 +219,19 @@ class _Delivery:
         if user is None or user != fields.get("user"):
             return AuthResult(success=False, handled=False)
         return AuthResult(success=True, auth_data=LoginPassword(user.encode(), b""))
+
+    async def handle_RCPT(
+        self,
+        _server: SMTP,
+        _session: Session,
+        envelope: Envelope,
+        address: str,
+        _options: list[str],
+    ) -> str:
+        if address.lower().endswith("@" + NOWHERE):
+            return "550 5.1.1 No such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, _server: SMTP, session: Session, envelope: Envelope) -> str:
         data = envelope.original_content or b""

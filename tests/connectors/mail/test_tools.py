@@ -272,3 +272,16 @@ async def test_forward_attaches_the_message(mailbox: Mailbox, tmp_path: Path) ->
     ]
     assert b"Content-Type: message/rfc822" in received
     assert b"Message-ID: <inv-1@shop.test>" in received
+
+
+async def test_a_refused_recipient_sends_nothing_and_keeps_no_copy(
+    mailbox: Mailbox, tmp_path: Path
+) -> None:
+    await mailbox.connect()
+    ctx = context(mailbox, tmp_path, key=f"effect-{uuid.uuid4().hex}")
+    with pytest.raises(ToolError) as caught:
+        await call(mailbox, ctx, "mail_send", to=["ghost@nowhere.test"], subject="Hi", body="Hello")
+    assert str(caught.value) == (
+        "127.0.0.1 refused the recipient ghost@nowhere.test; nothing was sent"
+    )
+    assert await mailbox.folder("Sent") == []

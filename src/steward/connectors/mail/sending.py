@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from steward.connectors.base import ConnectorEnv
+from steward.connectors.base import ConnectionFailed, ConnectorEnv
 from steward.connectors.mail import access
 from steward.connectors.mail.imap import IMAPAccount, MailError
 from steward.connectors.mail.message import compose, message_id_for, parse
@@ -187,9 +187,11 @@ def sending_tools(env: ConnectorEnv) -> list[Tool]:
             await acct.append(sent, letter.as_bytes(), [SENDING, "\\Seen"], ctx.now)
             try:
                 refused = await access.send(env, connection, letter, recipients)
-            except MailError:  # refused for certain: nothing went out, no copy is kept
+            except (MailError, ConnectionFailed) as exc:
+                # refused for certain (the server, or the vault before it): nothing went out,
+                # and no copy is kept
                 await acct.delete([ref for ref, _ in await acct.find(sent, message_id)])
-                raise
+                raise ToolError(str(exc)) from None
             copies = await acct.find(sent, message_id)
             await acct.flag([ref for ref, _ in copies], [SENDING], add=False)
             result = _result(letter)

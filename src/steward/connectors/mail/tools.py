@@ -15,6 +15,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import date
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -91,19 +92,21 @@ def _day(text: str | None) -> date | None:
         raise ToolError(f"{text!r} is not a day; write 2026-12-10") from None
 
 
-async def save_attachments(ctx: ToolContext, ref: MessageRef, parsed: Any) -> list[dict[str, Any]]:
+async def save_attachments(
+    ctx: ToolContext, ref: MessageRef, parsed: EmailMessage
+) -> list[dict[str, Any]]:
     """Write the message's attachments under the person's workspace (never outside it);
     their names, types, sizes and where each was saved (relative to the workspace)."""
     root = ctx.workspace.resolve()
-    folder = mail.safe_name(f"{ref.folder}-{ref.uidvalidity}-{ref.uid}")
+    folder = mail.safe_name(f"{ref.folder.replace('/', '_')}-{ref.uidvalidity}-{ref.uid}")
     out, used = [], set()
     for name, kind, data in mail.attachments(parsed):
-        safe = mail.safe_name(name)
-        stem, dot, ext = safe.rpartition(".")
+        safe = base = mail.safe_name(name)
+        stem, dot, ext = base.rpartition(".")
         count = 1
         while safe in used:  # two attachments of one name: keep both
             count += 1
-            safe = f"{stem}-{count}{dot}{ext}" if dot else f"{safe}-{count}"
+            safe = f"{stem}-{count}.{ext}" if dot else f"{base}-{count}"
         used.add(safe)
         path = (root / ATTACHMENTS_DIR / folder / safe).resolve()
         if not path.is_relative_to(root):
