@@ -6,6 +6,7 @@ repeats nothing; and IMAP IDLE ends the wait as soon as mail arrives."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from steward.connectors.base import TriggerSource
 from steward.connectors.mail.connector import CONNECTOR
@@ -15,6 +16,7 @@ from steward.domain.event import Event
 from steward.domain.task import payload_matches
 from support.mailserver import Mailbox, message
 from support.startup import scaled
+from support.waiting import eventually
 
 ATTACHED = (
     "From: Shop <news@shop.test>\r\nTo: {to}\r\nCc: bo@example.test\r\nSubject: Invoice 7\r\n"
@@ -132,3 +134,44 @@ async def test_idle_ends_the_wait_when_mail_arrives(mailbox: Mailbox) -> None:
     await asyncio.sleep(0.5)  # let the IDLE begin (mail arriving earlier ends the wait too)
     await mailbox.receive(message(sender="dana@example.test", to=mailbox.address, subject="Now"))
     await asyncio.wait_for(waiting, scaled(30))
+
+
+async def test_a_running_watcher_reports_each_mail_once_across_a_restart(
+    mailbox: Mailbox,
+) -> None:
+    """The watcher as a process runs it (IDLE between polls): mail that arrives while it runs,
+    while no watcher runs, and after another one took over is each reported once."""
+    con = await mailbox.connect()
+
+    async def subjects() -> list[str]:
+        return [e.payload["subject"] for e in await events(mailbox)]
+
+    async def watching() -> bool:
+        state = await mailbox.store.watches.get(con.id, RECEIVED)
+        return state is not None and state.cursor is not None
+
+    first = Watcher(env=mailbox.env, holder="w1", refresh_seconds=0.1, interval_seconds=600)
+    stop = asyncio.Event()
+    running = asyncio.create_task(first.run(stop))
+    await eventually(watching, "the watch to take stock", seconds=scaled(30))
+    await mailbox.receive(message(sender="dana@example.test", to=mailbox.address, subject="A"))
+    await eventually(lambda: _is(subjects, ["A"]), "A to be reported (IDLE)", seconds=scaled(30))
+    stop.set()
+    await running
+
+    await mailbox.receive(message(sender="dana@example.test", to=mailbox.address, subject="B"))
+    second = Watcher(env=mailbox.env, holder="w2", refresh_seconds=0.1, interval_seconds=600)
+    stop = asyncio.Event()
+    running = asyncio.create_task(second.run(stop))
+    await eventually(lambda: _is(subjects, ["A", "B"]), "B, not A again", seconds=scaled(30))
+    await mailbox.receive(message(sender="dana@example.test", to=mailbox.address, subject="C"))
+    await eventually(lambda: _is(subjects, ["A", "B", "C"]), "C", seconds=scaled(30))
+    stop.set()
+    await running
+    assert await subjects() == ["A", "B", "C"]
+
+
+async def _is(read: Callable[[], Awaitable[list[str]]], expected: list[str]) -> bool:
+    got = await read()
+    assert len(got) <= len(expected), f"reported more than expected: {got}"
+    return got == expected
