@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import grp
 import imaplib
 import json
 import os
@@ -298,7 +299,11 @@ def _config(root: Path, port: int) -> str:
         internal = f"default_internal_user = {owner}\ndefault_login_user = {login}\n"
     else:
         users = ""
-        internal = f"default_internal_user = {me}\ndefault_login_user = {me}\n"
+        group = grp.getgrgid(os.getegid()).gr_name
+        internal = (
+            f"default_internal_user = {me}\ndefault_internal_group = {group}\n"
+            f"default_login_user = {me}\n"
+        )
     mailboxes = "".join(
         f"  mailbox {name} {{\n    special_use = \\{name}\n    auto = subscribe\n  }}\n"
         for name in SPECIAL
