@@ -22,6 +22,7 @@ import base64
 import contextlib
 import grp
 import imaplib
+import ipaddress
 import json
 import os
 import pwd
@@ -34,6 +35,7 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,10 @@ from urllib.parse import parse_qs
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.mail.tools import SCOPES
@@ -103,6 +109,8 @@ class MailServer:
 
     imap_port: int
     """Dovecot's IMAP port on 127.0.0.1 (plain text: loopback only)."""
+    tls_port: int
+    """Its IMAP port with TLS from the start, with a certificate no authority signed."""
     smtp_port: int
     """The SMTP server's port on 127.0.0.1."""
     users: Path
@@ -289,7 +297,36 @@ def _oauth2_config(introspection: int) -> str:
     )
 
 
-def _config(root: Path, port: int) -> str:
+def _self_signed(root: Path) -> None:
+    """A certificate for 127.0.0.1 that no authority signed (``cert.pem``, ``key.pem``)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=30))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    (root / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (root / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+
+
+def _config(root: Path, port: int, tls_port: int) -> str:
     as_root = os.geteuid() == 0
     me = pwd.getpwuid(os.geteuid()).pw_name
     if as_root:
@@ -315,7 +352,9 @@ log_path = {root}/dovecot.log
 instance_name = steward-test-{port}
 protocols = imap
 listen = 127.0.0.1
-ssl = no
+ssl = yes
+ssl_cert = <{root}/cert.pem
+ssl_key = <{root}/key.pem
 disable_plaintext_auth = no
 auth_mechanisms = plain login xoauth2 oauthbearer
 auth_failure_delay = 0
@@ -342,7 +381,9 @@ service imap-login {{
     port = {port}
   }}
   inet_listener imaps {{
-    port = 0
+    address = 127.0.0.1
+    port = {tls_port}
+    ssl = yes
   }}
 }}
 service anvil {{
@@ -390,8 +431,10 @@ def running_mail(workdir: Path) -> Iterator[MailServer]:
     gateway = ThreadingHTTPServer(("127.0.0.1", 0), _introspection(tokens))
     threading.Thread(target=gateway.serve_forever, daemon=True).start()
     (root / "oauth2.conf").write_text(_oauth2_config(gateway.server_address[1]))
+    tls_port = free_port()
+    _self_signed(root)
     config = root / "dovecot.conf"
-    config.write_text(_config(root, port))
+    config.write_text(_config(root, port, tls_port))
     out = (root / "dovecot.out").open("ab")
     proc = subprocess.Popen([DOVECOT, "-F", "-c", str(config)], stdout=out, stderr=out)
     smtp: Controller | None = None
@@ -409,6 +452,7 @@ def running_mail(workdir: Path) -> Iterator[MailServer]:
                 proc.wait(timeout=0.1)
         server = MailServer(
             imap_port=port,
+            tls_port=tls_port,
             smtp_port=free_port(),
             users=users,
             log=root / "dovecot.log",

@@ -54,3 +54,22 @@ async def test_a_wrong_smtp_password_is_found_at_connect_time(mailbox: Mailbox) 
         f"127.0.0.1 refused the sign-in as {mailbox.user}: the password is wrong or has "
         "expired, or the account does not allow sending by SMTP"
     )
+
+
+async def test_a_certificate_no_authority_signed_is_refused(mailbox: Mailbox) -> None:
+    settings = mailbox.settings(imap_security="ssl", imap_port=mailbox.server.tls_port)
+    con = await mailbox.connect(settings=settings)
+    with pytest.raises(ConnectionFailed) as caught:
+        await CONNECTOR.check(con, mailbox.env)
+    assert str(caught.value) == (
+        "the certificate of 127.0.0.1 is not trusted (self-signed certificate), so the "
+        "password was not sent: check the server name"
+    )
+
+
+async def test_tls_to_a_plain_port_says_what_to_check(mailbox: Mailbox) -> None:
+    con = await mailbox.connect(settings=mailbox.settings(imap_security="ssl"))
+    with pytest.raises(ConnectionFailed) as caught:
+        await CONNECTOR.check(con, mailbox.env)
+    assert str(caught.value).startswith("127.0.0.1 did not set up a secure connection (")
+    assert str(caught.value).endswith("): check the IMAP port and security (ssl or starttls)")

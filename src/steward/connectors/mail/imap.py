@@ -35,7 +35,8 @@ from steward.connectors.mail.message import (
     sent_at,
 )
 from steward.connectors.mail.model import Folder, FolderRole, Header, MessageRef
-from steward.connectors.mail.settings import MailSettings, tls_context
+from steward.connectors.mail.settings import MailSettings
+from steward.connectors.mail.tls import tls_context, tls_failure
 from steward.errors import EffectFailed, StewardRuntimeError
 
 T = TypeVar("T")
@@ -146,10 +147,7 @@ class IMAPAccount:
                 raise
             except ssl.SSLError as exc:
                 self._drop()
-                raise MailUnreachable(
-                    f"{self.settings.imap_host} refused a secure connection "
-                    f"({exc.reason or 'TLS failed'}): check the IMAP port and security"
-                ) from None
+                raise MailUnreachable(tls_failure(self.settings.imap_host, "IMAP", exc)) from None
             except (imaplib.IMAP4.abort, OSError) as exc:
                 self._drop()
                 raise MailUnreachable(self._unreachable(exc)) from exc

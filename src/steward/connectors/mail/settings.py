@@ -8,8 +8,6 @@ SPECIAL-USE flags (RFC 6154) when the account is opened.
 
 from __future__ import annotations
 
-import functools
-import ssl
 from email.headerregistry import Address
 from email.utils import parseaddr
 from typing import Literal
@@ -24,13 +22,6 @@ DEFAULT_PORTS = {
     "imap": {"ssl": 993, "starttls": 143, "plain": 143},
     "smtp": {"ssl": 465, "starttls": 587, "plain": 25},
 }
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """The TLS settings every mail connection uses (certificates checked against the system's
-    authorities): made once, since loading the authorities costs memory per copy."""
-    return ssl.create_default_context()
 
 
 def plain_address(text: str) -> str | None:

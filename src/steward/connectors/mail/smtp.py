@@ -16,7 +16,8 @@ from email.message import EmailMessage
 import aiosmtplib
 
 from steward.connectors.mail.imap import MailError, MailUnreachable
-from steward.connectors.mail.settings import MailSettings, tls_context
+from steward.connectors.mail.settings import MailSettings
+from steward.connectors.mail.tls import tls_context, tls_failure
 
 
 def _client(settings: MailSettings, secret: str, timeout: float) -> aiosmtplib.SMTP:
@@ -52,10 +53,7 @@ async def _connect(client: aiosmtplib.SMTP, settings: MailSettings) -> None:
             "account does not allow sending by SMTP"
         ) from None
     except ssl.SSLError as exc:
-        raise MailError(
-            f"{host} refused a secure connection ({exc.reason or 'TLS failed'}): check the SMTP "
-            "port and security"
-        ) from None
+        raise MailError(tls_failure(host, "SMTP", exc)) from None
     except aiosmtplib.SMTPResponseException as exc:
         raise MailError(f"{host} refused the connection: {_words(exc)}") from None
     except aiosmtplib.SMTPException as exc:
