@@ -6,14 +6,24 @@ repeats nothing; and IMAP IDLE ends the wait as soon as mail arrives."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from typing import Any
 
 from steward.connectors.base import TriggerSource
 from steward.connectors.mail.connector import CONNECTOR
 from steward.connectors.mail.received import RECEIVED
 from steward.connectors.watch import Watcher
+from steward.domain import TaskStatus
 from steward.domain.event import Event
 from steward.domain.task import payload_matches
+from steward.harness.agent import AgentHarness
+from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
+from steward.models.scripted import call_tool
+from steward.runtime.scheduler import Scheduler
+from steward.sentinel.policy import PolicySentinel
+from support.agents import agent_worker
 from support.mailserver import Mailbox, message
 from support.startup import scaled
 from support.waiting import eventually
@@ -175,3 +185,81 @@ async def _is(read: Callable[[], Awaitable[list[str]]], expected: list[str]) -> 
     got = await read()
     assert len(got) <= len(expected), f"reported more than expected: {got}"
     return got == expected
+
+
+async def test_a_mail_matching_the_filter_wakes_the_waiting_task(mailbox: Mailbox) -> None:
+    """The agent waits for Dana's answer: a newsletter does not wake it (the filter is checked
+    before any task runs); her mail does, and the agent reads it and drafts a reply."""
+    con = await mailbox.connect()
+    store, clock = mailbox.store, mailbox.clock
+    wait = call_tool(
+        "wait_for_event",
+        event_type=RECEIVED,
+        match={"from": "dana@example.test", "subject": {"contains": "thursday"}},
+    )
+
+    def arrived(messages: Sequence[Message]) -> dict[str, Any]:
+        [text] = [m.content for m in messages if m.role == "tool" and "event arrived" in m.content]
+        payload: dict[str, Any] = json.loads(text.split("event arrived: ", 1)[1])["payload"]
+        return payload
+
+    def read(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        return call_tool("mail_read", message=arrived(messages)["message"])
+
+    def draft(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        return call_tool(
+            "mail_draft",
+            to=["dana@example.test"],
+            subject=arrived(messages)["subject"],
+            body="Thursday works",
+            mode="reply",
+            message=arrived(messages)["message"],
+        )
+
+    harness = AgentHarness(
+        model=ScriptedModel([wait, read, draft, call_tool("finish", result="drafted")]),
+        workspace=mailbox.env.workspace,
+        tools=CONNECTOR.tools(mailbox.env),
+        sentinel=PolicySentinel(store, clock),
+    )
+    task = await mailbox.svc.ask_agent(
+        person_id=mailbox.person_id, instructions="When Dana answers about Thursday, draft a reply"
+    )
+    worker, scheduler = agent_worker(store, harness, clock), Scheduler(store, clock)
+    watcher = Watcher(env=mailbox.env, holder="w1")
+    await watcher.poll_once(con, source(mailbox))  # the watch takes stock
+    await worker.run_until_idle()
+    assert (await mailbox.svc.get_task(task.id)).status is TaskStatus.WAITING
+
+    await mailbox.receive(message(sender="news@shop.test", to=mailbox.address, subject="Thursday"))
+    await watcher.poll_once(con, source(mailbox))
+    await scheduler.tick()
+    await worker.run_until_idle()
+    assert (await mailbox.svc.get_task(task.id)).status is TaskStatus.WAITING
+
+    await mailbox.receive(
+        message(sender="dana@example.test", to=mailbox.address, subject="Re: Thursday?")
+    )
+    clock.advance(timedelta(minutes=1))
+    await watcher.poll_once(con, source(mailbox))
+    await scheduler.tick()
+    await worker.run_until_idle()
+    done = await mailbox.svc.get_task(task.id)
+    assert done.status is TaskStatus.SUCCEEDED
+    [(_, drafted)] = await mailbox.folder("Drafts")
+    assert b"Subject: Re: Thursday?" in drafted
+    assert await mailbox.svc.list_approvals(person_id=mailbox.person_id) == []  # nothing sent
+
+
+async def test_a_wrong_password_is_a_failure_the_watcher_backs_off_from(
+    mailbox: Mailbox,
+) -> None:
+    con = await mailbox.connect(password="wrong")
+    watcher = Watcher(env=mailbox.env, holder="w1")
+    assert await watcher.poll_once(con, source(mailbox)) == 1
+    state = await mailbox.store.watches.get(con.id, RECEIVED)
+    assert state is not None
+    assert state.last_error == (
+        f"127.0.0.1 refused the sign-in as {mailbox.user}: the password is wrong or has "
+        "expired, or the account does not allow IMAP"
+    )
