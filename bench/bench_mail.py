@@ -38,7 +38,8 @@ from steward.domain.clock import Clock  # noqa: E402
 from steward.harness.tools import ToolContext  # noqa: E402
 from steward.sentinel.vault import Vault, VaultKeys, generate_key  # noqa: E402
 from steward.store import Store  # noqa: E402
-from support.mailserver import MailServer, mailbox_of, message, running_mail  # noqa: E402
+from support.mailbox import mailbox_of  # noqa: E402
+from support.mailserver import MailServer, message, running_mail  # noqa: E402
 
 VAULT = Vault(VaultKeys(keys=(generate_key(),), source="bench"))
 """One vault for every mailbox: one watcher process opens them all."""

@@ -10,14 +10,8 @@ import pytest
 
 from steward.domain.clock import SimulatedClock
 from steward.store import Store
-from support.mailserver import (
-    Mailbox,
-    MailServer,
-    dovecot_missing,
-    mailbox_of,
-    running_mail,
-    skip_or_fail,
-)
+from support.mailbox import Mailbox, mailbox_of
+from support.mailserver import MailServer, dovecot_missing, running_mail, skip_or_fail
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,8 @@ import pytest
 
 from steward.connectors.base import ConnectionFailed
 from steward.connectors.mail.connector import CONNECTOR
-from support.mailserver import Mailbox, free_port, message
+from support.mailbox import Mailbox
+from support.mailserver import free_port, message
 
 
 async def test_the_check_says_what_it_found(mailbox: Mailbox) -> None:

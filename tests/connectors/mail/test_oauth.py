@@ -13,7 +13,8 @@ import pytest
 from steward.connectors.base import ConnectionFailed
 from steward.connectors.mail.connector import CONNECTOR
 from steward.harness.tools import ToolContext
-from support.mailserver import Mailbox, message
+from support.mailbox import Mailbox
+from support.mailserver import message
 
 
 async def test_an_oauth_account_reads_and_sends_with_its_access_token(

@@ -24,7 +24,8 @@ from steward.models.scripted import call_tool
 from steward.runtime.scheduler import Scheduler
 from steward.sentinel.policy import PolicySentinel
 from support.agents import agent_worker
-from support.mailserver import Mailbox, message
+from support.mailbox import Mailbox
+from support.mailserver import message
 from support.startup import scaled
 from support.waiting import eventually
 

@@ -22,7 +22,8 @@ from steward.models.scripted import ScriptedModel, call_tool
 from steward.runtime.scheduler import Scheduler
 from steward.sentinel.policy import PolicySentinel
 from support.agents import agent_worker
-from support.mailserver import Mailbox, message
+from support.mailbox import Mailbox
+from support.mailserver import message
 
 LEASE = 30.0
 EM = "\N{EM DASH}"

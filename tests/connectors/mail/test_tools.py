@@ -13,7 +13,8 @@ import pytest
 
 from steward.connectors.mail.connector import CONNECTOR
 from steward.harness.tools import Tool, ToolContext, ToolError
-from support.mailserver import Mailbox, message
+from support.mailbox import Mailbox
+from support.mailserver import message
 
 HTML_WITH_PDF = (
     "From: Shop <news@shop.test>\r\nTo: {to}\r\nSubject: Your invoice\r\n"
