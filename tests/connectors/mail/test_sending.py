@@ -12,6 +12,9 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
+from steward.connectors.mail import access
 from steward.connectors.mail.connector import CONNECTOR
 from steward.connectors.mail.message import message_id_for
 from steward.connectors.mail.sending import SENDING
@@ -210,3 +213,41 @@ async def test_a_connection_bound_to_a_domain_holds(mailbox: Mailbox) -> None:
     # within the bound, the send is asked about (sending always is, by default)
     [approval] = await mailbox.svc.list_approvals(person_id=mailbox.person_id)
     assert approval.summary.startswith("Send an email to dana@example.test")
+
+
+async def test_a_crash_after_the_copy_was_stored_leaves_the_send_to_the_person(
+    mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker dies after storing the Sent copy (marked as being sent), before the SMTP
+    server answered: nobody can tell whether it went out, so the recovered task does not send
+    again on its own; the effect is in doubt and the person decides."""
+    await mailbox.connect()
+    store, clock, svc = mailbox.store, mailbox.clock, mailbox.svc
+    model = ScriptedModel(
+        [
+            call_tool("mail_send", to=["dana@example.test"], subject="Hi", body="Hello"),
+            call_tool("finish", result="sent"),
+        ]
+    )
+
+    async def dies(*args: Any, **kwargs: Any) -> tuple[str, ...]:
+        raise Died
+
+    task = await svc.ask_agent(person_id=mailbox.person_id, instructions="Say hi to Dana")
+    worker = agent_worker(store, harness(mailbox, model), clock)
+    await worker.run_until_idle()
+    [approval] = await svc.list_approvals(person_id=mailbox.person_id)
+    await svc.decide_approval(approval.id, approve=True, decided_by="test")
+    with monkeypatch.context() as patched:
+        patched.setattr(access, "send", dies)  # the process is gone before SMTP answered
+        await worker.run_until_idle()
+    [(flags, _)] = await mailbox.folder("Sent")
+    assert SENDING.encode() in flags
+
+    clock.advance(timedelta(seconds=LEASE + 1))
+    await Scheduler(store, clock).tick()
+    await agent_worker(store, harness(mailbox, model), clock).run_until_idle()
+    [effect] = await store.effects.list_effects(task_id=task.id)
+    assert effect.status is EffectStatus.IN_DOUBT
+    assert [e.id for e in await svc.in_doubt_effects(mailbox.person_id)] == [effect.id]
+    assert all(a.login != mailbox.user for a in mailbox.server.accepted)  # not sent again
