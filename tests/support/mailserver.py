@@ -57,6 +57,10 @@ NOWHERE = "nowhere.test"
 SPECIAL = ("Drafts", "Sent", "Trash", "Archive", "Junk")
 
 
+BASIC = "IMAP4rev1 LITERAL+ SASL-IR ID ENABLE UIDPLUS NAMESPACE SPECIAL-USE"
+"""The capabilities of a server from before IDLE (RFC 2177) and MOVE (RFC 6851)."""
+
+
 def dovecot_missing() -> str | None:
     """Why Dovecot cannot run here, or None."""
     if not Path(DOVECOT).exists():
@@ -315,7 +319,7 @@ def _self_signed(root: Path) -> None:
     )
 
 
-def _config(root: Path, port: int, tls_port: int) -> str:
+def _config(root: Path, port: int, tls_port: int, capabilities: str | None) -> str:
     as_root = os.geteuid() == 0
     me = pwd.getpwuid(os.geteuid()).pw_name
     if as_root:
@@ -380,6 +384,7 @@ service anvil {{
 }}
 protocol imap {{
   mail_max_userip_connections = 1000
+{f"  imap_capability = {capabilities}" if capabilities else ""}
 }}
 namespace inbox {{
   inbox = yes
@@ -404,8 +409,10 @@ def _answers(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def running_mail(workdir: Path) -> Iterator[MailServer]:
-    """Start Dovecot and the SMTP server; stop both and remove the mail on exit."""
+def running_mail(workdir: Path, *, capabilities: str | None = None) -> Iterator[MailServer]:
+    """Start Dovecot and the SMTP server; stop both and remove the mail on exit.
+    ``capabilities``: what Dovecot announces after sign-in, when not all it can (a server
+    without IDLE or MOVE)."""
     root = Path(tempfile.mkdtemp(prefix="steward-dovecot-")) if os.geteuid() == 0 else workdir
     root.chmod(0o755)
     for sub in ("mail", "home"):
@@ -423,7 +430,7 @@ def running_mail(workdir: Path) -> Iterator[MailServer]:
     tls_port = free_port()
     _self_signed(root)
     config = root / "dovecot.conf"
-    config.write_text(_config(root, port, tls_port))
+    config.write_text(_config(root, port, tls_port, capabilities))
     out = (root / "dovecot.out").open("ab")
     proc = subprocess.Popen([DOVECOT, "-F", "-c", str(config)], stdout=out, stderr=out)
     smtp: Controller | None = None

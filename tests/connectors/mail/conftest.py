@@ -11,7 +11,7 @@ import pytest
 from steward.domain.clock import SimulatedClock
 from steward.store import Store
 from support.mailbox import Mailbox, mailbox_of
-from support.mailserver import MailServer, dovecot_missing, running_mail, skip_or_fail
+from support.mailserver import BASIC, MailServer, dovecot_missing, running_mail, skip_or_fail
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +28,20 @@ async def mailbox(
     mail_server: MailServer, store: Store, clock: SimulatedClock, tmp_path: Path
 ) -> Mailbox:
     return await mailbox_of(mail_server, store, clock, tmp_path / "workspace")
+
+
+@pytest.fixture(scope="session")
+def basic_mail_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MailServer]:
+    """A Dovecot that speaks neither IDLE nor MOVE."""
+    missing = dovecot_missing()
+    if missing is not None:
+        skip_or_fail(missing)
+    with running_mail(tmp_path_factory.mktemp("dovecot-basic"), capabilities=BASIC) as server:
+        yield server
+
+
+@pytest.fixture
+async def basic_mailbox(
+    basic_mail_server: MailServer, store: Store, clock: SimulatedClock, tmp_path: Path
+) -> Mailbox:
+    return await mailbox_of(basic_mail_server, store, clock, tmp_path / "workspace")
