@@ -117,6 +117,15 @@ async def test_archive_mark_and_label_newsletters(mailbox: Mailbox, tmp_path: Pa
     assert len(archived) == 3
     assert all(b"\\Seen" in flags for flags, _ in archived)
     assert sum(b"Shopping" in flags for flags, _ in archived) == 1
+    with pytest.raises(ToolError, match="there is no folder 'Receipts'"):
+        await call(mailbox, ctx, "mail_move", messages=[dana], folder="Receipts")
+    moved = await call(mailbox, ctx, "mail_move", messages=[dana], folder="Junk")
+    assert moved == {"moved": 1, "to": "Junk"}
+    [dana] = [
+        m["message"] for m in (await call(mailbox, ctx, "mail_search", folder="Junk"))["messages"]
+    ]
+    await call(mailbox, ctx, "mail_move", messages=[dana], folder="INBOX")
+    [dana] = [m["message"] for m in (await call(mailbox, ctx, "mail_search"))["messages"]]
     await call(mailbox, ctx, "mail_mark", messages=[dana], mark="flagged")
     [(flags, _)] = await mailbox.folder("INBOX")
     assert b"\\Flagged" in flags
