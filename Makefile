@@ -10,7 +10,10 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	# caldav's HTTP client (niquests) brings urllib3-future, whose wheel takes over every
+	# `import urllib3` in the environment and breaks requests; its documented cohabitation
+	# mode (built from source with URLLIB3_NO_OVERRIDE) leaves urllib3 to requests
+	URLLIB3_NO_OVERRIDE=1 $(BIN)/pip install -q --no-binary=urllib3-future -e '.[dev]'
 	touch $@
 
 run: install

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from steward.config import Settings
+from steward.connectors import registry
+from steward.connectors.base import ConnectorEnv
 from steward.connectors.http import http_tool
 from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
+from steward.connectors.watch import Watcher
 from steward.domain.clock import Clock
 from steward.errors import ConfigError
 from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
@@ -26,6 +29,7 @@ from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
 from steward.runtime.stepfn import StepHarness
+from steward.runtime.worker import default_worker_name
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
 from steward.sentinel.vault import Vault, VaultKeys
@@ -123,6 +127,34 @@ def task_kinds() -> frozenset[str]:
     return frozenset({AGENT_KIND, *builtin_harness().kinds, HTTP_POST, CONSOLIDATE})
 
 
+async def connector_env(settings: Settings, store: Store, clock: Clock) -> ConnectorEnv:
+    """What connectors' tools and watches work with: the store, an egress broker holding the
+    vault (credentials are opened only at the boundary), the clock and the workspace."""
+    vault = Vault(
+        VaultKeys.load(settings.data_dir, stored_secrets=await store.secrets.count_secrets())
+    )
+    return ConnectorEnv(
+        store=store,
+        broker=EgressBroker(store, vault, audit=store.audit.append_audit, now=clock.now),
+        clock=clock,
+        workspace=Workspace(settings.workspace_dir),
+    )
+
+
+async def connection_watcher(
+    settings: Settings, store: Store, clock: Clock, *, on_events: Callable[[], None]
+) -> Watcher:
+    """The watcher of every connected account's trigger sources (new mail, calendar changes),
+    under a lease per watch so that one process polls each; ``on_events`` is called when a
+    poll stored events (the scheduler routes them to triggers and waits)."""
+    return Watcher(
+        env=await connector_env(settings, store, clock),
+        holder=default_worker_name(),
+        interval_seconds=settings.watch_interval_seconds,
+        on_events=on_events,
+    )
+
+
 async def build_harness(
     settings: Settings,
     store: Store,
@@ -134,12 +166,11 @@ async def build_harness(
     """The agent harness for ``agent`` tasks, with the built-in step functions for the rest;
     every proposed action passes the person's policy (:class:`PolicySentinel`), and web API
     calls carry credentials only through the egress broker."""
-    vault = Vault(
-        VaultKeys.load(settings.data_dir, stored_secrets=await store.secrets.count_secrets())
-    )
-    broker = EgressBroker(store, vault, audit=store.audit.append_audit, now=clock.now)
+    connectors = await connector_env(settings, store, clock)
+    broker = connectors.broker
     sentinel = PolicySentinel(store, clock)
-    tools: list[Tool] = [http_tool(broker)]
+    # every connector's tools: one reaches an account only through a connection the person made
+    tools: list[Tool] = [http_tool(broker), *registry.tools(connectors)]
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
         from steward.harness.mcp import McpServerConfig, load_mcp_tools
@@ -151,7 +182,7 @@ async def build_harness(
     return AgentHarness(
         model=model,
         summarizer=model if settings.model_summaries else None,
-        workspace=Workspace(settings.workspace_dir),
+        workspace=connectors.workspace,
         tools=tools,
         sentinel=sentinel,
         personal=PersonalMemory(book, skills=SkillLibrary(store, clock, sentinel=sentinel)),

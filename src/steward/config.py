@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     """Default step budget of one agent activation."""
     approval_ttl_hours: float = Field(default=168.0, gt=0)
     """Undecided approvals expire after this."""
+    watch_interval_seconds: float = Field(default=60.0, gt=0)
+    """The longest a connected account's watch waits between polls (a mailbox with IMAP IDLE
+    hears of new mail at once; a calendar is polled this often)."""
     streams_per_person: int = Field(default=16, ge=1)
     """Live streams (SSE) one person may have open at once on the API; one more is a 429."""
 

@@ -15,7 +15,13 @@ import typer
 
 from steward.api import create_app
 from steward.api.server import serving
-from steward.app import build_harness, database_limits, embedder_from, task_kinds
+from steward.app import (
+    build_harness,
+    connection_watcher,
+    database_limits,
+    embedder_from,
+    task_kinds,
+)
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import (
     DbOption,
@@ -97,6 +103,14 @@ async def _serve(
         await store.close()
         raise
     runtime = Runtime(store, harness, clock, config)
+    # connected accounts are watched where events are routed
+    watcher = (
+        await starting.retry(
+            lambda: connection_watcher(settings, store, clock, on_events=runtime.notify_scheduler)
+        )
+        if config.scheduler
+        else None
+    )
     service = Service(
         store,
         clock,
@@ -124,7 +138,10 @@ async def _serve(
                 )
             if banner:
                 _banner(settings, store, harness.model.name, person, config, address)
-            await runtime.run()
+            async with asyncio.TaskGroup() as roles:
+                roles.create_task(runtime.run())
+                if watcher is not None:
+                    roles.create_task(watcher.run(runtime.stop_event))
     finally:
         await store.close()
     if banner:
@@ -139,7 +156,9 @@ def _banner(
     config: RuntimeConfig,
     address: str | None,
 ) -> None:
-    roles = (["scheduler"] if config.scheduler else []) + [f"{config.workers} worker(s)"]
+    roles = (["scheduler", "account watches"] if config.scheduler else []) + [
+        f"{config.workers} worker(s)"
+    ]
     where = store.url
     if store.dialect == "sqlite":
         where = f"{store.backend.path} (SQLite, WAL)"  # type: ignore[attr-defined]
