@@ -94,7 +94,8 @@ async def test_each_message_is_one_event_and_one_task_across_a_kill_and_a_restar
         third = arrive(3, "news@shop.test") + arrive(3, "dana@example.test")  # while down
         start()
         everything = first + second + third
-        await until(seen(everything), "all mail to be seen", procs, logs, start_deadline(30))
+        # the killed process's lease on the watch runs out first (about a minute)
+        await until(seen(everything), "all mail to be seen", procs, logs, start_deadline(90))
 
         async def tasks_started() -> bool:
             return len(await store.tasks.list_tasks(person_id=box.person_id, kind="noop")) >= 9
