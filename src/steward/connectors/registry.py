@@ -15,6 +15,7 @@ from steward.errors import UsageError
 from steward.harness.tools import Tool
 
 _MODULES = {
+    "mail": "steward.connectors.mail.connector",
     "calendar": "steward.connectors.calendar.connector",
 }
 """Kind → the module whose ``CONNECTOR`` is that kind's :class:`Connector`."""
