@@ -13,7 +13,6 @@ import pytest
 from typer.testing import CliRunner
 
 from steward.cli.main import app
-from steward.connectors.registry import kinds
 from steward.domain.memory import MemoryKind, Source, SourceKind
 from steward.service import Service
 from steward.store import Store
@@ -163,12 +162,6 @@ async def test_an_oauth_calendar_is_authorized_in_the_browser(
     assert secret["hosts"] == ["127.0.0.1"]
 
 
-mail_registered = pytest.mark.skipif(
-    "mail" not in kinds(), reason="the mail connector is not in the registry yet"
-)
-"""Until the integrator registers the mail connector (then: remove this mark)."""
-
-
 @pytest.fixture(scope="module")
 def mail_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MailServer]:
     missing = dovecot_missing()
@@ -178,7 +171,6 @@ def mail_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MailServer
         yield server
 
 
-@mail_registered
 async def test_connecting_a_mailbox_from_the_terminal(
     db_url: str, env: dict[str, str], mail_server: MailServer
 ) -> None:
@@ -218,7 +210,6 @@ async def test_connecting_a_mailbox_from_the_terminal(
     )
 
 
-@mail_registered
 async def test_a_mail_account_that_cannot_be_reached_is_not_kept(
     db_url: str, env: dict[str, str]
 ) -> None:
