@@ -39,6 +39,8 @@ from support.databases import (
 )
 from support.startup import measured, slowness
 
+pytest_plugins = ["support.caldav_fixtures"]
+
 structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
 

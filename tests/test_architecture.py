@@ -45,7 +45,8 @@ ALLOWED: dict[str, set[str]] = {
     "harness": GROUND | {"sentinel", "runtime", "models"},
     "memory": GROUND | {"store", "sentinel", "runtime", "models"},
     "connectors": GROUND | {"store", "sentinel", "runtime", "harness"},
-    "service": GROUND | {"store", "sentinel", "runtime", "memory"},
+    # connecting an account runs its connector's login check (in the connector's environment)
+    "service": GROUND | {"store", "sentinel", "runtime", "memory", "connectors", "harness"},
     "web": GROUND | {"service"},
     "api": GROUND | {"service", "web"},
     # the composition roots: they wire every layer together

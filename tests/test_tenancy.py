@@ -97,6 +97,53 @@ CASES: dict[str, tuple[str, Call]] = {
         lambda s, t: s.add_connection(person_id=_pid(t), kind="x", name="x", scopes=["x.read"]),
     ),
     "list_connections": (READ, lambda s, t: s.list_connections(person_id=_pid(t))),
+    # nothing answers on port 9: A's own connect is refused on its merits, and nothing is kept
+    "connect": (
+        CONTROL,
+        lambda s, t: s.connect(
+            person_id=_pid(t),
+            kind="calendar",
+            name="x",
+            settings={"url": "http://127.0.0.1:9/", "username": "x"},
+            credential="pw",
+        ),
+    ),
+    "start_oauth": (
+        CONTROL,
+        lambda s, t: s.start_oauth(
+            person_id=_pid(t),
+            kind="calendar",
+            provider="gmail",
+            client_id="x",
+            redirect_uri="http://127.0.0.1:9/callback",
+        ),
+    ),
+    "connect_oauth": (
+        CONTROL,
+        lambda s, t: s.connect_oauth(
+            person_id=_pid(t),
+            kind="calendar",
+            name="x",
+            provider="custom",
+            username="x",
+            client_id="x",
+            redirect_uri="http://127.0.0.1:9/callback",
+            code="c",
+            code_verifier="v",
+            token_endpoint="http://127.0.0.1:9/token",
+            settings={"url": "http://127.0.0.1:9/"},
+        ),
+    ),
+    "test_connection": (
+        CONTROL,
+        lambda s, t: s.test_connection(t.connection.id, person_id=_pid(t)),
+    ),
+    "disconnect_account": (
+        CONTROL,
+        lambda s, t: s.disconnect_account(t.connection.id, person_id=_pid(t), forget=True),
+    ),
+    "connection_status": (READ, lambda s, t: s.connection_status(person_id=_pid(t))),
+    "account_kinds": (OWN, lambda s, t: s.account_kinds()),
     "disconnect": (CONTROL, lambda s, t: s.disconnect(t.connection.id, person_id=_pid(t))),
     "list_grants": (READ, lambda s, t: s.list_grants(person_id=_pid(t))),
     "add_grant": (CONTROL, lambda s, t: s.add_grant(person_id=_pid(t), scopes=["email.send"])),

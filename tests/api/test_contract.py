@@ -341,6 +341,27 @@ CASES: list[Case] = [
     Case(
         "DELETE", "/connections/{connection_id}", CONTROL, 200, params=lambda s: {"forget": "true"}
     ),
+    Case("GET", "/accounts", READ, 200, shows=lambda s: s.connection),
+    Case(
+        "POST",
+        "/accounts",
+        CONTROL,
+        # no CalDAV server answers here: the sign-in fails in plain words and nothing is kept
+        # (tests/api/test_accounts.py connects to a real one)
+        400,
+        body=lambda s: {
+            "kind": "calendar",
+            "name": "home",
+            "settings": {"url": "http://127.0.0.1:9/", "username": "ann"},
+            "password": "not-stored",
+        },
+        refused=(
+            Refusal(400, "url", {"kind": "calendar", "name": "x", "settings": {"url": "ftp://x"}}),
+            Refusal(400, "fax", {"kind": "fax", "name": "x", "settings": {}}),
+        ),
+    ),
+    Case("POST", "/accounts/{connection_id}/test", CONTROL, 200),
+    Case("DELETE", "/accounts/{connection_id}", CONTROL, 200, params=lambda s: {"forget": "true"}),
     Case("GET", "/rules", READ, 200, shows=lambda s: s.rule),
     Case(
         "POST",

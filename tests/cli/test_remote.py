@@ -109,7 +109,9 @@ def test_every_command_does_the_same_remotely_as_on_the_database(
         if here != there:
             differences.append((command, here, there))
     assert differences == []
-    assert succeeded >= len(TARGETED) - 12  # most succeed; the rest fail the same way
+    # most succeed; the rest fail the same way (connect and connection test, for one: no server
+    # answers there)
+    assert succeeded >= len(TARGETED) - 14
 
 
 def test_listings_print_the_same_through_the_server(served: Served) -> None:

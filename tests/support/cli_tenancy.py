@@ -67,6 +67,14 @@ TARGETED: dict[str, Argv] = {
         *("--person", t.person.id),
     ],
     "connection list": lambda t: ["connection", "list", "--person", t.person.id],
+    "connection status": lambda t: ["connection", "status", "--person", t.person.id],
+    "connection test": lambda t: ["connection", "test", t.connection.id, "--person", t.person.id],
+    # the person is looked up before the password is read: for A, the empty one is refused
+    "connect": lambda t: [
+        *("connect", "calendar", "--name", "x", "--url", "http://127.0.0.1:9/"),
+        *("--username", "x", "--password-stdin", "--person", t.person.id),
+    ],
+    "disconnect": lambda t: ["disconnect", t.connection.id, "--person", t.person.id],
     "connection disconnect": lambda t: [
         *("connection", "disconnect", t.connection.id, "--person", t.person.id)
     ],
@@ -134,6 +142,7 @@ LISTINGS = [
     ["audit", "list", "--json"],
     ["token", "list", "--json"],
     ["connection", "list", "--json"],
+    ["connection", "status"],
     ["grant", "list", "--all", "--json"],
     ["rule", "list", "--json"],
     ["secret", "list", "--json"],

@@ -20,7 +20,16 @@ from steward import web
 from steward.api import mcp, openapi
 from steward.api.common import problem
 from steward.api.guard import CRASHED, BodyTooLarge, Guard, log_crash, too_large
-from steward.api.routes import call, memory, security, skills, stream, webhooks, work
+from steward.api.routes import (
+    accounts,
+    call,
+    memory,
+    security,
+    skills,
+    stream,
+    webhooks,
+    work,
+)
 from steward.errors import StewardError, UsageError
 from steward.service import Service
 from steward.service.hooks import MAX_BODY as MAX_DELIVERY
@@ -50,7 +59,7 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     app.state.service = service
     app.state.streams = stream.Streams(streams_per_person)
     api = APIRouter(prefix=API_PREFIX)
-    for module in (work, security, memory, skills, stream, webhooks, call):
+    for module in (work, security, accounts, memory, skills, stream, webhooks, call):
         api.include_router(module.router)
     app.include_router(api)
     mcp.mount(app)

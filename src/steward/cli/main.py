@@ -31,6 +31,7 @@ from steward.cli.common import (
     service,
     working,
 )
+from steward.cli.connect import connect, connection_status, connection_test, disconnect
 from steward.cli.demo import demo
 from steward.cli.login import login, logout
 from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
@@ -76,6 +77,10 @@ app.command()(chat)
 app.command()(answer)
 app.command()(inbox)
 app.command("demo")(demo)
+app.command("connect")(connect)
+app.command("disconnect")(disconnect)
+connection_app.command("test")(connection_test)
+connection_app.command("status")(connection_status)
 app.command()(login)
 app.command()(logout)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)

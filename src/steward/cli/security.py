@@ -129,8 +129,8 @@ rule_app = typer.Typer(
 @connection_app.command("add")
 def connection_add(
     name: str,
-    kind: str = typer.Option(..., help="email, calendar, http, mcp..."),
-    scope: list[str] = typer.Option(..., help="A scope it exposes, e.g. email.read (repeatable)."),
+    kind: str = typer.Option(..., help="mail, calendar, http, mcp..."),
+    scope: list[str] = typer.Option(..., help="A scope it exposes, e.g. mail.read (repeatable)."),
     host: list[str] = typer.Option([], help="A host its credentials may go to (repeatable)."),
     person: str | None = PersonOption,
     db: str | None = DbOption,

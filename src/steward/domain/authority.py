@@ -81,11 +81,11 @@ class Connection:
     person_id: str
     """Owner."""
     kind: str
-    """``email``, ``calendar``, ``http``, ``mcp``..."""
+    """``mail``, ``calendar``, ``http``, ``mcp``..."""
     name: str
     """Human label (``work mail``)."""
     scopes: tuple[str, ...]
-    """What it can do at all (``email.read``, ``email.send``); reading is not sending."""
+    """What it can do at all (``mail.read``, ``mail.send``); reading is not sending."""
     hosts: tuple[str, ...] = ()
     """Hosts its credentials may be sent to."""
     active: bool = True
@@ -164,7 +164,7 @@ class Rule:
     person_id: str
     """Whose rule."""
     pattern: str
-    """A tool name or scope, with ``*`` wildcards (``email.send``, ``mcp__github__*``)."""
+    """A tool name or scope, with ``*`` wildcards (``mail.send``, ``mcp__github__*``)."""
     mode: RuleMode
     """What to do when it matches."""
     priority: int = 0

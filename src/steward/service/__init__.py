@@ -7,7 +7,8 @@ Its parts: :mod:`~steward.service.base` (who is asking: a service bound to an AP
 for that token's person only, within its scopes), :mod:`~steward.service.work` (goals, tasks,
 triggers, events, effects, the agent), :mod:`~steward.service.approvals` (approvals and
 notifications), :mod:`~steward.service.security` (audit, tokens, connections, grants, rules,
-the vault), :mod:`~steward.service.memory` (what it remembers about the person),
+the vault), :mod:`~steward.service.connections` (connecting, testing and disconnecting the
+person's accounts), :mod:`~steward.service.memory` (what it remembers about the person),
 :mod:`~steward.service.skills` (what it learned to do) and :mod:`~steward.service.hooks`
 (signed webhook deliveries).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 from steward.sentinel.grants import APPROVAL_SCOPES
 from steward.service.approvals import ApprovalService
 from steward.service.base import Principal, ServiceBase
+from steward.service.connections import ConnectionService
 from steward.service.hooks import WebhookService
 from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
@@ -34,6 +36,12 @@ __all__ = [
 
 
 class Service(
-    WorkService, ApprovalService, SecurityService, MemoryService, SkillService, WebhookService
+    WorkService,
+    ApprovalService,
+    ConnectionService,
+    SecurityService,
+    MemoryService,
+    SkillService,
+    WebhookService,
 ):
     """Everything an interface may do, for the owner or for one token's person."""

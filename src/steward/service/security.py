@@ -86,7 +86,7 @@ class SecurityService(ServiceBase):
     ) -> Connection:
         person_id = self._for(person_id, CONTROL)
         if not scopes:
-            raise UsageError("a connection exposes at least one scope (e.g. email.read)")
+            raise UsageError("a connection exposes at least one scope (e.g. mail.read)")
         check_json([kind, name, list(scopes), list(hosts)], "a connection")
         check_text(kind, "a connection's kind", most=MAX_KIND)
         return await self.store.authority.add_connection(

@@ -3,7 +3,7 @@ sentinel decides on.
 
 Every query names the person it acts for; an id of another person's object is
 :class:`~steward.errors.NotFound`, never someone else's data. Scopes are exact strings
-(``email.read`` never implies ``email.send``), and a grant can never give more than the person's
+(``mail.read`` never implies ``mail.send``), and a grant can never give more than the person's
 active connections allow: :meth:`AuthorityRepository.add_grant` refuses it, and disconnecting an
 account revokes the grants it alone backed.
 
@@ -62,6 +62,7 @@ from steward.store.schema import (
     policy_versions,
     rules,
     tasks,
+    watch_cursors,
 )
 
 
@@ -207,6 +208,31 @@ class AuthorityRepository:
             )
 
         return await self.backend.write(op)
+
+    async def remove_connection(self, connection_id: str, *, person_id: str, now: datetime) -> None:
+        """Delete a connection that never worked (its login check failed when it was made):
+        no grant, watch or memory can refer to it yet, so nothing of it is kept but the audit
+        entry. A connection that was in use is disconnected instead (:meth:`disconnect`)."""
+
+        def op(conn: SqlConnection) -> None:
+            gone = load_connection(conn, connection_id, person_id)
+            # a deleted row cannot be fetched by a holder's next incremental read
+            bump_version(conn, self.backend, person_id, reset=True)
+            conn.execute(watch_cursors.delete().where(watch_cursors.c.connection_id == gone.id))
+            conn.execute(connections.delete().where(connections.c.id == gone.id))
+            record_audit(
+                self.backend,
+                conn,
+                person_id,
+                "connection",
+                "person",
+                now=now,
+                connection=gone.id,
+                name=gone.name,
+                removed=True,
+            )
+
+        await self.backend.write(op)
 
     # --- grants -------------------------------------------------------------------------
 

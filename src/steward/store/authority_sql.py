@@ -22,7 +22,7 @@ from steward.store.backend import Backend
 from steward.store.schema import connections, grants, persons, policy_versions, rules
 
 SCOPE = re.compile(r"^[A-Za-z0-9_.:/-]{1,200}$")
-"""A scope: exact, no wildcards (``email.send``, ``mcp:github.issues.read``)."""
+"""A scope: exact, no wildcards (``mail.send``, ``mcp:github.issues.read``)."""
 RULE_PATTERN = re.compile(r"^[A-Za-z0-9_.:/*-]{1,200}$")
 """A rule pattern: a tool name or scope where ``*`` matches anything. No ``%``, ``?``, ``[`` or
 backslash, so the SQL prefilter (SQLite ``GLOB``; PostgreSQL ``LIKE`` with ``*`` → ``%``) can

@@ -16,7 +16,18 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
-from steward.web.pages import auth, chat, goals, home, inbox, memory, security, skills, triggers
+from steward.web.pages import (
+    accounts,
+    auth,
+    chat,
+    goals,
+    home,
+    inbox,
+    memory,
+    security,
+    skills,
+    triggers,
+)
 
 __all__ = ["mount"]
 
@@ -28,6 +39,8 @@ def mount(app: FastAPI) -> None:
     static files (``/static``) to ``app``, an app made by :func:`steward.api.create_app`."""
     # per process: a restart only makes open forms stale, and no key is stored anywhere
     app.state.csrf_key = secrets.token_bytes(32)
-    for module in (auth, home, inbox, goals, chat, triggers, memory, skills, security):
+    # OAuth authorizations started here, by state, until the provider answers
+    app.state.oauth_authorizing = {}
+    for module in (auth, home, inbox, goals, chat, triggers, memory, skills, security, accounts):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")

@@ -1,10 +1,8 @@
-"""A Radicale server for the session (``support.caldavserver``), fresh calendars per test, and
-a person connected to them (settings, vault credential, connection) for the connector's tests."""
+"""A person connected to fresh calendars on the session's Radicale (``caldav_server`` and
+``calendars`` come from ``support.caldav_fixtures``): settings, vault credential, connection."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,33 +14,7 @@ from steward.sentinel.egress import EgressBroker
 from steward.sentinel.vault import Vault, VaultKeys, generate_key
 from steward.service import Service
 from steward.store import Store
-from support.caldavserver import (
-    CalDAVServer,
-    Connected,
-    PersonCalendars,
-    radicale_missing,
-    running_radicale,
-    skip_or_fail,
-)
-
-
-@pytest.fixture(scope="session")
-def caldav_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CalDAVServer]:
-    missing = radicale_missing()
-    if missing is not None:
-        skip_or_fail(missing)
-    with running_radicale(tmp_path_factory.mktemp("radicale")) as server:
-        yield server
-
-
-@pytest.fixture
-async def calendars(caldav_server: CalDAVServer) -> PersonCalendars:
-    """``Work`` and ``Home`` of a person of this test's own."""
-    user = f"person-{uuid.uuid4().hex[:8]}"
-    caldav_server.add_user(user)
-    work = await caldav_server.make_calendar(user, "work", "Work")
-    home = await caldav_server.make_calendar(user, "home", "Home")
-    return PersonCalendars(server=caldav_server, user=user, work=work, home=home)
+from support.caldavserver import Connected, PersonCalendars
 
 
 @pytest.fixture

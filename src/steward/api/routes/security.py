@@ -1,5 +1,6 @@
 """The security plane as the person sees it: grants, connections, rules, tokens, the audit
-log. Secrets never travel over the API (the vault is managed on the machine)."""
+log. Secrets never travel back out of the API (the vault is managed on the machine; a
+password given to connect an account (:mod:`~steward.api.routes.accounts`) goes into it)."""
 
 from __future__ import annotations
 

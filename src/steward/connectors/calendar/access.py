@@ -11,7 +11,7 @@ from steward.connectors.calendar.caldav_client import CalDAVAccount
 from steward.connectors.calendar.settings import CalendarSettings
 from steward.domain.authority import Connection
 from steward.harness.tools import ToolError
-from steward.sentinel.egress import EgressRefused
+from steward.sentinel.egress import EgressFailed, EgressRefused
 
 KIND = "calendar"
 
@@ -33,7 +33,7 @@ async def open_account(env: ConnectorEnv, connection: Connection) -> CalDAVAccou
         login = await env.login(
             connection, settings.host, secure=urlsplit(settings.url).scheme == "https"
         )
-    except EgressRefused as exc:
+    except (EgressRefused, EgressFailed) as exc:  # EgressFailed: an OAuth token not refreshed
         raise ConnectionFailed(str(exc)) from None
     return CalDAVAccount(settings, login.value, only=connection.bounds.calendars)
 

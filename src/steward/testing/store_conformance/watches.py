@@ -147,3 +147,37 @@ async def test_nothing_is_recorded_for_a_disconnected_account(
         )
     assert await store.schedule.list_events(person_id=person) == []
     assert con.id not in {c.id for c in await store.authority.list_active_connections()}
+
+
+async def test_a_connection_that_never_worked_is_removed_without_a_trace_but_the_audit(
+    store: Store, clock: SimulatedClock
+) -> None:
+    person = (await new_person(store, clock)).id
+    other = (await new_person(store, clock)).id
+    con = await _connection(store, clock, person)
+    await store.watches.record_failure(
+        connection_id=con.id,
+        source="mail.received",
+        error="refused",
+        now=clock.now(),
+        retry_at=clock.now(),
+    )
+    held = await store.authority.policy_read(person, known=None, now=clock.now())
+    assert [c.id for c in held.connections] == [con.id]
+    with pytest.raises(NotFound):
+        await store.authority.remove_connection(con.id, person_id=other, now=clock.now())
+
+    await store.authority.remove_connection(con.id, person_id=person, now=clock.now())
+    assert await store.authority.list_connections(person) == []
+    assert await store.watches.get(con.id, "mail.received") is None
+    # a holder of the policy cannot fetch a deleted row: it is told to read everything again
+    after = await store.authority.policy_read(person, known=held.version, now=clock.now())
+    assert (after.complete, after.connections) == (True, ())
+    [entry] = [
+        e
+        for e in await store.audit.list_audit(person_id=person, after_seq=0, limit=100)
+        if e.data.get("removed")
+    ]
+    assert (entry.kind, entry.data["connection"]) == ("connection", con.id)
+    with pytest.raises(NotFound):
+        await store.authority.remove_connection(con.id, person_id=person, now=clock.now())

@@ -1,6 +1,7 @@
-"""``/security``: connected accounts (disconnect), grants (revoke), rules (add, delete), secrets
-in the vault (names and hosts, never values; delete), API tokens and the audit log — what the
-agent may do, and everything decided about it."""
+"""``/security``: connected accounts (their forms are :mod:`~steward.web.pages.accounts`),
+grants (revoke), rules (add, delete), secrets in the vault (names and hosts, never values;
+delete), API tokens and the audit log — what the agent may do, and everything decided about
+it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from fastapi import Request, Response
 
 from steward.domain import RuleMode
 from steward.web.forms import done, posted
+from steward.web.pages.accounts import PROVIDERS
 from steward.web.render import page
 from steward.web.routing import pages
 from steward.web.session import Viewer
@@ -31,7 +33,10 @@ async def security(request: Request, svc: Viewer) -> Response:
         request,
         "security.html",
         title="Security",
-        connections=await svc.list_connections(person_id=""),
+        accounts=await svc.connection_status(person_id=""),
+        kinds=await svc.account_kinds(),
+        providers=PROVIDERS,
+        callback=str(request.url_for("oauth_callback")),
         grants=await svc.list_grants(person_id=""),
         rules=await svc.list_rules(person_id=""),
         modes=MODES,
@@ -46,15 +51,6 @@ async def revoke(request: Request, svc: Viewer, grant_id: str) -> Response:
     await posted(request)
     await svc.revoke_grant(grant_id, person_id="")
     return done(request, "/security", "Grant revoked: it no longer allows anything.")
-
-
-@router.post("/connections/{connection_id}/disconnect")
-async def disconnect(request: Request, svc: Viewer, connection_id: str) -> Response:
-    await posted(request)
-    result = await svc.disconnect(connection_id, person_id="")
-    revoked = len(result.revoked)
-    message = f"{result.connection.name} disconnected"
-    return done(request, "/security", f"{message}; {revoked} grant(s) it covered revoked.")
 
 
 @router.post("/rules")
