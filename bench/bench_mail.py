@@ -1,9 +1,14 @@
 """The mail connector's figures, against a real Dovecot and SMTP server started here (the test
 suite's ``tests/support/mailserver.py``): ``.venv/bin/python bench/bench_mail.py``.
 
-- **delivery → event**: a message handed to the SMTP server (which delivers it into Dovecot)
-  until the running watcher has stored its ``mail.received`` event, with IMAP IDLE; p50/p99
-  over ``--messages`` messages sent one at a time.
+- **delivery → event** and **delivery → first step**: a message handed to the SMTP server
+  (which delivers it into Dovecot) until the running watcher has stored its ``mail.received``
+  event, with IMAP IDLE; and until the task an event trigger started for it runs its first
+  step. The real runtime (scheduler + one worker, the builtin step harness) runs in the same
+  process, woken by the watcher as ``steward up`` wires it; "first step" is the moment the
+  worker, having claimed the task, enters its step function (the ``noop`` kind, wrapped here
+  to note the time) -- the earliest point at which the task is running. p50/p99/max over
+  ``--messages`` messages sent one at a time.
 - **headers indexed per second**: a mailbox of ``--mailbox`` messages is connected; the time to
   take stock of it (the watch's first poll), to list every message's headers (headers only,
   no bodies), and for one search of it as the model's ``mail_search`` does.
@@ -33,9 +38,14 @@ from steward.connectors.mail.access import open_mailbox  # noqa: E402
 from steward.connectors.mail.connector import CONNECTOR  # noqa: E402
 from steward.connectors.mail.received import RECEIVED, ReceivedSource  # noqa: E402
 from steward.connectors.watch import Watcher  # noqa: E402
+from steward.domain import TaskSpec, TriggerKind  # noqa: E402
 from steward.domain.authority import Connection  # noqa: E402
 from steward.domain.clock import Clock  # noqa: E402
+from steward.domain.outcome import Outcome  # noqa: E402
 from steward.harness.tools import ToolContext  # noqa: E402
+from steward.runtime.builtin import builtin_harness, noop  # noqa: E402
+from steward.runtime.runtime import Runtime, RuntimeConfig  # noqa: E402
+from steward.runtime.stepfn import StepContext  # noqa: E402
 from steward.sentinel.vault import Vault, VaultKeys, generate_key  # noqa: E402
 from steward.store import Store  # noqa: E402
 from support.mailbox import mailbox_of  # noqa: E402
@@ -48,26 +58,57 @@ VAULT = Vault(VaultKeys(keys=(generate_key(),), source="bench"))
 async def latency(server: MailServer, store: Store, root: Path, n: int) -> dict[str, float]:
     box = await mailbox_of(server, store, Clock(), root / "ws", VAULT)  # type: ignore[arg-type]
     con = await box.connect(name="Latency")
+    await box.svc.add_trigger(
+        person_id=box.person_id, kind=TriggerKind.EVENT, spec=RECEIVED, task=TaskSpec(kind="noop")
+    )
+    stepped = asyncio.Event()
+    step_at: list[float] = []
+
+    async def first_step(ctx: StepContext) -> Outcome | None:
+        step_at.append(time.perf_counter())
+        stepped.set()
+        return await noop(ctx)
+
+    harness = builtin_harness()
+    harness.register("noop", first_step)
+    runtime = Runtime(store, harness, box.clock, RuntimeConfig(workers=1))
     stored = asyncio.Event()
-    watcher = Watcher(env=box.env, holder="bench", refresh_seconds=0.2, on_events=stored.set)
+
+    def on_events() -> None:
+        stored.set()
+        runtime.notify_scheduler()
+
+    watcher = Watcher(env=box.env, holder="bench", refresh_seconds=0.2, on_events=on_events)
     stop = asyncio.Event()
-    running = asyncio.create_task(watcher.run(stop))
+    roles = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(runtime.run())]
     await _until_watching(store, con)
-    took = []
+    to_event, to_step = [], []
     async with aiosmtplib.SMTP(hostname="127.0.0.1", port=server.smtp_port) as smtp:
         await smtp.login("dana", server.passwords["dana"])
         for i in range(n):
             await asyncio.sleep(0.05)  # the watch is back in IDLE after the last poll
             stored.clear()
+            stepped.clear()
             raw = message(sender="dana@example.test", to=box.address, subject=f"m{i}")
             began = time.perf_counter()
             await smtp.sendmail("dana@example.test", [box.address], raw)
             await asyncio.wait_for(stored.wait(), 30)
-            took.append(time.perf_counter() - began)
+            to_event.append(time.perf_counter() - began)
+            await asyncio.wait_for(stepped.wait(), 30)
+            to_step.append(step_at[-1] - began)
     stop.set()
-    await running
+    runtime.stop()
+    await asyncio.gather(*roles)
     events = await store.schedule.list_events(person_id=box.person_id)
     assert len([e for e in events if e.type == RECEIVED]) == n, "an event missing or repeated"
+    assert len(step_at) == n, "a task missing or repeated"
+    return {
+        **{f"event_{k}": v for k, v in _stats(to_event).items()},
+        **{f"step_{k}": v for k, v in _stats(to_step).items()},
+    }
+
+
+def _stats(took: list[float]) -> dict[str, float]:
     return {
         "p50_ms": percentile(took, 50) * 1000,
         "p99_ms": percentile(took, 99) * 1000,
@@ -173,11 +214,12 @@ async def main(args: argparse.Namespace) -> None:
                 f"(+{rss['added_mib']:.1f} MiB for the watches)"
             )
             lat = await latency(server, store, root, args.messages)
-            print(
-                f"SMTP delivery -> mail.received stored, IDLE, n={args.messages}: "
-                f"p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms, "
-                f"max {lat['max_ms']:.0f} ms"
-            )
+            for key, what in (("event", "mail.received stored"), ("step", "task's first step")):
+                print(
+                    f"SMTP delivery -> {what}, IDLE, n={args.messages}: "
+                    f"p50 {lat[f'{key}_p50_ms']:.0f} ms, p99 {lat[f'{key}_p99_ms']:.0f} ms, "
+                    f"max {lat[f'{key}_max_ms']:.0f} ms"
+                )
             big = await big_mailbox(server, store, root, args.mailbox)
             print(
                 f"Mailbox of {big['messages']} messages (filled in {big['filled_s']:.1f} s): "
