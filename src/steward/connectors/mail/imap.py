@@ -60,6 +60,9 @@ COMMON_NAMES = {
     FolderRole.TRASH: ("trash", "deleted items", "deleted messages", "bin"),
 }
 """Names a folder without a SPECIAL-USE flag is recognised by (last part, case-insensitive)."""
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+"""Characters never sent to the server: imapclient quotes an argument but lets CR and LF
+through, and a line break ends the command (the rest would be read as another one)."""
 IDLE_SLICE = 1.0
 """IDLE waits in slices this long (seconds), so a cancelled wait frees its thread soon."""
 
@@ -83,6 +86,19 @@ def _server_words(exc: BaseException) -> str:
     text = str(exc.args[0] if exc.args else exc)
     text = re.sub(r"^b(['\"])(.*)\1$", r"\2", text.strip())
     return re.sub(r"\[[A-Z-]+\]\s*", "", text).strip(" .") or type(exc).__name__
+
+
+def refuse_control(values: Iterable[object]) -> None:
+    """:class:`MailError` when one of ``values`` (or of a list in them) is text with a line
+    break or another control character."""
+    for value in values:
+        if isinstance(value, list | tuple):
+            refuse_control(value)
+        elif isinstance(value, str) and CONTROL.search(value):
+            raise MailError(
+                "a search, a folder name or a label cannot contain a line break or another "
+                "control character"
+            )
 
 
 def _has_attachment(structure: object) -> bool:
@@ -212,6 +228,7 @@ class IMAPAccount:
         """Select ``folder``; its UIDVALIDITY."""
         if self._selected is not None and self._selected[0] == folder:
             return self._selected[1]
+        refuse_control([folder])
         try:
             answer = client.select_folder(folder)
         except IMAPClientError as exc:
@@ -284,6 +301,7 @@ class IMAPAccount:
 
     async def status(self, folder: str) -> dict[str, int]:
         """``uidvalidity``, ``uidnext``, ``messages`` and ``unseen`` of ``folder``."""
+        refuse_control([folder])
 
         def status(client: IMAPClient) -> dict[str, int]:
             try:
@@ -338,11 +356,12 @@ class IMAPAccount:
         self, folder: str, criteria: list[Any], *, limit: int
     ) -> tuple[list[Header], int]:
         """The newest ``limit`` messages of ``folder`` meeting ``criteria`` (imapclient's search
-        criteria), newest first, and how many met them in all."""
+        criteria), newest first, and how many met them in all. Text is sent as UTF-8."""
+        refuse_control(criteria)
 
         def search(client: IMAPClient) -> tuple[list[Header], int]:
             validity = self._select(client, folder)
-            uids = sorted(client.search(criteria or ["ALL"]))
+            uids = sorted(client.search(criteria or ["ALL"], charset="UTF-8"))
             return self._headers(client, folder, validity, uids[-limit:] if limit else uids), len(
                 uids
             )
@@ -384,6 +403,7 @@ class IMAPAccount:
     ) -> tuple[int, int, list[Header]]:
         """For a watch: the folder's UIDVALIDITY and UIDNEXT, and the headers of (at most
         ``limit``) messages with a UID above ``after_uid``, oldest first."""
+        refuse_control([folder])
 
         def since(client: IMAPClient) -> tuple[int, int, list[Header]]:
             answer = client.select_folder(folder, readonly=True)
@@ -400,6 +420,7 @@ class IMAPAccount:
 
     async def find(self, folder: str, message_id: str) -> list[tuple[MessageRef, tuple[str, ...]]]:
         """The messages in ``folder`` whose Message-ID is ``message_id``, with their flags."""
+        refuse_control([message_id])
 
         def find(client: IMAPClient) -> list[tuple[MessageRef, tuple[str, ...]]]:
             validity = self._select(client, folder)
@@ -418,6 +439,7 @@ class IMAPAccount:
     async def thread(self, root: str, folders: Sequence[str]) -> list[Header]:
         """Every message in ``folders`` that is ``root`` or names it among its References or
         In-Reply-To, oldest first."""
+        refuse_control([root])
 
         def thread(client: IMAPClient) -> list[Header]:
             out: list[Header] = []
@@ -447,6 +469,7 @@ class IMAPAccount:
 
     async def flag(self, refs: Sequence[MessageRef], flags: Sequence[str], *, add: bool) -> None:
         """Add or remove ``flags`` (``\\Seen``, ``\\Flagged``, keywords) on ``refs``."""
+        refuse_control(flags)
 
         def flag(client: IMAPClient) -> None:
             for ref in refs:
@@ -460,6 +483,7 @@ class IMAPAccount:
 
     async def label(self, refs: Sequence[MessageRef], labels: Sequence[str], *, add: bool) -> None:
         """Gmail labels where the server has them (X-GM-EXT-1), else IMAP keywords."""
+        refuse_control(labels)
 
         def label(client: IMAPClient) -> None:
             gmail = client.has_capability("X-GM-EXT-1")
@@ -477,6 +501,7 @@ class IMAPAccount:
 
     async def move(self, refs: Sequence[MessageRef], destination: str) -> None:
         """Move ``refs`` to ``destination`` (MOVE; else COPY, then delete and expunge)."""
+        refuse_control([destination])
 
         def move(client: IMAPClient) -> None:
             for ref in refs:
@@ -497,6 +522,7 @@ class IMAPAccount:
         self, folder: str, message: bytes, flags: Sequence[str], when: datetime
     ) -> None:
         """Store ``message`` in ``folder`` with ``flags``."""
+        refuse_control([folder, *flags])
 
         def append(client: IMAPClient) -> None:
             try:
@@ -528,6 +554,7 @@ class IMAPAccount:
         """Wait with IMAP IDLE until ``folder`` changes or ``seconds`` pass; True when the
         server said something changed (or mail already came past ``newer_than``, the UIDNEXT
         last seen). False at once when the server has no IDLE."""
+        refuse_control([folder])
         self._stop_idle.clear()
 
         def idle(client: IMAPClient) -> bool:
