@@ -220,8 +220,7 @@ async def test_reply_all_names_exactly_the_people_of_the_thread(
     base = {"subject": "Plan", "body": "Yes", "mode": "reply_all", "message": plan["message"]}
     with pytest.raises(ToolError, match=r"bo@example\.test, cy@example\.test, dana@example\.test"):
         await mailbox.call(ctx, "mail_send", to=["dana@example.test"], **base)
-    sent = await call(
-        mailbox,
+    sent = await mailbox.call(
         ctx,
         "mail_send",
         to=["dana@example.test", "bo@example.test"],
@@ -243,8 +242,7 @@ async def test_forward_attaches_the_message(mailbox: Mailbox, tmp_path: Path) ->
     await mailbox.receive(HTML_WITH_PDF.format(to=mailbox.address).encode())
     ctx = mailbox.context(tmp_path / "person", key=f"effect-{uuid.uuid4().hex}")
     [invoice] = (await mailbox.call(ctx, "mail_search"))["messages"]
-    sent = await call(
-        mailbox,
+    sent = await mailbox.call(
         ctx,
         "mail_send",
         to=["dana@example.test"],
