@@ -13,7 +13,8 @@ Sending is an external effect no SMTP server makes idempotent, so it is made rec
 After a crash, the reconcile looks in Sent for that Message-ID: not there — never sent, send
 it; there without the keyword — sent; there with the keyword — the crash fell between steps 2
 and 4 and nobody can tell whether the server took it. Steward then does not send again on its
-own: the effect stays in doubt and the person decides (they can see whether it arrived).
+own: the effect stays in doubt and the person decides (they can see whether it arrived). When
+they decide it did not go out, the next attempt deletes that copy and sends.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from steward import sendby
 from steward.connectors.base import ConnectionFailed, ConnectorEnv
 from steward.connectors.mail import access
 from steward.connectors.mail.imap import IMAPAccount, MailError
@@ -34,7 +36,7 @@ from steward.connectors.mail.tools import DRAFT, SEND, Account, checked, refs_of
 from steward.connectors.mail.wording import describe_draft, describe_send, subject_for
 from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
-from steward.errors import EffectFailed, StewardRuntimeError
+from steward.errors import EffectFailed, NotSent, StewardRuntimeError
 from steward.harness.tools import Tool, ToolContext, ToolError, tool
 
 SENDING = "$StewardSending"
@@ -176,21 +178,26 @@ def sending_tools(env: ConnectorEnv) -> list[Tool]:
             sent = await acct.folder(FolderRole.SENT)
             message_id = message_id_for(ctx.idempotency_key, acct.settings.sender)
             earlier = await acct.find(sent, message_id)
+            done = [ref for ref, flags in earlier if SENDING not in flags]
+            if done:
+                return _result(parse(await acct.raw(done[0])))
             if earlier:
-                if any(SENDING in flags for _, flags in earlier):
-                    raise SendInDoubt(
-                        "an earlier attempt to send this may have gone out: check the "
-                        "recipient's mailbox before sending it again"
-                    )
-                return _result(parse(await acct.raw(earlier[0][0])))
+                # The runtime reconciles an attempt before calling again, and leaves a copy
+                # still marked as being sent in doubt: reaching here with one means the person
+                # decided it did not go out (or the server refused it for certain and the copy
+                # could not be deleted). It goes, this once.
+                await acct.delete([ref for ref, _ in earlier])
             letter, recipients = await _letter(acct, args, message_id, ctx)
+            sendby.check()  # stored only when it may still be sent in time
             await acct.append(sent, letter.as_bytes(), [SENDING, "\\Seen"], ctx.now)
             try:
                 refused = await access.send(env, connection, letter, recipients)
-            except (MailError, ConnectionFailed) as exc:
-                # refused for certain (the server, or the vault before it): nothing went out,
-                # and no copy is kept
+            except (MailError, ConnectionFailed, NotSent) as exc:
+                # nothing went out for certain (the server refused it, the vault or the send
+                # deadline stopped it first): no copy is kept
                 await acct.delete([ref for ref, _ in await acct.find(sent, message_id)])
+                if isinstance(exc, NotSent):
+                    raise
                 raise ToolError(str(exc)) from None
             copies = await acct.find(sent, message_id)
             await acct.flag([ref for ref, _ in copies], [SENDING], add=False)

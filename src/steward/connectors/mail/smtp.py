@@ -15,6 +15,7 @@ from email.message import EmailMessage
 
 import aiosmtplib
 
+from steward import sendby
 from steward.connectors.mail.imap import MailError, MailUnreachable
 from steward.connectors.mail.settings import MailSettings
 from steward.connectors.mail.tls import tls_context, tls_failure
@@ -89,6 +90,7 @@ async def send(
     await _connect(client, settings)
     host = settings.smtp_host
     try:
+        sendby.check()  # signing in took time: the message goes within the deadline, or never
         refused, _ = await client.send_message(
             message, sender=settings.sender, recipients=list(recipients)
         )
