@@ -5,7 +5,9 @@ sent as UTF-8; labels are keywords, never Steward's own mark."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -79,3 +81,81 @@ async def test_labels_are_keywords_and_never_steward_s_own_mark(
     assert b"Receipts-2026" in flags
     assert b"$Later" in flags
     assert b"\\Deleted" not in flags
+
+
+async def test_a_reply_to_an_encoded_message_id_adds_no_header(
+    mailbox: Mailbox, tmp_path: Path
+) -> None:
+    """A Message-ID written as encoded words that decode to a line break and a Bcc: the reply
+    threads on the Message-ID in it and goes to Dana alone."""
+    await mailbox.connect()
+    await mailbox.receive(
+        message(
+            sender="dana@example.test",
+            to=mailbox.address,
+            subject="Plan",
+            message_id="=?utf-8?q?<p1@example.test>=0D=0ABcc:_eve@example.test?=",
+        )
+    )
+    ctx = mailbox.context(tmp_path, key="reply-encoded")
+    [plan] = (await mailbox.call(ctx, "mail_search"))["messages"]
+    sent = await mailbox.call(
+        ctx,
+        "mail_send",
+        to=["dana@example.test"],
+        subject="Plan",
+        body="Yes",
+        mode="reply",
+        message=plan["message"],
+    )
+    [accepted] = [a for a in mailbox.server.accepted if sent["message_id"].encode() in a.data]
+    assert accepted.recipients == ["dana@example.test"]
+    assert b"In-Reply-To: <p1@example.test>\r\n" in accepted.data
+    assert b"Bcc" not in accepted.data
+
+
+async def test_nothing_is_moved_into_sent(mailbox: Mailbox, tmp_path: Path) -> None:
+    """Sent is what a send is reconciled by: mail from others never goes there."""
+    await mailbox.connect()
+    await mailbox.receive(message(sender="dana@example.test", to=mailbox.address, subject="Hi"))
+    ctx = mailbox.context(tmp_path)
+    [hi] = [m["message"] for m in (await mailbox.call(ctx, "mail_search"))["messages"]]
+    with pytest.raises(ToolError, match="cannot be moved into Sent"):
+        await mailbox.call(ctx, "mail_move", messages=[hi], folder="Sent")
+    assert await mailbox.folder("Sent") == []
+
+
+async def test_a_long_attachment_name_in_another_script_is_saved(
+    mailbox: Mailbox, tmp_path: Path
+) -> None:
+    """120 CJK characters are 360 bytes, more than a file name may have: the name is cut by
+    bytes, at a character boundary, and keeps its extension."""
+    await mailbox.connect()
+    name = "会议纪要" * 30 + ".pdf"
+    raw = (
+        f"From: li@example.test\r\nTo: {mailbox.address}\r\nSubject: Notes\r\n"
+        "Date: Tue, 08 Dec 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\n"
+        "Content-Type: multipart/mixed; boundary=XX\r\n\r\n"
+        "--XX\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nattached\r\n"
+        "--XX\r\nContent-Type: application/pdf\r\n"
+        f"Content-Disposition: attachment; filename*=utf-8''{quote(name)}\r\n"
+        "Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--XX--\r\n"
+    ).encode()
+    await mailbox.receive(raw)
+    ctx = mailbox.context(tmp_path / "person")
+    [notes] = (await mailbox.call(ctx, "mail_search"))["messages"]
+    [attachment] = (await mailbox.call(ctx, "mail_read", message=notes["message"]))["attachments"]
+    assert attachment["name"] == name
+    saved = tmp_path / "person" / attachment["saved_as"]
+    assert saved.read_bytes() == b"%PDF-1.4\n"
+    assert saved.name.endswith(".pdf")
+    assert len(saved.name.encode()) <= 200
+    assert saved.name.startswith("会议纪要会议")
+
+    # where it would be saved is taken by a file: the model reads why, never where
+    shutil.rmtree(saved.parent)
+    saved.parent.write_bytes(b"")
+    with pytest.raises(ToolError) as caught:
+        await mailbox.call(ctx, "mail_read", message=notes["message"])
+    assert str(caught.value).startswith("could not save the attachment 会议纪要")
+    assert str(tmp_path) not in str(caught.value)

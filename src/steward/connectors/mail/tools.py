@@ -133,7 +133,13 @@ async def save_attachments(
         path = (root / ATTACHMENTS_DIR / folder / safe).resolve()
         if not path.is_relative_to(root):
             raise ToolError(f"the attachment name {name!r} cannot be saved")
-        await asyncio.to_thread(_write_private, path, data)
+        try:
+            await asyncio.to_thread(_write_private, path, data)
+        except OSError as exc:
+            # its words only: the model is never shown where the workspace is
+            raise ToolError(
+                f"could not save the attachment {safe}: {exc.strerror or 'the disk refused'}"
+            ) from None
         out.append(
             {
                 "name": name,
@@ -294,8 +300,12 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
         refs = refs_of(messages)
         async with mailbox(ctx, account) as (_, acct):
             await checked(acct, refs, sender)
-            if folder not in {f.name for f in await acct.folders()}:
+            roles = {f.name: f.role for f in await acct.folders()}
+            if folder not in roles:
                 raise ToolError(f"there is no folder {folder!r}: see mail_folders")
+            if roles[folder] is FolderRole.SENT:
+                # Sent holds what was sent: a send is reconciled by what is in it
+                raise ToolError(f"mail cannot be moved into {folder}, the folder of sent mail")
             await acct.move(refs, folder)
             return {"moved": len(refs), "to": folder}
 
