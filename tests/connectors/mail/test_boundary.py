@@ -159,3 +159,36 @@ async def test_a_long_attachment_name_in_another_script_is_saved(
         await mailbox.call(ctx, "mail_read", message=notes["message"])
     assert str(caught.value).startswith("could not save the attachment 会议纪要")
     assert str(tmp_path) not in str(caught.value)
+
+
+async def test_where_a_reply_goes_is_shown_as_the_sender_s_words(
+    mailbox: Mailbox, tmp_path: Path
+) -> None:
+    """A Reply-To is the sender's choice: the model reads it in the listing (untrusted), and
+    a refused reply does not repeat it in the error (errors are not marked untrusted)."""
+    await mailbox.connect()
+    await mailbox.receive(
+        message(
+            sender="dana@example.test",
+            to=mailbox.address,
+            subject="Invoice",
+            extra="Reply-To: Accounts <payments@elsewhere.test>\r\n",
+        )
+    )
+    ctx = mailbox.context(tmp_path, key="reply-to")
+    [invoice] = (await mailbox.call(ctx, "mail_search"))["messages"]
+    assert invoice["reply_to"] == ["payments@elsewhere.test"]
+    search = mailbox.tools()["mail_search"]
+    assert search.untrusted_output
+    with pytest.raises(ToolError) as caught:
+        await mailbox.call(
+            ctx,
+            "mail_send",
+            to=["dana@example.test"],
+            subject="Invoice",
+            body="Paid",
+            mode="reply",
+            message=invoice["message"],
+        )
+    assert "elsewhere" not in str(caught.value)
+    assert "reply_to" in str(caught.value)

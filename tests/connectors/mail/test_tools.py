@@ -177,7 +177,7 @@ async def test_draft_and_send_a_reply_with_threading_headers(
         'Send an email to dana@example.test \N{EM DASH} "Re: Thursday?" \N{EM DASH} '
         "Hi Dana, Thursday at 10:00 works for me. See you then, and thanks for asking…"
     )
-    with pytest.raises(ToolError, match=r"goes to dana@example\.test"):
+    with pytest.raises(ToolError, match="goes to exactly its reply_to"):
         await mailbox.call(ctx, "mail_send", **(reply | {"to": ["eve@example.test"]}))
 
     drafted = await mailbox.call(ctx, "mail_draft", **reply)
@@ -218,7 +218,7 @@ async def test_reply_all_names_exactly_the_people_of_the_thread(
     ctx = mailbox.context(tmp_path / "person", key=f"effect-{uuid.uuid4().hex}")
     [plan] = (await mailbox.call(ctx, "mail_search", subject="Plan"))["messages"]
     base = {"subject": "Plan", "body": "Yes", "mode": "reply_all", "message": plan["message"]}
-    with pytest.raises(ToolError, match=r"bo@example\.test, cy@example\.test, dana@example\.test"):
+    with pytest.raises(ToolError, match="its to and its cc, less you"):
         await mailbox.call(ctx, "mail_send", to=["dana@example.test"], **base)
     sent = await mailbox.call(
         ctx,

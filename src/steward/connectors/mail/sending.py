@@ -111,9 +111,14 @@ async def _letter(
         if mode in ("reply", "reply_all"):
             expected = _expected(mode, header, acct.settings.sender)
             if set(to) | set(cc) != expected:
+                # the addresses are the sender's words: the model reads them in the message
+                # (reply_to, to, cc), not in an error
+                whom = "its reply_to (else its from)"
+                if mode == "reply_all":
+                    whom += ", its to and its cc, less you"
                 raise ToolError(
-                    f"a {mode.replace('_', '-')} to that message goes to "
-                    f"{', '.join(sorted(expected))}: name exactly them in to and cc"
+                    f"a {mode.replace('_', '-')} to that message goes to exactly {whom}: "
+                    "name them in to and cc"
                 )
     message = compose(
         sender=acct.settings.from_header,

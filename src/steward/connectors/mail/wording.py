@@ -30,6 +30,8 @@ def header_fields(header: Header, zone: tzinfo) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "message": header.ref.text(),
         "from": sender,
+        # where a reply goes is the sender's choice: shown, with the rest of their words
+        "reply_to": list(header.reply_to) if header.reply_to != (header.sender,) else [],
         "to": list(header.to),
         "cc": list(header.cc),
         "subject": header.subject,
