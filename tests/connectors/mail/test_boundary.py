@@ -192,3 +192,27 @@ async def test_where_a_reply_goes_is_shown_as_the_sender_s_words(
         )
     assert "elsewhere" not in str(caught.value)
     assert "reply_to" in str(caught.value)
+
+
+async def test_a_sender_named_with_capitals_is_that_sender(
+    mailbox: Mailbox, tmp_path: Path
+) -> None:
+    await mailbox.connect()
+    await mailbox.receive(message(sender="Dana@Example.test", to=mailbox.address, subject="Hi"))
+    ctx = mailbox.context(tmp_path)
+    [hi] = (await mailbox.call(ctx, "mail_search"))["messages"]
+    assert hi["from"] == "Dana@example.test"
+    done = await mailbox.call(ctx, "mail_archive", messages=[hi["message"]], sender=hi["from"])
+    assert done == {"archived": 1, "to": "Archive"}
+
+
+async def test_an_address_the_smtp_server_cannot_take_sends_nothing(
+    mailbox: Mailbox, tmp_path: Path
+) -> None:
+    """An international address needs SMTPUTF8, which this server lacks: refused before the
+    message was handed over, so nothing was sent for certain (not in doubt), and no copy."""
+    await mailbox.connect()
+    ctx = mailbox.context(tmp_path, key="utf8")
+    with pytest.raises(ToolError, match="nothing was sent"):
+        await mailbox.call(ctx, "mail_send", to=["jörg@example.test"], subject="Hi", body="Hey")
+    assert await mailbox.folder("Sent") == []

@@ -103,6 +103,10 @@ async def send(
         ) from None
     except aiosmtplib.SMTPDataError as exc:
         raise MailError(f"{host} refused the message ({_words(exc)}); nothing was sent") from None
+    except aiosmtplib.SMTPNotSupported as exc:
+        # raised before the message is handed over (an international address on a server
+        # without SMTPUTF8, say)
+        raise MailError(f"{host} cannot take this message ({exc}); nothing was sent") from None
     except (aiosmtplib.SMTPException, OSError) as exc:
         # the message may have been taken just before the connection broke
         raise MailUnreachable(

@@ -164,7 +164,9 @@ async def checked(acct: IMAPAccount, refs: list[MessageRef], sender: str | None)
     if len(found) < len(refs):
         raise ToolError("a message named is no longer there (moved or deleted): search again")
     if sender:
-        others = sorted({h.sender for h in found if h.sender != sender.strip().lower()})
+        # addresses compare without case (Dana@ is dana@: servers treat them as one)
+        given = sender.strip().casefold()
+        others = sorted({h.sender for h in found if h.sender.casefold() != given})
         if others:
             raise ToolError(f"not all are from {sender}: some are from {', '.join(others)}")
     return found
