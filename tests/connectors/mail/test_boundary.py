@@ -6,13 +6,16 @@ sent as UTF-8; labels are keywords, never Steward's own mark."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from imapclient.exceptions import IMAPClientError
 
-from steward.connectors.mail.access import open_mailbox
-from steward.connectors.mail.imap import MailError
+from steward.connectors.base import ConnectionFailed
+from steward.connectors.mail.access import open_mailbox, settings_of
+from steward.connectors.mail.imap import MailError, _server_words
 from steward.connectors.mail.sending import SENDING
 from steward.connectors.mail.tools import READ
 from steward.harness.tools import ToolError
@@ -216,3 +219,21 @@ async def test_an_address_the_smtp_server_cannot_take_sends_nothing(
     with pytest.raises(ToolError, match="nothing was sent"):
         await mailbox.call(ctx, "mail_send", to=["jörg@example.test"], subject="Hi", body="Hey")
     assert await mailbox.folder("Sent") == []
+
+
+async def test_errors_read_as_plain_words(mailbox: Mailbox) -> None:
+    """What the server or the settings say reaches the person without Python around it."""
+    con = await mailbox.connect()
+    async with await open_mailbox(mailbox.env, con) as acct:
+        with pytest.raises(MailError) as caught:
+            await acct.search("INBOX", ["HEADER"], limit=1)
+    text = str(caught.value)
+    assert text.startswith("127.0.0.1 refused: Error in IMAP command")
+    assert "b'" not in text
+    assert "secs" not in text
+    two_lines = IMAPClientError("[b'[ALERT] first line', b'second line.']")
+    assert _server_words(two_lines) == "first line second line"
+    broken = replace(con, settings={**con.settings, "imap_port": "a port"})
+    with pytest.raises(ConnectionFailed) as failed:
+        settings_of(broken)
+    assert str(failed.value) == "the settings of Mail no longer fit (imap_port): connect it again"

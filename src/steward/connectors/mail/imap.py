@@ -11,6 +11,7 @@ another UIDVALIDITY is refused rather than applied to a different message.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import imaplib
@@ -82,10 +83,18 @@ def _text(value: object) -> str:
 
 
 def _server_words(exc: BaseException) -> str:
-    """An IMAP error's text without the bytes notation and response codes around it."""
-    text = str(exc.args[0] if exc.args else exc)
-    text = re.sub(r"^b(['\"])(.*)\1$", r"\2", text.strip())
-    return re.sub(r"\[[A-Z-]+\]\s*", "", text).strip(" .") or type(exc).__name__
+    """An IMAP error's text in the server's words: without the bytes notation (one line or a
+    list of lines), response codes and Dovecot's timings around them; imapclient's hint about
+    search syntax (the lines after the first) is for programmers."""
+    text = next(iter(str(exc.args[0] if exc.args else exc).strip().splitlines()), "")
+    if text.startswith(("b'", 'b"', "[b")):
+        with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
+            value = ast.literal_eval(text)
+            lines = value if isinstance(value, list | tuple) else [value]
+            text = " ".join(_text(line) for line in lines)
+    text = re.sub(r"\[[A-Z-]+\]\s*", "", text)
+    text = re.sub(r"\s*\([\d.]+( \+ [\d.]+)* secs\)", "", text)
+    return " ".join(text.split()).strip(" .") or "no reason given"
 
 
 def refuse_control(values: Iterable[object]) -> None:
@@ -190,7 +199,8 @@ class IMAPAccount:
             return f"{host} refused the connection on port {port} (is that the IMAP port?)"
         if isinstance(exc, TimeoutError | socket.timeout):
             return f"{host} did not answer in time"
-        return f"lost the connection to {host} ({exc.__class__.__name__})"
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else ""
+        return f"lost the connection to {host}" + (f" ({reason.lower()})" if reason else "")
 
     def _drop(self) -> None:
         client, self._client, self._selected = self._client, None, None
@@ -232,7 +242,7 @@ class IMAPAccount:
         try:
             answer = client.select_folder(folder)
         except IMAPClientError as exc:
-            raise MailError(f"there is no folder {folder!r} ({_server_words(exc)})") from None
+            raise MailError(f"there is no folder {folder} ({_server_words(exc)})") from None
         validity = int(answer.get(b"UIDVALIDITY", 0))
         self._selected = (folder, validity)
         return validity
@@ -309,7 +319,7 @@ class IMAPAccount:
                     folder, [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES", b"UNSEEN"]
                 )
             except IMAPClientError as exc:
-                raise MailError(f"there is no folder {folder!r} ({_server_words(exc)})") from None
+                raise MailError(f"there is no folder {folder} ({_server_words(exc)})") from None
             return {_text(k).lower(): int(v) for k, v in found.items()}
 
         return await self.run(status)

@@ -53,7 +53,7 @@ class MessageRef:
         folder, _, validity = folder.rpartition("/")
         if not folder or not validity.isdigit() or not rest.isdigit():
             raise ValueError(
-                f"{text!r} is not a message as mail_search gives it (INBOX/1234/56)"
+                f'"{text}" is not a message as mail_search gives it (INBOX/1234/56)'
             ) from None
         return cls(folder=folder, uidvalidity=int(validity), uid=int(rest))
 

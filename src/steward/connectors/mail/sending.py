@@ -72,7 +72,7 @@ def _addresses(values: list[str]) -> list[str]:
     for value in values:
         bare = plain_address(value)
         if bare is None:
-            raise ToolError(f"{value!r} is not one plain address (dana@example.com)")
+            raise ToolError(f'"{value}" is not one plain address (dana@example.com)')
         out.append(bare)
     return out
 

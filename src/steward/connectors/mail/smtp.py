@@ -60,9 +60,9 @@ async def _connect(client: aiosmtplib.SMTP, settings: MailSettings) -> None:
     except aiosmtplib.SMTPException as exc:
         raise MailError(f"cannot connect to the mail server {host}: {exc}") from None
     except OSError as exc:
+        reason = f" ({exc.strerror.lower()})" if exc.strerror else ""
         raise MailError(
-            f"cannot reach the mail server {host} on port {settings.port('smtp')} "
-            f"({exc.__class__.__name__})"
+            f"cannot reach the mail server {host} on port {settings.port('smtp')}{reason}"
         ) from None
 
 
@@ -109,9 +109,7 @@ async def send(
         raise MailError(f"{host} cannot take this message ({exc}); nothing was sent") from None
     except (aiosmtplib.SMTPException, OSError) as exc:
         # the message may have been taken just before the connection broke
-        raise MailUnreachable(
-            f"the connection to {host} broke while sending ({exc.__class__.__name__})"
-        ) from exc
+        raise MailUnreachable(f"the connection to {host} broke while sending") from exc
     finally:
         if client.is_connected:
             try:

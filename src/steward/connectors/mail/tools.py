@@ -111,7 +111,7 @@ def _day(text: str | None) -> date | None:
     try:
         return date.fromisoformat(text.strip()[:10])
     except ValueError:
-        raise ToolError(f"{text!r} is not a day; write 2026-12-10") from None
+        raise ToolError(f'"{text}" is not a day; write 2026-12-10') from None
 
 
 async def save_attachments(
@@ -132,7 +132,7 @@ async def save_attachments(
         used.add(safe)
         path = (root / ATTACHMENTS_DIR / folder / safe).resolve()
         if not path.is_relative_to(root):
-            raise ToolError(f"the attachment name {name!r} cannot be saved")
+            raise ToolError(f"the attachment name {safe} cannot be saved")
         try:
             await asyncio.to_thread(_write_private, path, data)
         except OSError as exc:
@@ -304,7 +304,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
             await checked(acct, refs, sender)
             roles = {f.name: f.role for f in await acct.folders()}
             if folder not in roles:
-                raise ToolError(f"there is no folder {folder!r}: see mail_folders")
+                raise ToolError(f"there is no folder {folder}: see mail_folders")
             if roles[folder] is FolderRole.SENT:
                 # Sent holds what was sent: a send is reconciled by what is in it
                 raise ToolError(f"mail cannot be moved into {folder}, the folder of sent mail")
