@@ -11,9 +11,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from steward.connectors.base import TriggerSource
 from steward.connectors.mail.connector import CONNECTOR
-from steward.connectors.mail.received import RECEIVED
+from steward.connectors.mail.imap import IMAPAccount
+from steward.connectors.mail.model import MessageRef
+from steward.connectors.mail.received import RECEIVED, SNIPPET_BYTES
 from steward.connectors.watch import Watcher
 from steward.domain import TaskStatus
 from steward.domain.event import Event
@@ -264,3 +268,30 @@ async def test_a_wrong_password_is_a_failure_the_watcher_backs_off_from(
         f"127.0.0.1 refused the sign-in as {mailbox.user}: the password is wrong or has "
         "expired, or the account does not allow IMAP"
     )
+
+
+async def test_a_large_message_is_reported_without_fetching_its_body(
+    mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con = await mailbox.connect()
+    watcher = Watcher(env=mailbox.env, holder="w1")
+    watch = source(mailbox)
+    assert await watcher.poll_once(con, watch) == 0
+    fetched: list[str] = []
+    raw = IMAPAccount.raw
+
+    async def counted(self: IMAPAccount, ref: MessageRef) -> bytes:
+        fetched.append(ref.text())
+        return await raw(self, ref)
+
+    monkeypatch.setattr(IMAPAccount, "raw", counted)
+    big = "x" * (SNIPPET_BYTES + 1)
+    await mailbox.receive(
+        message(sender="a@example.test", to=mailbox.address, subject="Big", body=big)
+    )
+    await mailbox.receive(message(sender="b@example.test", to=mailbox.address, subject="Small"))
+    assert await watcher.poll_once(con, watch) == 0
+    large, small = await events(mailbox)
+    assert (large.payload["subject"], large.payload["snippet"]) == ("Big", "")
+    assert (small.payload["subject"], small.payload["snippet"]) == ("Small", "Hello")
+    assert fetched == [small.payload["message"]]

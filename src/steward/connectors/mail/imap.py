@@ -45,7 +45,7 @@ T = TypeVar("T")
 HEADER_FIELDS = (
     "BODY.PEEK[HEADER.FIELDS (FROM REPLY-TO TO CC SUBJECT DATE MESSAGE-ID IN-REPLY-TO REFERENCES)]"
 )
-LISTED = [HEADER_FIELDS, "FLAGS", "BODYSTRUCTURE", "INTERNALDATE"]
+LISTED = [HEADER_FIELDS, "FLAGS", "BODYSTRUCTURE", "INTERNALDATE", "RFC822.SIZE"]
 SPECIAL_USE = {
     b"\\Sent": FolderRole.SENT,
     b"\\Drafts": FolderRole.DRAFTS,
@@ -356,6 +356,7 @@ class IMAPAccount:
                     flagged="\\Flagged" in flags,
                     keywords=tuple(f for f in flags if not f.startswith("\\")),
                     has_attachment=_has_attachment(data.get(b"BODYSTRUCTURE")),
+                    size=int(data.get(b"RFC822.SIZE", 0)),
                     in_reply_to=" ".join(message_ids(head.get("In-Reply-To"))),
                     references=message_ids(head.get("References")),
                 )

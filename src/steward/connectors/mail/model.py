@@ -88,6 +88,8 @@ class Header:
     """Its other keywords (and Gmail labels)."""
     has_attachment: bool
     """One of its parts is an attachment."""
+    size: int
+    """Its size in bytes, as the server counts it (RFC822.SIZE)."""
     in_reply_to: str
     """The Message-ID it answers, if any."""
     references: tuple[str, ...]

@@ -21,6 +21,7 @@ All of it is others' text: ``untrusted`` is true.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -103,12 +104,9 @@ class ReceivedSource:
 
     async def _found(self, connection: Connection, acct: IMAPAccount, header: Header) -> Found:
         text = ""
-        try:
-            raw = await acct.raw(header.ref)
-        except MailError:  # gone meanwhile: reported without a snippet
-            raw = b""
-        if raw and len(raw) <= SNIPPET_BYTES:
-            text = snippet(parse(raw))
+        if header.size <= SNIPPET_BYTES:  # a large message is not fetched for a snippet
+            with contextlib.suppress(MailError):  # gone meanwhile: without a snippet
+                text = snippet(parse(await acct.raw(header.ref)))
         zone = acct.settings.zone
         return Found(
             type=RECEIVED,
