@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from steward.connectors.base import TriggerSource
+from steward.connectors.mail.access import open_mailbox
 from steward.connectors.mail.connector import CONNECTOR
 from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.model import MessageRef
@@ -295,3 +296,14 @@ async def test_a_large_message_is_reported_without_fetching_its_body(
     assert (large.payload["subject"], large.payload["snippet"]) == ("Big", "")
     assert (small.payload["subject"], small.payload["snippet"]) == ("Small", "Hello")
     assert fetched == [small.payload["message"]]
+
+
+async def test_whether_the_server_idles_is_learned_by_waiting(mailbox: Mailbox) -> None:
+    """has_idle() answers from what idle() learned in the account's thread; it never asks the
+    server from the event loop (even with the connection gone)."""
+    con = await mailbox.connect()
+    acct = await open_mailbox(mailbox.env, con)
+    async with acct:
+        assert not acct.has_idle()  # not asked yet
+        assert not await acct.idle("INBOX", 0.1, newer_than=None)  # nothing came
+    assert acct.has_idle()

@@ -135,6 +135,9 @@ class IMAPAccount:
         self._selected: tuple[str, int] | None = None
         self._folders: list[Folder] | None = None
         self._stop_idle = threading.Event()
+        # whether the server spoke IDLE, learned in the account's thread by idle(): asking
+        # may take a round trip, which has_idle() on the event loop must not
+        self._idles = False
 
     async def __aenter__(self) -> IMAPAccount:
         return self
@@ -569,7 +572,8 @@ class IMAPAccount:
         self._stop_idle.clear()
 
         def idle(client: IMAPClient) -> bool:
-            if not client.has_capability("IDLE"):
+            self._idles = bool(client.has_capability("IDLE"))
+            if not self._idles:
                 return False
             answer = client.select_folder(folder, readonly=True)
             self._selected = None
@@ -590,8 +594,8 @@ class IMAPAccount:
         return await self.run(idle)
 
     def has_idle(self) -> bool:
-        """Whether the server spoke IDLE when last asked (False before it was)."""
-        return self._client is not None and bool(self._client.has_capability("IDLE"))
+        """Whether the server spoke IDLE when :meth:`idle` last asked (False before it did)."""
+        return self._idles
 
 
 def _changed(response: tuple[Any, ...]) -> bool:
