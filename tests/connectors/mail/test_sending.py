@@ -117,7 +117,7 @@ async def test_a_reply_is_approved_as_a_sentence_and_sent_once_across_a_crash(
 
     [approval] = await svc.list_approvals(person_id=mailbox.person_id)
     assert approval.summary == (
-        f'Send an email to dana@example.test {EM} "Re: Thursday?" {EM} '
+        f'Send a reply to dana@example.test {EM} "Re: Thursday?" {EM} '
         "Hi Dana, Thursday at 10:00 works"
     )
     [read] = [s.output for s in await svc.steps(task.id) if s.kind == "tool"]

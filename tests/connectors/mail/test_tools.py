@@ -174,7 +174,7 @@ async def test_draft_and_send_a_reply_with_threading_headers(
     }
     send = mailbox.tools()["mail_send"]
     assert send.summary(reply) == (
-        'Send an email to dana@example.test \N{EM DASH} "Re: Thursday?" \N{EM DASH} '
+        'Send a reply to dana@example.test \N{EM DASH} "Re: Thursday?" \N{EM DASH} '
         "Hi Dana, Thursday at 10:00 works for me. See you then, and thanks for asking…"
     )
     with pytest.raises(ToolError, match="goes to exactly its reply_to"):
@@ -270,3 +270,39 @@ async def test_a_refused_recipient_sends_nothing_and_keeps_no_copy(
         "127.0.0.1 refused the recipient ghost@nowhere.test; nothing was sent"
     )
     assert await mailbox.folder("Sent") == []
+
+
+async def test_the_approval_says_what_kind_of_message_and_which_it_answers(
+    mailbox: Mailbox, tmp_path: Path
+) -> None:
+    """A reply or forward goes out under the subject of the message it answers or forwards,
+    so the sentence the person approves names that message; it says reply, reply to all or
+    forward, and a long subject is cut."""
+    await mailbox.connect()
+    await mailbox.receive(HTML_WITH_PDF.format(to=mailbox.address).encode())
+    ctx = mailbox.context(tmp_path / "person", key=f"effect-{uuid.uuid4().hex}")
+    [invoice] = (await mailbox.call(ctx, "mail_search"))["messages"]
+    forward = {
+        "to": ["dana@example.test"],
+        "subject": "Holiday photos",
+        "body": "Look",
+        "mode": "forward",
+        "message": invoice["message"],
+    }
+    with pytest.raises(ToolError, match="keeps the subject of the message it answers"):
+        await mailbox.call(ctx, "mail_send", **forward)
+    with pytest.raises(ToolError, match="keeps the subject of the message it answers"):
+        await mailbox.call(ctx, "mail_draft", **(forward | {"mode": "reply"}))
+    assert all(a.login != mailbox.user for a in mailbox.server.accepted)
+    send, draft = mailbox.tools()["mail_send"], mailbox.tools()["mail_draft"]
+    em = "\N{EM DASH}"
+    plan = {"to": ["dana@example.test"], "cc": ["bo@example.test"], "subject": "Plan", "body": ""}
+    assert send.summary(plan | {"mode": "reply_all"}) == (
+        f'Send a reply to all: to dana@example.test (copy to bo@example.test) {em} "Re: Plan"'
+    )
+    assert draft.summary(plan | {"mode": "forward"}) == (
+        f'Draft a forward to dana@example.test (copy to bo@example.test) {em} "Fwd: Plan" '
+        "(not sent)"
+    )
+    long = send.summary(plan | {"subject": "word " * 40})
+    assert long.endswith(f'{em} "{"word " * 14}word…"')

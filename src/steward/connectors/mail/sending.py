@@ -85,6 +85,10 @@ def _expected(mode: Mode, header: Header, me: str) -> set[str]:
     return (people - {me}) or set(header.reply_to)
 
 
+def _same(subject: str) -> str:
+    return " ".join(subject.split()).casefold()
+
+
 def _result(message: EmailMessage) -> dict[str, Any]:
     return {
         "message_id": str(message["Message-ID"]),
@@ -94,7 +98,7 @@ def _result(message: EmailMessage) -> dict[str, Any]:
     }
 
 
-async def _letter(
+async def _checked_letter(
     acct: IMAPAccount, args: dict[str, Any], message_id: str, ctx: ToolContext
 ) -> tuple[EmailMessage, list[str]]:
     """The message the call describes and its recipients, checked against the message it
@@ -108,6 +112,13 @@ async def _letter(
         refs = refs_of([args["message"]])
         [header] = await checked(acct, refs, None)
         original = parse(await acct.raw(refs[0]))
+        if _same(subject_for(mode, args["subject"])) != _same(subject_for(mode, header.subject)):
+            # the approval names the message answered or forwarded by its subject: it must be
+            # that message's
+            raise ToolError(
+                f"a {mode.replace('_', '-')} keeps the subject of the message it answers or "
+                "forwards: give its subject as mail_search gave it"
+            )
         if mode in ("reply", "reply_all"):
             expected = _expected(mode, header, acct.settings.sender)
             if set(to) | set(cc) != expected:
@@ -192,7 +203,7 @@ def sending_tools(env: ConnectorEnv) -> list[Tool]:
                 # decided it did not go out (or the server refused it for certain and the copy
                 # could not be deleted). It goes, this once.
                 await acct.delete([ref for ref, _ in earlier])
-            letter, recipients = await _letter(acct, args, message_id, ctx)
+            letter, recipients = await _checked_letter(acct, args, message_id, ctx)
             sendby.check()  # stored only when it may still be sent in time
             await acct.append(sent, letter.as_bytes(), [SENDING, "\\Seen"], ctx.now)
             try:
@@ -230,7 +241,7 @@ def sending_tools(env: ConnectorEnv) -> list[Tool]:
             # the same draft asked twice by one task (a retried step) is stored once
             key = f"draft:{ctx.task_id}:{json.dumps(args, sort_keys=True)}"
             message_id = message_id_for(key, acct.settings.sender)
-            letter, _ = await _letter(acct, args, message_id, ctx)
+            letter, _ = await _checked_letter(acct, args, message_id, ctx)
             if not await acct.find(drafts, message_id):
                 await acct.append(drafts, letter.as_bytes(), ["\\Draft", "\\Seen"], ctx.now)
             return _result(letter) | {"folder": drafts}
