@@ -28,6 +28,7 @@ from pydantic import Field
 from steward import sendby
 from steward.connectors.base import ConnectionFailed, ConnectorEnv
 from steward.connectors.mail import access
+from steward.connectors.mail.access import KIND
 from steward.connectors.mail.imap import IMAPAccount, MailError
 from steward.connectors.mail.message import compose, message_id_for, parse
 from steward.connectors.mail.model import FolderRole, Header
@@ -169,7 +170,7 @@ def sending_tools(env: ConnectorEnv) -> list[Tool]:
         return True, _result(parse(raw))
 
     @tool(
-        connector="mail",
+        connector=KIND,
         effect=EffectClass.EXTERNAL,
         scopes=[SEND],
         reconcile=reconcile_send,
@@ -220,7 +221,7 @@ def sending_tools(env: ConnectorEnv) -> list[Tool]:
             result = _result(letter)
             return result | ({"refused": list(refused)} if refused else {})
 
-    @tool(connector="mail", effect=EffectClass.LOCAL, scopes=[DRAFT], summarize=describe_draft)
+    @tool(connector=KIND, effect=EffectClass.LOCAL, scopes=[DRAFT], summarize=describe_draft)
     async def mail_draft(
         ctx: ToolContext,
         to: To,

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.mail import message as mail
-from steward.connectors.mail.access import mailbox_for
+from steward.connectors.mail.access import KIND, mailbox_for
 from steward.connectors.mail.imap import CONTROL, IMAPAccount, MailUnreachable
 from steward.connectors.mail.model import FolderRole, Header, MessageRef
 from steward.connectors.mail.wording import (
@@ -186,7 +186,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
             except MailUnreachable as exc:
                 raise ToolError(f"{exc}; try again later") from None
 
-    @tool(connector="mail", scopes=[READ])
+    @tool(connector=KIND, scopes=[READ])
     async def mail_folders(ctx: ToolContext, account: Account = None) -> list[dict[str, str]]:
         """List the mailbox's folders and what each is for (inbox, sent, drafts, archive)."""
         async with mailbox(ctx, account) as (_, acct):
@@ -195,7 +195,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
                 for f in await acct.folders()
             ]
 
-    @tool(connector="mail", scopes=[READ], untrusted_output=True, summarize=describe_search)
+    @tool(connector=KIND, scopes=[READ], untrusted_output=True, summarize=describe_search)
     async def mail_search(
         ctx: ToolContext,
         folder: Annotated[str, Role.FREE_TEXT] = "INBOX",
@@ -235,7 +235,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
                 else {"messages": listed}
             )
 
-    @tool(connector="mail", scopes=[READ], untrusted_output=True)
+    @tool(connector=KIND, scopes=[READ], untrusted_output=True)
     async def mail_read(
         ctx: ToolContext, message: Message, account: Account = None
     ) -> dict[str, Any]:
@@ -252,7 +252,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
             saved = await save_attachments(ctx, ref, parsed)
             return fields | ({"attachments": saved} if saved else {})
 
-    @tool(connector="mail", scopes=[READ], untrusted_output=True)
+    @tool(connector=KIND, scopes=[READ], untrusted_output=True)
     async def mail_thread(
         ctx: ToolContext, message: Message, account: Account = None
     ) -> dict[str, Any]:
@@ -278,7 +278,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
                 out.append(fields)
             return {"thread": out}
 
-    @tool(connector="mail", effect=EffectClass.LOCAL, scopes=[ORGANIZE], summarize=describe_archive)
+    @tool(connector=KIND, effect=EffectClass.LOCAL, scopes=[ORGANIZE], summarize=describe_archive)
     async def mail_archive(
         ctx: ToolContext, messages: Messages, sender: Sender = None, account: Account = None
     ) -> dict[str, Any]:
@@ -290,7 +290,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
             await acct.move(refs, archive)
             return {"archived": len(refs), "to": archive}
 
-    @tool(connector="mail", effect=EffectClass.LOCAL, scopes=[ORGANIZE], summarize=describe_move)
+    @tool(connector=KIND, effect=EffectClass.LOCAL, scopes=[ORGANIZE], summarize=describe_move)
     async def mail_move(
         ctx: ToolContext,
         messages: Messages,
@@ -311,7 +311,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
             await acct.move(refs, folder)
             return {"moved": len(refs), "to": folder}
 
-    @tool(connector="mail", effect=EffectClass.LOCAL, scopes=[ORGANIZE], summarize=describe_mark)
+    @tool(connector=KIND, effect=EffectClass.LOCAL, scopes=[ORGANIZE], summarize=describe_mark)
     async def mail_mark(
         ctx: ToolContext,
         messages: Messages,
@@ -327,7 +327,7 @@ def mail_tools(env: ConnectorEnv) -> list[Tool]:
             await acct.flag(refs, [flag], add=mark in ("read", "flagged"))
             return {"marked": len(refs), "as": mark}
 
-    @tool(connector="mail", effect=EffectClass.LOCAL, scopes=[ORGANIZE], summarize=describe_label)
+    @tool(connector=KIND, effect=EffectClass.LOCAL, scopes=[ORGANIZE], summarize=describe_label)
     async def mail_label(
         ctx: ToolContext,
         messages: Messages,
