@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from steward.connectors.base import TriggerSource
+from steward.connectors.mail import received
 from steward.connectors.mail.access import open_mailbox
 from steward.connectors.mail.connector import CONNECTOR
 from steward.connectors.mail.imap import IMAPAccount
@@ -307,3 +308,26 @@ async def test_whether_the_server_idles_is_learned_by_waiting(mailbox: Mailbox) 
         assert not acct.has_idle()  # not asked yet
         assert not await acct.idle("INBOX", 0.1, newer_than=None)  # nothing came
     assert acct.has_idle()
+
+
+async def test_a_backlog_is_read_poll_after_poll_without_waiting(
+    mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More new mail than one poll reports: the wait after it ends at once (the simulated
+    clock stands still and no mail arrives: without that, IDLE would hold it for minutes)."""
+    monkeypatch.setattr(received, "PER_POLL", 2)
+    con = await mailbox.connect()
+    watch = source(mailbox)
+    cursor = (await watch.poll(con, None)).cursor
+    for n in range(3):
+        await mailbox.receive(message(sender="a@example.test", to=mailbox.address, subject=f"{n}"))
+    first = await watch.poll(con, cursor)
+    assert [f.payload["subject"] for f in first.found] == ["0", "1"]
+    await asyncio.wait_for(watch.wait(con, 600), scaled(30))
+    second = await watch.poll(con, first.cursor)
+    assert [f.payload["subject"] for f in second.found] == ["2"]
+    waiting = asyncio.create_task(watch.wait(con, 600))  # caught up: IDLE until mail comes
+    await asyncio.sleep(0.5)
+    assert not waiting.done()
+    await mailbox.receive(message(sender="a@example.test", to=mailbox.address, subject="3"))
+    await asyncio.wait_for(waiting, scaled(30))

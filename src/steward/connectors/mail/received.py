@@ -68,6 +68,9 @@ class ReceivedSource:
     _next: dict[str, int] = field(default_factory=dict)
     """Per connection: the first watched folder's UIDNEXT at the last poll (an IDLE started
     later returns at once when mail came in between)."""
+    _behind: set[str] = field(default_factory=set)
+    """The connections whose last poll left new mail for the next one (more than
+    :data:`PER_POLL`): their wait ends at once, so a backlog drains poll after poll."""
 
     async def poll(self, connection: Connection, cursor: dict[str, Any] | None) -> Poll:
         stored: dict[str, Any] = (cursor or {}).get("folders", {})
@@ -75,6 +78,7 @@ class ReceivedSource:
         now = self.env.clock.now()
         after: dict[str, Any] = {}
         found: list[Found] = []
+        self._behind.discard(connection.id)
         async with await open_mailbox(self.env, connection) as acct:
             for index, folder in enumerate(settings_of(connection).watch_folders):
                 before = stored.get(folder)
@@ -90,6 +94,8 @@ class ReceivedSource:
                     headers = await self._rebuilt(acct, folder, since - REBUILT_MARGIN)
                     after[folder] = {"uidvalidity": validity, "last_uid": uidnext - 1}
                 else:
+                    if len(headers) >= PER_POLL:
+                        self._behind.add(connection.id)
                     top = headers[-1].ref.uid if headers else last
                     after[folder] = {"uidvalidity": validity, "last_uid": top}
                 for header in headers:
@@ -127,6 +133,8 @@ class ReceivedSource:
         )
 
     async def wait(self, connection: Connection, seconds: float) -> None:
+        if connection.id in self._behind:
+            return  # mail is waiting: poll again now
         folders = settings_of(connection).watch_folders
         async with await open_mailbox(self.env, connection) as acct:
             limit = min(seconds, IDLE_LIMIT)
