@@ -15,7 +15,7 @@ from imapclient.exceptions import IMAPClientError
 
 from steward.connectors.base import ConnectionFailed
 from steward.connectors.mail.access import open_mailbox, settings_of
-from steward.connectors.mail.imap import MailError, _server_words
+from steward.connectors.mail.failures import MailError, server_words
 from steward.connectors.mail.sending import SENDING
 from steward.connectors.mail.tools import READ
 from steward.harness.tools import ToolError
@@ -232,7 +232,7 @@ async def test_errors_read_as_plain_words(mailbox: Mailbox) -> None:
     assert "b'" not in text
     assert "secs" not in text
     two_lines = IMAPClientError("[b'[ALERT] first line', b'second line.']")
-    assert _server_words(two_lines) == "first line second line"
+    assert server_words(two_lines) == "first line second line"
     broken = replace(con, settings={**con.settings, "imap_port": "a port"})
     with pytest.raises(ConnectionFailed) as failed:
         settings_of(broken)

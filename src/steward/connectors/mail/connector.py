@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from steward.connectors.base import ConnectionFailed, ConnectorEnv, TriggerSource
 from steward.connectors.mail.access import KIND, check_smtp, open_mailbox
-from steward.connectors.mail.imap import MailError, MailUnreachable
+from steward.connectors.mail.failures import MailError, MailUnreachable
 from steward.connectors.mail.model import FolderRole
 from steward.connectors.mail.received import ReceivedSource
 from steward.connectors.mail.sending import sending_tools

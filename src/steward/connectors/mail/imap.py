@@ -11,7 +11,6 @@ another UIDVALIDITY is refused rather than applied to a different message.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import imaplib
@@ -27,6 +26,13 @@ from typing import Any, TypeVar
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
+from steward.connectors.mail.failures import (
+    MailError,
+    MailUnreachable,
+    refuse_control,
+    server_words,
+    text_of,
+)
 from steward.connectors.mail.message import (
     addresses,
     decoded,
@@ -38,7 +44,6 @@ from steward.connectors.mail.message import (
 from steward.connectors.mail.model import Folder, FolderRole, Header, MessageRef
 from steward.connectors.mail.settings import MailSettings
 from steward.connectors.mail.tls import tls_context, tls_failure
-from steward.errors import EffectFailed, StewardRuntimeError
 
 T = TypeVar("T")
 
@@ -61,53 +66,8 @@ COMMON_NAMES = {
     FolderRole.TRASH: ("trash", "deleted items", "deleted messages", "bin"),
 }
 """Names a folder without a SPECIAL-USE flag is recognised by (last part, case-insensitive)."""
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-"""Characters never sent to the server: imapclient quotes an argument but lets CR and LF
-through, and a line break ends the command (the rest would be read as another one)."""
 IDLE_SLICE = 1.0
 """IDLE waits in slices this long (seconds), so a cancelled wait frees its thread soon."""
-
-
-class MailError(EffectFailed):
-    """The server or the account certainly did not do what was asked (the message says why, in
-    plain words): refused sign-in, unknown folder or message, a refused command."""
-
-
-class MailUnreachable(StewardRuntimeError):
-    """The server could not be reached or stopped answering: try again later. For a write, its
-    outcome is unknown."""
-
-
-def _text(value: object) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
-
-def _server_words(exc: BaseException) -> str:
-    """An IMAP error's text in the server's words: without the bytes notation (one line or a
-    list of lines), response codes and Dovecot's timings around them; imapclient's hint about
-    search syntax (the lines after the first) is for programmers."""
-    text = next(iter(str(exc.args[0] if exc.args else exc).strip().splitlines()), "")
-    if text.startswith(("b'", 'b"', "[b")):
-        with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
-            value = ast.literal_eval(text)
-            lines = value if isinstance(value, list | tuple) else [value]
-            text = " ".join(_text(line) for line in lines)
-    text = re.sub(r"\[[A-Z-]+\]\s*", "", text)
-    text = re.sub(r"\s*\([\d.]+( \+ [\d.]+)* secs\)", "", text)
-    return " ".join(text.split()).strip(" .") or "no reason given"
-
-
-def refuse_control(values: Iterable[object]) -> None:
-    """:class:`MailError` when one of ``values`` (or of a list in them) is text with a line
-    break or another control character."""
-    for value in values:
-        if isinstance(value, list | tuple):
-            refuse_control(value)
-        elif isinstance(value, str) and CONTROL.search(value):
-            raise MailError(
-                "a search, a folder name or a label cannot contain a line break or another "
-                "control character"
-            )
 
 
 def _has_attachment(structure: object) -> bool:
@@ -180,9 +140,7 @@ class IMAPAccount:
                 self._drop()
                 raise MailUnreachable(self._unreachable(exc)) from exc
             except IMAPClientError as exc:
-                raise MailError(
-                    f"{self.settings.imap_host} refused: {_server_words(exc)}"
-                ) from None
+                raise MailError(f"{self.settings.imap_host} refused: {server_words(exc)}") from None
 
         return await asyncio.get_running_loop().run_in_executor(self._thread, call)
 
@@ -245,7 +203,7 @@ class IMAPAccount:
         try:
             answer = client.select_folder(folder)
         except IMAPClientError as exc:
-            raise MailError(f"there is no folder {folder} ({_server_words(exc)})") from None
+            raise MailError(f"there is no folder {folder} ({server_words(exc)})") from None
         validity = int(answer.get(b"UIDVALIDITY", 0))
         self._selected = (folder, validity)
         return validity
@@ -322,8 +280,8 @@ class IMAPAccount:
                     folder, [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES", b"UNSEEN"]
                 )
             except IMAPClientError as exc:
-                raise MailError(f"there is no folder {folder} ({_server_words(exc)})") from None
-            return {_text(k).lower(): int(v) for k, v in found.items()}
+                raise MailError(f"there is no folder {folder} ({server_words(exc)})") from None
+            return {text_of(k).lower(): int(v) for k, v in found.items()}
 
         return await self.run(status)
 
@@ -338,7 +296,7 @@ class IMAPAccount:
             data = fetched[uid]
             raw = next((v for k, v in data.items() if k.startswith(b"BODY[HEADER")), b"")
             head = headers_only(raw or b"")
-            flags = tuple(_text(f) for f in data.get(b"FLAGS", ()))
+            flags = tuple(text_of(f) for f in data.get(b"FLAGS", ()))
             date = sent_at(head)
             if date is None:
                 received = data.get(b"INTERNALDATE")
@@ -443,7 +401,7 @@ class IMAPAccount:
             return [
                 (
                     MessageRef(folder=folder, uidvalidity=validity, uid=int(uid)),
-                    tuple(_text(f) for f in flags.get(uid, ())),
+                    tuple(text_of(f) for f in flags.get(uid, ())),
                 )
                 for uid in sorted(uids)
             ]
@@ -543,7 +501,7 @@ class IMAPAccount:
                 client.append(folder, message, flags=list(flags), msg_time=when)
             except IMAPClientError as exc:
                 raise MailError(
-                    f"could not store the message in {folder}: {_server_words(exc)}"
+                    f"could not store the message in {folder}: {server_words(exc)}"
                 ) from None
 
         await self.run(append)

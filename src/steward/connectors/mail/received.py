@@ -29,7 +29,8 @@ from typing import Any
 
 from steward.connectors.base import ConnectorEnv, Poll
 from steward.connectors.mail.access import open_mailbox, settings_of
-from steward.connectors.mail.imap import IMAPAccount, MailError
+from steward.connectors.mail.failures import MailError
+from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.message import parse, snippet
 from steward.connectors.mail.model import Header
 from steward.domain.authority import Connection

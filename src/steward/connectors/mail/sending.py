@@ -29,7 +29,8 @@ from steward import sendby
 from steward.connectors.base import ConnectionFailed, ConnectorEnv
 from steward.connectors.mail import access
 from steward.connectors.mail.access import KIND
-from steward.connectors.mail.imap import IMAPAccount, MailError
+from steward.connectors.mail.failures import MailError
+from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.message import compose, message_id_for, parse
 from steward.connectors.mail.model import FolderRole, Header
 from steward.connectors.mail.settings import plain_address

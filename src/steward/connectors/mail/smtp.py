@@ -16,7 +16,7 @@ from email.message import EmailMessage
 import aiosmtplib
 
 from steward import sendby
-from steward.connectors.mail.imap import MailError, MailUnreachable
+from steward.connectors.mail.failures import MailError, MailUnreachable
 from steward.connectors.mail.settings import MailSettings
 from steward.connectors.mail.tls import tls_context, tls_failure
 

@@ -25,7 +25,8 @@ from pydantic import Field
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.mail import message as mail
 from steward.connectors.mail.access import KIND, mailbox_for
-from steward.connectors.mail.imap import CONTROL, IMAPAccount, MailUnreachable
+from steward.connectors.mail.failures import CONTROL, MailUnreachable
+from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.model import FolderRole, Header, MessageRef
 from steward.connectors.mail.wording import (
     describe_archive,
