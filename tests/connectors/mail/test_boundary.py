@@ -111,7 +111,11 @@ async def test_a_reply_to_an_encoded_message_id_adds_no_header(
         mode="reply",
         message=plan["message"],
     )
-    [accepted] = [a for a in mailbox.server.accepted if sent["message_id"].encode() in a.data]
+    [accepted] = [
+        a
+        for a in mailbox.server.accepted
+        if a.login == mailbox.user and sent["message_id"].encode() in a.data
+    ]
     assert accepted.recipients == ["dana@example.test"]
     assert b"In-Reply-To: <p1@example.test>\r\n" in accepted.data
     assert b"Bcc" not in accepted.data
