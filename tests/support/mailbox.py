@@ -5,16 +5,19 @@ folders and look at what is there."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from steward.connectors.base import ConnectorEnv
+from steward.connectors.mail.connector import CONNECTOR
 from steward.connectors.mail.tools import SCOPES
 from steward.domain.authority import Connection, ConnectionBounds
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
+from steward.harness.tools import Tool, ToolContext
 from steward.harness.workspace import Workspace
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.vault import Vault, VaultKeys, generate_key
@@ -103,6 +106,26 @@ class Mailbox:
     async def folder(self, name: str, user: str | None = None) -> list[tuple[bytes, bytes]]:
         """``(flags, message)`` of each message in their (or ``user``'s) folder ``name``."""
         return await asyncio.to_thread(self.server.messages, user or self.user, name)
+
+    def tools(self) -> dict[str, Tool]:
+        """The mail tools, by name."""
+        return {t.name: t for t in CONNECTOR.tools(self.env)}
+
+    def context(self, workspace: Path, key: str | None = None) -> ToolContext:
+        """A tool call of theirs in task ``task-1`` (``key``: the effect's idempotency key)."""
+        return ToolContext(
+            person_id=self.person_id,
+            task_id="task-1",
+            goal_id=None,
+            idempotency_key=key,
+            workspace=workspace,
+            now=self.clock.now(),
+        )
+
+    async def call(self, ctx: ToolContext, name: str, **args: Any) -> Any:
+        """Call the tool ``name`` as the model would (its arguments as JSON)."""
+        tool = self.tools()[name]
+        return await tool.invoke(tool.parse_arguments(json.dumps(args)), ctx)
 
 
 async def mailbox_of(

@@ -12,7 +12,7 @@ root). Run as anyone else, everything runs as that user under the given director
 The SMTP server asks senders to sign in (a user's password, or ``XOAUTH2`` with a token from
 :attr:`MailServer.tokens`), records each message it accepts (:attr:`MailServer.accepted`) and
 delivers it to every recipient at ``example.test`` who is a user here, by IMAP APPEND into
-their INBOX; it refuses recipients at ``nowhere.test``.
+their INBOX; it refuses recipients at ``nowhere.test`` and does not speak SMTPUTF8.
 """
 
 from __future__ import annotations
@@ -463,6 +463,8 @@ def running_mail(workdir: Path, *, capabilities: str | None = None) -> Iterator[
             authenticator=handler.authenticate,
             auth_required=True,
             auth_require_tls=False,
+            # like many servers, no SMTPUTF8: an international address cannot be sent
+            enable_SMTPUTF8=False,
             ready_timeout=scaled(10),
         )
         smtp.start()

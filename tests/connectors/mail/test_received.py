@@ -11,9 +11,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from steward.connectors.base import TriggerSource
+from steward.connectors.mail import received
+from steward.connectors.mail.access import open_mailbox
 from steward.connectors.mail.connector import CONNECTOR
-from steward.connectors.mail.received import RECEIVED
+from steward.connectors.mail.imap import IMAPAccount
+from steward.connectors.mail.model import MessageRef
+from steward.connectors.mail.received import RECEIVED, SNIPPET_BYTES
 from steward.connectors.watch import Watcher
 from steward.domain import TaskStatus
 from steward.domain.event import Event
@@ -264,3 +270,64 @@ async def test_a_wrong_password_is_a_failure_the_watcher_backs_off_from(
         f"127.0.0.1 refused the sign-in as {mailbox.user}: the password is wrong or has "
         "expired, or the account does not allow IMAP"
     )
+
+
+async def test_a_large_message_is_reported_without_fetching_its_body(
+    mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con = await mailbox.connect()
+    watcher = Watcher(env=mailbox.env, holder="w1")
+    watch = source(mailbox)
+    assert await watcher.poll_once(con, watch) == 0
+    fetched: list[str] = []
+    raw = IMAPAccount.raw
+
+    async def counted(self: IMAPAccount, ref: MessageRef) -> bytes:
+        fetched.append(ref.text())
+        return await raw(self, ref)
+
+    monkeypatch.setattr(IMAPAccount, "raw", counted)
+    big = "x" * (SNIPPET_BYTES + 1)
+    await mailbox.receive(
+        message(sender="a@example.test", to=mailbox.address, subject="Big", body=big)
+    )
+    await mailbox.receive(message(sender="b@example.test", to=mailbox.address, subject="Small"))
+    assert await watcher.poll_once(con, watch) == 0
+    large, small = await events(mailbox)
+    assert (large.payload["subject"], large.payload["snippet"]) == ("Big", "")
+    assert (small.payload["subject"], small.payload["snippet"]) == ("Small", "Hello")
+    assert fetched == [small.payload["message"]]
+
+
+async def test_whether_the_server_idles_is_learned_by_waiting(mailbox: Mailbox) -> None:
+    """has_idle() answers from what idle() learned in the account's thread; it never asks the
+    server from the event loop (even with the connection gone)."""
+    con = await mailbox.connect()
+    acct = await open_mailbox(mailbox.env, con)
+    async with acct:
+        assert not acct.has_idle()  # not asked yet
+        assert not await acct.idle("INBOX", 0.1, newer_than=None)  # nothing came
+    assert acct.has_idle()
+
+
+async def test_a_backlog_is_read_poll_after_poll_without_waiting(
+    mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More new mail than one poll reports: the wait after it ends at once (the simulated
+    clock stands still and no mail arrives: without that, IDLE would hold it for minutes)."""
+    monkeypatch.setattr(received, "PER_POLL", 2)
+    con = await mailbox.connect()
+    watch = source(mailbox)
+    cursor = (await watch.poll(con, None)).cursor
+    for n in range(3):
+        await mailbox.receive(message(sender="a@example.test", to=mailbox.address, subject=f"{n}"))
+    first = await watch.poll(con, cursor)
+    assert [f.payload["subject"] for f in first.found] == ["0", "1"]
+    await asyncio.wait_for(watch.wait(con, 600), scaled(30))
+    second = await watch.poll(con, first.cursor)
+    assert [f.payload["subject"] for f in second.found] == ["2"]
+    waiting = asyncio.create_task(watch.wait(con, 600))  # caught up: IDLE until mail comes
+    await asyncio.sleep(0.5)
+    assert not waiting.done()
+    await mailbox.receive(message(sender="a@example.test", to=mailbox.address, subject="3"))
+    await asyncio.wait_for(waiting, scaled(30))

@@ -10,15 +10,19 @@ import asyncio
 import json
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from steward import sendby
 from steward.connectors.mail import access
 from steward.connectors.mail.connector import CONNECTOR
+from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.message import message_id_for
 from steward.connectors.mail.sending import SENDING
 from steward.domain import EffectStatus, TaskStatus
+from steward.errors import NotSent
 from steward.harness.agent import AgentHarness
 from steward.harness.tools import Tool, ToolContext
 from steward.models.scripted import ScriptedModel, call_tool
@@ -27,6 +31,7 @@ from steward.sentinel.policy import PolicySentinel
 from support.agents import agent_worker
 from support.mailbox import Mailbox
 from support.mailserver import message
+from support.startup import scaled
 
 LEASE = 30.0
 EM = "\N{EM DASH}"
@@ -112,7 +117,7 @@ async def test_a_reply_is_approved_as_a_sentence_and_sent_once_across_a_crash(
 
     [approval] = await svc.list_approvals(person_id=mailbox.person_id)
     assert approval.summary == (
-        f'Send an email to dana@example.test {EM} "Re: Thursday?" {EM} '
+        f'Send a reply to dana@example.test {EM} "Re: Thursday?" {EM} '
         "Hi Dana, Thursday at 10:00 works"
     )
     [read] = [s.output for s in await svc.steps(task.id) if s.kind == "tool"]
@@ -251,3 +256,46 @@ async def test_a_crash_after_the_copy_was_stored_leaves_the_send_to_the_person(
     assert effect.status is EffectStatus.IN_DOUBT
     assert [e.id for e in await svc.in_doubt_effects(mailbox.person_id)] == [effect.id]
     assert all(a.login != mailbox.user for a in mailbox.server.accepted)  # not sent again
+
+    # the person finds it did not arrive: it is sent now, once, and one copy stays in Sent
+    await svc.resolve_effect(effect.id, applied=False)
+    await Scheduler(store, clock).tick()
+    await agent_worker(store, harness(mailbox, model), clock).run_until_idle()
+    assert (await svc.get_task(task.id)).status is TaskStatus.SUCCEEDED
+    [effect] = await store.effects.list_effects(task_id=task.id)
+    assert effect.status is EffectStatus.SUCCEEDED
+    sent_id = effect.result["message_id"]
+    assert len([a for a in mailbox.server.accepted if sent_id.encode() in a.data]) == 1
+    [(flags, copy)] = await mailbox.folder("Sent")
+    assert sent_id.encode() in copy
+    assert SENDING.encode() not in flags
+
+
+async def test_a_send_whose_deadline_passed_is_not_sent_and_keeps_no_copy(
+    mailbox: Mailbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker may have lost its lease while the tool worked: past the send deadline
+    nothing is stored nor handed to the SMTP server, and a copy already stored is taken back."""
+    await mailbox.connect()
+    ctx = mailbox.context(tmp_path, key="late")
+    args = {"to": ["dana@example.test"], "subject": "Hi", "body": "Hello"}
+    with sendby.sending_by(sendby.elapsed()), pytest.raises(NotSent):
+        await mailbox.call(ctx, "mail_send", **args)
+    assert await mailbox.folder("Sent") == []
+
+    stored: list[bool] = []
+    append = IMAPAccount.append
+
+    async def append_then_linger(self: IMAPAccount, *args: Any) -> None:
+        await append(self, *args)
+        stored.append(True)
+        # the deadline passes before SMTP is reached
+        await asyncio.sleep(deadline - sendby.elapsed() + 0.01)
+
+    monkeypatch.setattr(IMAPAccount, "append", append_then_linger)
+    deadline = sendby.elapsed() + scaled(1.0)
+    with sendby.sending_by(deadline), pytest.raises(NotSent):
+        await mailbox.call(ctx, "mail_send", **args)
+    assert stored == [True]
+    assert await mailbox.folder("Sent") == []
+    assert all(a.login != mailbox.user for a in mailbox.server.accepted)

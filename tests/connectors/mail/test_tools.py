@@ -4,15 +4,12 @@ message and a reply whose threading headers arrive with it."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from steward.connectors.mail.connector import CONNECTOR
-from steward.harness.tools import Tool, ToolContext, ToolError
+from steward.harness.tools import ToolError
 from support.mailbox import Mailbox
 from support.mailserver import message
 
@@ -28,35 +25,15 @@ HTML_WITH_PDF = (
 )
 
 
-def tools(box: Mailbox) -> dict[str, Tool]:
-    return {t.name: t for t in CONNECTOR.tools(box.env)}
-
-
-def context(box: Mailbox, tmp_path: Path, key: str | None = None) -> ToolContext:
-    return ToolContext(
-        person_id=box.person_id,
-        task_id="task-1",
-        goal_id=None,
-        idempotency_key=key,
-        workspace=tmp_path / "person",
-        now=box.clock.now(),
-    )
-
-
-async def call(box: Mailbox, ctx: ToolContext, name: str, **args: Any) -> Any:
-    tool = tools(box)[name]
-    return await tool.invoke(tool.parse_arguments(json.dumps(args)), ctx)
-
-
 async def test_search_and_read_an_html_mail_saving_its_attachment(
     mailbox: Mailbox, tmp_path: Path
 ) -> None:
     con = await mailbox.connect()
     await mailbox.receive(message(sender="dana@example.test", to=mailbox.address, subject="Hi"))
     await mailbox.receive(HTML_WITH_PDF.format(to=mailbox.address).encode())
-    ctx = context(mailbox, tmp_path)
+    ctx = mailbox.context(tmp_path / "person")
 
-    found = await call(mailbox, ctx, "mail_search", sender="shop.test", unread=True)
+    found = await mailbox.call(ctx, "mail_search", sender="shop.test", unread=True)
     [listed] = found["messages"]
     assert listed["from"] == "Shop <news@shop.test>"
     assert listed["subject"] == "Your invoice"
@@ -65,7 +42,7 @@ async def test_search_and_read_an_html_mail_saving_its_attachment(
     assert listed["has_attachment"]
     assert ctx.items_read == [f"{con.id}/{listed['message']}"]
 
-    read = await call(mailbox, ctx, "mail_read", message=listed["message"])
+    read = await mailbox.call(ctx, "mail_read", message=listed["message"])
     assert read["text"] == "# Thanks!\n\nYour **invoice** is attached."
     [attachment] = read["attachments"]
     assert attachment["type"] == "application/pdf"
@@ -81,9 +58,9 @@ async def test_search_and_read_an_html_mail_saving_its_attachment(
             subject="=?utf-8?q?Caf=C3=A9?=",
         )
     )
-    [encoded] = (await call(mailbox, ctx, "mail_search", sender="seb@"))["messages"]
+    [encoded] = (await mailbox.call(ctx, "mail_search", sender="seb@"))["messages"]
     assert (encoded["from"], encoded["subject"]) == ("S\u00e9b <seb@example.test>", "Caf\u00e9")
-    again = await call(mailbox, ctx, "mail_search", sender="shop.test", unread=True)
+    again = await mailbox.call(ctx, "mail_search", sender="shop.test", unread=True)
     assert len(again["messages"]) == 1  # reading did not mark it read
 
 
@@ -94,21 +71,21 @@ async def test_archive_mark_and_label_newsletters(mailbox: Mailbox, tmp_path: Pa
             message(sender="news@shop.test", to=mailbox.address, subject=f"Deals {n}")
         )
     await mailbox.receive(message(sender="dana@example.test", to=mailbox.address, subject="Hi"))
-    ctx = context(mailbox, tmp_path)
+    ctx = mailbox.context(tmp_path / "person")
     news = [
-        m["message"] for m in (await call(mailbox, ctx, "mail_search", sender="news@"))["messages"]
+        m["message"] for m in (await mailbox.call(ctx, "mail_search", sender="news@"))["messages"]
     ]
-    dana = (await call(mailbox, ctx, "mail_search", sender="dana@"))["messages"][0]["message"]
+    dana = (await mailbox.call(ctx, "mail_search", sender="dana@"))["messages"][0]["message"]
 
-    archive = tools(mailbox)["mail_archive"]
+    archive = mailbox.tools()["mail_archive"]
     assert archive.summary({"messages": news, "sender": "news@shop.test"}) == (
         "Archive 3 emails from news@shop.test"
     )
     with pytest.raises(ToolError, match=r"some are from dana@example\.test"):
-        await call(mailbox, ctx, "mail_archive", messages=[*news, dana], sender="news@shop.test")
-    await call(mailbox, ctx, "mail_label", messages=news[:1], labels=["Shopping"])
-    await call(mailbox, ctx, "mail_mark", messages=news, mark="read", sender="news@shop.test")
-    done = await call(mailbox, ctx, "mail_archive", messages=news, sender="news@shop.test")
+        await mailbox.call(ctx, "mail_archive", messages=[*news, dana], sender="news@shop.test")
+    await mailbox.call(ctx, "mail_label", messages=news[:1], labels=["Shopping"])
+    await mailbox.call(ctx, "mail_mark", messages=news, mark="read", sender="news@shop.test")
+    done = await mailbox.call(ctx, "mail_archive", messages=news, sender="news@shop.test")
     assert done == {"archived": 3, "to": "Archive"}
 
     inbox = await mailbox.folder("INBOX")
@@ -117,16 +94,16 @@ async def test_archive_mark_and_label_newsletters(mailbox: Mailbox, tmp_path: Pa
     assert len(archived) == 3
     assert all(b"\\Seen" in flags for flags, _ in archived)
     assert sum(b"Shopping" in flags for flags, _ in archived) == 1
-    with pytest.raises(ToolError, match="there is no folder 'Receipts'"):
-        await call(mailbox, ctx, "mail_move", messages=[dana], folder="Receipts")
-    moved = await call(mailbox, ctx, "mail_move", messages=[dana], folder="Junk")
+    with pytest.raises(ToolError, match="there is no folder Receipts:"):
+        await mailbox.call(ctx, "mail_move", messages=[dana], folder="Receipts")
+    moved = await mailbox.call(ctx, "mail_move", messages=[dana], folder="Junk")
     assert moved == {"moved": 1, "to": "Junk"}
     [dana] = [
-        m["message"] for m in (await call(mailbox, ctx, "mail_search", folder="Junk"))["messages"]
+        m["message"] for m in (await mailbox.call(ctx, "mail_search", folder="Junk"))["messages"]
     ]
-    await call(mailbox, ctx, "mail_move", messages=[dana], folder="INBOX")
-    [dana] = [m["message"] for m in (await call(mailbox, ctx, "mail_search"))["messages"]]
-    await call(mailbox, ctx, "mail_mark", messages=[dana], mark="flagged")
+    await mailbox.call(ctx, "mail_move", messages=[dana], folder="INBOX")
+    [dana] = [m["message"] for m in (await mailbox.call(ctx, "mail_search"))["messages"]]
+    await mailbox.call(ctx, "mail_mark", messages=[dana], mark="flagged")
     [(flags, _)] = await mailbox.folder("INBOX")
     assert b"\\Flagged" in flags
     assert b"\\Seen" not in flags
@@ -164,9 +141,9 @@ async def test_a_thread_across_inbox_and_sent(mailbox: Mailbox, tmp_path: Path) 
     await mailbox.receive(mine, folder="Sent")
     await mailbox.receive(last)
     await mailbox.receive(message(sender="x@example.test", to=mailbox.address, subject="Other"))
-    ctx = context(mailbox, tmp_path)
-    [newest] = (await call(mailbox, ctx, "mail_search", text="10 is fine"))["messages"]
-    thread = await call(mailbox, ctx, "mail_thread", message=newest["message"])
+    ctx = mailbox.context(tmp_path / "person")
+    [newest] = (await mailbox.call(ctx, "mail_search", text="10 is fine"))["messages"]
+    thread = await mailbox.call(ctx, "mail_thread", message=newest["message"])
     assert [m["text"] for m in thread["thread"]] == ["Does Thursday work?", "At 10?", "10 is fine"]
     assert len(ctx.items_read) == 1 + 3
 
@@ -185,8 +162,8 @@ async def test_draft_and_send_a_reply_with_threading_headers(
             extra="References: <q0@example.test>\r\n",
         )
     )
-    ctx = context(mailbox, tmp_path, key=f"effect-{uuid.uuid4().hex}")
-    [question] = (await call(mailbox, ctx, "mail_search", subject="Thursday"))["messages"]
+    ctx = mailbox.context(tmp_path / "person", key=f"effect-{uuid.uuid4().hex}")
+    [question] = (await mailbox.call(ctx, "mail_search", subject="Thursday"))["messages"]
     reply = {
         "to": ["dana@example.test"],
         "subject": "Thursday?",
@@ -195,23 +172,23 @@ async def test_draft_and_send_a_reply_with_threading_headers(
         "mode": "reply",
         "message": question["message"],
     }
-    send = tools(mailbox)["mail_send"]
+    send = mailbox.tools()["mail_send"]
     assert send.summary(reply) == (
-        'Send an email to dana@example.test \N{EM DASH} "Re: Thursday?" \N{EM DASH} '
+        'Send a reply to dana@example.test \N{EM DASH} "Re: Thursday?" \N{EM DASH} '
         "Hi Dana, Thursday at 10:00 works for me. See you then, and thanks for asking…"
     )
-    with pytest.raises(ToolError, match=r"goes to dana@example\.test"):
-        await call(mailbox, ctx, "mail_send", **(reply | {"to": ["eve@example.test"]}))
+    with pytest.raises(ToolError, match="goes to exactly its reply_to"):
+        await mailbox.call(ctx, "mail_send", **(reply | {"to": ["eve@example.test"]}))
 
-    drafted = await call(mailbox, ctx, "mail_draft", **reply)
-    await call(mailbox, ctx, "mail_draft", **reply)  # the same draft again: stored once
+    drafted = await mailbox.call(ctx, "mail_draft", **reply)
+    await mailbox.call(ctx, "mail_draft", **reply)  # the same draft again: stored once
     [(flags, draft)] = await mailbox.folder("Drafts")
     assert b"\\Draft" in flags
     assert drafted["subject"] == "Re: Thursday?"
     assert b"In-Reply-To: <q1@example.test>" in draft
     assert all(a.login != mailbox.user for a in mailbox.server.accepted)  # nothing was sent
 
-    sent = await call(mailbox, ctx, "mail_send", **reply)
+    sent = await mailbox.call(ctx, "mail_send", **reply)
     assert sent["to"] == "dana@example.test"
     [(_, received)] = [
         m for m in await mailbox.folder("INBOX", user="dana") if sent["message_id"].encode() in m[1]
@@ -238,13 +215,12 @@ async def test_reply_all_names_exactly_the_people_of_the_thread(
             extra="Cc: cy@example.test\r\n",
         )
     )
-    ctx = context(mailbox, tmp_path, key=f"effect-{uuid.uuid4().hex}")
-    [plan] = (await call(mailbox, ctx, "mail_search", subject="Plan"))["messages"]
+    ctx = mailbox.context(tmp_path / "person", key=f"effect-{uuid.uuid4().hex}")
+    [plan] = (await mailbox.call(ctx, "mail_search", subject="Plan"))["messages"]
     base = {"subject": "Plan", "body": "Yes", "mode": "reply_all", "message": plan["message"]}
-    with pytest.raises(ToolError, match=r"bo@example\.test, cy@example\.test, dana@example\.test"):
-        await call(mailbox, ctx, "mail_send", to=["dana@example.test"], **base)
-    sent = await call(
-        mailbox,
+    with pytest.raises(ToolError, match="its to and its cc, less you"):
+        await mailbox.call(ctx, "mail_send", to=["dana@example.test"], **base)
+    sent = await mailbox.call(
         ctx,
         "mail_send",
         to=["dana@example.test", "bo@example.test"],
@@ -264,10 +240,9 @@ async def test_reply_all_names_exactly_the_people_of_the_thread(
 async def test_forward_attaches_the_message(mailbox: Mailbox, tmp_path: Path) -> None:
     await mailbox.connect()
     await mailbox.receive(HTML_WITH_PDF.format(to=mailbox.address).encode())
-    ctx = context(mailbox, tmp_path, key=f"effect-{uuid.uuid4().hex}")
-    [invoice] = (await call(mailbox, ctx, "mail_search"))["messages"]
-    sent = await call(
-        mailbox,
+    ctx = mailbox.context(tmp_path / "person", key=f"effect-{uuid.uuid4().hex}")
+    [invoice] = (await mailbox.call(ctx, "mail_search"))["messages"]
+    sent = await mailbox.call(
         ctx,
         "mail_send",
         to=["dana@example.test"],
@@ -288,10 +263,46 @@ async def test_a_refused_recipient_sends_nothing_and_keeps_no_copy(
     mailbox: Mailbox, tmp_path: Path
 ) -> None:
     await mailbox.connect()
-    ctx = context(mailbox, tmp_path, key=f"effect-{uuid.uuid4().hex}")
+    ctx = mailbox.context(tmp_path / "person", key=f"effect-{uuid.uuid4().hex}")
     with pytest.raises(ToolError) as caught:
-        await call(mailbox, ctx, "mail_send", to=["ghost@nowhere.test"], subject="Hi", body="Hello")
+        await mailbox.call(ctx, "mail_send", to=["ghost@nowhere.test"], subject="Hi", body="Hello")
     assert str(caught.value) == (
         "127.0.0.1 refused the recipient ghost@nowhere.test; nothing was sent"
     )
     assert await mailbox.folder("Sent") == []
+
+
+async def test_the_approval_says_what_kind_of_message_and_which_it_answers(
+    mailbox: Mailbox, tmp_path: Path
+) -> None:
+    """A reply or forward goes out under the subject of the message it answers or forwards,
+    so the sentence the person approves names that message; it says reply, reply to all or
+    forward, and a long subject is cut."""
+    await mailbox.connect()
+    await mailbox.receive(HTML_WITH_PDF.format(to=mailbox.address).encode())
+    ctx = mailbox.context(tmp_path / "person", key=f"effect-{uuid.uuid4().hex}")
+    [invoice] = (await mailbox.call(ctx, "mail_search"))["messages"]
+    forward = {
+        "to": ["dana@example.test"],
+        "subject": "Holiday photos",
+        "body": "Look",
+        "mode": "forward",
+        "message": invoice["message"],
+    }
+    with pytest.raises(ToolError, match="keeps the subject of the message it answers"):
+        await mailbox.call(ctx, "mail_send", **forward)
+    with pytest.raises(ToolError, match="keeps the subject of the message it answers"):
+        await mailbox.call(ctx, "mail_draft", **(forward | {"mode": "reply"}))
+    assert all(a.login != mailbox.user for a in mailbox.server.accepted)
+    send, draft = mailbox.tools()["mail_send"], mailbox.tools()["mail_draft"]
+    em = "\N{EM DASH}"
+    plan = {"to": ["dana@example.test"], "cc": ["bo@example.test"], "subject": "Plan", "body": ""}
+    assert send.summary(plan | {"mode": "reply_all"}) == (
+        f'Send a reply to all: to dana@example.test (copy to bo@example.test) {em} "Re: Plan"'
+    )
+    assert draft.summary(plan | {"mode": "forward"}) == (
+        f'Draft a forward to dana@example.test (copy to bo@example.test) {em} "Fwd: Plan" '
+        "(not sent)"
+    )
+    long = send.summary(plan | {"subject": "word " * 40})
+    assert long.endswith(f'{em} "{"word " * 14}word…"')

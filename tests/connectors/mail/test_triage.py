@@ -113,7 +113,7 @@ async def test_a_week_of_mail_is_sorted_and_dana_answered_once(mailbox: Mailbox)
 
     [approval] = await svc.list_approvals(person_id=mailbox.person_id)
     assert approval.summary == (
-        f'Send an email to dana@example.test {EM} "Re: Thursday?" {EM} '
+        f'Send a reply to dana@example.test {EM} "Re: Thursday?" {EM} '
         "Hi Dana, Thursday at 10:00 works"
     )
     origins = await svc.approval_origins(approval)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from email.message import EmailMessage
 
+from pydantic import ValidationError
+
 from steward.connectors.base import ConnectionFailed, ConnectorEnv
 from steward.connectors.mail import smtp
 from steward.connectors.mail.imap import IMAPAccount
@@ -23,8 +25,13 @@ def settings_of(connection: Connection) -> MailSettings:
     longer fits is a plain failure)."""
     try:
         return MailSettings.model_validate(connection.settings)
-    except ValueError as exc:
-        raise ConnectionFailed(f"the settings of {connection.name} no longer fit: {exc}") from None
+    except ValidationError as exc:
+        # the fields, not pydantic's report
+        fields = ", ".join(sorted({str(e["loc"][0]) for e in exc.errors() if e["loc"]}))
+        raise ConnectionFailed(
+            f"the settings of {connection.name} no longer fit ({fields or 'all of them'}): "
+            "connect it again"
+        ) from None
 
 
 async def _secret(env: ConnectorEnv, connection: Connection, host: str, secure: bool) -> str:

@@ -9,12 +9,12 @@ from pydantic import BaseModel
 
 from steward.connectors.base import ConnectionFailed, ConnectorEnv, TriggerSource
 from steward.connectors.mail.access import KIND, check_smtp, open_mailbox
-from steward.connectors.mail.imap import MailError, MailUnreachable
+from steward.connectors.mail.failures import MailError, MailUnreachable
 from steward.connectors.mail.model import FolderRole
 from steward.connectors.mail.received import ReceivedSource
 from steward.connectors.mail.sending import sending_tools
 from steward.connectors.mail.settings import MailSettings
-from steward.connectors.mail.tools import READ, SCOPES, mail_tools
+from steward.connectors.mail.tools import READ, SCOPES, SEND, mail_tools
 from steward.domain.authority import Connection
 from steward.harness.tools import Tool
 
@@ -43,7 +43,7 @@ class MailConnector:
             except (MailError, MailUnreachable) as exc:
                 raise ConnectionFailed(str(exc)) from None
         settings = acct.settings
-        if "mail.send" in connection.scopes:
+        if SEND in connection.scopes:
             try:
                 await check_smtp(env, connection)
             except MailError as exc:

@@ -26,6 +26,13 @@ from typing import Any, TypeVar
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
+from steward.connectors.mail.failures import (
+    MailError,
+    MailUnreachable,
+    refuse_control,
+    server_words,
+    text_of,
+)
 from steward.connectors.mail.message import (
     addresses,
     decoded,
@@ -37,14 +44,13 @@ from steward.connectors.mail.message import (
 from steward.connectors.mail.model import Folder, FolderRole, Header, MessageRef
 from steward.connectors.mail.settings import MailSettings
 from steward.connectors.mail.tls import tls_context, tls_failure
-from steward.errors import EffectFailed, StewardRuntimeError
 
 T = TypeVar("T")
 
 HEADER_FIELDS = (
     "BODY.PEEK[HEADER.FIELDS (FROM REPLY-TO TO CC SUBJECT DATE MESSAGE-ID IN-REPLY-TO REFERENCES)]"
 )
-LISTED = [HEADER_FIELDS, "FLAGS", "BODYSTRUCTURE", "INTERNALDATE"]
+LISTED = [HEADER_FIELDS, "FLAGS", "BODYSTRUCTURE", "INTERNALDATE", "RFC822.SIZE"]
 SPECIAL_USE = {
     b"\\Sent": FolderRole.SENT,
     b"\\Drafts": FolderRole.DRAFTS,
@@ -62,27 +68,6 @@ COMMON_NAMES = {
 """Names a folder without a SPECIAL-USE flag is recognised by (last part, case-insensitive)."""
 IDLE_SLICE = 1.0
 """IDLE waits in slices this long (seconds), so a cancelled wait frees its thread soon."""
-
-
-class MailError(EffectFailed):
-    """The server or the account certainly did not do what was asked (the message says why, in
-    plain words): refused sign-in, unknown folder or message, a refused command."""
-
-
-class MailUnreachable(StewardRuntimeError):
-    """The server could not be reached or stopped answering: try again later. For a write, its
-    outcome is unknown."""
-
-
-def _text(value: object) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
-
-def _server_words(exc: BaseException) -> str:
-    """An IMAP error's text without the bytes notation and response codes around it."""
-    text = str(exc.args[0] if exc.args else exc)
-    text = re.sub(r"^b(['\"])(.*)\1$", r"\2", text.strip())
-    return re.sub(r"\[[A-Z-]+\]\s*", "", text).strip(" .") or type(exc).__name__
 
 
 def _has_attachment(structure: object) -> bool:
@@ -110,6 +95,9 @@ class IMAPAccount:
         self._selected: tuple[str, int] | None = None
         self._folders: list[Folder] | None = None
         self._stop_idle = threading.Event()
+        # whether the server spoke IDLE, learned in the account's thread by idle(): asking
+        # may take a round trip, which has_idle() on the event loop must not
+        self._idles = False
 
     async def __aenter__(self) -> IMAPAccount:
         return self
@@ -152,9 +140,7 @@ class IMAPAccount:
                 self._drop()
                 raise MailUnreachable(self._unreachable(exc)) from exc
             except IMAPClientError as exc:
-                raise MailError(
-                    f"{self.settings.imap_host} refused: {_server_words(exc)}"
-                ) from None
+                raise MailError(f"{self.settings.imap_host} refused: {server_words(exc)}") from None
 
         return await asyncio.get_running_loop().run_in_executor(self._thread, call)
 
@@ -174,7 +160,8 @@ class IMAPAccount:
             return f"{host} refused the connection on port {port} (is that the IMAP port?)"
         if isinstance(exc, TimeoutError | socket.timeout):
             return f"{host} did not answer in time"
-        return f"lost the connection to {host} ({exc.__class__.__name__})"
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else ""
+        return f"lost the connection to {host}" + (f" ({reason.lower()})" if reason else "")
 
     def _drop(self) -> None:
         client, self._client, self._selected = self._client, None, None
@@ -212,10 +199,11 @@ class IMAPAccount:
         """Select ``folder``; its UIDVALIDITY."""
         if self._selected is not None and self._selected[0] == folder:
             return self._selected[1]
+        refuse_control([folder])
         try:
             answer = client.select_folder(folder)
         except IMAPClientError as exc:
-            raise MailError(f"there is no folder {folder!r} ({_server_words(exc)})") from None
+            raise MailError(f"there is no folder {folder} ({server_words(exc)})") from None
         validity = int(answer.get(b"UIDVALIDITY", 0))
         self._selected = (folder, validity)
         return validity
@@ -284,6 +272,7 @@ class IMAPAccount:
 
     async def status(self, folder: str) -> dict[str, int]:
         """``uidvalidity``, ``uidnext``, ``messages`` and ``unseen`` of ``folder``."""
+        refuse_control([folder])
 
         def status(client: IMAPClient) -> dict[str, int]:
             try:
@@ -291,8 +280,8 @@ class IMAPAccount:
                     folder, [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES", b"UNSEEN"]
                 )
             except IMAPClientError as exc:
-                raise MailError(f"there is no folder {folder!r} ({_server_words(exc)})") from None
-            return {_text(k).lower(): int(v) for k, v in found.items()}
+                raise MailError(f"there is no folder {folder} ({server_words(exc)})") from None
+            return {text_of(k).lower(): int(v) for k, v in found.items()}
 
         return await self.run(status)
 
@@ -307,7 +296,7 @@ class IMAPAccount:
             data = fetched[uid]
             raw = next((v for k, v in data.items() if k.startswith(b"BODY[HEADER")), b"")
             head = headers_only(raw or b"")
-            flags = tuple(_text(f) for f in data.get(b"FLAGS", ()))
+            flags = tuple(text_of(f) for f in data.get(b"FLAGS", ()))
             date = sent_at(head)
             if date is None:
                 received = data.get(b"INTERNALDATE")
@@ -328,6 +317,7 @@ class IMAPAccount:
                     flagged="\\Flagged" in flags,
                     keywords=tuple(f for f in flags if not f.startswith("\\")),
                     has_attachment=_has_attachment(data.get(b"BODYSTRUCTURE")),
+                    size=int(data.get(b"RFC822.SIZE", 0)),
                     in_reply_to=" ".join(message_ids(head.get("In-Reply-To"))),
                     references=message_ids(head.get("References")),
                 )
@@ -338,11 +328,12 @@ class IMAPAccount:
         self, folder: str, criteria: list[Any], *, limit: int
     ) -> tuple[list[Header], int]:
         """The newest ``limit`` messages of ``folder`` meeting ``criteria`` (imapclient's search
-        criteria), newest first, and how many met them in all."""
+        criteria), newest first, and how many met them in all. Text is sent as UTF-8."""
+        refuse_control(criteria)
 
         def search(client: IMAPClient) -> tuple[list[Header], int]:
             validity = self._select(client, folder)
-            uids = sorted(client.search(criteria or ["ALL"]))
+            uids = sorted(client.search(criteria or ["ALL"], charset="UTF-8"))
             return self._headers(client, folder, validity, uids[-limit:] if limit else uids), len(
                 uids
             )
@@ -384,6 +375,7 @@ class IMAPAccount:
     ) -> tuple[int, int, list[Header]]:
         """For a watch: the folder's UIDVALIDITY and UIDNEXT, and the headers of (at most
         ``limit``) messages with a UID above ``after_uid``, oldest first."""
+        refuse_control([folder])
 
         def since(client: IMAPClient) -> tuple[int, int, list[Header]]:
             answer = client.select_folder(folder, readonly=True)
@@ -400,6 +392,7 @@ class IMAPAccount:
 
     async def find(self, folder: str, message_id: str) -> list[tuple[MessageRef, tuple[str, ...]]]:
         """The messages in ``folder`` whose Message-ID is ``message_id``, with their flags."""
+        refuse_control([message_id])
 
         def find(client: IMAPClient) -> list[tuple[MessageRef, tuple[str, ...]]]:
             validity = self._select(client, folder)
@@ -408,7 +401,7 @@ class IMAPAccount:
             return [
                 (
                     MessageRef(folder=folder, uidvalidity=validity, uid=int(uid)),
-                    tuple(_text(f) for f in flags.get(uid, ())),
+                    tuple(text_of(f) for f in flags.get(uid, ())),
                 )
                 for uid in sorted(uids)
             ]
@@ -418,6 +411,7 @@ class IMAPAccount:
     async def thread(self, root: str, folders: Sequence[str]) -> list[Header]:
         """Every message in ``folders`` that is ``root`` or names it among its References or
         In-Reply-To, oldest first."""
+        refuse_control([root])
 
         def thread(client: IMAPClient) -> list[Header]:
             out: list[Header] = []
@@ -447,6 +441,7 @@ class IMAPAccount:
 
     async def flag(self, refs: Sequence[MessageRef], flags: Sequence[str], *, add: bool) -> None:
         """Add or remove ``flags`` (``\\Seen``, ``\\Flagged``, keywords) on ``refs``."""
+        refuse_control(flags)
 
         def flag(client: IMAPClient) -> None:
             for ref in refs:
@@ -460,6 +455,7 @@ class IMAPAccount:
 
     async def label(self, refs: Sequence[MessageRef], labels: Sequence[str], *, add: bool) -> None:
         """Gmail labels where the server has them (X-GM-EXT-1), else IMAP keywords."""
+        refuse_control(labels)
 
         def label(client: IMAPClient) -> None:
             gmail = client.has_capability("X-GM-EXT-1")
@@ -477,6 +473,7 @@ class IMAPAccount:
 
     async def move(self, refs: Sequence[MessageRef], destination: str) -> None:
         """Move ``refs`` to ``destination`` (MOVE; else COPY, then delete and expunge)."""
+        refuse_control([destination])
 
         def move(client: IMAPClient) -> None:
             for ref in refs:
@@ -497,13 +494,14 @@ class IMAPAccount:
         self, folder: str, message: bytes, flags: Sequence[str], when: datetime
     ) -> None:
         """Store ``message`` in ``folder`` with ``flags``."""
+        refuse_control([folder, *flags])
 
         def append(client: IMAPClient) -> None:
             try:
                 client.append(folder, message, flags=list(flags), msg_time=when)
             except IMAPClientError as exc:
                 raise MailError(
-                    f"could not store the message in {folder}: {_server_words(exc)}"
+                    f"could not store the message in {folder}: {server_words(exc)}"
                 ) from None
 
         await self.run(append)
@@ -528,10 +526,12 @@ class IMAPAccount:
         """Wait with IMAP IDLE until ``folder`` changes or ``seconds`` pass; True when the
         server said something changed (or mail already came past ``newer_than``, the UIDNEXT
         last seen). False at once when the server has no IDLE."""
+        refuse_control([folder])
         self._stop_idle.clear()
 
         def idle(client: IMAPClient) -> bool:
-            if not client.has_capability("IDLE"):
+            self._idles = bool(client.has_capability("IDLE"))
+            if not self._idles:
                 return False
             answer = client.select_folder(folder, readonly=True)
             self._selected = None
@@ -552,8 +552,8 @@ class IMAPAccount:
         return await self.run(idle)
 
     def has_idle(self) -> bool:
-        """Whether the server spoke IDLE when last asked (False before it was)."""
-        return self._client is not None and bool(self._client.has_capability("IDLE"))
+        """Whether the server spoke IDLE when :meth:`idle` last asked (False before it did)."""
+        return self._idles
 
 
 def _changed(response: tuple[Any, ...]) -> bool:

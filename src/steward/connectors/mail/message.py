@@ -24,6 +24,8 @@ from email.utils import format_datetime, getaddresses, parsedate_to_datetime
 import html2text
 
 SNIPPET_CHARS = 200
+NAME_BYTES = 200
+"""The longest attachment file name saved (bytes: most file systems allow 255)."""
 RE_PREFIX = re.compile(r"^\s*(re|aw|sv|antw)\s*:\s*", re.IGNORECASE)
 FWD_PREFIX = re.compile(r"^\s*(fwd?|wg|tr)\s*:\s*", re.IGNORECASE)
 
@@ -122,15 +124,21 @@ def attachments(message: EmailMessage) -> list[tuple[str, str, bytes]]:
 
 def safe_name(name: str) -> str:
     """A file name others chose, made safe to write: its last path component, no control or
-    invisible characters, no leading dots, at most 120 characters."""
+    invisible characters, no leading dots, at most :data:`NAME_BYTES` bytes as UTF-8 (file
+    systems count bytes: 120 CJK characters are too long for most)."""
     base = unicodedata.normalize("NFKC", name).replace("\\", "/").rpartition("/")[2]
     kept = "".join(c for c in base if unicodedata.category(c)[0] != "C").strip().lstrip(".")
     kept = re.sub(r"\s+", " ", kept)
     if not kept:
         return "attachment"
     stem, dot, ext = kept.rpartition(".")
-    if len(kept) > 120:
-        kept = (stem[: 110 - len(ext)] + dot + ext) if dot and len(ext) <= 10 else kept[:120]
+    if len(kept.encode()) > NAME_BYTES:
+        if not (dot and len(ext.encode()) <= 10):
+            stem, dot, ext = kept, "", ""
+        room = NAME_BYTES - len((dot + ext).encode())
+        # cut at a character boundary: drop the bytes of a character cut in half
+        stem = stem.encode()[:room].decode(errors="ignore").rstrip()
+        kept = stem + dot + ext
     return kept
 
 
@@ -175,7 +183,9 @@ def compose(
     message["Date"] = format_datetime(date)
     message["Message-ID"] = message_id
     if answering is not None:
-        parent = str(answering.get("Message-ID", "")).strip()
+        # its Message-ID as for References: the header may be encoded words that decode to
+        # a line break and more headers
+        parent = next(iter(message_ids(answering.get("Message-ID"))), "")
         chain = list(message_ids(answering.get("References")))
         if not chain:
             chain = list(message_ids(answering.get("In-Reply-To")))

@@ -53,7 +53,7 @@ class MessageRef:
         folder, _, validity = folder.rpartition("/")
         if not folder or not validity.isdigit() or not rest.isdigit():
             raise ValueError(
-                f"{text!r} is not a message as mail_search gives it (INBOX/1234/56)"
+                f'"{text}" is not a message as mail_search gives it (INBOX/1234/56)'
             ) from None
         return cls(folder=folder, uidvalidity=int(validity), uid=int(rest))
 
@@ -88,6 +88,8 @@ class Header:
     """Its other keywords (and Gmail labels)."""
     has_attachment: bool
     """One of its parts is an attachment."""
+    size: int
+    """Its size in bytes, as the server counts it (RFC822.SIZE)."""
     in_reply_to: str
     """The Message-ID it answers, if any."""
     references: tuple[str, ...]

@@ -21,6 +21,7 @@ All of it is others' text: ``untrusted`` is true.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,7 +29,8 @@ from typing import Any
 
 from steward.connectors.base import ConnectorEnv, Poll
 from steward.connectors.mail.access import open_mailbox, settings_of
-from steward.connectors.mail.imap import IMAPAccount, MailError
+from steward.connectors.mail.failures import MailError
+from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.message import parse, snippet
 from steward.connectors.mail.model import Header
 from steward.domain.authority import Connection
@@ -67,6 +69,9 @@ class ReceivedSource:
     _next: dict[str, int] = field(default_factory=dict)
     """Per connection: the first watched folder's UIDNEXT at the last poll (an IDLE started
     later returns at once when mail came in between)."""
+    _behind: set[str] = field(default_factory=set)
+    """The connections whose last poll left new mail for the next one (more than
+    :data:`PER_POLL`): their wait ends at once, so a backlog drains poll after poll."""
 
     async def poll(self, connection: Connection, cursor: dict[str, Any] | None) -> Poll:
         stored: dict[str, Any] = (cursor or {}).get("folders", {})
@@ -74,6 +79,7 @@ class ReceivedSource:
         now = self.env.clock.now()
         after: dict[str, Any] = {}
         found: list[Found] = []
+        self._behind.discard(connection.id)
         async with await open_mailbox(self.env, connection) as acct:
             for index, folder in enumerate(settings_of(connection).watch_folders):
                 before = stored.get(folder)
@@ -89,6 +95,8 @@ class ReceivedSource:
                     headers = await self._rebuilt(acct, folder, since - REBUILT_MARGIN)
                     after[folder] = {"uidvalidity": validity, "last_uid": uidnext - 1}
                 else:
+                    if len(headers) >= PER_POLL:
+                        self._behind.add(connection.id)
                     top = headers[-1].ref.uid if headers else last
                     after[folder] = {"uidvalidity": validity, "last_uid": top}
                 for header in headers:
@@ -103,12 +111,9 @@ class ReceivedSource:
 
     async def _found(self, connection: Connection, acct: IMAPAccount, header: Header) -> Found:
         text = ""
-        try:
-            raw = await acct.raw(header.ref)
-        except MailError:  # gone meanwhile: reported without a snippet
-            raw = b""
-        if raw and len(raw) <= SNIPPET_BYTES:
-            text = snippet(parse(raw))
+        if header.size <= SNIPPET_BYTES:  # a large message is not fetched for a snippet
+            with contextlib.suppress(MailError):  # gone meanwhile: without a snippet
+                text = snippet(parse(await acct.raw(header.ref)))
         zone = acct.settings.zone
         return Found(
             type=RECEIVED,
@@ -129,6 +134,8 @@ class ReceivedSource:
         )
 
     async def wait(self, connection: Connection, seconds: float) -> None:
+        if connection.id in self._behind:
+            return  # mail is waiting: poll again now
         folders = settings_of(connection).watch_folders
         async with await open_mailbox(self.env, connection) as acct:
             limit = min(seconds, IDLE_LIMIT)

@@ -13,7 +13,8 @@ Sending is an external effect no SMTP server makes idempotent, so it is made rec
 After a crash, the reconcile looks in Sent for that Message-ID: not there — never sent, send
 it; there without the keyword — sent; there with the keyword — the crash fell between steps 2
 and 4 and nobody can tell whether the server took it. Steward then does not send again on its
-own: the effect stays in doubt and the person decides (they can see whether it arrived).
+own: the effect stays in doubt and the person decides (they can see whether it arrived). When
+they decide it did not go out, the next attempt deletes that copy and sends.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from steward import sendby
 from steward.connectors.base import ConnectionFailed, ConnectorEnv
 from steward.connectors.mail import access
-from steward.connectors.mail.imap import IMAPAccount, MailError
+from steward.connectors.mail.access import KIND
+from steward.connectors.mail.failures import MailError
+from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.message import compose, message_id_for, parse
 from steward.connectors.mail.model import FolderRole, Header
 from steward.connectors.mail.settings import plain_address
@@ -34,7 +38,7 @@ from steward.connectors.mail.tools import DRAFT, SEND, Account, checked, refs_of
 from steward.connectors.mail.wording import describe_draft, describe_send, subject_for
 from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
-from steward.errors import EffectFailed, StewardRuntimeError
+from steward.errors import EffectFailed, NotSent, StewardRuntimeError
 from steward.harness.tools import Tool, ToolContext, ToolError, tool
 
 SENDING = "$StewardSending"
@@ -70,7 +74,7 @@ def _addresses(values: list[str]) -> list[str]:
     for value in values:
         bare = plain_address(value)
         if bare is None:
-            raise ToolError(f"{value!r} is not one plain address (dana@example.com)")
+            raise ToolError(f'"{value}" is not one plain address (dana@example.com)')
         out.append(bare)
     return out
 
@@ -83,6 +87,10 @@ def _expected(mode: Mode, header: Header, me: str) -> set[str]:
     return (people - {me}) or set(header.reply_to)
 
 
+def _same(subject: str) -> str:
+    return " ".join(subject.split()).casefold()
+
+
 def _result(message: EmailMessage) -> dict[str, Any]:
     return {
         "message_id": str(message["Message-ID"]),
@@ -92,7 +100,7 @@ def _result(message: EmailMessage) -> dict[str, Any]:
     }
 
 
-async def _letter(
+async def _checked_letter(
     acct: IMAPAccount, args: dict[str, Any], message_id: str, ctx: ToolContext
 ) -> tuple[EmailMessage, list[str]]:
     """The message the call describes and its recipients, checked against the message it
@@ -106,12 +114,24 @@ async def _letter(
         refs = refs_of([args["message"]])
         [header] = await checked(acct, refs, None)
         original = parse(await acct.raw(refs[0]))
+        if _same(subject_for(mode, args["subject"])) != _same(subject_for(mode, header.subject)):
+            # the approval names the message answered or forwarded by its subject: it must be
+            # that message's
+            raise ToolError(
+                f"a {mode.replace('_', '-')} keeps the subject of the message it answers or "
+                "forwards: give its subject as mail_search gave it"
+            )
         if mode in ("reply", "reply_all"):
             expected = _expected(mode, header, acct.settings.sender)
             if set(to) | set(cc) != expected:
+                # the addresses are the sender's words: the model reads them in the message
+                # (reply_to, to, cc), not in an error
+                whom = "its reply_to (else its from)"
+                if mode == "reply_all":
+                    whom += ", its to and its cc, less you"
                 raise ToolError(
-                    f"a {mode.replace('_', '-')} to that message goes to "
-                    f"{', '.join(sorted(expected))}: name exactly them in to and cc"
+                    f"a {mode.replace('_', '-')} to that message goes to exactly {whom}: "
+                    "name them in to and cc"
                 )
     message = compose(
         sender=acct.settings.from_header,
@@ -151,7 +171,7 @@ def sending_tools(env: ConnectorEnv) -> list[Tool]:
         return True, _result(parse(raw))
 
     @tool(
-        connector="mail",
+        connector=KIND,
         effect=EffectClass.EXTERNAL,
         scopes=[SEND],
         reconcile=reconcile_send,
@@ -176,28 +196,33 @@ def sending_tools(env: ConnectorEnv) -> list[Tool]:
             sent = await acct.folder(FolderRole.SENT)
             message_id = message_id_for(ctx.idempotency_key, acct.settings.sender)
             earlier = await acct.find(sent, message_id)
+            done = [ref for ref, flags in earlier if SENDING not in flags]
+            if done:
+                return _result(parse(await acct.raw(done[0])))
             if earlier:
-                if any(SENDING in flags for _, flags in earlier):
-                    raise SendInDoubt(
-                        "an earlier attempt to send this may have gone out: check the "
-                        "recipient's mailbox before sending it again"
-                    )
-                return _result(parse(await acct.raw(earlier[0][0])))
-            letter, recipients = await _letter(acct, args, message_id, ctx)
+                # The runtime reconciles an attempt before calling again, and leaves a copy
+                # still marked as being sent in doubt: reaching here with one means the person
+                # decided it did not go out (or the server refused it for certain and the copy
+                # could not be deleted). It goes, this once.
+                await acct.delete([ref for ref, _ in earlier])
+            letter, recipients = await _checked_letter(acct, args, message_id, ctx)
+            sendby.check()  # stored only when it may still be sent in time
             await acct.append(sent, letter.as_bytes(), [SENDING, "\\Seen"], ctx.now)
             try:
                 refused = await access.send(env, connection, letter, recipients)
-            except (MailError, ConnectionFailed) as exc:
-                # refused for certain (the server, or the vault before it): nothing went out,
-                # and no copy is kept
+            except (MailError, ConnectionFailed, NotSent) as exc:
+                # nothing went out for certain (the server refused it, the vault or the send
+                # deadline stopped it first): no copy is kept
                 await acct.delete([ref for ref, _ in await acct.find(sent, message_id)])
+                if isinstance(exc, NotSent):
+                    raise
                 raise ToolError(str(exc)) from None
             copies = await acct.find(sent, message_id)
             await acct.flag([ref for ref, _ in copies], [SENDING], add=False)
             result = _result(letter)
             return result | ({"refused": list(refused)} if refused else {})
 
-    @tool(connector="mail", effect=EffectClass.LOCAL, scopes=[DRAFT], summarize=describe_draft)
+    @tool(connector=KIND, effect=EffectClass.LOCAL, scopes=[DRAFT], summarize=describe_draft)
     async def mail_draft(
         ctx: ToolContext,
         to: To,
@@ -218,7 +243,7 @@ def sending_tools(env: ConnectorEnv) -> list[Tool]:
             # the same draft asked twice by one task (a retried step) is stored once
             key = f"draft:{ctx.task_id}:{json.dumps(args, sort_keys=True)}"
             message_id = message_id_for(key, acct.settings.sender)
-            letter, _ = await _letter(acct, args, message_id, ctx)
+            letter, _ = await _checked_letter(acct, args, message_id, ctx)
             if not await acct.find(drafts, message_id):
                 await acct.append(drafts, letter.as_bytes(), ["\\Draft", "\\Seen"], ctx.now)
             return _result(letter) | {"folder": drafts}

@@ -87,7 +87,7 @@ class MailSettings(BaseModel):
         bare = plain_address(address)
         if bare is None:
             if self.address is not None:
-                raise ValueError(f"{self.address!r} is not one plain address (ana@example.com)")
+                raise ValueError(f'"{self.address}" is not one plain address (ana@example.com)')
             raise ValueError("give the address mail is sent from (the user name is not one)")
         object.__setattr__(self, "address", bare)
         return self
@@ -98,7 +98,7 @@ class MailSettings(BaseModel):
         try:
             ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {name!r} (use an IANA name)") from None
+            raise ValueError(f'unknown time zone "{name}" (use an IANA name)') from None
         return name
 
     @property

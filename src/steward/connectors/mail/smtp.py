@@ -15,7 +15,8 @@ from email.message import EmailMessage
 
 import aiosmtplib
 
-from steward.connectors.mail.imap import MailError, MailUnreachable
+from steward import sendby
+from steward.connectors.mail.failures import MailError, MailUnreachable
 from steward.connectors.mail.settings import MailSettings
 from steward.connectors.mail.tls import tls_context, tls_failure
 
@@ -59,9 +60,9 @@ async def _connect(client: aiosmtplib.SMTP, settings: MailSettings) -> None:
     except aiosmtplib.SMTPException as exc:
         raise MailError(f"cannot connect to the mail server {host}: {exc}") from None
     except OSError as exc:
+        reason = f" ({exc.strerror.lower()})" if exc.strerror else ""
         raise MailError(
-            f"cannot reach the mail server {host} on port {settings.port('smtp')} "
-            f"({exc.__class__.__name__})"
+            f"cannot reach the mail server {host} on port {settings.port('smtp')}{reason}"
         ) from None
 
 
@@ -89,6 +90,7 @@ async def send(
     await _connect(client, settings)
     host = settings.smtp_host
     try:
+        sendby.check()  # signing in took time: the message goes within the deadline, or never
         refused, _ = await client.send_message(
             message, sender=settings.sender, recipients=list(recipients)
         )
@@ -101,11 +103,13 @@ async def send(
         ) from None
     except aiosmtplib.SMTPDataError as exc:
         raise MailError(f"{host} refused the message ({_words(exc)}); nothing was sent") from None
+    except aiosmtplib.SMTPNotSupported as exc:
+        # raised before the message is handed over (an international address on a server
+        # without SMTPUTF8, say)
+        raise MailError(f"{host} cannot take this message ({exc}); nothing was sent") from None
     except (aiosmtplib.SMTPException, OSError) as exc:
         # the message may have been taken just before the connection broke
-        raise MailUnreachable(
-            f"the connection to {host} broke while sending ({exc.__class__.__name__})"
-        ) from exc
+        raise MailUnreachable(f"the connection to {host} broke while sending") from exc
     finally:
         if client.is_connected:
             try:

@@ -14,6 +14,15 @@ from steward.connectors.mail.model import Header
 DASH = "\N{EM DASH}"
 BODY_CHARS = 80
 """How much of a body a summary shows."""
+SUBJECT_CHARS = 80
+"""How much of a subject a summary shows."""
+KINDS = {
+    "new": "an email",
+    "reply": "a reply",
+    "reply_all": "a reply to all:",
+    "forward": "a forward",
+}
+"""What a message of each mode is called in a summary."""
 
 
 def when(moment: datetime | None, zone: tzinfo) -> str:
@@ -30,6 +39,8 @@ def header_fields(header: Header, zone: tzinfo) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "message": header.ref.text(),
         "from": sender,
+        # where a reply goes is the sender's choice: shown, with the rest of their words
+        "reply_to": list(header.reply_to) if header.reply_to != (header.sender,) else [],
         "to": list(header.to),
         "cc": list(header.cc),
         "subject": header.subject,
@@ -51,11 +62,11 @@ def subject_for(mode: str, subject: str) -> str:
     return subject
 
 
-def _start_of(body: str) -> str:
-    line = " ".join(str(body).split())
-    if len(line) <= BODY_CHARS:
+def _start_of(text: str, chars: int = BODY_CHARS) -> str:
+    line = " ".join(str(text).split())
+    if len(line) <= chars:
         return line
-    return line[: BODY_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return line[: chars - 1].rsplit(" ", 1)[0] + "…"
 
 
 def _to(args: Mapping[str, Any]) -> str:
@@ -66,19 +77,20 @@ def _to(args: Mapping[str, Any]) -> str:
 
 
 def _letter(args: Mapping[str, Any]) -> str:
-    subject = subject_for(args.get("mode", "new"), args["subject"])
+    subject = _start_of(subject_for(args.get("mode", "new"), args["subject"]), SUBJECT_CHARS)
     text = f'to {_to(args)} {DASH} "{subject}"'
     body = _start_of(args.get("body", ""))
     return f"{text} {DASH} {body}" if body else text
 
 
 def describe_send(args: Mapping[str, Any]) -> str:
-    verb = "Forward an email" if args.get("mode") == "forward" else "Send an email"
+    mode = args.get("mode", "new")
+    verb = "Forward an email" if mode == "forward" else f"Send {KINDS[mode]}"
     return f"{verb} {_letter(args)}"
 
 
 def describe_draft(args: Mapping[str, Any]) -> str:
-    return f"Draft an email {_letter(args)} (not sent)"
+    return f"Draft {KINDS[args.get('mode', 'new')]} {_letter(args)} (not sent)"
 
 
 def _emails(args: Mapping[str, Any]) -> str:
