@@ -6,24 +6,13 @@ it lives in the vault, and the connection names it.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-LOOPBACK_NAMES = frozenset({"localhost"})
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine (plain http is allowed only there)."""
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+from steward.connectors.hosts import is_loopback
 
 
 class CalendarSettings(BaseModel):

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from steward.connectors.calendar.settings import is_loopback
+from steward.connectors.hosts import is_loopback
 
 Security = Literal["ssl", "starttls", "plain"]
 DEFAULT_PORTS = {
