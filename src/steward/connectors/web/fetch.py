@@ -23,12 +23,14 @@ A URL carrying a ``{{secret:…}}`` placeholder is refused: reading a page uses 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from importlib.metadata import version
 from urllib.parse import urljoin
 
+from steward.connectors.base import ConnectorEnv
 from steward.connectors.web.politeness import HostPacer, RobotsRules, parse_robots
 from steward.domain.clock import Clock
 from steward.errors import StewardRuntimeError, UsageError
@@ -343,3 +345,17 @@ def _size(n: int) -> str:
     if n >= 1_000_000:
         return f"{n / 1_000_000:.1f} MB"
     return f"{max(1, round(n / 1000))} kB"
+
+
+_shared: dict[int, Fetcher] = {}
+
+
+def shared_fetcher(env: ConnectorEnv) -> Fetcher:
+    """The one fetcher of ``env`` (the web tools, watches and feeds of one process share its
+    pacing and its robots.txt cache), made on first use and dropped with ``env``."""
+    key = id(env)
+    fetcher = _shared.get(key)
+    if fetcher is None:
+        fetcher = _shared[key] = Fetcher(env.broker, env.clock)
+        weakref.finalize(env, _shared.pop, key, None)
+    return fetcher
