@@ -70,12 +70,13 @@ def read_feed(text: str, url: str, *, fallback_title: str) -> Feed:
     parsed: Any = feedparser.parse(text, sanitize_html=True, resolve_relative_uris=True)
     if not parsed.version:
         raise FeedUnreadable(f"{url} is not an RSS or Atom feed")
-    if parsed.bozo and not parsed.entries:
+    # an entry with no id, link or title names nothing (a feed cut off inside an <item>)
+    usable = [e for e in parsed.entries if any(e.get(k) for k in ("id", "link", "title"))]
+    if parsed.bozo and not usable:
         problem = parsed.get("bozo_exception")
         raise FeedUnreadable(f"the feed at {url} is broken and has no entry to read ({problem})")
     title = plain_line(str(parsed.feed.get("title") or "")) or fallback_title
-    entries = tuple(_entry(raw) for raw in parsed.entries[:MAX_ENTRIES])
-    return Feed(title=title, entries=entries)
+    return Feed(title=title, entries=tuple(_entry(raw) for raw in usable[:MAX_ENTRIES]))
 
 
 def _entry(raw: Any) -> Entry:
