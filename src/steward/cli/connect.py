@@ -33,7 +33,7 @@ AUTHORIZE_TIMEOUT_SECONDS = 600.0
 
 
 def connect(
-    kind: str = typer.Argument(..., help="mail or calendar."),
+    kind: str = typer.Argument(..., help="mail, calendar, web or feed."),
     name: str = typer.Option(..., "--name", help="What you call this account (work, home)."),
     url: str | None = typer.Option(None, help="Calendar: the CalDAV URL."),
     username: str | None = typer.Option(None, help="The name you sign in with."),
@@ -81,8 +81,9 @@ def connect(
     person: str | None = PersonOption,
     db: str | None = DbOption,
 ) -> None:
-    """Connect a mail or calendar account: Steward signs in once to check it, and keeps the
-    password (or OAuth tokens) only in the vault."""
+    """Connect a mail or calendar account (Steward signs in once to check it, and keeps the
+    password or OAuth tokens only in the vault), hosts on your network Steward may read
+    (web: --set hosts=nas.local), or a news feed (feed: --set url=...)."""
     given: dict[str, Any] = {
         key: value
         for key, value in (
@@ -118,7 +119,13 @@ def connect(
         async with service(db) as svc:
             who = await svc.person(person)
             if provider is None:
-                secret = _read_secret(password_stdin, f"Password for {given.get('username', name)}")
+                # a password goes with a user name: an account without one (web hosts, a
+                # feed) is connected without asking for any
+                secret = (
+                    _read_secret(password_stdin, f"Password for {given.get('username', name)}")
+                    if password_stdin or "username" in given
+                    else None
+                )
                 return await svc.connect(
                     person_id=who.id, settings=given, credential=secret, **common
                 )

@@ -5,13 +5,16 @@ nothing changed; entries without an id; a broken feed fails plainly and backs of
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from steward.cli.main import app
 from steward.connectors import registry
 from steward.connectors.base import ConnectionFailed, ConnectorEnv, SettingsInvalid
 from steward.connectors.feed.source import ENTRY, PER_POLL
@@ -24,6 +27,7 @@ from steward.sentinel.egress import EgressBroker
 from steward.sentinel.vault import Vault, VaultKeys, generate_key
 from steward.service import Service
 from steward.store import Store
+from support.cli import WIDE
 from support.webserver import Site, serve_site
 
 RSS = "application/rss+xml"
@@ -317,3 +321,16 @@ async def test_feed_entries_lists_the_newest_first(setup: Setup, store: Store) -
     assert [e["title"] for e in said["entries"]] == ["Post 3", "Post 2"]
     assert said["entries"][0]["published"] == "2026-12-03T10:03:00+01:00"
     assert said["more"] == 1
+
+
+async def test_connecting_a_feed_from_the_terminal(db_url: str, tmp_path: Path, site: Site) -> None:
+    site.page("/rss.xml", rss(item(1, day=1), item(2, day=3)), content_type=RSS)
+    env = {**WIDE, "STEWARD_DATA_DIR": str(tmp_path / "data"), "STEWARD_VAULT_KEY": ""}
+    url = f"url={site.url}/rss.xml"
+    args = ["connect", "feed", "--name", "blog", "--set", url, "--db", db_url]
+    result = await asyncio.to_thread(CliRunner().invoke, app, args, env=env)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0, said
+    assert said.startswith(
+        "Connected blog (feed). Reading 'Example blog': 2 entries, newest 3 Dec."
+    )

@@ -5,14 +5,17 @@ page named is put to the person before it is read; a host no connection names is
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from steward.app import build_harness
+from steward.cli.main import app
 from steward.config import Settings
 from steward.connectors.base import SettingsInvalid
 from steward.connectors.web.read import MAX_LINKS, readable
@@ -23,6 +26,7 @@ from steward.models.scripted import call_tool
 from steward.service import Service
 from steward.store import Store
 from support.agents import agent_worker
+from support.cli import WIDE
 from support.webserver import Site, serve_site
 
 ARTICLE = """<html><head><title>Kettle news</title></head><body>
@@ -253,3 +257,17 @@ async def test_a_web_connection_names_its_hosts_for_reading_only(
     assert done.connection.secret is None
     assert done.check.startswith("Steward may read pages on 127.0.0.1, localhost, on any port: ")
     assert "localhost has no home page on the usual ports" in done.check
+
+
+async def test_connecting_hosts_from_the_terminal_asks_for_no_password(
+    db_url: str, tmp_path: Path, site: Site
+) -> None:
+    site.robots("User-agent: *\nDisallow: /private\n")
+    env = {**WIDE, "STEWARD_DATA_DIR": str(tmp_path / "data"), "STEWARD_VAULT_KEY": ""}
+    args = ["connect", "web", "--name", "home", "--set", "hosts=127.0.0.1", "--db", db_url]
+    result = await asyncio.to_thread(CliRunner().invoke, app, args, env=env)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0, said
+    assert "Password" not in said
+    assert said.startswith("Connected home (web). Steward may read pages on 127.0.0.1, on any port")
+    assert "Steward may read web through it." in said
