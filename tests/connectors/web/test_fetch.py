@@ -351,3 +351,23 @@ async def test_what_is_not_a_plain_web_address_is_refused(
     with pytest.raises(FetchRefused, match=message.replace("{", r"\{").replace("}", r"\}")):
         await world.fetcher.get(person_id=world.person, url=url, actor="task:t", scope=SCOPE)
     assert world.site.count() == 0
+
+
+async def test_a_busy_robots_txt_is_asked_again_when_the_host_said(world: World) -> None:
+    world.site.page("/robots.txt", "busy", status=503, headers={"Retry-After": "60"}, etag=False)
+    world.site.page("/p", "ok")
+    with pytest.raises(FetchFailed, match="asks us to wait 60 seconds") as busy:
+        await world.get("/p")
+    assert busy.value.retry_after == 60
+    world.clock.advance(timedelta(seconds=61))
+    world.site.robots("User-agent: *\nAllow: /\n")
+    assert (await world.get("/p")).text == "ok"  # nothing cached from the busy answer
+    assert world.site.count("/robots.txt") == 2
+
+
+async def test_a_robots_txt_answering_429_without_a_date_allows_nothing(world: World) -> None:
+    world.site.robots("slow down", status=429)
+    world.site.page("/p", "ok")
+    with pytest.raises(FetchRefused, match="could not be read"):
+        await world.get("/p")
+    assert world.site.count("/p") == 0

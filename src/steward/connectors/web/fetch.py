@@ -9,8 +9,9 @@ follows up to :data:`MAX_REDIRECTS`, so each hop is checked again. On top of tha
 - at most one request per host per ``per_host_seconds`` (or the site's ``Crawl-delay``, when
   longer), start to start, concurrent callers queued, the waits on the clock;
 - robots.txt fetched once per site and kept for a day, respected for our user agent's product
-  token (``Steward``): a 4xx means there is none (everything allowed); a 5xx or an unreachable
-  host means nothing is allowed until it is tried again half an hour later (RFC 9309 §2.3.1.4);
+  token (``Steward``): a 4xx means there is none (everything allowed); a 5xx, a 429 or an
+  unreachable host means nothing is allowed until it is tried again half an hour later
+  (RFC 9309 §2.3.1.4), unless the host said when to come back (Retry-After);
 - a 429 or 503 with ``Retry-After`` leaves the host alone until then
   (:attr:`FetchFailed.retry_after`); callers asking meanwhile are told at once;
 - conditional GET: ``If-None-Match`` / ``If-Modified-Since`` when the caller has validators,
@@ -53,6 +54,7 @@ ROBOTS_RETRY = timedelta(minutes=30)
 ROBOTS_MAX_BYTES = 512_000
 """What of a robots.txt is read (RFC 9309: at least 500 KiB)."""
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_BUSY = frozenset({429, 503})
 _ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
@@ -188,16 +190,8 @@ class Fetcher:
         max_bytes: int,
     ) -> Page:
         status = response.status
-        if status in (429, 503):
-            retry_after = _retry_after(_header(response, "retry-after"), self._clock.now())
-            if retry_after is not None:
-                self._pacer.hold_off(target.host, retry_after)
-            wait = f"; it asks us to wait {_duration(retry_after)}" if retry_after else ""
-            raise FetchFailed(
-                f"{target.host} is busy ({status} {response.reason}){wait}",
-                retry_after=retry_after,
-                status=status,
-            )
+        if status in _BUSY:
+            raise self._busy(target, response)
         if status == 304:
             return Page(
                 url=target.text,
@@ -229,6 +223,18 @@ class Fetcher:
             last_modified=_header(response, "last-modified"),
             content_type=_header(response, "content-type") or "",
             text=response.text,
+        )
+
+    def _busy(self, target: Url, response: EgressResponse) -> FetchFailed:
+        """A 429 or 503: the host is left alone for as long as its Retry-After asks."""
+        retry_after = _retry_after(_header(response, "retry-after"), self._clock.now())
+        if retry_after is not None:
+            self._pacer.hold_off(target.host, retry_after)
+        wait = f"; it asks us to wait {_duration(retry_after)}" if retry_after else ""
+        return FetchFailed(
+            f"{target.host} is busy ({response.status} {response.reason}){wait}",
+            retry_after=retry_after,
+            status=response.status,
         )
 
     # --- robots.txt --------------------------------------------------------------------------
@@ -273,15 +279,20 @@ class Fetcher:
             try:
                 response = await self._send(person_id, target, actor, scope, headers)
             except FetchFailed as exc:
+                if exc.retry_after is not None:
+                    raise  # the host asked us to wait: robots.txt is asked for after that
                 return RobotsRules(fetched_at=self._clock.now(), parser=None, unreachable=str(exc))
             location = _header(response, "location")
             if response.status in _REDIRECTS and location:
                 current = urljoin(current, location)
                 continue
+            busy = self._busy(target, response) if response.status in _BUSY else None
+            if busy is not None and busy.retry_after is not None:
+                raise busy
             now = self._clock.now()
             if 200 <= response.status < 300:
                 return parse_robots(response.text[:ROBOTS_MAX_BYTES], now)
-            if 400 <= response.status < 500:
+            if 400 <= response.status < 500 and response.status != 429:
                 return RobotsRules(fetched_at=now, parser=None)
             return RobotsRules(
                 fetched_at=now,
