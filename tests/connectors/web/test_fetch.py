@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from steward.connectors.web import politeness
 from steward.connectors.web.fetch import DEFAULT_USER_AGENT, Fetcher, FetchFailed, FetchRefused
 from steward.domain import Connection
 from steward.domain.clock import SimulatedClock
@@ -371,3 +372,16 @@ async def test_a_robots_txt_answering_429_without_a_date_allows_nothing(world: W
     with pytest.raises(FetchRefused, match="could not be read"):
         await world.get("/p")
     assert world.site.count("/p") == 0
+
+
+async def test_the_pacer_forgets_idle_hosts_but_not_one_that_asked_to_wait(
+    clock: SimulatedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(politeness, "KEPT_HOSTS", 2)
+    pacer = politeness.HostPacer(clock, 1.0)
+    await pacer.turn("a.example")
+    pacer.hold_off("b.example", 600)
+    clock.advance(timedelta(seconds=5))
+    await pacer.turn("c.example")  # a.example is idle: forgotten
+    assert pacer.blocked_for("b.example") == 595
+    assert set(pacer._hosts) == {"b.example", "c.example"}

@@ -51,6 +51,8 @@ ROBOTS_KEPT = timedelta(hours=24)
 """How long a site's robots.txt is trusted before it is fetched again."""
 ROBOTS_RETRY = timedelta(minutes=30)
 """How soon an unreadable robots.txt (5xx, unreachable) is tried again."""
+KEPT_SITES = 4096
+"""Past this many sites, robots.txt files that are out of date are forgotten."""
 ROBOTS_MAX_BYTES = 512_000
 """What of a robots.txt is read (RFC 9309: at least 500 KiB)."""
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -265,6 +267,11 @@ class Fetcher:
         done = self._robots_pending[site] = asyncio.Event()
         try:
             rules = await self._fetch_robots(person_id, site, actor, scope)
+            if len(self._robots) >= KEPT_SITES:  # a long-lived process visits many sites
+                now = self._clock.now()
+                self._robots = {
+                    k: r for k, r in self._robots.items() if now - r.fetched_at < _kept(r)
+                }
             self._robots[site] = rules
         finally:
             del self._robots_pending[site]
