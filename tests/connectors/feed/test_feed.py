@@ -6,7 +6,7 @@ nothing changed; entries without an id; a broken feed fails plainly and backs of
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +28,8 @@ from steward.sentinel.vault import Vault, VaultKeys, generate_key
 from steward.service import Service
 from steward.store import Store
 from support.cli import WIDE
+from support.startup import scaled
+from support.waiting import eventually
 from support.webserver import Site, serve_site
 
 RSS = "application/rss+xml"
@@ -92,7 +94,7 @@ class Setup:
         )
         return done.connection
 
-    def watcher(self, store: Store) -> Watcher:
+    def watcher(self, store: Store, *, refresh_seconds: float = 10.0) -> Watcher:
         """A watcher with its own environment (its own fetcher): a process of its own. Its
         broker needs no vault key: a feed is read without a credential."""
         vault = Vault(VaultKeys(keys=(generate_key(),), source="test"))
@@ -102,7 +104,9 @@ class Setup:
             clock=self.clock,
             workspace=Workspace(self.tmp_path),
         )
-        return Watcher(env=env, holder="test", max_backoff_seconds=600)
+        return Watcher(
+            env=env, holder="test", max_backoff_seconds=600, refresh_seconds=refresh_seconds
+        )
 
 
 @pytest.fixture
@@ -334,3 +338,36 @@ async def test_connecting_a_feed_from_the_terminal(db_url: str, tmp_path: Path, 
     assert said.startswith(
         "Connected blog (feed). Reading 'Example blog': 2 entries, newest 3 Dec."
     )
+
+
+async def test_two_watcher_runs_over_one_store_report_a_new_entry_once(
+    setup: Setup, store: Store
+) -> None:
+    """The watcher as it runs in a process, stopped and started again (a restart): the
+    entry that came while it was down is reported once, and the feed is asked with 304s."""
+    site = setup.site
+    site.page("/rss.xml", rss(item(1)), content_type=RSS)
+    con = await setup.connect("/rss.xml", every_minutes=5)
+
+    async def run_until(check: Callable[[], Awaitable[bool]], what: str) -> None:
+        stop = asyncio.Event()
+        watcher = setup.watcher(store, refresh_seconds=0.05)  # starts watching at once
+        running = asyncio.create_task(watcher.run(stop))
+        try:
+            await eventually(check, what, seconds=scaled(20))
+        finally:
+            stop.set()
+            await running
+
+    async def stocked() -> bool:
+        state = await store.watches.get(con.id, ENTRY)
+        return state is not None and state.cursor is not None
+
+    await run_until(stocked, "the first look at the feed")
+    site.page("/rss.xml", rss(item(1), item(2)), content_type=RSS)  # while no watcher runs
+
+    async def reported() -> bool:
+        return len(await events(store, setup.person)) == 1 and site.not_modified("/rss.xml") >= 2
+
+    await run_until(reported, "the new entry, then unchanged polls")
+    assert [e["title"] for e in await events(store, setup.person)] == ["Post 2"]
