@@ -265,21 +265,23 @@ async def test_errors_fail_plainly_with_their_status(world: World) -> None:
     assert missing.value.status == 404
 
 
-async def test_an_unreachable_host_fails_plainly(
-    store: Store, clock: SimulatedClock, site: Site
+@pytest.mark.parametrize("robots", [True, False])
+async def test_an_unreachable_host_fails_plainly_and_is_asked_again_next_time(
+    store: Store, clock: SimulatedClock, site: Site, robots: bool
 ) -> None:
     clock.register()
     try:
-        world = await make_world(store, clock, site, "127.0.0.1", respect_robots=False)
+        world = await make_world(store, clock, site, "127.0.0.1", respect_robots=robots)
         with serve_site() as gone:
             port = gone.port
-        with pytest.raises(FetchFailed, match=r"could not reach 127\.0\.0\.1"):
-            await world.fetcher.get(
-                person_id=world.person,
-                url=f"http://127.0.0.1:{port}/",
-                actor="task:t",
-                scope=SCOPE,
-            )
+        for _ in range(2):
+            with pytest.raises(FetchFailed, match=r"could not reach 127\.0\.0\.1"):
+                await world.fetcher.get(
+                    person_id=world.person,
+                    url=f"http://127.0.0.1:{port}/",
+                    actor="task:t",
+                    scope=SCOPE,
+                )
     finally:
         clock.unregister()
 

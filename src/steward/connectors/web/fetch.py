@@ -9,9 +9,10 @@ follows up to :data:`MAX_REDIRECTS`, so each hop is checked again. On top of tha
 - at most one request per host per ``per_host_seconds`` (or the site's ``Crawl-delay``, when
   longer), start to start, concurrent callers queued, the waits on the clock;
 - robots.txt fetched once per site and kept for a day, respected for our user agent's product
-  token (``Steward``): a 4xx means there is none (everything allowed); a 5xx, a 429 or an
-  unreachable host means nothing is allowed until it is tried again half an hour later
-  (RFC 9309 §2.3.1.4), unless the host said when to come back (Retry-After);
+  token (``Steward``): a 4xx means there is none (everything allowed); a 5xx or a 429 means
+  nothing is allowed until it is tried again half an hour later (RFC 9309 §2.3.1.4), unless
+  the host said when to come back (Retry-After); a host that cannot be reached is not read,
+  and its robots.txt is asked for again with the next request;
 - a 429 or 503 with ``Retry-After`` leaves the host alone until then
   (:attr:`FetchFailed.retry_after`); callers asking meanwhile are told at once;
 - conditional GET: ``If-None-Match`` / ``If-Modified-Since`` when the caller has validators,
@@ -283,12 +284,9 @@ class Fetcher:
         headers = {"User-Agent": self._user_agent, "Accept": "text/plain"}
         for _hop in range(MAX_REDIRECTS + 1):
             target = _parse(current)
-            try:
-                response = await self._send(person_id, target, actor, scope, headers)
-            except FetchFailed as exc:
-                if exc.retry_after is not None:
-                    raise  # the host asked us to wait: robots.txt is asked for after that
-                return RobotsRules(fetched_at=self._clock.now(), parser=None, unreachable=str(exc))
+            # unreachable (or asked to wait): nothing is read, and nothing is kept, so the
+            # next request asks for robots.txt again
+            response = await self._send(person_id, target, actor, scope, headers)
             location = _header(response, "location")
             if response.status in _REDIRECTS and location:
                 current = urljoin(current, location)

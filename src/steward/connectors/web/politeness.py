@@ -35,8 +35,8 @@ class RobotsRules:
     parser: Protego | None
     """The parsed file; None when there is none (any 4xx): everything is allowed."""
     unreachable: str | None = None
-    """Why it could not be read (a 5xx, the host unreachable): then nothing is allowed, as
-    RFC 9309 asks, until it is tried again."""
+    """Why it could not be read (a 5xx, a 429): then nothing is allowed, as RFC 9309 asks,
+    until it is tried again."""
 
     def allows(self, url: str, agent: str) -> bool:
         """Whether ``agent`` (the product token of our user agent) may fetch ``url``."""
