@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from steward.connectors.codehost.connector import CodeHostSettings
 from steward.connectors.codehost.events import MAX_TEXT
@@ -63,7 +64,8 @@ def read_github(event: str, payload: dict[str, Any]) -> Any:
 
 def test_a_pull_request_opened_is_pr_opened_with_its_fields_and_untrusted_text() -> None:
     reading = read_github("pull_request", github_pull_request(body="Please review"))
-    assert reading.event is not None and reading.repo == "octo/widgets"
+    assert reading.event is not None
+    assert reading.repo == "octo/widgets"
     found = reading.event.found("work", "guid-1")
     assert found.type == "pr.opened"
     assert found.payload == {
@@ -114,7 +116,10 @@ def test_new_commits_or_a_later_reopening_are_new_happenings() -> None:
         "pull_request", github_pull_request("reopened", updated_at="2026-12-05T09:00:00Z")
     ).event
     reopened = read_github("pull_request", github_pull_request("reopened")).event
-    assert first and pushed and later and reopened
+    assert first
+    assert pushed
+    assert later
+    assert reopened
     keys = {e.found("w", "d").dedupe_key for e in (first, pushed, later, reopened)}
     assert len(keys) == 4
 
@@ -130,7 +135,8 @@ def test_comments_checks_and_workflow_runs() -> None:
     )
     assert found.payload["text"] == "ship it"
     on_issue = read_github("issue_comment", github_issue_comment(on_pull=False)).event
-    assert on_issue is not None and on_issue.on == "issue"
+    assert on_issue is not None
+    assert on_issue.on == "issue"
 
     check = read_github("check_run", github_check_run("timed_out")).event
     assert check is not None
@@ -146,7 +152,8 @@ def test_comments_checks_and_workflow_runs() -> None:
 
     run = read_github("workflow_run", github_workflow_run()).event
     rerun = read_github("workflow_run", github_workflow_run(attempt=2)).event
-    assert run is not None and rerun is not None
+    assert run is not None
+    assert rerun is not None
     assert run.url == "https://github.com/octo/widgets/actions/runs/30433642"
     # a re-run that fails again is another failure
     assert run.found("w", "d").dedupe_key != rerun.found("w", "d").dedupe_key
@@ -157,16 +164,19 @@ def test_a_ping_and_unmapped_events_start_nothing() -> None:
     assert (ping.event, ping.repo) == (None, "octo/widgets")
     assert "ping" in ping.note
     push = read_github("push", {"ref": "refs/heads/main", "repository": {"full_name": "o/r"}})
-    assert push.event is None and push.note == "push starts nothing here"
+    assert push.event is None
+    assert push.note == "push starts nothing here"
     org = read_github("membership", {"action": "added"})
-    assert org.event is None and org.repo is None
+    assert org.event is None
+    assert org.repo is None
 
 
 def test_long_text_is_cut_and_says_so() -> None:
     event = read_github("pull_request", github_pull_request(body="x" * (MAX_TEXT + 10))).event
     assert event is not None
     payload = event.found("w", "d").payload
-    assert len(payload["text"]) == MAX_TEXT and payload["text_cut"] is True
+    assert len(payload["text"]) == MAX_TEXT
+    assert payload["text_cut"] is True
 
 
 def read_gitlab(event: str, payload: dict[str, Any]) -> Any:
@@ -186,7 +196,8 @@ def test_gitlab_merge_requests_pipelines_and_notes() -> None:
         "author": "mallory",
     }
     updated = read_gitlab("Merge Request Hook", gitlab_merge_request("update")).event
-    assert updated is not None and updated.type == "pr.updated"
+    assert updated is not None
+    assert updated.type == "pr.updated"
     assert read_gitlab("Merge Request Hook", gitlab_merge_request("merge")).event is None
 
     failed = read_gitlab("Pipeline Hook", gitlab_pipeline()).event
@@ -207,9 +218,13 @@ def test_gitlab_merge_requests_pipelines_and_notes() -> None:
         1,
     )
     issue_note = read_gitlab("Note Hook", gitlab_note(on="Issue")).event
-    assert issue_note is not None and (issue_note.on, issue_note.number) == ("issue", 17)
-    push = read_gitlab("Push Hook", {"object_kind": "push", "project": {"path_with_namespace": "a/b"}})
-    assert push.event is None and push.repo == "a/b"
+    assert issue_note is not None
+    assert (issue_note.on, issue_note.number) == ("issue", 17)
+    push = read_gitlab(
+        "Push Hook", {"object_kind": "push", "project": {"path_with_namespace": "a/b"}}
+    )
+    assert push.event is None
+    assert push.repo == "a/b"
 
 
 def test_gitlab_delivery_id_prefers_the_idempotency_key() -> None:
@@ -226,5 +241,5 @@ def test_repositories_a_connection_takes() -> None:
     assert not settings.accepts("octo/widgets-fork")
     assert not settings.accepts("toolsmith/x")
     for wrong in (["octo"], [], ["a/b c"], ["../x"], ["*"]):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValidationError, match="repositories"):
             CodeHostSettings(repositories=wrong)
