@@ -18,6 +18,8 @@ from steward.service.codehost import CodeHostSetup
 router = APIRouter(tags=["code hosting"])
 
 Kind = Literal["github", "gitlab"]
+DELIVERY_ROUTE = "/hooks/{kind}/{connection_id}"
+"""Where a code host posts its deliveries, under the API prefix."""
 
 
 class CodeHostIn(Body):
@@ -61,7 +63,7 @@ async def rotate_codehost_secret(
 
 
 @router.post(
-    "/hooks/{kind}/{connection_id}",
+    DELIVERY_ROUTE,
     name="deliver_codehost",
     status_code=202,
     summary="A GitHub or GitLab webhook delivery (proved by the provider's scheme; no token)",
