@@ -5,6 +5,7 @@ body under a new id) or another repository starts nothing."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -214,6 +215,12 @@ async def test_a_ping_and_events_not_mapped_are_accepted_and_start_nothing(
     assert ignored.status_code == 202
     assert ignored.json()["note"] == "pull_request closed starts nothing here"
     assert await code_events(store, api.a.person.id) == []
+    async with api.client(api.a.read) as client:
+        listed = (await client.get("/accounts")).json()["items"]
+    [account] = [x for x in listed if x["connection"]["kind"] == "github"]
+    assert (account["title"], account["may"]) == ("GitHub", "receive events")
+    assert account["watch"].startswith("watched; last looked at")  # the last delivery
+    assert secret not in json.dumps(listed)  # the secret is shown once, never listed
 
 
 async def test_deliveries_about_other_repositories_are_refused(api: Api, store: Store) -> None:
