@@ -5,6 +5,7 @@ body under a new id) or another repository starts nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,7 +128,7 @@ async def test_a_signed_pull_request_opened_starts_one_review_task_with_the_goal
     assert again.json() == {
         "event_id": None,
         "type": None,
-        "duplicate": False,
+        "duplicate": True,
         "note": "this delivery was taken before",
     }
     assert copied.status_code == 202
@@ -298,3 +299,17 @@ async def test_a_code_host_is_connected_only_with_a_secret_steward_makes(api: Ap
         assert bad.status_code == 400
         assert "'x' is not owner/name or owner/*" in bad.json()["detail"]
         assert (await client.get("/accounts")).json()["items"][0]["connection"]["name"] != "gh"
+
+
+async def test_copies_of_one_delivery_racing_each_other_start_one_event(
+    api: Api, store: Store
+) -> None:
+    shown = await connect(api)
+    body = encoded(github_pull_request())
+    same = github_headers(shown["secret"], body)
+    copies = [same] * 4 + [github_headers(shown["secret"], body) for _ in range(4)]
+    answers = await asyncio.gather(*(post(api, shown["url"], body, h) for h in copies))
+    assert [a.status_code for a in answers] == [202] * 8
+    assert [a.json()["duplicate"] for a in answers].count(False) == 1
+    [event] = await code_events(store, api.a.person.id)
+    assert {a.json()["event_id"] for a in answers} <= {event.id, None}

@@ -65,8 +65,8 @@ class Received:
 
     event: Event | None
     """The event it became (or had already become), None when it starts nothing."""
-    created: bool
-    """The event is new (False: this delivery, or this happening, came before)."""
+    duplicate: bool
+    """This delivery, or the happening it tells of, came before: nothing starts again."""
     note: str
     """What happened, in plain words."""
 
@@ -143,8 +143,10 @@ class CodeHostService(ConnectionService):
         state = await self.store.watches.get(connection.id, DELIVERIES)
         seen: list[str] = list((state.cursor or {}).get("ids", [])) if state else []
         if delivery in seen:
-            return Received(event=None, created=False, note="this delivery was taken before")
+            return Received(event=None, duplicate=True, note="this delivery was taken before")
         found = [] if reading.event is None else [reading.event.found(connection.name, delivery)]
+        # the ids are read, then written with the event: two copies racing each other may both
+        # pass the check above, and then the event's semantic key takes one of them only
         try:
             stored = await self.store.watches.record(
                 person_id=connection.person_id,
@@ -157,14 +159,13 @@ class CodeHostService(ConnectionService):
         except NotFound:  # disconnected meanwhile
             raise Unauthorized(_REFUSED) from None
         if not stored:
-            return Received(event=None, created=False, note=reading.note)
+            return Received(event=None, duplicate=False, note=reading.note)
         [(event, created)] = stored
-        if created:
-            self._nudge(scheduler=True)
-            note = f"{event.type} for {reading.repo}"
-        else:
+        if not created:
             note = f"{event.type} for {reading.repo} was taken before"
-        return Received(event=event, created=created, note=note)
+            return Received(event=event, duplicate=True, note=note)
+        self._nudge(scheduler=True)
+        return Received(event=event, duplicate=False, note=f"{event.type} for {reading.repo}")
 
     async def _proven(
         self, provider: Provider, connection_id: str, body: bytes, headers: Mapping[str, str]

@@ -82,7 +82,7 @@ async def deliver_codehost(
         {
             "event_id": received.event.id if received.event else None,
             "type": received.event.type if received.event else None,
-            "duplicate": received.event is not None and not received.created,
+            "duplicate": received.duplicate,
             "note": received.note,
         },
         202,
