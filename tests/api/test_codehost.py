@@ -313,3 +313,10 @@ async def test_copies_of_one_delivery_racing_each_other_start_one_event(
     assert [a.json()["duplicate"] for a in answers].count(False) == 1
     [event] = await code_events(store, api.a.person.id)
     assert {a.json()["event_id"] for a in answers} <= {event.id, None}
+
+
+async def test_the_password_forms_do_not_offer_a_code_host(api: Api) -> None:
+    kinds = [k.kind for k in await api.owner.account_kinds()]
+    assert "mail" in kinds
+    assert "github" not in kinds
+    assert "gitlab" not in kinds

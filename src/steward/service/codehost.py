@@ -30,7 +30,7 @@ from steward.domain.limits import check_json
 from steward.domain.tokens import CONTROL
 from steward.errors import NotFound, TooLarge, Unauthorized, UsageError
 from steward.sentinel.vault import MissingVaultKey
-from steward.service.connections import ConnectionService
+from steward.service.connections import AccountKind, ConnectionService
 from steward.service.hooks import MAX_BODY, MAX_DELIVERY_ID
 
 KINDS = ("github", "gitlab")
@@ -108,6 +108,11 @@ class CodeHostService(ConnectionService):
         )
         said = await connector.check(connection, await self._connector_env())
         return _setup(connector, connection, said, secret)
+
+    async def account_kinds(self) -> list[AccountKind]:
+        """The kinds of account connected with a password or OAuth: not a code host, whose
+        secret Steward makes (:meth:`connect_codehost`)."""
+        return [k for k in await super().account_kinds() if k.kind not in KINDS]
 
     async def receive_codehost(
         self, kind: str, connection_id: str, body: bytes, headers: Mapping[str, str]
