@@ -21,6 +21,7 @@ import json
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from steward.connectors.codehost.connector import CodeHostConnector, CodeHostSettings
 from steward.connectors.codehost.events import Provider
@@ -131,17 +132,7 @@ class CodeHostService(ConnectionService):
             raise UsageError(
                 f"a {provider.title} delivery needs its id (1 to {MAX_DELIVERY_ID} characters)"
             )
-        try:
-            payload = json.loads(body)
-        except (ValueError, RecursionError):
-            raise UsageError(
-                "a delivery's body must be a JSON object (choose application/json as the "
-                "webhook's content type)"
-            ) from None
-        if not isinstance(payload, dict):
-            raise UsageError("a delivery's body must be a JSON object")
-        check_json(payload, "a delivery's body")
-        reading = provider.read(headers, payload)
+        reading = provider.read(headers, _json_object(body))
         settings = CodeHostSettings.model_validate(connection.settings)
         if reading.repo is not None and not settings.accepts(reading.repo):
             raise UsageError(f"{connection.name} does not take deliveries about {reading.repo}")
@@ -197,6 +188,21 @@ class CodeHostService(ConnectionService):
         if not provider.signed(secret, body, headers):
             raise Unauthorized(_REFUSED)
         return found
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    """A delivery's body, which must be a JSON object within the stored limits."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        payload = None
+    if not isinstance(payload, dict):
+        raise UsageError(
+            "a delivery's body must be a JSON object (choose application/json as the "
+            "webhook's content type)"
+        )
+    check_json(payload, "a delivery's body")
+    return payload
 
 
 def _codehost(kind: str) -> CodeHostConnector:
