@@ -17,6 +17,7 @@ from steward.harness.tools import Tool
 _MODULES = {
     "mail": "steward.connectors.mail.connector",
     "calendar": "steward.connectors.calendar.connector",
+    "folder": "steward.connectors.folder.connector",
 }
 """Kind → the module whose ``CONNECTOR`` is that kind's :class:`Connector`."""
 
