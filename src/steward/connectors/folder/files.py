@@ -54,7 +54,7 @@ def list_folder(located: Located, zone: ZoneInfo) -> dict[str, Any]:
                 entries = sorted(listing, key=lambda e: (not _is_folder(e), e.name.casefold()))
         except PermissionError:
             raise ToolError(f"this machine does not let Steward list {located.text}") from None
-    shown = [_entry(e, zone) for e in entries[:MAX_LISTED]]
+        shown = [_entry(e, zone) for e in entries[:MAX_LISTED]]  # stat relative to ``fd``
     out: dict[str, Any] = {"folder": located.text, "entries": shown}
     if len(entries) > MAX_LISTED:
         out["not_shown"] = len(entries) - MAX_LISTED
@@ -150,7 +150,7 @@ def search(
     out: dict[str, Any] = {"found": found}
     if not complete:
         out["stopped"] = (
-            f"the search stopped after {counted(looked, 'file')} and {counted(len(found), 'match')}"
+            f"the search stopped after {counted(looked, 'file')} and {counted(len(found), 'match', 'matches')}"
             ": look in a smaller folder or with a narrower pattern"
         )
     return out

@@ -33,9 +33,20 @@ def encoding_of(sample: bytes) -> tuple[str, int] | None:
     try:
         codecs.getincrementaldecoder("utf-8")().decode(sample, final=False)
     except UnicodeDecodeError:
-        best = charset_normalizer.from_bytes(sample).best()
-        return None if best is None else (best.encoding, 0)
+        return _guessed(sample)
     return "utf-8", 0
+
+
+def _guessed(sample: bytes) -> tuple[str, int] | None:
+    """A legacy encoding for ``sample``, or None for binary. A short text often fits several
+    equally well (Windows-1250 and -1252 read "café" alike); then Windows-1252, by far the
+    most common of them, is taken."""
+    found = charset_normalizer.from_bytes(sample)
+    best = found.best()
+    if best is None:
+        return None
+    tied = {m.encoding for m in found if (m.chaos, m.coherence) == (best.chaos, best.coherence)}
+    return ("cp1252" if "cp1252" in tied else best.encoding), 0
 
 
 def decode(data: bytes, encoding: str, *, final: bool) -> tuple[str, int]:

@@ -45,6 +45,6 @@ def kind_of(name: str) -> str:
     return f"{words} ({guessed})"
 
 
-def counted(count: int, noun: str) -> str:
+def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``1 file``, ``1,204 files``."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
