@@ -149,9 +149,10 @@ def search(
             complete = not stop.is_set()
     out: dict[str, Any] = {"found": found}
     if not complete:
+        matches = counted(len(found), "match", "matches")
         out["stopped"] = (
-            f"the search stopped after {counted(looked, 'file')} and {counted(len(found), 'match', 'matches')}"
-            ": look in a smaller folder or with a narrower pattern"
+            f"the search stopped after {counted(looked, 'file')} and {matches}: look in a "
+            "smaller folder or with a narrower pattern"
         )
     return out
 
