@@ -4,7 +4,7 @@ tools called as the harness calls them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ class Folders:
     svc: Service
     env: ConnectorEnv
     person_id: str
+    _tools: dict[str, Tool] = field(default_factory=dict)
 
     @property
     def documents(self) -> Path:
@@ -60,7 +61,9 @@ class Folders:
         return done.connection
 
     def tools(self) -> dict[str, Tool]:
-        return {t.name: t for t in CONNECTOR.tools(self.env)}
+        if not self._tools:
+            self._tools.update({t.name: t for t in CONNECTOR.tools(self.env)})
+        return self._tools
 
     def context(self) -> ToolContext:
         return ToolContext(

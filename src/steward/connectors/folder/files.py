@@ -214,6 +214,10 @@ def write_file(located: Located, content: str, replace: bool) -> dict[str, str]:
                 os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
         except FileExistsError:
             raise ToolError(f"{located.text} appeared meanwhile; nothing was written") from None
+        except OSError as exc:  # its folder removed meanwhile, say
+            raise ToolError(
+                f"{located.text} could not be written ({exc.strerror}); nothing was written"
+            ) from None
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary, dir_fd=fd)
