@@ -90,10 +90,10 @@ async def test_no_tool_goes_through_a_link(folders: Folders, path: str) -> None:
         ("folder_read", {}),
         ("folder_search", {"name": "*"}),
     ]:
-        with pytest.raises(ToolError, match="symbolic link|there is no|is a file"):
+        with pytest.raises(ToolError, match=r"symbolic link|there is no|is a file"):
             await folders.call(tool, path=path, **more)
     for target in (path, f"{path}/new.txt"):
-        with pytest.raises(ToolError, match="symbolic link|there is no|is a file"):
+        with pytest.raises(ToolError, match=r"symbolic link|there is no|is a file"):
             await folders.call("folder_write", path=target, content="owned", replace=True)
     assert (folders.outside / "diary.txt").read_text() == SECRET
     assert sorted(p.name for p in folders.outside.iterdir()) == ["diary.txt"]
@@ -197,8 +197,10 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FolderSettings]:
 
 
 SEGMENTS = st.sampled_from(
-    ["Documents", "taxes", "2025.txt", "escape.txt", "out", "up", "diary.txt", "private"]
-    + ["..", ".", "", "~", "/", "\x00", "x", "Documents/..", "%2e%2e", "..\\..", " .."]
+    [
+        *("Documents", "taxes", "2025.txt", "escape.txt", "out", "up", "diary.txt", "private"),
+        *("..", ".", "", "~", "/", "\x00", "x", "Documents/..", "%2e%2e", "..\\..", " .."),
+    ]
 )
 
 

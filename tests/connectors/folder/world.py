@@ -86,6 +86,7 @@ class Folders:
 
 
 async def folders_of(store: Store, clock: Clock, tmp_path: Path) -> Folders:
+    """The folders under ``tmp_path``, and a person on ``store`` to connect them."""
     home = tmp_path / "home"
     (home / "Documents" / "taxes").mkdir(parents=True)
     (home / "Invoices").mkdir()
