@@ -47,7 +47,8 @@ async def test_connecting_needs_no_credential_and_says_what_it_found(folders: Fo
         ("{home}/Documents, Documents={home}/Invoices", "two folders are named Documents"),
         ("{home}, {home}/Invoices", "Invoices is inside home"),
         ("A/B={home}/Invoices", "cannot name a folder"),
-        ("", "at least 1 item"),
+        ("", "name at least one folder"),
+        (" , ", "name at least one folder"),
     ],
 )
 async def test_settings_that_do_not_fit_are_refused_and_nothing_is_kept(

@@ -202,13 +202,17 @@ async def test_the_wait_ends_when_a_file_changes(store: Store, tmp_path: Path) -
     source = folders.source()
     await source.poll(con, None)
 
-    async def write_soon() -> None:
-        await asyncio.sleep(1.0)  # the watch has started listening by then, on a quiet machine
-        (folders.invoices / "new.txt").write_text("new")
+    async def write_until_heard() -> None:
+        # the watch listens a moment after the wait begins: write until it has heard
+        for n in range(10_000):
+            await asyncio.sleep(0.5)
+            (folders.invoices / f"new-{n}.txt").write_text("new")
 
-    writer = asyncio.create_task(write_soon())
+    writer = asyncio.create_task(write_until_heard())
     loop = asyncio.get_running_loop()
     began = loop.time()
-    await source.wait(con, 600)
-    await writer
+    try:
+        await source.wait(con, 600)
+    finally:
+        writer.cancel()
     assert loop.time() - began < scaled(60)  # far sooner than the 600 s asked

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from steward.connectors.base import ConnectionFailed
 from steward.domain.authority import Connection
@@ -38,7 +39,6 @@ class FolderSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     roots: tuple[str, ...] = Field(
-        min_length=1,
         description="your folders, each NAME=/absolute/path or an absolute path (named by its "
         "last part), comma-separated",
     )
@@ -50,7 +50,9 @@ class FolderSettings(BaseModel):
     @classmethod
     def _split(cls, given: object) -> object:
         if isinstance(given, str):
-            return tuple(part.strip() for part in given.split(",") if part.strip())
+            given = tuple(part.strip() for part in given.split(",") if part.strip())
+        if not given:
+            raise _refused("name at least one folder: NAME=/absolute/path")
         return given
 
     @field_validator("roots")
@@ -61,16 +63,16 @@ class FolderSettings(BaseModel):
         for root in roots:
             same = names.get(root.name.casefold())
             if same is not None:
-                raise ValueError(f"two folders are named {root.name}: name each NAME=/path")
+                raise _refused(f"two folders are named {root.name}: name each NAME=/path")
             names[root.name.casefold()] = root
         for inner in roots:
             for outer in roots:
                 if inner is not outer and inner.path.startswith(outer.path.rstrip("/") + "/"):
-                    raise ValueError(
+                    raise _refused(
                         f"{inner.name} is inside {outer.name}: its files would be seen twice"
                     )
                 if inner is not outer and inner.path == outer.path:
-                    raise ValueError(f"{inner.name} and {outer.name} are the same folder")
+                    raise _refused(f"{inner.name} and {outer.name} are the same folder")
         return tuple(f"{r.name}={r.path}" for r in roots)
 
     @field_validator("time_zone")
@@ -79,7 +81,7 @@ class FolderSettings(BaseModel):
         try:
             ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {name!r} (use an IANA name)") from None
+            raise _refused(f"unknown time zone {name!r} (use an IANA name)") from None
         return name
 
     @property
@@ -101,30 +103,35 @@ class FolderSettings(BaseModel):
         return next((r for r in self.folders if r.name.casefold() == wanted), None)
 
 
+def _refused(why: str) -> PydanticCustomError:
+    """A settings error reading just ``why`` (a ValueError would read "Value error, why")."""
+    return PydanticCustomError("folder_settings", "{why}", {"why": why})
+
+
 def _root(entry: str) -> Root:
     """``NAME=/path`` or ``/path``, checked: a name that can start a path, an absolute path to
     an existing folder."""
     if "\x00" in entry:
-        raise ValueError("a folder cannot contain a NUL character")
+        raise _refused("a folder cannot contain a NUL character")
     if entry.startswith("/"):
         path = entry
         name = os.path.basename(os.path.normpath(entry))
     else:
         name, sep, path = entry.partition("=")
         if not sep:
-            raise ValueError(f"{entry!r} is not NAME=/absolute/path nor an absolute path")
+            raise _refused(f"{entry!r} is not NAME=/absolute/path nor an absolute path")
         name = name.strip()
     if not os.path.isabs(path):
-        raise ValueError(f"{path!r} is not an absolute path (it must start with /)")
+        raise _refused(f"{path!r} is not an absolute path (it must start with /)")
     if not name or name in (".", "..") or "/" in name or len(name) > MAX_ROOT_NAME:
-        raise ValueError(
+        raise _refused(
             f"{name!r} cannot name a folder: give a short name without /, like Documents"
         )
     real = os.path.realpath(path)
     if not os.path.exists(real):
-        raise ValueError(f"there is no folder {path} on this machine")
+        raise _refused(f"there is no folder {path} on this machine")
     if not os.path.isdir(real):
-        raise ValueError(f"{path} is a file, not a folder")
+        raise _refused(f"{path} is a file, not a folder")
     return Root(name=name, path=real)
 
 
@@ -134,7 +141,7 @@ def settings_of(connection: Connection) -> FolderSettings:
     try:
         return FolderSettings.model_validate(connection.settings)
     except ValidationError as exc:
-        problems = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in exc.errors())
+        problems = "; ".join(err["msg"] for err in exc.errors())
         raise ConnectionFailed(
             f"the folders of {connection.name} no longer fit: {problems}"
         ) from None
