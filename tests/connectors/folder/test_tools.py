@@ -13,6 +13,7 @@ import pytest
 from connectors.folder.world import Folders
 from steward.connectors.base import SettingsInvalid
 from steward.domain.actions import ActionRequest, Verdict
+from steward.domain.agent_input import AgentTaskInput, Mode
 from steward.harness.tools import Tool, ToolError
 from steward.sentinel.policy import PolicySentinel
 
@@ -175,7 +176,9 @@ async def test_writes_land_are_idempotent_and_never_overwrite_unasked(folders: F
         await folders.call("folder_write", path="Documents/x.part", content="x")
 
 
-def request(folders: Folders, found: Tool, args: dict[str, Any]) -> ActionRequest:
+def request(
+    folders: Folders, found: Tool, args: dict[str, Any], mode: Mode | None = None
+) -> ActionRequest:
     """The action the harness would put to the sentinel for this call."""
     return ActionRequest(
         person_id=folders.person_id,
@@ -188,6 +191,7 @@ def request(folders: Folders, found: Tool, args: dict[str, Any]) -> ActionReques
         source=found.source,
         connector=found.connector,
         wake_reason="test",
+        task_input=AgentTaskInput(mode=mode),
         roles=dict(found.roles) if found.roles is not None else None,
     )
 
@@ -206,6 +210,18 @@ async def test_a_read_only_connection_cannot_write(folders: Folders) -> None:
     with pytest.raises(ToolError, match="is read-only"):  # called past the policy: refused too
         await folders.call("folder_write", **write)
     assert not (folders.documents / "x.txt").exists()
+
+
+async def test_a_read_write_connection_writes_but_not_in_proactive_research(
+    folders: Folders,
+) -> None:
+    await folders.connect()
+    sentinel = PolicySentinel(folders.store, folders.clock)
+    write = folders.tools()["folder_write"]
+    args = {"path": "Documents/x.txt", "content": "x"}
+    assert (await sentinel.decide(request(folders, write, args))).verdict is Verdict.ALLOW
+    research = await sentinel.decide(request(folders, write, args, mode="research"))
+    assert (research.verdict, research.basis) == (Verdict.DENY, "mode:research")
 
 
 async def test_the_tools_declare_what_they_touch(folders: Folders) -> None:

@@ -38,7 +38,7 @@ from typing import Any
 import structlog
 from watchfiles import Change, awatch
 
-from steward.connectors.base import ConnectorEnv, Poll
+from steward.connectors.base import ConnectionFailed, ConnectorEnv, Poll
 from steward.connectors.folder.paths import ignored
 from steward.connectors.folder.scan import Version, snapshot
 from steward.connectors.folder.settings import FolderSettings, settings_of
@@ -141,7 +141,10 @@ class FilesSource:
             return  # changes are waiting: poll again now
         if connection.id in self._settling:
             seconds = min(seconds, SETTLE_SECONDS)
-        roots = [r.path for r in settings_of(connection).folders]
+        try:
+            roots = [r.path for r in settings_of(connection).folders]
+        except ConnectionFailed:  # a root removed: the next poll says so
+            roots = []
         changed = asyncio.Event()
         stop = asyncio.Event()
         listening = asyncio.create_task(_listen(roots, changed, stop))
@@ -165,6 +168,8 @@ async def _listen(roots: list[str], changed: asyncio.Event, stop: asyncio.Event)
                 return not any(ignored(part) for part in inner)
         return True
 
+    if not roots:
+        return
     try:
         watching = awatch(*roots, watch_filter=noticed, debounce=DEBOUNCE_MS, stop_event=stop)
         async with contextlib.aclosing(watching) as changes:
