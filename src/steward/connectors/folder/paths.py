@@ -120,6 +120,8 @@ def open_root(root: Root) -> int:
         raise ToolError(f"your folder {root.name} ({root.path}) is now a file") from None
     except PermissionError:
         raise ToolError(f"this machine does not let Steward open {root.name}") from None
+    except OSError as exc:
+        raise ToolError(f"your folder {root.name} cannot be opened ({exc.strerror})") from None
 
 
 def refuse_link(shown: str) -> ToolError:
@@ -139,8 +141,12 @@ def enter(fd: int, name: str, shown: str, *, create: bool = False) -> int:
             raise ToolError(f"there is no {shown}") from None
     except OSError as exc:
         raise _not_entered(exc, fd, name, shown) from None
-    with contextlib.suppress(FileExistsError):  # made meanwhile: opened below like any other
+    try:
         os.mkdir(name, 0o777, dir_fd=fd)
+    except FileExistsError:
+        pass  # made meanwhile: opened below like any other
+    except OSError as exc:
+        raise ToolError(f"{shown} cannot be made ({exc.strerror})") from None
     try:
         return os.open(name, DIRECTORY, dir_fd=fd)
     except OSError as exc:

@@ -76,8 +76,12 @@ def describe_write(args: Mapping[str, Any]) -> str:
 
 
 async def _blocking(work: Callable[[], T]) -> T:
-    """``work`` in a worker thread: file I/O never blocks the shared event loop."""
-    return await asyncio.to_thread(work)
+    """``work`` in a worker thread: file I/O never blocks the shared event loop. A failure of
+    the file system the work did not foresee (a disk error) is said in plain words."""
+    try:
+        return await asyncio.to_thread(work)
+    except OSError as exc:
+        raise ToolError(f"the file system refused: {exc.strerror or exc}") from None
 
 
 def folder_tools(env: ConnectorEnv) -> list[Tool]:
