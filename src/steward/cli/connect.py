@@ -33,7 +33,7 @@ AUTHORIZE_TIMEOUT_SECONDS = 600.0
 
 
 def connect(
-    kind: str = typer.Argument(..., help="mail or calendar."),
+    kind: str = typer.Argument(..., help="mail, calendar or folder."),
     name: str = typer.Option(..., "--name", help="What you call this account (work, home)."),
     url: str | None = typer.Option(None, help="Calendar: the CalDAV URL."),
     username: str | None = typer.Option(None, help="The name you sign in with."),
@@ -81,8 +81,8 @@ def connect(
     person: str | None = PersonOption,
     db: str | None = DbOption,
 ) -> None:
-    """Connect a mail or calendar account: Steward signs in once to check it, and keeps the
-    password (or OAuth tokens) only in the vault."""
+    """Connect a mail or calendar account (Steward signs in once to check it, and keeps the
+    password or OAuth tokens only in the vault), or folders on this machine (no password)."""
     given: dict[str, Any] = {
         key: value
         for key, value in (
@@ -118,7 +118,12 @@ def connect(
         async with service(db) as svc:
             who = await svc.person(person)
             if provider is None:
-                secret = _read_secret(password_stdin, f"Password for {given.get('username', name)}")
+                # an account signed in to has a user name; folders on this machine take none
+                secret = (
+                    _read_secret(password_stdin, f"Password for {given.get('username', name)}")
+                    if "username" in given or password_stdin
+                    else None
+                )
                 return await svc.connect(
                     person_id=who.id, settings=given, credential=secret, **common
                 )

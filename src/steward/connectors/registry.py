@@ -19,6 +19,7 @@ _MODULES = {
     "calendar": "steward.connectors.calendar.connector",
     "github": "steward.connectors.codehost.github",
     "gitlab": "steward.connectors.codehost.gitlab",
+    "folder": "steward.connectors.folder.connector",
 }
 """Kind → the module whose ``CONNECTOR`` is that kind's :class:`Connector`."""
 
