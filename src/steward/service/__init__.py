@@ -9,8 +9,9 @@ triggers, events, effects, the agent), :mod:`~steward.service.approvals` (approv
 notifications), :mod:`~steward.service.security` (audit, tokens, connections, grants, rules,
 the vault), :mod:`~steward.service.connections` (connecting, testing and disconnecting the
 person's accounts), :mod:`~steward.service.memory` (what it remembers about the person),
-:mod:`~steward.service.skills` (what it learned to do) and :mod:`~steward.service.hooks`
-(signed webhook deliveries).
+:mod:`~steward.service.skills` (what it learned to do), :mod:`~steward.service.hooks`
+(signed webhook deliveries) and :mod:`~steward.service.codehost` (GitHub and GitLab as sources
+of events).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from steward.sentinel.grants import APPROVAL_SCOPES
 from steward.service.approvals import ApprovalService
 from steward.service.base import Principal, ServiceBase
+from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
 from steward.service.hooks import WebhookService
 from steward.service.memory import MemoryService
@@ -38,6 +40,7 @@ __all__ = [
 class Service(
     WorkService,
     ApprovalService,
+    CodeHostService,
     ConnectionService,
     SecurityService,
     MemoryService,
