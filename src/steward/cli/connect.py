@@ -33,7 +33,7 @@ AUTHORIZE_TIMEOUT_SECONDS = 600.0
 
 
 def connect(
-    kind: str = typer.Argument(..., help="mail, calendar or folder."),
+    kind: str = typer.Argument(..., help="mail, calendar, folder, web or feed."),
     name: str = typer.Option(..., "--name", help="What you call this account (work, home)."),
     url: str | None = typer.Option(None, help="Calendar: the CalDAV URL."),
     username: str | None = typer.Option(None, help="The name you sign in with."),
@@ -82,7 +82,9 @@ def connect(
     db: str | None = DbOption,
 ) -> None:
     """Connect a mail or calendar account (Steward signs in once to check it, and keeps the
-    password or OAuth tokens only in the vault), or folders on this machine (no password)."""
+    password or OAuth tokens only in the vault), folders on this machine, hosts on your network
+    Steward may read (web: --set hosts=nas.local), or a news feed (feed: --set url=...); these
+    take no password."""
     given: dict[str, Any] = {
         key: value
         for key, value in (
@@ -118,7 +120,8 @@ def connect(
         async with service(db) as svc:
             who = await svc.person(person)
             if provider is None:
-                # an account signed in to has a user name; folders on this machine take none
+                # an account signed in to has a user name; folders, web hosts and feeds take
+                # no password
                 secret = (
                     _read_secret(password_stdin, f"Password for {given.get('username', name)}")
                     if "username" in given or password_stdin

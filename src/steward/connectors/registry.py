@@ -20,6 +20,8 @@ _MODULES = {
     "github": "steward.connectors.codehost.github",
     "gitlab": "steward.connectors.codehost.gitlab",
     "folder": "steward.connectors.folder.connector",
+    "web": "steward.connectors.web.connector",
+    "feed": "steward.connectors.feed.connector",
 }
 """Kind → the module whose ``CONNECTOR`` is that kind's :class:`Connector`."""
 
