@@ -43,6 +43,14 @@ class TriggerReport:
     checks: str
     """Heartbeats: how many checks found nothing, and the last check; empty for others."""
 
+    @property
+    def id(self) -> str:
+        return self.trigger.id
+
+    @property
+    def name(self) -> str:
+        return self.trigger.name
+
 
 class TriggerService(ServiceBase):
     async def add_trigger(
