@@ -190,8 +190,10 @@ def check_heartbeat(conn: Connection, trigger: Trigger, now_f: float) -> Finding
         select(events)
         .where(
             events.c.person_id == trigger.person_id,
-            events.c.routed_at > since,
-            events.c.routed_at <= now_f,
+            # routing runs after the triggers in a scheduler tick: what it routes at the
+            # moment of one check is seen by the next
+            events.c.routed_at >= since,
+            events.c.routed_at < now_f,
             events.c.consumed_at.is_(None),
         )
         .order_by(events.c.routed_at)
