@@ -32,6 +32,8 @@ from support.clock import START
 BERLIN = ZoneInfo("Europe/Berlin")
 WEEK = timedelta(days=7)
 BEATS_A_WEEK = 7 * 24 * 6
+A_WEEK_LATER = START + WEEK + timedelta(minutes=1)
+"""Just past the week's last beat (the simulation stops before a tick due at its end)."""
 
 
 @pytest.fixture
@@ -86,7 +88,7 @@ async def test_an_idle_week_of_heartbeats_never_calls_the_model(
     service = Service(store, clock)
     goal_id, beat_id = await heartbeat_goal(service)
 
-    await run_simulation(store, agent(server, tmp_path), clock, until=START + WEEK + timedelta(minutes=1))
+    await run_simulation(store, agent(server, tmp_path), clock, until=A_WEEK_LATER)
 
     assert server.requests == 0
     assert await store.tasks.list_tasks(goal_id=goal_id) == []
@@ -120,7 +122,7 @@ async def test_a_follow_up_due_on_day_three_wakes_the_model_once(
         spec=TaskSpec(kind="agent", input={"instructions": "Ask the roofer for a quote."}),
     )
     with run_model_server(model) as server:
-        await run_simulation(store, agent(server, tmp_path), clock, until=START + WEEK + timedelta(minutes=1))
+        await run_simulation(store, agent(server, tmp_path), clock, until=A_WEEK_LATER)
         assert server.requests == 3  # two for the first task, one for the heartbeat's
 
     [first, woken] = sorted(
