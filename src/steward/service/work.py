@@ -186,6 +186,17 @@ class WorkService(ServiceBase):
                         data={"trigger_id": trigger.id, "firing_id": firing.id},
                     )
                 )
+        for follow_up in await self.store.heartbeats.list_follow_ups(goal_id, limit=limit):
+            done = " (done)" if follow_up.done_at is not None else ""
+            entries.append(
+                TimelineEntry(
+                    at=follow_up.due_at,
+                    kind="follow-up",
+                    task_id=follow_up.done_task_id or follow_up.task_id,
+                    summary=f"follow up: {follow_up.note[:80]}{done}",
+                    data={"follow_up_id": follow_up.id},
+                )
+            )
         entries.sort(key=lambda e: e.at)
         return entries[-limit:]
 

@@ -26,6 +26,7 @@ from steward.store.schema import (
     events,
     feed,
     firings,
+    follow_ups,
     goals,
     leases,
     persons,
@@ -399,8 +400,8 @@ class ScheduleRepository:
 
     async def prune_history(self, *, before: datetime) -> dict[str, int]:
         """Delete tasks that finished before ``before`` with their activations, steps and
-        effects, and routed events, firings and feed entries older than that. Goals and their
-        records stay."""
+        effects, and routed events, firings, feed entries and done follow-ups older than that.
+        Goals and their records stay."""
         cutoff = rows.ts(before)
 
         def op(conn: Connection) -> dict[str, int]:
@@ -426,6 +427,9 @@ class ScheduleRepository:
                 delete(firings).where(firings.c.recorded_at < cutoff)
             ).rowcount
             counts["feed entries"] = conn.execute(delete(feed).where(feed.c.at < cutoff)).rowcount
+            counts["follow-ups"] = conn.execute(
+                delete(follow_ups).where(follow_ups.c.done_at < cutoff)
+            ).rowcount
             return counts
 
         return await self.backend.write(op)
