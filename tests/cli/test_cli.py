@@ -268,3 +268,54 @@ def test_secrets_are_read_from_stdin_listed_without_values_and_survive_rotation(
     assert "not found" in out
     kinds = [e["kind"] for e in json.loads(run("audit", "list", "--json")[1])]
     assert kinds.count("secret") == 2
+
+
+def test_a_heartbeat_with_hours_and_a_budget_in_plain_words(db: str) -> None:
+    """``trigger add heartbeat 10m`` with active hours and a budget; ``trigger list`` says
+    them in words; bad hours, a negative budget and a heartbeat without a goal are refused
+    and store nothing."""
+    goal = cli_json(db, "goal", "create", "Watch the roof")
+    assert isinstance(goal, dict)
+    common = ["trigger", "add", "heartbeat", "10m", "--tz", "Europe/Berlin"]
+    for bad, says in [
+        ([], "give the goal it serves"),
+        (["--goal", goal["id"], "--active-hours", "20:00-08:00"], "must end after they start"),
+        (["--goal", goal["id"], "--active-hours", "8-20"], "like 08:00"),
+        (["--goal", goal["id"], "--budget-runs", "-1"], "cannot be negative"),
+        (["--goal", goal["id"], "--days", "mon-fri"], "days go with active hours"),
+    ]:
+        code, out = cli(db, *common, *bad)
+        assert code == 1, bad
+        assert says in out, out
+    assert cli_json(db, "trigger", "list") == []
+
+    added = cli_json(
+        db,
+        *common,
+        "--goal",
+        goal["id"],
+        "--active-hours",
+        "08:00-20:00",
+        "--days",
+        "mon-fri",
+        "--watch",
+        "web.changed",
+        "--budget-runs",
+        "20",
+        "--budget-tokens",
+        "200000",
+        "--budget-cost",
+        "1.50",
+    )
+    assert isinstance(added, dict)
+    assert added["spec"] == "600"
+    [listed] = cli_json(db, "trigger", "list")  # type: ignore[misc]
+    assert listed["schedule"] == (
+        "heartbeat every 10 min, 08:00-20:00 Mon-Fri, watching web.changed"
+    )
+    assert listed["budget"] == "20 runs / 200,000 tokens / $1.50 a day"
+    assert listed["state"] == "on"
+    assert listed["checks"] == "0 checks found nothing"
+    code, out = cli(db, "trigger", "list")
+    assert code == 0
+    assert "20 runs" in out

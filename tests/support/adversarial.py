@@ -233,6 +233,9 @@ CONTROL_TOOLS = {
     # and a proposal from a task that read others' text waits for the person
     "load_skill",
     "propose_skill",
+    # stores a time and a note on the task's own goal; its heartbeat starts a task with the
+    # goal's authority only
+    "follow_up",
 }
 """Every tool the harness adds by itself. None of them touches approvals, grants or rules: a new
 one must be reviewed for that and added here."""

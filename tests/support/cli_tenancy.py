@@ -43,6 +43,8 @@ TARGETED: dict[str, Argv] = {
     "trigger list": lambda t: ["trigger", "list", "--person", t.person.id],
     "trigger enable": lambda t: ["trigger", "enable", t.trigger.id],
     "trigger disable": lambda t: ["trigger", "disable", t.trigger.id],
+    "trigger budget": lambda t: ["trigger", "budget", t.trigger.id, "--runs", "3"],
+    "trigger follow-ups": lambda t: ["trigger", "follow-ups", t.goal.id],
     "event send": lambda t: ["event", "send", "ping", "--person", t.person.id],
     "event list": lambda t: ["event", "list", "--person", t.person.id],
     "effect list": lambda t: ["effect", "list", "--task", t.task.id],

@@ -35,10 +35,11 @@ from steward.cli.common import (
 from steward.cli.connect import connect, connection_status, connection_test, disconnect
 from steward.cli.demo import demo
 from steward.cli.login import login, logout
-from steward.cli.manage import effect_app, event_app, goal_app, task_app, trigger_app
+from steward.cli.manage import effect_app, event_app, goal_app, task_app
 from steward.cli.memory import memory_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
 from steward.cli.skills import skill_app
+from steward.cli.triggers import trigger_app
 from steward.cli.vault import secret_app, vault_app
 from steward.config import Settings, private_data_dir
 from steward.domain import Person, TaskSpec, TriggerKind

@@ -1,4 +1,4 @@
-"""CLI commands that manage goals, tasks, triggers, events and effects."""
+"""CLI commands that manage goals, tasks, events and effects (triggers: ``cli.triggers``)."""
 
 from __future__ import annotations
 
@@ -18,14 +18,13 @@ from steward.cli.common import (
     run,
     service,
 )
-from steward.domain import Budget, GoalStatus, MissedPolicy, TaskSpec, TriggerKind
+from steward.domain import Budget, GoalStatus, TaskSpec
 from steward.domain.journal import resolution_summary
 from steward.service import parse_time
 from steward.service.encode import to_jsonable
 
 goal_app = typer.Typer(help="Goals: durable intent.", no_args_is_help=True)
 task_app = typer.Typer(help="Tasks: units of execution.", no_args_is_help=True)
-trigger_app = typer.Typer(help="Triggers: what wakes work up.", no_args_is_help=True)
 event_app = typer.Typer(help="The event inbox.", no_args_is_help=True)
 effect_app = typer.Typer(help="The effect journal.", no_args_is_help=True)
 
@@ -247,88 +246,6 @@ def _task_control_command(action: str, doc: str) -> None:
 _task_control_command("cancel", "Cancel a task (a running one stops at its next step).")
 _task_control_command("pause", "Pause a task (a running one stops at its next step).")
 _task_control_command("resume", "Resume a paused task.")
-
-
-# --- triggers ---------------------------------------------------------------------------
-
-
-@trigger_app.command("add")
-def trigger_add(
-    kind: TriggerKind = typer.Argument(..., help="at, interval, cron or event."),
-    spec: str = typer.Argument(..., help="ISO time, seconds, cron expression or event type."),
-    task_kind: str = typer.Option("noop", "--task", help="Kind of task each firing creates."),
-    input: str | None = typer.Option(None, "--input", help="JSON input for those tasks."),
-    goal: str | None = typer.Option(None, help="Goal id."),
-    name: str = typer.Option("", help="Label."),
-    timezone: str | None = typer.Option(None, "--tz", help="IANA zone for cron."),
-    match: str | None = typer.Option(None, help="Event triggers: JSON payload filter."),
-    missed: MissedPolicy = typer.Option(MissedPolicy.RUN_ONCE, help="Missed-run policy."),
-    missed_cap: int = typer.Option(10, help="run_all: most catch-up firings."),
-    person: str | None = PersonOption,
-    db: str | None = DbOption,
-    as_json: bool = JsonOption,
-) -> None:
-    """Add a trigger."""
-    payload = parse_json_arg(input, "--input")
-    match_filter = parse_json_arg(match, "--match")
-
-    async def main() -> None:
-        async with service(db) as svc:
-            who = await svc.person(person)
-            trigger = await svc.add_trigger(
-                person_id=who.id,
-                kind=kind,
-                spec=spec,
-                task=TaskSpec(kind=task_kind, input=payload),
-                name=name,
-                goal_id=goal,
-                timezone=timezone,
-                match=match_filter,
-                missed_policy=missed,
-                missed_cap=missed_cap,
-            )
-            emit_one(trigger, as_json=as_json)
-
-    run(main)
-
-
-@trigger_app.command("list")
-def trigger_list(
-    goal: str | None = typer.Option(None, help="Only this goal's triggers."),
-    person: str | None = PersonOption,
-    db: str | None = DbOption,
-    as_json: bool = JsonOption,
-) -> None:
-    """List triggers with their next fire time."""
-
-    async def main() -> None:
-        async with service(db) as svc:
-            who = await svc.person(person)
-            triggers = await svc.list_triggers(person_id=who.id, goal_id=goal)
-            emit(
-                triggers,
-                ["id", "name", "kind", "spec", "enabled", "next_fire_at", "missed_policy"],
-                as_json=as_json,
-                title="Triggers",
-            )
-
-    run(main)
-
-
-def _trigger_enable_command(name: str, enabled: bool, doc: str) -> None:
-    def command(trigger_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
-        async def main() -> None:
-            async with service(db) as svc:
-                emit_one(await svc.set_trigger_enabled(trigger_id, enabled), as_json=as_json)
-
-        run(main)
-
-    command.__doc__ = doc
-    trigger_app.command(name)(command)
-
-
-_trigger_enable_command("enable", True, "Enable a trigger (schedules its next firing).")
-_trigger_enable_command("disable", False, "Disable a trigger (stops its schedule).")
 
 
 # --- events and effects -----------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Control tools: how the model steers its own task. Each validates its arguments and returns a
 :class:`Directive`; the agent loop carries it out with the task's fenced handle (finish, fail,
 suspend on a wait, spawn a subtask, write into the goal, save progress, propose a memory,
-load or propose a skill)."""
+load or propose a skill, set a follow-up)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pydantic import Field
 from steward.domain import WaitCondition
 from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
+from steward.harness.followup import FollowUpLater, follow_up_tool
 from steward.harness.tools import Tool, ToolArgumentError, ToolContext, tool
 
 
@@ -134,6 +135,7 @@ Directive = (
     | ReadArtifact
     | LoadSkill
     | ProposeSkill
+    | FollowUpLater
 )
 
 _Json = dict[str, Any]
@@ -392,5 +394,6 @@ def control_tools() -> list[Tool]:
         read_artifact_tool,
         load_skill_tool,
         propose_skill_tool,
+        follow_up_tool,
     ]
     return [replace(t, source="control") for t in tools]

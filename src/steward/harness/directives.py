@@ -1,6 +1,6 @@
 """Carrying out the directives of control tools (finish, fail, wait, spawn a subtask, write the
-goal, save progress, propose a memory, skills, read an artifact): one handler per directive
-type, looked up in :data:`HANDLERS`."""
+goal, save progress, propose a memory, skills, read an artifact, set a follow-up): one handler
+per directive type, looked up in :data:`HANDLERS`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from steward.domain import TaskSpec, WaitCondition
 from steward.domain.agent_input import Inherited
+from steward.domain.followup import FollowUp
 from steward.domain.outcome import Fail, Outcome
 from steward.domain.personal import MemoryProposal
 from steward.errors import UsageError
@@ -29,6 +30,7 @@ from steward.harness.control import (
     Spawn,
     Suspend,
 )
+from steward.harness.followup import FollowUpLater
 from steward.harness.state import Waiting
 from steward.models.base import ToolCall
 from steward.sentinel import provenance
@@ -65,6 +67,29 @@ async def _goal_write(act: Activation, call: ToolCall, directive: GoalWrite) -> 
     record = {"text": directive.content, **directive.data}
     await act.run.write_goal(state=directive.state or None, record=(directive.kind, record))
     return await act.observe(call, f"{directive.kind} written to the goal")
+
+
+async def _follow_up(act: Activation, call: ToolCall, later: FollowUpLater) -> Outcome | None:
+    goal_id = act.task.goal_id
+    if goal_id is None:
+        return await act.observe(
+            call, "error: follow-ups belong to a goal; this task has none", True
+        )
+    # keyed by the step and call: replaying the step after a crash sets it once
+    await act.run.store.heartbeats.add_follow_up(
+        FollowUp(
+            id=f"fup_{act.task.id}.{act.run.seq + 1}.{call.id}",
+            person_id=act.task.person_id,
+            goal_id=goal_id,
+            task_id=act.task.id,
+            due_at=later.at,
+            note=later.note,
+            created_at=act.run.clock.now(),
+        ),
+        fence=act.run.fence,
+        lease_now=act.run.clock.lease_now(),
+    )
+    return await act.observe(call, f"follow-up set for {later.at.isoformat()}")
 
 
 async def _progress(act: Activation, call: ToolCall, directive: Progress) -> Outcome | None:
@@ -172,5 +197,6 @@ HANDLERS: dict[type[Any], Handler] = {
     ReadArtifact: _read_artifact,
     LoadSkill: _skill,
     ProposeSkill: _skill,
+    FollowUpLater: _follow_up,
 }
 """The handler of each directive type."""

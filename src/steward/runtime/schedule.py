@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from steward.domain import FiringStatus, MissedPolicy, Trigger, TriggerKind
+from steward.domain.trigger import ActiveHours
 from steward.errors import ConfigError
 
 MAX_RECORDED_MISSES = 1000
@@ -26,12 +27,12 @@ def validate_spec(kind: TriggerKind, spec: str, timezone: str) -> None:
             CronSim(spec, datetime.now(zone))
         except CronSimError as exc:
             raise ConfigError(f"bad cron expression {spec!r}: {exc}") from exc
-    elif kind is TriggerKind.INTERVAL:
+    elif kind in (TriggerKind.INTERVAL, TriggerKind.HEARTBEAT):
         try:
             seconds = float(spec)
         except ValueError as exc:
             raise ConfigError(f"interval must be a number of seconds, got {spec!r}") from exc
-        if seconds <= 0:
+        if not seconds > 0:
             raise ConfigError(f"interval must be positive, got {spec!r}")
     elif kind is TriggerKind.AT:
         parse_at(spec)
@@ -49,24 +50,78 @@ def parse_at(spec: str) -> datetime:
     return when.astimezone(UTC)
 
 
-def next_after(kind: TriggerKind, spec: str, timezone: str, after: datetime) -> datetime | None:
-    """The first scheduled time strictly after ``after`` (None: never again)."""
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_every(text: str) -> str:
+    """``10m``, ``1h``, ``90s``, ``1d`` or plain seconds, as the seconds an interval or
+    heartbeat spec holds; ConfigError in plain words otherwise."""
+    text = text.strip().lower()
+    scale = _UNITS.get(text[-1:], 0)
+    number = text[:-1] if scale else text
+    try:
+        seconds = float(number) * (scale or 1)
+    except ValueError as exc:
+        raise ConfigError(f"'every' looks like 10m, 1h or 90s, got {text!r}") from exc
+    if not seconds > 0:
+        raise ConfigError(f"'every' must be a positive time, got {text!r}")
+    return str(int(seconds)) if seconds.is_integer() else repr(seconds)
+
+
+def next_after(
+    kind: TriggerKind,
+    spec: str,
+    timezone: str,
+    after: datetime,
+    hours: ActiveHours | None = None,
+) -> datetime | None:
+    """The first scheduled time strictly after ``after`` (None: never again). A heartbeat
+    with active hours skips the time outside them: its next beat is then the next window's
+    start, in local time."""
     if kind is TriggerKind.CRON:
         local = after.astimezone(ZoneInfo(timezone))
         return next(iter(CronSim(spec, local))).astimezone(UTC)
     if kind is TriggerKind.INTERVAL:
         return after + timedelta(seconds=float(spec))
+    if kind is TriggerKind.HEARTBEAT:
+        when = after + timedelta(seconds=float(spec))
+        zone = ZoneInfo(timezone)
+        if hours is not None and not hours.contains(when.astimezone(zone)):
+            return hours.next_start(after, zone)
+        return when
     if kind is TriggerKind.AT:
         when = parse_at(spec)
         return when if when > after else None
     return None
 
 
-def first_fire(kind: TriggerKind, spec: str, timezone: str, now: datetime) -> datetime | None:
+def first_fire(
+    kind: TriggerKind, spec: str, timezone: str, now: datetime, hours: ActiveHours | None = None
+) -> datetime | None:
     """When a new (or re-enabled) trigger first fires."""
     if kind is TriggerKind.AT:
         return parse_at(spec)  # even if past: it fires (late) once, under its missed policy
-    return next_after(kind, spec, timezone, now)
+    return next_after(kind, spec, timezone, now, hours)
+
+
+def resume_time(trigger: Trigger) -> datetime | None:
+    """Where a trigger whose budget pause ended goes back on its schedule: its first time
+    from the resume moment on (cron and heartbeat hours keep their clock; an interval starts
+    afresh then)."""
+    resume = trigger.paused_until
+    if resume is None or trigger.kind is TriggerKind.EVENT:
+        return trigger.next_fire_at
+    if trigger.kind in (TriggerKind.INTERVAL, TriggerKind.AT):
+        return resume
+    zone = ZoneInfo(trigger.timezone)
+    hours = trigger.active_hours
+    if trigger.kind is TriggerKind.HEARTBEAT and (
+        hours is None or hours.contains(resume.astimezone(zone))
+    ):
+        return resume
+    return next_after(
+        trigger.kind, trigger.spec, trigger.timezone, resume - timedelta(microseconds=1), hours
+    )
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -85,6 +140,7 @@ def plan_firings(trigger: Trigger, now: datetime) -> FiringPlan:
     fire the latest ``missed_cap`` of them. Every missed time gets a visible record.
     """
     due: list[datetime] = []
+    hours = trigger.active_hours
     when = trigger.next_fire_at
     overflow = False
     while when is not None and when <= now:
@@ -92,9 +148,9 @@ def plan_firings(trigger: Trigger, now: datetime) -> FiringPlan:
             overflow = True
             break
         due.append(when)
-        when = next_after(trigger.kind, trigger.spec, trigger.timezone, when)
+        when = next_after(trigger.kind, trigger.spec, trigger.timezone, when, hours)
     if overflow:
-        when = next_after(trigger.kind, trigger.spec, trigger.timezone, now)
+        when = next_after(trigger.kind, trigger.spec, trigger.timezone, now, hours)
     grace = timedelta(seconds=trigger.grace_seconds)
     on_time = [t for t in due if now - t <= grace]
     missed = [t for t in due if now - t > grace]

@@ -1,23 +1,27 @@
 """The scheduler: exactly one active across all hosts (a lease in the database).
 
-Each tick it fires due triggers (applying missed-run policies), routes inbox events to waiting
-tasks and event triggers, wakes tasks whose timed wait is over, re-queues tasks whose worker lost
-its lease, and expires goals past their deadline. Then it sleeps until the next known due time.
-While the database is unavailable it backs off and ticks again (a tick is safe to repeat).
+Each tick it fires due triggers (applying missed-run policies and daily budgets; a heartbeat
+checks the store first and starts a task only when it finds something), routes inbox events to
+waiting tasks and event triggers, wakes tasks whose timed wait is over, re-queues tasks whose
+worker lost its lease, and expires goals past their deadline. Then it sleeps until the next known
+due time. While the database is unavailable it backs off and ticks again (a tick is safe to
+repeat).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import structlog
 
+from steward.domain import Trigger
 from steward.domain.clock import Clock
 from steward.errors import DatabaseUnavailable
 from steward.runtime.outage import DatabaseOutage
-from steward.runtime.schedule import plan_firings
+from steward.runtime.schedule import plan_firings, resume_time
 from steward.runtime.worker import _either, default_worker_name
 from steward.store import Store
 
@@ -127,7 +131,10 @@ class Scheduler:
 
     async def _fire_triggers(self, now: datetime) -> int:
         batch = []
-        for trigger in await self.store.schedule.due_triggers(now=now):
+        for due in await self.store.schedule.due_triggers(now=now):
+            trigger = await self._resumed(due, now)
+            if trigger is None:
+                continue
             plan = plan_firings(trigger, now)
             missed = sum(1 for _, status in plan.firings if status == "missed")
             if missed:
@@ -143,3 +150,16 @@ class Scheduler:
         created = len(await self.store.schedule.apply_many_firings(batch, now=now))
         self.fired += created
         return created
+
+    async def _resumed(self, trigger: Trigger, now: datetime) -> Trigger | None:
+        """A trigger due now, back on its schedule if this is the end of a budget pause
+        (the pause moved its next firing to the resume time, which is not on its schedule).
+        None when it is not due any more."""
+        if trigger.paused_until is None:
+            return trigger
+        moved = replace(trigger, paused_until=None, next_fire_at=resume_time(trigger))
+        if not await self.store.schedule.resume_trigger(trigger, next_fire_at=moved.next_fire_at):
+            return None
+        log.info("trigger resumed after its daily budget", trigger=trigger.id)
+        due = moved.next_fire_at is not None and moved.next_fire_at <= now
+        return moved if due else None

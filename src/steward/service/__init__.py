@@ -5,7 +5,8 @@ nothing), stamps times from the clock, and nudges an in-process runtime when it 
 
 Its parts: :mod:`~steward.service.base` (who is asking: a service bound to an API token acts
 for that token's person only, within its scopes), :mod:`~steward.service.work` (goals, tasks,
-triggers, events, effects, the agent), :mod:`~steward.service.approvals` (approvals and
+events, effects, the agent), :mod:`~steward.service.triggers` (triggers, heartbeats, budgets,
+follow-ups), :mod:`~steward.service.approvals` (approvals and
 notifications), :mod:`~steward.service.security` (audit, tokens, connections, grants, rules,
 the vault), :mod:`~steward.service.connections` (connecting, testing and disconnecting the
 person's accounts), :mod:`~steward.service.memory` (what it remembers about the person),
@@ -25,6 +26,7 @@ from steward.service.hooks import WebhookService
 from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
 from steward.service.skills import SkillService
+from steward.service.triggers import TriggerReport, TriggerService
 from steward.service.work import TimelineEntry, WorkService, parse_time
 
 __all__ = [
@@ -33,12 +35,14 @@ __all__ = [
     "Service",
     "ServiceBase",
     "TimelineEntry",
+    "TriggerReport",
     "parse_time",
 ]
 
 
 class Service(
     WorkService,
+    TriggerService,
     ApprovalService,
     CodeHostService,
     ConnectionService,

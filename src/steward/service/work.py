@@ -18,13 +18,10 @@ from steward.domain import (
     Event,
     Goal,
     GoalStatus,
-    MissedPolicy,
     Step,
     Task,
     TaskSpec,
     TaskStatus,
-    Trigger,
-    TriggerKind,
 )
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.feed import FeedEntry
@@ -35,11 +32,9 @@ from steward.domain.limits import (
     check_json,
     check_seq,
     check_text,
-    seconds_span,
 )
 from steward.domain.tokens import CONTROL, READ
 from steward.errors import ConfigError, UsageError
-from steward.runtime.schedule import first_fire, validate_spec
 from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
 
@@ -191,6 +186,17 @@ class WorkService(ServiceBase):
                         data={"trigger_id": trigger.id, "firing_id": firing.id},
                     )
                 )
+        for follow_up in await self.store.heartbeats.list_follow_ups(goal_id, limit=limit):
+            done = " (done)" if follow_up.done_at is not None else ""
+            entries.append(
+                TimelineEntry(
+                    at=follow_up.due_at,
+                    kind="follow-up",
+                    task_id=follow_up.done_task_id or follow_up.task_id,
+                    summary=f"follow up: {follow_up.note[:80]}{done}",
+                    data={"follow_up_id": follow_up.id},
+                )
+            )
         entries.sort(key=lambda e: e.at)
         return entries[-limit:]
 
@@ -231,7 +237,7 @@ class WorkService(ServiceBase):
     ) -> Task:
         person_id = self._for(person_id, CONTROL)
         task = await self.store.tasks.create_task(
-            _checked(spec, self.task_kinds),
+            checked_task(spec, self.task_kinds),
             person_id=person_id,
             goal_id=goal_id,
             run_at=run_at,
@@ -286,70 +292,6 @@ class WorkService(ServiceBase):
         return await self.store.tasks.list_tasks(
             person_id=person_id or None, goal_id=goal_id, status=statuses, kind=kind, limit=limit
         )
-
-    # --- triggers -----------------------------------------------------------------------
-
-    async def add_trigger(
-        self,
-        *,
-        person_id: str,
-        kind: TriggerKind,
-        spec: str,
-        task: TaskSpec,
-        name: str = "",
-        goal_id: str | None = None,
-        timezone: str | None = None,
-        match: dict[str, Any] | None = None,
-        missed_policy: MissedPolicy = MissedPolicy.RUN_ONCE,
-        missed_cap: int = 10,
-        grace_seconds: float = 60.0,
-    ) -> Trigger:
-        person = await self.store.persons.get_person(self._for(person_id, CONTROL))
-        zone = timezone or person.timezone
-        validate_spec(kind, spec, zone)
-        task = _checked(task, self.task_kinds)
-        check_json([name, spec, match], "a trigger")
-        seconds_span(grace_seconds, "grace_seconds")
-        if missed_cap < 0:
-            raise UsageError("missed_cap cannot be negative")
-        now = self.clock.now()
-        trigger = Trigger(
-            id=new_id("trg"),
-            person_id=person.id,
-            goal_id=goal_id,
-            name=name or f"{kind.value} {spec}",
-            kind=kind,
-            spec=spec,
-            timezone=zone,
-            match=match or {},
-            task=task,
-            missed_policy=missed_policy,
-            missed_cap=missed_cap,
-            grace_seconds=grace_seconds,
-            next_fire_at=first_fire(kind, spec, zone, now),
-            created_at=now,
-        )
-        created = await self.store.schedule.create_trigger(trigger)
-        self._nudge(scheduler=True)
-        return created
-
-    async def list_triggers(self, *, person_id: str, goal_id: str | None = None) -> list[Trigger]:
-        return await self.store.schedule.list_triggers(
-            person_id=self._for(person_id, READ), goal_id=goal_id
-        )
-
-    async def set_trigger_enabled(self, trigger_id: str, enabled: bool) -> Trigger:
-        trigger = await self._trigger(trigger_id, CONTROL)
-        next_fire = (
-            first_fire(trigger.kind, trigger.spec, trigger.timezone, self.clock.now())
-            if enabled
-            else None
-        )
-        updated = await self.store.schedule.set_trigger_enabled(
-            trigger_id, enabled=enabled, next_fire_at=next_fire
-        )
-        self._nudge(scheduler=True)
-        return updated
 
     # --- events and effects -------------------------------------------------------------
 
@@ -502,7 +444,7 @@ def _short(content: dict[str, Any], width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _checked(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
+def checked_task(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
     """A task spec as stored: a bad one is refused here, not discovered mid-run."""
     if kinds is not None and spec.kind not in kinds:
         raise UsageError(

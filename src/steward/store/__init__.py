@@ -24,6 +24,7 @@ from steward.store.effects import EffectRepository
 from steward.store.feed import FeedRepository
 from steward.store.fencing import Fence
 from steward.store.goals import GoalRepository
+from steward.store.heartbeats import HeartbeatRepository
 from steward.store.inbox import InboxRepository
 from steward.store.memory import MemoryRepository
 from steward.store.memory_passes import MemoryPassRepository
@@ -47,6 +48,7 @@ class Store:
     tasks: TaskRepository
     activations: ActivationRepository
     schedule: ScheduleRepository
+    heartbeats: HeartbeatRepository
     effects: EffectRepository
     inbox: InboxRepository
     audit: AuditRepository
@@ -67,6 +69,7 @@ class Store:
         self.tasks = TaskRepository(backend)
         self.activations = ActivationRepository(backend)
         self.schedule = ScheduleRepository(backend)
+        self.heartbeats = HeartbeatRepository(backend)
         self.effects = EffectRepository(backend)
         self.inbox = InboxRepository(backend)
         self.audit = AuditRepository(backend)

@@ -55,7 +55,7 @@ class InboxRepository:
                 "decided_at": rows.ts_opt(approval.decided_at),
             }
             conn.execute(approvals.insert().values(values))
-            _insert_notification(self.backend, conn, notification)
+            insert_notification(self.backend, conn, notification)
             append_feed(
                 conn,
                 self.backend,
@@ -187,7 +187,7 @@ class InboxRepository:
         def op(conn: Connection) -> Notification:
             if fence is not None:
                 touch_fenced(self.backend, conn, fence, lease_now)
-            _insert_notification(self.backend, conn, notification)
+            insert_notification(self.backend, conn, notification)
             row = conn.execute(
                 select(notifications).where(notifications.c.id == notification.id)
             ).one()
@@ -291,7 +291,7 @@ def _wake_waiter(conn: Connection, task_id: str, kind: str, ref: str, now_f: flo
         wake_in(conn, task_id, {"reason": kind, "ref": ref}, now_f)
 
 
-def _insert_notification(backend: Backend, conn: Connection, item: Notification) -> None:
+def insert_notification(backend: Backend, conn: Connection, item: Notification) -> None:
     values: dict[str, Any] = asdict(item) | {
         "created_at": rows.ts(item.created_at),
         "read_at": rows.ts_opt(item.read_at),

@@ -33,7 +33,9 @@ from steward.domain import (
     TriggerKind,
     WaitCondition,
 )
+from steward.domain.followup import FollowUp
 from steward.domain.roles import Role
+from steward.domain.trigger import ActiveHours, TriggerBudget
 
 
 def ts(value: datetime) -> float:
@@ -208,6 +210,27 @@ def trigger(row: Row[Any]) -> Trigger:
         next_fire_at=dt_opt(m["next_fire_at"]),
         last_fire_at=dt_opt(m["last_fire_at"]),
         created_at=dt(m["created_at"]),
+        watch=tuple(load(m["watch"])),
+        active_hours=ActiveHours.from_json(load(m["active_hours"])) if m["active_hours"] else None,
+        budget=TriggerBudget.from_json(load(m["budget"])) if m["budget"] else None,
+        paused_until=dt_opt(m["paused_until"]),
+        idle_beats=m["idle_beats"],
+        last_beat_at=dt_opt(m["last_beat_at"]),
+    )
+
+
+def follow_up(row: Row[Any]) -> FollowUp:
+    m = row._mapping
+    return FollowUp(
+        id=m["id"],
+        person_id=m["person_id"],
+        goal_id=m["goal_id"],
+        task_id=m["task_id"],
+        due_at=dt(m["due_at"]),
+        note=m["note"],
+        created_at=dt(m["created_at"]),
+        done_at=dt_opt(m["done_at"]),
+        done_task_id=m["done_task_id"],
     )
 
 

@@ -1,4 +1,5 @@
-"""Scheduling SQL: triggers and their firings, the event inbox, leader leases, pruning."""
+"""Scheduling SQL: triggers and their firings (heartbeat checks and daily budgets in
+``store.heartbeats``), the event inbox, leader leases, pruning."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from steward.domain import Event, Firing, FiringStatus, Trigger, TriggerKind
 from steward.domain.ids import firing_id, new_id
 from steward.domain.task import WaitCondition, payload_matches
+from steward.domain.trigger import TriggerBudget
 from steward.errors import NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.fencing import lease_clock
+from steward.store.heartbeats import budget_stop, check_heartbeat, record_beat
 from steward.store.persons import load_person
 from steward.store.schema import (
     activations,
@@ -23,6 +26,7 @@ from steward.store.schema import (
     events,
     feed,
     firings,
+    follow_ups,
     goals,
     leases,
     persons,
@@ -154,6 +158,8 @@ class ScheduleRepository:
         )
         if moved.rowcount != 1:
             return []
+        if trigger.kind is TriggerKind.HEARTBEAT:
+            return self._beat(conn, trigger, max(t for t, _ in plan), now_f) if plan else []
         created: list[str] = []
         for when, status in plan:
             task_id = _record_firing(
@@ -169,6 +175,64 @@ class ScheduleRepository:
             if task_id is not None:
                 created.append(task_id)
         return created
+
+    def _beat(self, conn: Connection, trigger: Trigger, when: datetime, now_f: float) -> list[str]:
+        """One heartbeat: the check in the store; a task only if it found something. Times
+        missed in downtime collapse into this one check, which sees everything since the last."""
+        findings = check_heartbeat(conn, trigger, now_f)
+        task_id = None
+        if findings is not None:
+            task_id = _record_firing(
+                self.backend,
+                conn,
+                trigger,
+                firing_id(trigger.id, rows.ts(when)),
+                when,
+                FiringStatus.FIRED,
+                {"fired_for": when.isoformat(), "event": findings.to_input()},
+                now_f,
+            )
+        record_beat(conn, trigger, findings, task_id, now_f)
+        return [task_id] if task_id is not None else []
+
+    async def resume_trigger(self, trigger: Trigger, *, next_fire_at: datetime | None) -> bool:
+        """End a budget pause: put the trigger back on its schedule. False if another
+        scheduler moved it first."""
+
+        def op(conn: Connection) -> bool:
+            moved = conn.execute(
+                update(triggers)
+                .where(
+                    triggers.c.id == trigger.id,
+                    triggers.c.paused_until == rows.ts_opt(trigger.paused_until),
+                    triggers.c.next_fire_at == rows.ts_opt(trigger.next_fire_at),
+                )
+                .values(paused_until=None, next_fire_at=rows.ts_opt(next_fire_at))
+            )
+            return bool(moved.rowcount == 1)
+
+        return await self.backend.write(op)
+
+    async def set_trigger_budget(
+        self, trigger_id: str, *, budget: TriggerBudget | None, next_fire_at: datetime | None
+    ) -> Trigger:
+        """Change a trigger's daily budget. It lifts today's pause: the next firing checks
+        the new budget."""
+
+        def op(conn: Connection) -> Trigger:
+            _get_trigger(conn, trigger_id)
+            conn.execute(
+                update(triggers)
+                .where(triggers.c.id == trigger_id)
+                .values(
+                    budget=rows.dump(budget.to_json()) if budget is not None else None,
+                    paused_until=None,
+                    next_fire_at=rows.ts_opt(next_fire_at),
+                )
+            )
+            return _get_trigger(conn, trigger_id)
+
+        return await self.backend.write(op)
 
     async def list_firings(self, trigger_id: str, *, limit: int = 1000) -> list[Firing]:
         query = (
@@ -238,34 +302,46 @@ class ScheduleRepository:
                         tasks.c.status == "waiting",
                     )
                 ).all()
+                taken = False
                 for task_id, wait in waiters:
                     try:
                         condition = WaitCondition.from_json(rows.load(wait))
                     except (KeyError, TypeError, ValueError):
                         continue  # a damaged row must not stop routing for everyone else
                     if condition.matches_event(event.type, event.payload):
-                        wake_in(conn, task_id, {"reason": "event", "event": summary}, now_f)
+                        taken |= wake_in(
+                            conn, task_id, {"reason": "event", "event": summary}, now_f
+                        )
                 for trow in conn.execute(
                     select(triggers).where(
                         triggers.c.person_id == event.person_id,
                         triggers.c.kind == TriggerKind.EVENT.value,
                         triggers.c.spec == event.type,
                         triggers.c.enabled.is_(True),
+                        # paused for today: its budget is spent (a flood stops here, unrecorded)
+                        triggers.c.paused_until.is_(None) | (triggers.c.paused_until <= now_f),
                     )
                 ):
                     trigger = rows.trigger(trow)
                     if payload_matches(trigger.match, event.payload):
-                        _record_firing(
-                            self.backend,
-                            conn,
-                            trigger,
-                            f"fir_{trigger.id}_{event.id}",
-                            event.received_at,
-                            FiringStatus.FIRED,
-                            {"event": summary},
-                            now_f,
+                        taken |= (
+                            _record_firing(
+                                self.backend,
+                                conn,
+                                trigger,
+                                f"fir_{trigger.id}_{event.id}",
+                                event.received_at,
+                                FiringStatus.FIRED,
+                                {"event": summary},
+                                now_f,
+                            )
+                            is not None
                         )
-                conn.execute(update(events).where(events.c.id == event.id).values(routed_at=now_f))
+                conn.execute(
+                    update(events)
+                    .where(events.c.id == event.id)
+                    .values(routed_at=now_f, consumed_at=now_f if taken else None)
+                )
             return len(batch)
 
         return await self.backend.write(op)
@@ -324,8 +400,8 @@ class ScheduleRepository:
 
     async def prune_history(self, *, before: datetime) -> dict[str, int]:
         """Delete tasks that finished before ``before`` with their activations, steps and
-        effects, and routed events, firings and feed entries older than that. Goals and their
-        records stay."""
+        effects, and routed events, firings, feed entries and done follow-ups older than that.
+        Goals and their records stay."""
         cutoff = rows.ts(before)
 
         def op(conn: Connection) -> dict[str, int]:
@@ -351,6 +427,9 @@ class ScheduleRepository:
                 delete(firings).where(firings.c.recorded_at < cutoff)
             ).rowcount
             counts["feed entries"] = conn.execute(delete(feed).where(feed.c.at < cutoff)).rowcount
+            counts["follow-ups"] = conn.execute(
+                delete(follow_ups).where(follow_ups.c.done_at < cutoff)
+            ).rowcount
             return counts
 
         return await self.backend.write(op)
@@ -383,6 +462,13 @@ def _record_firing(
     ).first()
     if inserted is None or status is not FiringStatus.FIRED:
         return None
+    if budget_stop(backend, conn, trigger, now_f):
+        conn.execute(
+            update(firings).where(firings.c.id == fid).values(status=FiringStatus.PAUSED.value)
+        )
+        return None
+    if trigger.paused_until is not None:  # an event trigger's pause ended with its day
+        conn.execute(update(triggers).where(triggers.c.id == trigger.id).values(paused_until=None))
     spec = trigger.task
     values = task_values(
         replace(spec, input=spec.input | extra_input),
@@ -418,6 +504,12 @@ def _trigger_values(trigger: Trigger) -> dict[str, Any]:
         "next_fire_at": rows.ts_opt(trigger.next_fire_at),
         "last_fire_at": rows.ts_opt(trigger.last_fire_at),
         "created_at": rows.ts(trigger.created_at),
+        "watch": rows.dump(list(trigger.watch)),
+        "active_hours": rows.dump(trigger.active_hours.to_json()) if trigger.active_hours else None,
+        "budget": rows.dump(trigger.budget.to_json()) if trigger.budget else None,
+        "paused_until": rows.ts_opt(trigger.paused_until),
+        "idle_beats": trigger.idle_beats,
+        "last_beat_at": rows.ts_opt(trigger.last_beat_at),
     }
 
 

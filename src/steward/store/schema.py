@@ -179,6 +179,15 @@ triggers = Table(
     Column("next_fire_at", Float),
     Column("last_fire_at", Float),
     Column("created_at", Float, nullable=False),
+    # heartbeats: watched event types (JSON list), active hours (JSON), and their idle checks
+    # as a counter rather than a row each (a 10-minute heartbeat would add 1,008 rows a week)
+    Column("watch", Text, nullable=False, server_default="[]"),
+    Column("active_hours", Text),
+    Column("idle_beats", Integer, nullable=False, server_default="0"),
+    Column("last_beat_at", Float),
+    # daily budget (JSON) and, while today's is spent, when it resumes
+    Column("budget", Text),
+    Column("paused_until", Float),
     Index("ix_triggers_due", "enabled", "next_fire_at"),
     Index("ix_triggers_event", "person_id", "kind", "spec"),
 )
@@ -206,8 +215,26 @@ events = Table(
     Column("payload", Text, nullable=False),
     Column("received_at", Float, nullable=False),
     Column("routed_at", Float),
+    # set when routing woke a waiting task or fired an event trigger with it: a heartbeat
+    # looks only at events nothing else took
+    Column("consumed_at", Float),
     UniqueConstraint("person_id", "dedupe_key", name="uq_events_dedupe"),
     Index("ix_events_unrouted", "routed_at", "received_at"),
+)
+
+follow_ups = Table(
+    "follow_ups",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("goal_id", ID, ForeignKey("goals.id", ondelete="CASCADE"), nullable=False),
+    Column("task_id", ID),
+    Column("due_at", Float, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("done_at", Float),
+    Column("done_task_id", ID),
+    Index("ix_follow_ups_due", "goal_id", "done_at", "due_at"),
 )
 
 leases = Table(

@@ -13,7 +13,7 @@ from steward.api.common import MOST_PER_PAGE, Caller, json, page, seq_page
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
 from steward.domain.approval import ApprovalStatus
 from steward.domain.limits import MAX_SEQ
-from steward.domain.trigger import MissedPolicy
+from steward.domain.trigger import MissedPolicy, TriggerBudget
 
 router = APIRouter()
 
@@ -74,6 +74,15 @@ class TaskTemplate(Body):
     title: str = Field("", max_length=500)
 
 
+class TriggerBudgetIn(Body):
+    runs: int | None = Field(None, ge=0)
+    tokens: int | None = Field(None, ge=0)
+    cost_usd: float | None = Field(None, ge=0)
+
+    def domain(self) -> TriggerBudget:
+        return TriggerBudget(runs=self.runs, tokens=self.tokens, cost_usd=self.cost_usd)
+
+
 class TriggerIn(Body):
     kind: TriggerKind
     spec: str = Field(min_length=1, max_length=500)
@@ -83,6 +92,12 @@ class TriggerIn(Body):
     timezone: str | None = Field(None, max_length=64)
     match: dict[str, Any] | None = None
     missed_policy: MissedPolicy = MissedPolicy.RUN_ONCE
+    watch: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=50
+    )
+    active_hours: str | None = Field(None, max_length=20)
+    days: str | None = Field(None, max_length=40)
+    budget: TriggerBudgetIn | None = None
 
 
 class TriggerChange(Body):
@@ -241,6 +256,10 @@ async def add_trigger(svc: Caller, body: TriggerIn) -> JSONResponse:
         timezone=body.timezone,
         match=body.match,
         missed_policy=body.missed_policy,
+        watch=body.watch,
+        active_hours=body.active_hours,
+        days=body.days,
+        budget=body.budget.domain() if body.budget is not None else None,
     )
     return json(trigger, 201)
 
@@ -248,6 +267,29 @@ async def add_trigger(svc: Caller, body: TriggerIn) -> JSONResponse:
 @router.patch("/triggers/{trigger_id}", tags=["triggers"], summary="Enable or disable")
 async def change_trigger(svc: Caller, trigger_id: str, body: TriggerChange) -> JSONResponse:
     return json(await svc.set_trigger_enabled(trigger_id, body.enabled))
+
+
+@router.put(
+    "/triggers/{trigger_id}/budget",
+    tags=["triggers"],
+    summary="Set a trigger's daily budget (lifts today's pause)",
+)
+async def set_trigger_budget(svc: Caller, trigger_id: str, body: TriggerBudgetIn) -> JSONResponse:
+    return json(await svc.set_trigger_budget(trigger_id, body.domain()))
+
+
+@router.get(
+    "/triggers/report", tags=["triggers"], summary="Triggers in plain words, with today's use"
+)
+async def trigger_reports(
+    svc: Caller, goal_id: str | None = Query(None, max_length=160)
+) -> JSONResponse:
+    return json({"items": await svc.trigger_reports(person_id="", goal_id=goal_id)})
+
+
+@router.get("/goals/{goal_id}/follow-ups", tags=["goals"], summary="A goal's follow-ups")
+async def follow_ups(svc: Caller, goal_id: str, pending: bool = False) -> JSONResponse:
+    return json({"items": await svc.follow_ups(goal_id, pending=pending)})
 
 
 @router.post("/events", tags=["events"], status_code=202, summary="Send an event to the inbox")

@@ -1,4 +1,5 @@
-"""``/triggers``: what wakes work by itself, when it fires next; enable or disable each."""
+"""``/triggers``: what wakes work by itself, when it fires next, its daily budget and today's
+use, a heartbeat's idle checks; enable or disable each."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ router = pages()
 @router.get("/triggers")
 async def triggers(request: Request, svc: Viewer) -> Response:
     return page(
-        request, "triggers.html", title="Triggers", triggers=await svc.list_triggers(person_id="")
+        request,
+        "triggers.html",
+        title="Triggers",
+        reports=await svc.trigger_reports(person_id=""),
     )
 
 

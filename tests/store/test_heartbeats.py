@@ -1,0 +1,136 @@
+"""Heartbeat and budget SQL on both backends: an event flood against a budgeted event trigger
+stops at the budget with one notice; events a waiting task took are not the heartbeat's; a
+follow-up set twice by a replayed step is stored once and consumed once."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from steward.domain import FiringStatus, TaskSpec, TaskStatus, TriggerKind, WaitCondition
+from steward.domain.clock import SimulatedClock
+from steward.domain.followup import FollowUp
+from steward.domain.outcome import Wait
+from steward.domain.trigger import TriggerBudget
+from steward.runtime.scheduler import Scheduler
+from steward.service import Service
+from steward.store import Store
+from steward.testing.store_conformance.helpers import claim_one, finish
+from support.clock import START
+
+
+async def test_an_event_flood_stops_at_the_trigger_budget_with_one_notice(store: Store) -> None:
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    flood = await service.add_trigger(
+        person_id=person.id,
+        kind=TriggerKind.EVENT,
+        spec="price.changed",
+        name="Price alert",
+        task=TaskSpec(kind="noop"),
+        budget=TriggerBudget(runs=5),
+    )
+    for n in range(300):
+        await store.schedule.add_event(
+            person_id=person.id,
+            type="price.changed",
+            source="test",
+            dedupe_key=f"p{n}",
+            payload={"n": n},
+            now=clock.now(),
+        )
+    routed = 0
+    while batch := await store.schedule.route_events(now=clock.now()):
+        routed += batch
+    assert routed == 300
+
+    firings = await store.schedule.list_firings(flood.id)
+    assert [f.status for f in firings].count(FiringStatus.FIRED) == 5
+    assert [f.status for f in firings].count(FiringStatus.PAUSED) == 1  # then no more records
+    assert len(await store.tasks.list_tasks(person_id=person.id)) == 5
+    [notice] = await store.inbox.list_notifications(person_id=person.id)
+    assert notice.title == "'Price alert' stopped for today: it used its 5 runs."
+
+    clock.advance(timedelta(days=1))  # a new day: it fires again, up to its budget
+    await store.schedule.add_event(
+        person_id=person.id,
+        type="price.changed",
+        source="test",
+        dedupe_key="next-day",
+        payload={},
+        now=clock.now(),
+    )
+    await store.schedule.route_events(now=clock.now())
+    assert len(await store.tasks.list_tasks(person_id=person.id)) == 6
+    assert (await store.schedule.get_trigger(flood.id)).paused_until is None
+
+
+async def test_an_event_a_waiting_task_took_is_not_the_heartbeats(store: Store) -> None:
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    goal = await service.create_goal(person_id=person.id, title="Reply to Ana")
+    await service.add_trigger(
+        person_id=person.id,
+        goal_id=goal.id,
+        kind=TriggerKind.HEARTBEAT,
+        spec="60",
+        task=TaskSpec(kind="noop"),
+        watch=["mail.*"],
+    )
+    waiter = await service.create_task(
+        person_id=person.id, goal_id=goal.id, spec=TaskSpec(kind="noop")
+    )
+    claim = await claim_one(store, clock)
+    assert claim.task.id == waiter.id
+    condition = WaitCondition(kind="event", event_type="mail.received")
+    await finish(store, clock, claim, Wait(condition=condition))
+    await service.send_event(person_id=person.id, type="mail.received", dedupe_key="m1")
+    await service.send_event(
+        person_id=person.id, type="mail.bounced", payload={"to": "ana"}, dedupe_key="m2"
+    )
+    scheduler = Scheduler(store, clock)
+    await scheduler.tick()  # routes both: the waiter takes the first
+    clock.advance(timedelta(seconds=60))
+    await scheduler.tick()  # the beat
+
+    [task] = [t for t in await store.tasks.list_tasks(goal_id=goal.id) if t.trigger_id]
+    assert [e["type"] for e in task.input["event"]["events"]] == ["mail.bounced"]
+    assert (await store.tasks.get_task(waiter.id)).status is TaskStatus.PENDING  # it woke
+
+
+async def test_a_follow_up_is_stored_once_and_consumed_once(store: Store) -> None:
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    goal = await service.create_goal(person_id=person.id, title="The quote")
+    beat = await service.add_trigger(
+        person_id=person.id,
+        goal_id=goal.id,
+        kind=TriggerKind.HEARTBEAT,
+        spec="60",
+        task=TaskSpec(kind="noop"),
+    )
+    follow_up = FollowUp(
+        id="fup_replayed",
+        person_id=person.id,
+        goal_id=goal.id,
+        task_id=None,
+        due_at=START + timedelta(seconds=30),
+        note="the quote",
+        created_at=START,
+    )
+    await store.heartbeats.add_follow_up(follow_up)
+    await store.heartbeats.add_follow_up(follow_up)  # a replayed step
+    assert len(await store.heartbeats.list_follow_ups(goal.id)) == 1
+
+    scheduler = Scheduler(store, clock)
+    for _ in range(3):
+        clock.advance(timedelta(seconds=60))
+        await scheduler.tick()
+    [task] = await store.tasks.list_tasks(goal_id=goal.id)
+    assert task.trigger_id == beat.id
+    [done] = await store.heartbeats.list_follow_ups(goal.id)
+    assert done.done_task_id == task.id
+    assert await store.heartbeats.list_follow_ups(goal.id, pending=True) == []
+    assert (await store.schedule.get_trigger(beat.id)).idle_beats == 2
