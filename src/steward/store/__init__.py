@@ -35,6 +35,7 @@ from steward.store.tasks import TaskRepository
 from steward.store.tokens import TokenRepository
 from steward.store.vault import SecretRepository
 from steward.store.watches import WatchRepository
+from steward.store.webwatches import WebWatchRepository
 
 __all__ = ["DatabaseLimits", "Fence", "FinalStep", "Store"]
 
@@ -59,6 +60,7 @@ class Store:
     memory_passes: MemoryPassRepository
     skills: SkillRepository
     watches: WatchRepository
+    webwatches: WebWatchRepository
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -79,6 +81,7 @@ class Store:
         self.memory_passes = MemoryPassRepository(backend)
         self.skills = SkillRepository(backend)
         self.watches = WatchRepository(backend)
+        self.webwatches = WebWatchRepository(backend)
 
     @classmethod
     async def open(
