@@ -63,8 +63,8 @@ def extract(extract: Extract, body: str, content_type: str = "text/html") -> tup
         return _from_json(extract, body), body
     doc = _html(body)
     page = readable_text(doc)
-    if extract.how is Extractor.TEXT:
-        return _value(page), page
+    if extract.how is Extractor.TEXT:  # a whole page is not a price
+        return Value(text=page[:MAX_VALUE_CHARS]), page
     if doc is None:
         return MISSING, page
     select = _compiled(extract)
