@@ -39,6 +39,7 @@ from steward.cli.memory import memory_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
 from steward.cli.skills import skill_app
 from steward.cli.vault import secret_app, vault_app
+from steward.cli.watch import watch_app
 from steward.config import Settings, private_data_dir
 from steward.domain import Person, TaskSpec, TriggerKind
 from steward.domain.clock import Clock, SimulatedClock
@@ -72,6 +73,7 @@ app.add_typer(secret_app, name="secret")
 app.add_typer(vault_app, name="vault")
 app.add_typer(memory_app, name="memory")
 app.add_typer(skill_app, name="skill")
+app.add_typer(watch_app, name="watch")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)

@@ -22,7 +22,7 @@ A value that is missing (the selector matches nothing) is a value too: ``None``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from decimal import Decimal
 from enum import StrEnum
 from urllib.parse import urlsplit
@@ -257,6 +257,29 @@ class Reading:
     """What was read."""
 
 
+def status_in_words(watch: WebWatch, zone: tzinfo) -> str:
+    """How checking it goes, in the person's zone: ``checked at 10:42 on Fri 4 Dec; next at
+    11:40`` or ``could not read it 3 times in a row (the site answered 503); trying again at
+    …``."""
+    if not watch.enabled:
+        return "paused"
+    if watch.failures:
+        times = "once" if watch.failures == 1 else f"{watch.failures} times in a row"
+        said = f"could not read it {times}"
+        if watch.last_error:
+            said += f" ({watch.last_error})"
+        return f"{said}; trying again {at_local(watch.next_check_at, zone)}"
+    if watch.checked_at is None:
+        return f"first check {at_local(watch.next_check_at, zone)}"
+    return f"checked {at_local(watch.checked_at, zone)}; next {at_local(watch.next_check_at, zone)}"
+
+
+def at_local(moment: datetime, zone: tzinfo) -> str:
+    """``at 10:42 on Fri 4 Dec`` in ``zone``."""
+    local = moment.astimezone(zone)
+    return f"at {local:%H:%M} on {local:%a} {local.day} {local:%b}"
+
+
 def format_number(number: Decimal | None) -> str:
     """``1000`` → ``1,000``; ``1299.5`` → ``1,299.50``."""
     if number is None:
@@ -288,3 +311,21 @@ def every(seconds: float) -> str:
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_interval(text: str) -> float:
+    """``90s``, ``15m``, ``1h``, ``2d``, ``1w`` or plain seconds, as seconds; ValueError in
+    words otherwise."""
+    cleaned = text.strip().lower().replace(" ", "")
+    number = cleaned.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = cleaned[len(number) :] or "s"
+    try:
+        amount = float(number)
+    except ValueError:
+        amount = -1.0
+    if unit not in _UNITS or not amount > 0 or amount == float("inf"):
+        raise ValueError(f"{text!r} is not a duration: say 90s, 15m, 1h or 2d")
+    return amount * _UNITS[unit]

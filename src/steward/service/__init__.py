@@ -9,8 +9,8 @@ triggers, events, effects, the agent), :mod:`~steward.service.approvals` (approv
 notifications), :mod:`~steward.service.security` (audit, tokens, connections, grants, rules,
 the vault), :mod:`~steward.service.connections` (connecting, testing and disconnecting the
 person's accounts), :mod:`~steward.service.memory` (what it remembers about the person),
-:mod:`~steward.service.skills` (what it learned to do) and :mod:`~steward.service.hooks`
-(signed webhook deliveries).
+:mod:`~steward.service.skills` (what it learned to do), :mod:`~steward.service.hooks`
+(signed webhook deliveries) and :mod:`~steward.service.webwatches` (watched web pages).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from steward.service.hooks import WebhookService
 from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
 from steward.service.skills import SkillService
+from steward.service.webwatches import WebWatchService
 from steward.service.work import TimelineEntry, WorkService, parse_time
 
 __all__ = [
@@ -43,5 +44,6 @@ class Service(
     MemoryService,
     SkillService,
     WebhookService,
+    WebWatchService,
 ):
     """Everything an interface may do, for the owner or for one token's person."""

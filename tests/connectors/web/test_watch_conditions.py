@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from decimal import Decimal
 
 import pytest
@@ -43,7 +44,9 @@ def price(amount: int | str | None) -> Value:
         (Condition(kind=K.ABSENT), Value(text=""), "", False),
     ],
 )
-def test_each_state_condition(condition: Condition, value: Value, page: str, expected: bool) -> None:
+def test_each_state_condition(
+    condition: Condition, value: Value, page: str, expected: bool
+) -> None:
     assert holds(condition, value, page) is expected
 
 
@@ -128,9 +131,9 @@ def test_state_watches_fire_exactly_on_rising_edges(
     a condition that keeps holding never fires twice in a row."""
     fired = _run(tuple(conditions), seen)
     levels = [all(holds(c, price(a), p) for c in conditions) for a, p in seen]
-    edges = [now and not before for before, now in zip([False, *levels], levels, strict=False)]
+    edges = [now and not before for before, now in itertools.pairwise([False, *levels])]
     assert fired == edges
-    assert not any(a and b for a, b in zip(fired, fired[1:], strict=False))
+    assert not any(a and b for a, b in itertools.pairwise(fired))
 
 
 @given(st.lists(observations, max_size=30))

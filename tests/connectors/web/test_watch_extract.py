@@ -24,7 +24,7 @@ SHOP = """<!doctype html>
     [
         ("1.299,00 €", Decimal("1299.00"), "€"),
         ("$1,299.99", Decimal("1299.99"), "$"),
-        ("CHF 1'299.–", Decimal("1299"), "CHF"),
+        ("CHF 1'299.\u2013", Decimal("1299"), "CHF"),  # an en dash for no cents
         ("Now only 999 €!", Decimal("999"), "€"),
         ("Sold out", None, None),
         ("x" * 500 + " 12 €", None, None),
