@@ -280,11 +280,11 @@ async def test_security_revoke_and_disconnect(site: Site) -> None:
 async def test_triggers_disable_and_enable(site: Site) -> None:
     me = await site.session(site.a.control)
     await me.post(f"/triggers/{site.a.trigger.id}", enabled="false")
-    [off] = await site.owner.list_triggers(person_id=site.a.person.id)
+    off = await site.store.schedule.get_trigger(site.a.trigger.id)
     assert not off.enabled
     assert off.next_fire_at is None
     await me.post(f"/triggers/{site.a.trigger.id}", enabled="true")
-    [on] = await site.owner.list_triggers(person_id=site.a.person.id)
+    on = await site.store.schedule.get_trigger(site.a.trigger.id)
     assert on.enabled
     assert on.next_fire_at is not None
     assert "Next fire: <time>2027-01-01" in (await me.get("/triggers")).text
