@@ -21,6 +21,7 @@ from steward.app import (
     database_limits,
     embedder_from,
     task_kinds,
+    web_watch_runner,
 )
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.common import (
@@ -113,6 +114,14 @@ async def _serve(
         if config.scheduler
         else None
     )
+    # so are web pages: checked without a model, events only when something matters
+    web_watches = (
+        await starting.retry(
+            lambda: web_watch_runner(settings, store, clock, on_events=runtime.notify_scheduler)
+        )
+        if config.scheduler
+        else None
+    )
     service = Service(
         store,
         clock,
@@ -144,6 +153,8 @@ async def _serve(
                 roles.create_task(runtime.run())
                 if watcher is not None:
                     roles.create_task(watcher.run(runtime.stop_event))
+                if web_watches is not None:
+                    roles.create_task(web_watches.run(runtime.stop_event))
     finally:
         await store.close()
     if banner:

@@ -183,15 +183,7 @@ class WebWatchRepository:
     async def next_due(self) -> datetime | None:
         """When the earliest enabled watch is due (a leased one: not before its lease ends),
         or None without any."""
-        start = case(
-            (
-                web_watches.c.lease_expires_at > web_watches.c.next_check_at,
-                web_watches.c.lease_expires_at,
-            ),
-            else_=web_watches.c.next_check_at,
-        )
-        query = select(func.min(start)).where(web_watches.c.enabled.is_(True))
-        return await self.backend.read(lambda conn: rows.dt_opt(conn.execute(query).scalar()))
+        return await self.backend.read(lambda conn: rows.dt_opt(conn.execute(_NEXT_DUE).scalar()))
 
     async def record_check(
         self, watch: WebWatch, *, holder: str, result: CheckResult
@@ -285,6 +277,20 @@ class WebWatchRepository:
             return found[::-1]
 
         return await self.backend.read(op)
+
+
+_NEXT_DUE = select(
+    func.min(
+        case(
+            (
+                web_watches.c.lease_expires_at > web_watches.c.next_check_at,
+                web_watches.c.lease_expires_at,
+            ),
+            else_=web_watches.c.next_check_at,
+        )
+    )
+).where(web_watches.c.enabled.is_(True))
+"""When the earliest enabled watch may be claimed (a leased one: when its lease ends)."""
 
 
 def _due(now: float, lease_sql: ColumnElement[float]) -> ColumnElement[bool]:
