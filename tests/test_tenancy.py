@@ -143,6 +143,17 @@ CASES: dict[str, tuple[str, Call]] = {
         CONTROL,
         lambda s, t: s.disconnect_account(t.connection.id, person_id=_pid(t), forget=True),
     ),
+    "connect_codehost": (
+        CONTROL,
+        lambda s, t: s.connect_codehost(
+            person_id=_pid(t), kind="github", name="x", repositories=["octo/widgets"]
+        ),
+    ),
+    # A's own connection is not a code host's: refused on its merits
+    "rotate_codehost_secret": (
+        CONTROL,
+        lambda s, t: s.rotate_codehost_secret(t.connection.id, person_id=_pid(t)),
+    ),
     "connection_status": (READ, lambda s, t: s.connection_status(person_id=_pid(t))),
     "account_kinds": (OWN, lambda s, t: s.account_kinds()),
     "disconnect": (CONTROL, lambda s, t: s.disconnect(t.connection.id, person_id=_pid(t))),
@@ -216,6 +227,7 @@ CASES: dict[str, tuple[str, Call]] = {
 NOT_A_CASE = {
     "authenticate": "how a token becomes a bound service; tested below",
     "receive_webhook": "its credential is the delivery's signature: tests/api/test_webhooks.py",
+    "receive_codehost": "its credential is the provider's proof: tests/api/test_codehost.py",
 }
 
 

@@ -5,7 +5,8 @@ for one tenant's own objects. Each case is checked for:
 
 * credentials: without a token, or with a garbage or revoked one, the answer is 401, a problem
   document with ``WWW-Authenticate: Bearer``; the webhook delivery route takes a signature
-  instead of a token, and a missing or wrong one is 401 too;
+  instead of a token (Standard Webhooks', or GitHub's for a code host), and a missing or
+  wrong one is 401 too;
 * tenancy: A's token on B's objects is answered exactly as an id that does not exist (404 for
   an object in the path), what A is shown never names anything of B's, nothing of B's changes,
   and the same call on A's own objects goes through (so a route that refused everyone fails);
@@ -49,10 +50,12 @@ from steward.store import Store
 from steward.testing.http_server import serving
 from support.api import Api, delivery
 from support.clock import START
+from support.codehost import encoded, github_headers, github_ping
 from support.tenancy import Tenant, make_tenant, state_of
 
-READ, CONTROL, SIGNED = "read", "control", "signed"
-"""What a case needs: a ``read`` token, a ``control`` token, or a signature (no token)."""
+READ, CONTROL, SIGNED, GITHUB = "read", "control", "signed", "github"
+"""What a case needs: a ``read`` token, a ``control`` token, or a signature (no token): as
+Standard Webhooks sign, or as GitHub does."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,9 @@ class Side:
     hook: str
     """An event trigger that takes webhook deliveries."""
     hook_secret: str
+    codehost: str
+    """A GitHub connection that takes deliveries about octo/widgets."""
+    codehost_secret: str
     event: str
     effect: str
     approval: str
@@ -106,6 +112,8 @@ ID_PARAMS: dict[str, Callable[[Side], str]] = {
 """How a path parameter that names an object is filled from a tenant."""
 
 DELIVERY = b'{"sent_by": "the contract tests"}'
+PING = encoded(github_ping())
+"""GitHub's ping to a GitHub connection's webhook."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +176,7 @@ class Case:
     def status_for_unknown(self) -> int | None:
         if self.unknown is not None:
             return self.unknown
-        if self.scope == SIGNED:
+        if self.scope in (SIGNED, GITHUB):
             return 401
         return 404 if self.names_an_object else None
 
@@ -179,6 +187,9 @@ class Case:
         if self.scope == SIGNED:
             headers = delivery(side.hook_secret, DELIVERY, at=START, delivery_id="delivery-1")
             return Request(self.method, path, params, content=DELIVERY, headers=headers)
+        if self.scope == GITHUB:
+            headers = github_headers(side.codehost_secret, PING, "ping", "delivery-1")
+            return Request(self.method, path, params, content=PING, headers=headers)
         if body is None and self.body is not None:
             body = self.body(side)
         return Request(self.method, path, params, json=body, stream=self.route == "/stream")
@@ -563,6 +574,33 @@ CASES: list[Case] = [
         path_params={"trigger_id": lambda s: s.hook},
     ),
     Case("POST", "/hooks/{trigger_id}", SIGNED, 202, path_params={"trigger_id": lambda s: s.hook}),
+    # --- code hosting ---
+    Case(
+        "POST",
+        "/codehost/{kind}",
+        CONTROL,
+        201,
+        path_params={"kind": _fixed("github")},
+        body=lambda s: {"name": "more code", "repositories": ["octo/widgets"]},
+        refused=(
+            Refusal(400, "'octo' is not owner/name", {"name": "c", "repositories": ["octo"]}),
+        ),
+    ),
+    Case(
+        "POST",
+        "/codehost/{account}/secret",
+        CONTROL,
+        201,
+        path_params={"account": lambda s: s.codehost},
+        unknown=404,
+    ),
+    Case(
+        "POST",
+        "/hooks/{kind}/{connection_id}",
+        GITHUB,
+        202,
+        path_params={"kind": _fixed("github"), "connection_id": lambda s: s.codehost},
+    ),
     # --- any facade method by name (the CLI's remote mode) ---
     Case(
         "POST",
@@ -713,6 +751,9 @@ async def _side(owner: Service, t: Tenant) -> Side:
         trusted=False,
     )
     assert proposed.skill is not None
+    code = await owner.connect_codehost(
+        person_id=pid, kind="github", name=f"{name}'s code", repositories=["octo/widgets"]
+    )
     return Side(
         person=t.person.id,
         goal=t.goal.id,
@@ -720,6 +761,8 @@ async def _side(owner: Service, t: Tenant) -> Side:
         trigger=t.trigger.id,
         hook=hook.id,
         hook_secret=await owner.webhook_secret(hook.id),
+        codehost=code.connection.id,
+        codehost_secret=code.secret,
         event=t.event.id,
         effect=t.effect.id,
         approval=t.approval.id,
@@ -909,7 +952,7 @@ def anonymous(text: str, side: Side) -> str:
 @pytest.mark.parametrize("case", cases("credentials"))
 async def test_every_route_needs_credentials(world: World, case: Case) -> None:
     request = case.request(world.a)
-    if case.scope != SIGNED:  # a revoked token is as good as none
+    if case.scope not in (SIGNED, GITHUB):  # a revoked token is as good as none
         await world.api.owner.revoke_token(world.api.a.token.id, person_id=world.a.person)
     before = await world.states()
     if case.scope == SIGNED:
@@ -924,6 +967,16 @@ async def test_every_route_needs_credentials(world: World, case: Case) -> None:
             {**headers, "webhook-id": "delivery-2"},
         ):
             async with world.client(token) as client:  # a token is no signature
+                assert_problem(await send(client, replace(request, headers=refused)), 401)
+    elif case.scope == GITHUB:
+        headers = dict(request.headers)
+        for refused in (
+            {**headers, "X-Hub-Signature-256": "sha256=" + "0" * 64},
+            {k: v for k, v in headers.items() if k != "X-Hub-Signature-256"},
+            github_headers(world.b.codehost_secret, PING, "ping", "delivery-1"),
+            github_headers(world.a.codehost_secret, b"{}", "ping", "delivery-1"),
+        ):
+            async with world.client(world.api.a.control) as client:  # a token is no signature
                 assert_problem(await send(client, replace(request, headers=refused)), 401)
     else:
         a = world.api.a
@@ -967,7 +1020,7 @@ async def test_a_token_acts_only_for_its_person_within_its_scopes(world: World, 
         assert await world.states() == before
 
     if theirs != mine:  # the call names objects: B's are answered as ones that do not exist
-        if case.scope == SIGNED:  # A signs a delivery to B's webhook with A's own secret
+        if case.scope in (SIGNED, GITHUB):  # A signs a delivery to B's with A's own secret
             theirs = replace(theirs, headers=mine.headers)
             nobodys = replace(nobodys, headers=mine.headers)
         async with world.client(world.api.a.control) as client:
@@ -1047,12 +1100,16 @@ async def test_bad_input_is_refused_and_changes_nothing(world: World, case: Case
         for content in (b"[1]", b"{not json"):
             headers = delivery(world.a.hook_secret, content, at=START, delivery_id="delivery-1")
             refused.append((replace(mine, content=content, headers=headers), 400, "JSON object"))
+    if case.scope == GITHUB:
+        for content in (b"[1]", b"{not json"):
+            headers = github_headers(world.a.codehost_secret, content, "ping", "delivery-1")
+            refused.append((replace(mine, content=content, headers=headers), 400, "JSON object"))
     async with world.client(world.api.a.control) as client:
         for request, status, named in refused:
             assert_problem(await send(client, request), status, naming=named)
         if case.status_for_unknown is not None:
             nobodys = case.request(world.ghost)
-            if case.scope == SIGNED:
+            if case.scope in (SIGNED, GITHUB):
                 nobodys = replace(nobodys, headers=mine.headers)
             assert_unknown(case, await send(client, nobodys), world.ghost)
     assert refused or case.status_for_unknown is not None
@@ -1087,5 +1144,6 @@ async def test_the_openapi_document_lists_the_bearer_scheme(world: World) -> Non
     assert {"type": "http", "scheme": "bearer"}.items() <= schemes["HTTPBearer"].items()
     for method, route in ROUTES:
         operation = document["paths"][API_PREFIX + route][method.lower()]
-        expected: list[Any] = [] if route == "/hooks/{trigger_id}" else [{"HTTPBearer": []}]
+        signed = route in ("/hooks/{trigger_id}", "/hooks/{kind}/{connection_id}")
+        expected: list[Any] = [] if signed else [{"HTTPBearer": []}]
         assert operation.get("security") == expected, (method, route)

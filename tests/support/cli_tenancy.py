@@ -75,6 +75,11 @@ TARGETED: dict[str, Argv] = {
         *("--username", "x", "--password-stdin", "--person", t.person.id),
     ],
     "disconnect": lambda t: ["disconnect", t.connection.id, "--person", t.person.id],
+    "codehost connect": lambda t: [
+        *("codehost", "connect", "github", "--name", "x", "--repo", "octo/widgets"),
+        *("--person", t.person.id),
+    ],
+    "codehost secret": lambda t: ["codehost", "secret", t.connection.id, "--person", t.person.id],
     "connection disconnect": lambda t: [
         *("connection", "disconnect", t.connection.id, "--person", t.person.id)
     ],

@@ -194,6 +194,14 @@ SPECIAL: dict[tuple[str, str], dict[int, Document | Declared]] = {
         404: Declared.NEVER,
         409: _problem("The trigger is disabled: enable it to take deliveries."),
     },
+    ("post", "/hooks/{kind}/{connection_id}"): {
+        401: _unauthorized(
+            "The provider's proof (GitHub's `X-Hub-Signature-256`, GitLab's `X-Gitlab-Token`) "
+            "is missing or wrong; a connection that does not exist is refused alike.",
+            "`Bearer`, as on every 401 (a delivery is proved by the provider's scheme, though).",
+        ),
+        404: Declared.NEVER,
+    },
 }
 """Per operation, ``(method, path under the prefix)``, what the rules of :func:`problems_of`
 cannot see: a status it answers with (its own response, or the shared one), or one it never

@@ -33,7 +33,7 @@ AUTHORIZE_TIMEOUT_SECONDS = 600.0
 
 
 def connect(
-    kind: str = typer.Argument(..., help="mail or calendar."),
+    kind: str = typer.Argument(..., help="mail, calendar, folder, web or feed."),
     name: str = typer.Option(..., "--name", help="What you call this account (work, home)."),
     url: str | None = typer.Option(None, help="Calendar: the CalDAV URL."),
     username: str | None = typer.Option(None, help="The name you sign in with."),
@@ -81,8 +81,10 @@ def connect(
     person: str | None = PersonOption,
     db: str | None = DbOption,
 ) -> None:
-    """Connect a mail or calendar account: Steward signs in once to check it, and keeps the
-    password (or OAuth tokens) only in the vault."""
+    """Connect a mail or calendar account (Steward signs in once to check it, and keeps the
+    password or OAuth tokens only in the vault), folders on this machine, hosts on your network
+    Steward may read (web: --set hosts=nas.local), or a news feed (feed: --set url=...); these
+    take no password."""
     given: dict[str, Any] = {
         key: value
         for key, value in (
@@ -118,7 +120,13 @@ def connect(
         async with service(db) as svc:
             who = await svc.person(person)
             if provider is None:
-                secret = _read_secret(password_stdin, f"Password for {given.get('username', name)}")
+                # an account signed in to has a user name; folders, web hosts and feeds take
+                # no password
+                secret = (
+                    _read_secret(password_stdin, f"Password for {given.get('username', name)}")
+                    if "username" in given or password_stdin
+                    else None
+                )
                 return await svc.connect(
                     person_id=who.id, settings=given, credential=secret, **common
                 )

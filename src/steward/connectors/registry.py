@@ -17,6 +17,11 @@ from steward.harness.tools import Tool
 _MODULES = {
     "mail": "steward.connectors.mail.connector",
     "calendar": "steward.connectors.calendar.connector",
+    "github": "steward.connectors.codehost.github",
+    "gitlab": "steward.connectors.codehost.gitlab",
+    "folder": "steward.connectors.folder.connector",
+    "web": "steward.connectors.web.connector",
+    "feed": "steward.connectors.feed.connector",
 }
 """Kind → the module whose ``CONNECTOR`` is that kind's :class:`Connector`."""
 

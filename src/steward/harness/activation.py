@@ -24,7 +24,7 @@ from steward.domain.agent_input import AgentTaskInput
 from steward.domain.audience import PRIVATE
 from steward.domain.outcome import Outcome, Succeed, Wait
 from steward.domain.personal import Recalled
-from steward.domain.roles import DataClass
+from steward.domain.roles import DataClass, Role
 from steward.harness import skilluse
 from steward.harness.budget import ActivationBudget, exhausted
 from steward.harness.compaction import choose_cut, compact
@@ -281,7 +281,9 @@ class Activation:
         roles = dict(found.roles) if found.roles is not None else None
         flagged: dict[str, provenance.Taint] = {}
         classes: tuple[DataClass, ...] = ()
-        if found.effect.journalled:
+        # an action on the world, or a read whose request goes to a host (its URL carries
+        # data out): values from others' text and the person's sensitive data are looked for
+        if found.effect.journalled or (roles is not None and Role.HOST in roles.values()):
             flagged = provenance.untrusted_arguments(
                 args, self.state.trail, self.trusted_text(), roles
             )

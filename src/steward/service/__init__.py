@@ -10,7 +10,8 @@ notifications), :mod:`~steward.service.security` (audit, tokens, connections, gr
 the vault), :mod:`~steward.service.connections` (connecting, testing and disconnecting the
 person's accounts), :mod:`~steward.service.memory` (what it remembers about the person),
 :mod:`~steward.service.skills` (what it learned to do), :mod:`~steward.service.hooks`
-(signed webhook deliveries) and :mod:`~steward.service.webwatches` (watched web pages).
+(signed webhook deliveries), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
+events) and :mod:`~steward.service.webwatches` (watched web pages).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from steward.sentinel.grants import APPROVAL_SCOPES
 from steward.service.approvals import ApprovalService
 from steward.service.base import Principal, ServiceBase
+from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
 from steward.service.hooks import WebhookService
 from steward.service.memory import MemoryService
@@ -39,6 +41,7 @@ __all__ = [
 class Service(
     WorkService,
     ApprovalService,
+    CodeHostService,
     ConnectionService,
     SecurityService,
     MemoryService,

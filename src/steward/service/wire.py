@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from steward.errors import NotFound, UsageError
 from steward.service import Service
 
-NOT_REMOTE = frozenset({"authenticate", "receive_webhook"})
+NOT_REMOTE = frozenset({"authenticate", "receive_webhook", "receive_codehost"})
 """Public facade methods no remote call may name: the server binds the caller's token itself,
 and webhook deliveries have their own signed route."""
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from steward.connectors.web import politeness
 from steward.connectors.web.fetch import DEFAULT_USER_AGENT, Fetcher, FetchFailed, FetchRefused
 from steward.domain import Connection
 from steward.domain.clock import SimulatedClock
@@ -264,21 +265,23 @@ async def test_errors_fail_plainly_with_their_status(world: World) -> None:
     assert missing.value.status == 404
 
 
-async def test_an_unreachable_host_fails_plainly(
-    store: Store, clock: SimulatedClock, site: Site
+@pytest.mark.parametrize("robots", [True, False])
+async def test_an_unreachable_host_fails_plainly_and_is_asked_again_next_time(
+    store: Store, clock: SimulatedClock, site: Site, robots: bool
 ) -> None:
     clock.register()
     try:
-        world = await make_world(store, clock, site, "127.0.0.1", respect_robots=False)
+        world = await make_world(store, clock, site, "127.0.0.1", respect_robots=robots)
         with serve_site() as gone:
             port = gone.port
-        with pytest.raises(FetchFailed, match=r"could not reach 127\.0\.0\.1"):
-            await world.fetcher.get(
-                person_id=world.person,
-                url=f"http://127.0.0.1:{port}/",
-                actor="task:t",
-                scope=SCOPE,
-            )
+        for _ in range(2):
+            with pytest.raises(FetchFailed, match=r"could not reach 127\.0\.0\.1"):
+                await world.fetcher.get(
+                    person_id=world.person,
+                    url=f"http://127.0.0.1:{port}/",
+                    actor="task:t",
+                    scope=SCOPE,
+                )
     finally:
         clock.unregister()
 
@@ -351,3 +354,36 @@ async def test_what_is_not_a_plain_web_address_is_refused(
     with pytest.raises(FetchRefused, match=message.replace("{", r"\{").replace("}", r"\}")):
         await world.fetcher.get(person_id=world.person, url=url, actor="task:t", scope=SCOPE)
     assert world.site.count() == 0
+
+
+async def test_a_busy_robots_txt_is_asked_again_when_the_host_said(world: World) -> None:
+    world.site.page("/robots.txt", "busy", status=503, headers={"Retry-After": "60"}, etag=False)
+    world.site.page("/p", "ok")
+    with pytest.raises(FetchFailed, match="asks us to wait 60 seconds") as busy:
+        await world.get("/p")
+    assert busy.value.retry_after == 60
+    world.clock.advance(timedelta(seconds=61))
+    world.site.robots("User-agent: *\nAllow: /\n")
+    assert (await world.get("/p")).text == "ok"  # nothing cached from the busy answer
+    assert world.site.count("/robots.txt") == 2
+
+
+async def test_a_robots_txt_answering_429_without_a_date_allows_nothing(world: World) -> None:
+    world.site.robots("slow down", status=429)
+    world.site.page("/p", "ok")
+    with pytest.raises(FetchRefused, match="could not be read"):
+        await world.get("/p")
+    assert world.site.count("/p") == 0
+
+
+async def test_the_pacer_forgets_idle_hosts_but_not_one_that_asked_to_wait(
+    clock: SimulatedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(politeness, "KEPT_HOSTS", 2)
+    pacer = politeness.HostPacer(clock, 1.0)
+    await pacer.turn("a.example")
+    pacer.hold_off("b.example", 600)
+    clock.advance(timedelta(seconds=5))
+    await pacer.turn("c.example")  # a.example is idle: forgotten
+    assert pacer.blocked_for("b.example") == 595
+    assert set(pacer._hosts) == {"b.example", "c.example"}

@@ -9,8 +9,10 @@ follows up to :data:`MAX_REDIRECTS`, so each hop is checked again. On top of tha
 - at most one request per host per ``per_host_seconds`` (or the site's ``Crawl-delay``, when
   longer), start to start, concurrent callers queued, the waits on the clock;
 - robots.txt fetched once per site and kept for a day, respected for our user agent's product
-  token (``Steward``): a 4xx means there is none (everything allowed); a 5xx or an unreachable
-  host means nothing is allowed until it is tried again half an hour later (RFC 9309 §2.3.1.4);
+  token (``Steward``): a 4xx means there is none (everything allowed); a 5xx or a 429 means
+  nothing is allowed until it is tried again half an hour later (RFC 9309 §2.3.1.4), unless
+  the host said when to come back (Retry-After); a host that cannot be reached is not read,
+  and its robots.txt is asked for again with the next request;
 - a 429 or 503 with ``Retry-After`` leaves the host alone until then
   (:attr:`FetchFailed.retry_after`); callers asking meanwhile are told at once;
 - conditional GET: ``If-None-Match`` / ``If-Modified-Since`` when the caller has validators,
@@ -23,12 +25,14 @@ A URL carrying a ``{{secret:…}}`` placeholder is refused: reading a page uses 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from importlib.metadata import version
 from urllib.parse import urljoin
 
+from steward.connectors.base import ConnectorEnv
 from steward.connectors.web.politeness import HostPacer, RobotsRules, parse_robots
 from steward.domain.clock import Clock
 from steward.errors import StewardRuntimeError, UsageError
@@ -48,9 +52,12 @@ ROBOTS_KEPT = timedelta(hours=24)
 """How long a site's robots.txt is trusted before it is fetched again."""
 ROBOTS_RETRY = timedelta(minutes=30)
 """How soon an unreadable robots.txt (5xx, unreachable) is tried again."""
+KEPT_SITES = 4096
+"""Past this many sites, robots.txt files that are out of date are forgotten."""
 ROBOTS_MAX_BYTES = 512_000
 """What of a robots.txt is read (RFC 9309: at least 500 KiB)."""
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_BUSY = frozenset({429, 503})
 _ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
@@ -186,16 +193,8 @@ class Fetcher:
         max_bytes: int,
     ) -> Page:
         status = response.status
-        if status in (429, 503):
-            retry_after = _retry_after(_header(response, "retry-after"), self._clock.now())
-            if retry_after is not None:
-                self._pacer.hold_off(target.host, retry_after)
-            wait = f"; it asks us to wait {_duration(retry_after)}" if retry_after else ""
-            raise FetchFailed(
-                f"{target.host} is busy ({status} {response.reason}){wait}",
-                retry_after=retry_after,
-                status=status,
-            )
+        if status in _BUSY:
+            raise self._busy(target, response)
         if status == 304:
             return Page(
                 url=target.text,
@@ -229,6 +228,18 @@ class Fetcher:
             text=response.text,
         )
 
+    def _busy(self, target: Url, response: EgressResponse) -> FetchFailed:
+        """A 429 or 503: the host is left alone for as long as its Retry-After asks."""
+        retry_after = _retry_after(_header(response, "retry-after"), self._clock.now())
+        if retry_after is not None:
+            self._pacer.hold_off(target.host, retry_after)
+        wait = f"; it asks us to wait {_duration(retry_after)}" if retry_after else ""
+        return FetchFailed(
+            f"{target.host} is busy ({response.status} {response.reason}){wait}",
+            retry_after=retry_after,
+            status=response.status,
+        )
+
     # --- robots.txt --------------------------------------------------------------------------
 
     async def _check_robots(self, person_id: str, target: Url, actor: str, scope: str) -> None:
@@ -257,6 +268,11 @@ class Fetcher:
         done = self._robots_pending[site] = asyncio.Event()
         try:
             rules = await self._fetch_robots(person_id, site, actor, scope)
+            if len(self._robots) >= KEPT_SITES:  # a long-lived process visits many sites
+                now = self._clock.now()
+                self._robots = {
+                    k: r for k, r in self._robots.items() if now - r.fetched_at < _kept(r)
+                }
             self._robots[site] = rules
         finally:
             del self._robots_pending[site]
@@ -268,18 +284,20 @@ class Fetcher:
         headers = {"User-Agent": self._user_agent, "Accept": "text/plain"}
         for _hop in range(MAX_REDIRECTS + 1):
             target = _parse(current)
-            try:
-                response = await self._send(person_id, target, actor, scope, headers)
-            except FetchFailed as exc:
-                return RobotsRules(fetched_at=self._clock.now(), parser=None, unreachable=str(exc))
+            # unreachable (or asked to wait): nothing is read, and nothing is kept, so the
+            # next request asks for robots.txt again
+            response = await self._send(person_id, target, actor, scope, headers)
             location = _header(response, "location")
             if response.status in _REDIRECTS and location:
                 current = urljoin(current, location)
                 continue
+            busy = self._busy(target, response) if response.status in _BUSY else None
+            if busy is not None and busy.retry_after is not None:
+                raise busy
             now = self._clock.now()
             if 200 <= response.status < 300:
                 return parse_robots(response.text[:ROBOTS_MAX_BYTES], now)
-            if 400 <= response.status < 500:
+            if 400 <= response.status < 500 and response.status != 429:
                 return RobotsRules(fetched_at=now, parser=None)
             return RobotsRules(
                 fetched_at=now,
@@ -343,3 +361,17 @@ def _size(n: int) -> str:
     if n >= 1_000_000:
         return f"{n / 1_000_000:.1f} MB"
     return f"{max(1, round(n / 1000))} kB"
+
+
+_shared: dict[int, Fetcher] = {}
+
+
+def shared_fetcher(env: ConnectorEnv) -> Fetcher:
+    """The one fetcher of ``env`` (the web tools, watches and feeds of one process share its
+    pacing and its robots.txt cache), made on first use and dropped with ``env``."""
+    key = id(env)
+    fetcher = _shared.get(key)
+    if fetcher is None:
+        fetcher = _shared[key] = Fetcher(env.broker, env.clock)
+        weakref.finalize(env, _shared.pop, key, None)
+    return fetcher

@@ -22,6 +22,9 @@ from protego import Protego
 
 from steward.domain.clock import Clock
 
+KEPT_HOSTS = 4096
+"""Past this many hosts, those with nothing pending are forgotten."""
+
 
 @dataclass(kw_only=True, frozen=True)
 class RobotsRules:
@@ -32,8 +35,8 @@ class RobotsRules:
     parser: Protego | None
     """The parsed file; None when there is none (any 4xx): everything is allowed."""
     unreachable: str | None = None
-    """Why it could not be read (a 5xx, the host unreachable): then nothing is allowed, as
-    RFC 9309 asks, until it is tried again."""
+    """Why it could not be read (a 5xx, a 429): then nothing is allowed, as RFC 9309 asks,
+    until it is tried again."""
 
     def allows(self, url: str, agent: str) -> bool:
         """Whether ``agent`` (the product token of our user agent) may fetch ``url``."""
@@ -86,12 +89,23 @@ class HostPacer:
     async def turn(self, host: str, *, at_least: float = 0.0) -> None:
         """Wait for this caller's turn at ``host``: at least the pacer's spacing (or
         ``at_least``, a site's Crawl-delay, when longer) after the previous request began."""
-        state = self._hosts.setdefault(host, _Host())
         now = self._clock.now()
+        if host not in self._hosts and len(self._hosts) >= KEPT_HOSTS:
+            self._forget_idle(now)
+        state = self._hosts.setdefault(host, _Host())
         start = now if state.next_at is None or state.next_at < now else state.next_at
         state.next_at = start + timedelta(seconds=max(self._seconds, at_least))
         if start > now:
             await self._clock.sleep_until(start)
+
+    def _forget_idle(self, now: datetime) -> None:
+        """Hosts whose next turn and Retry-After are past need no state."""
+        self._hosts = {
+            host: state
+            for host, state in self._hosts.items()
+            if (state.next_at is not None and state.next_at > now)
+            or (state.blocked_until is not None and state.blocked_until > now)
+        }
 
     def hold_off(self, host: str, seconds: float) -> None:
         """The host asked us (Retry-After) to wait ``seconds`` before asking again."""
