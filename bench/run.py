@@ -14,7 +14,8 @@ latency (claim-to-start), timers (lateness of 10,000 timers), idle (CPU of an id
 10,000 waiting goals), size (store size per 1,000 finished tasks, and pruning), simulate (a
 month of 100 daily goals on a simulated clock), harness (the agent harness's overhead per
 model/tool iteration, context assembly on a 10,000-step task), langgraph (the same tool loop on
-LangGraph, and the ratio), sentinel (policy decision time with 1,000 grants and 200 rules).
+LangGraph, and the ratio), sentinel (policy decision time with 1,000 grants and 200 rules),
+watches (10,000 web watches in one process: CPU per check, lateness, RSS, change to event).
 See docs/benchmarks.md.
 """
 
@@ -55,6 +56,7 @@ from bench_support import (
     quiet_logs,
 )
 from bench_timers import bench_timers
+from bench_watches import bench_watches
 
 Bench = Callable[[str, bool], Awaitable[Outcome]]
 
@@ -69,6 +71,7 @@ ORDER = (
     "harness",
     "langgraph",
     "sentinel",
+    "watches",
 )
 BENCHES: dict[str, Bench] = {
     "steps": bench_steps,
@@ -81,11 +84,14 @@ BENCHES: dict[str, Bench] = {
     "harness": bench_harness,
     "langgraph": bench_langgraph,
     "sentinel": bench_sentinel,
+    "watches": bench_watches,
 }
 RESULTS = REPO / "bench" / "results"
 BENCH_TIMEOUT = 300.0
 """Seconds one benchmark on one backend may take before it is recorded as failed (a hung
 store must not hang the whole run)."""
+TIMEOUTS = {"watches": 900.0}
+"""Benchmarks that take longer by design (watches: rounds of checks on the real clock)."""
 
 
 def machine() -> dict[str, Any]:
@@ -196,7 +202,7 @@ def print_table(metrics: list[Metric]) -> None:
 async def run_one(name: str, backend: str, quick: bool) -> tuple[Outcome, float]:
     start = time.perf_counter()
     try:
-        async with asyncio.timeout(BENCH_TIMEOUT):
+        async with asyncio.timeout(TIMEOUTS.get(name, BENCH_TIMEOUT)):
             outcome = await BENCHES[name](backend, quick)
     except Exception as exc:
         traceback.print_exc()

@@ -21,6 +21,7 @@ import pytest
 
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
 from steward.domain.clock import SimulatedClock
+from steward.domain.webwatch import Extract, Extractor
 from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
 from steward.service import Service
 from steward.service.encode import to_jsonable
@@ -208,6 +209,20 @@ CASES: dict[str, tuple[str, Call]] = {
         CONTROL,
         lambda s, t: s.decide_skill_proposal(t.skill.id, approve=True),
     ),
+    "add_watch": (
+        CONTROL,
+        lambda s, t: s.add_watch(
+            person_id=_pid(t),
+            url="https://shop.example/phone",
+            extract=Extract(how=Extractor.CSS, expr=".price"),
+        ),
+    ),
+    "list_watches": (READ, lambda s, t: s.list_watches(person_id=_pid(t))),
+    "get_watch": (READ, lambda s, t: s.get_watch(t.watch.id)),
+    "find_watch": (READ, lambda s, t: s.find_watch(t.watch.id)),
+    "watch_history": (READ, lambda s, t: s.watch_history(t.watch.id)),
+    "set_watch_enabled": (CONTROL, lambda s, t: s.set_watch_enabled(t.watch.id, False)),
+    "remove_watch": (CONTROL, lambda s, t: s.remove_watch(t.watch.id)),
 }
 NOT_A_CASE = {
     "authenticate": "how a token becomes a bound service; tested below",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
+import httpx
+
 from steward.config import Settings
 from steward.connectors import registry
 from steward.connectors.base import ConnectorEnv
@@ -12,6 +14,8 @@ from steward.connectors.http import http_tool
 from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
 from steward.connectors.watch import Watcher
+from steward.connectors.web.fetch import Fetcher
+from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.clock import Clock
 from steward.errors import ConfigError
 from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
@@ -127,15 +131,28 @@ def task_kinds() -> frozenset[str]:
     return frozenset({AGENT_KIND, *builtin_harness().kinds, HTTP_POST, CONSOLIDATE})
 
 
-async def connector_env(settings: Settings, store: Store, clock: Clock) -> ConnectorEnv:
+async def connector_env(
+    settings: Settings,
+    store: Store,
+    clock: Clock,
+    *,
+    client_factory: Callable[..., httpx.AsyncClient] = httpx.AsyncClient,
+) -> ConnectorEnv:
     """What connectors' tools and watches work with: the store, an egress broker holding the
-    vault (credentials are opened only at the boundary), the clock and the workspace."""
+    vault (credentials are opened only at the boundary) and making its requests with clients
+    from ``client_factory``, the clock and the workspace."""
     vault = Vault(
         VaultKeys.load(settings.data_dir, stored_secrets=await store.secrets.count_secrets())
     )
     return ConnectorEnv(
         store=store,
-        broker=EgressBroker(store, vault, audit=store.audit.append_audit, now=clock.now),
+        broker=EgressBroker(
+            store,
+            vault,
+            audit=store.audit.append_audit,
+            now=clock.now,
+            client_factory=client_factory,
+        ),
         clock=clock,
         workspace=Workspace(settings.workspace_dir),
     )
@@ -151,6 +168,22 @@ async def connection_watcher(
         env=await connector_env(settings, store, clock),
         holder=default_worker_name(),
         interval_seconds=settings.watch_interval_seconds,
+        on_events=on_events,
+    )
+
+
+async def web_watch_runner(
+    settings: Settings, store: Store, clock: Clock, *, on_events: Callable[[], None]
+) -> WebWatchRunner:
+    """The runner of every person's web watches: due ones claimed in batches under a lease
+    (one process checks each), fetched politely through the egress broker; ``on_events`` is
+    called when a check stored an event (the scheduler routes it to the goal's trigger)."""
+    env = await connector_env(settings, store, clock, client_factory=shared_tls_clients())
+    return WebWatchRunner(
+        store=store,
+        fetcher=Fetcher(env.broker, clock),
+        clock=clock,
+        holder=default_worker_name(),
         on_events=on_events,
     )
 

@@ -89,6 +89,7 @@ class Side:
     proposal: str
     """A skill the agent proposed, waiting for the person's decision."""
     memory_pass: str
+    watch: str
     token: str
     """The id of the tenant's ``control`` token."""
 
@@ -106,6 +107,7 @@ ID_PARAMS: dict[str, Callable[[Side], str]] = {
     "memory_id": lambda s: s.memory,
     "pass_id": lambda s: s.memory_pass,
     "skill": lambda s: s.skill,
+    "watch_id": lambda s: s.watch,
 }
 """How a path parameter that names an object is filled from a tenant."""
 
@@ -414,6 +416,31 @@ CASES: list[Case] = [
     ),
     Case("POST", "/accounts/{connection_id}/test", CONTROL, 200),
     Case("DELETE", "/accounts/{connection_id}", CONTROL, 200, params=lambda s: {"forget": "true"}),
+    Case("GET", "/watches", READ, 200, shows=lambda s: s.watch),
+    Case(
+        "POST",
+        "/watches",
+        CONTROL,
+        201,
+        body=lambda s: {
+            "url": "https://shop.example/laptop",
+            "how": "css",
+            "select": ".price",
+            "conditions": [{"kind": "below", "threshold": 1000}],
+            "goal_id": s.goal,
+        },
+        refused=(
+            Refusal(
+                400, "once a minute", {"url": "https://x.io/", "how": "text", "every_seconds": 9}
+            ),
+            Refusal(400, "CSS selector", {"url": "https://x.io/", "how": "css", "select": "..p"}),
+            Refusal(400, "http", {"url": "ftp://x.io/", "how": "text"}),
+        ),
+    ),
+    Case("GET", "/watches/{watch_id}", READ, 200),
+    Case("POST", "/watches/{watch_id}/pause", CONTROL, 200),
+    Case("POST", "/watches/{watch_id}/resume", CONTROL, 200),
+    Case("DELETE", "/watches/{watch_id}", CONTROL, 200),
     Case("GET", "/rules", READ, 200, shows=lambda s: s.rule),
     Case(
         "POST",
@@ -791,6 +818,7 @@ async def _side(owner: Service, t: Tenant) -> Side:
         candidate=candidate.memory.id,
         proposal=proposed.skill.id,
         memory_pass=t.memory_pass.id,
+        watch=t.watch.id,
         token=t.token.id,
     )
 

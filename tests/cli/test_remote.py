@@ -22,7 +22,7 @@ from steward.testing.model_server import run_model_server
 from support.cli_tenancy import LISTINGS, OWNER_ONLY, TARGETED, World
 from support.startup import scaled
 
-LAST = ["memory forget", "goal cancel", "token revoke"]
+LAST = ["memory forget", "goal cancel", "watch remove", "token revoke"]
 """Commands run after the others, so that they do not take away what the others act on."""
 ID = re.compile(r"\b[a-z]{3}_[0-9a-f]{6,}\b")
 EXPORTED = re.compile(r"exported=\S+")

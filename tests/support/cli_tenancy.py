@@ -118,6 +118,16 @@ TARGETED: dict[str, Argv] = {
     "skill archive": lambda t: ["skill", "archive", t.skill.id],
     "skill approve": lambda t: ["skill", "approve", t.skill.id],
     "skill reject": lambda t: ["skill", "reject", t.skill.id],
+    "watch add": lambda t: [
+        *("watch", "add", "https://shop.example/x", "--select", ".price", "--below", "900"),
+        *("--person", t.person.id),
+    ],
+    "watch list": lambda t: ["watch", "list", "--person", t.person.id],
+    "watch show": lambda t: ["watch", "show", t.watch.id],
+    "watch history": lambda t: ["watch", "history", t.watch.id],
+    "watch pause": lambda t: ["watch", "pause", t.watch.id],
+    "watch resume": lambda t: ["watch", "resume", t.watch.id],
+    "watch remove": lambda t: ["watch", "remove", t.watch.id],
 }
 OWNER_ONLY = {
     "prune": ["prune"],
@@ -159,6 +169,7 @@ LISTINGS = [
     ["memory", "forgotten", "--json"],
     ["memory", "passes", "--json"],
     ["memory", "export"],
+    ["watch", "list", "--json"],
 ]
 
 

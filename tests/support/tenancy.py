@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from steward.domain.memory import Memory, MemoryKind, Source, SourceKind
 from steward.domain.memory_pass import MemoryPass, PassStatus
 from steward.domain.outcome import Retry
 from steward.domain.skill import Skill, SkillContent
+from steward.domain.webwatch import Condition, ConditionKind, Extract, Extractor, WebWatch
 from steward.memory.skills import SkillLibrary
 from steward.service import Service
 from steward.service.encode import to_jsonable
@@ -58,6 +60,8 @@ class Tenant:
     memory: Memory
     memory_pass: MemoryPass
     """A consolidation pass held for review."""
+    watch: WebWatch
+    """A web watch waking the goal."""
     token: ApiToken
     control: str
     """Plain text of a ``control`` token."""
@@ -117,6 +121,14 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
             share=0.5,
             created_at=clock.now(),
         )
+    )
+    watch = await admin.add_watch(
+        person_id=pid,
+        url=f"https://shop.example/{name}",
+        extract=Extract(how=Extractor.CSS, expr=".price"),
+        conditions=[Condition(kind=ConditionKind.BELOW, threshold=Decimal(1000))],
+        name=f"{name}'s laptop",
+        goal_id=goal.id,
     )
     token, control = await admin.create_token(person_id=pid, name="phone", scopes=["control"])
     _, read = await admin.create_token(person_id=pid, name="dashboard", scopes=["read"])
@@ -199,6 +211,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         skill=learned.skill,
         memory=written.memory,
         memory_pass=held,
+        watch=watch,
         token=token,
         control=control,
         read=read,
@@ -238,6 +251,10 @@ async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
             "skills": [
                 (x, await admin.skill_history(x.id)) for x in await admin.list_skills(person_id=pid)
             ],
+            "watches": [
+                (w, await admin.watch_history(w.id))
+                for w in await admin.list_watches(person_id=pid)
+            ],
             "audit": [e.hash for e in audit],
         }
     )
@@ -260,5 +277,6 @@ def ids_of(t: Tenant) -> set[str]:
         t.skill.id,
         t.memory.id,
         t.memory_pass.id,
+        t.watch.id,
         t.token.id,
     }

@@ -13,7 +13,10 @@ from steward.domain.memory_pass import MemoryPass, OperationKind, PassOperation,
 from steward.web.session import SESSION_COOKIE
 from support.web import Session, Site, ask_approval, csrf_of
 
-PAGES = ("/", "/inbox", "/goals", "/chat", "/triggers", "/memory", "/skills", "/security")
+PAGES = (
+    *("/", "/inbox", "/goals", "/chat", "/triggers", "/watches", "/memory", "/skills"),
+    "/security",
+)
 
 
 def own_pages(site: Site) -> list[str]:
@@ -137,6 +140,8 @@ async def test_every_form_post_needs_the_csrf_token(site: Site) -> None:
         f"/grants/{a.grant.id}/revoke",
         f"/connections/{a.connection.id}/disconnect",
         f"/triggers/{a.trigger.id}",
+        "/watches",
+        f"/watches/{a.watch.id}",
         f"/tasks/{a.task.id}/control",
         f"/memory/{a.memory.id}/status",
         f"/memory/{a.memory.id}/edit",
@@ -191,6 +196,8 @@ async def test_anothers_objects_are_not_found_and_unchanged(site: Site) -> None:
         (f"/grants/{b.grant.id}/revoke", {}),
         (f"/connections/{b.connection.id}/disconnect", {}),
         (f"/triggers/{b.trigger.id}", {"enabled": "false"}),
+        (f"/watches/{b.watch.id}", {"action": "pause"}),
+        (f"/watches/{b.watch.id}", {"action": "remove"}),
         (f"/tasks/{b.task.id}/control", {"action": "cancel"}),
         (f"/memory/{b.memory.id}/status", {"action": "delete"}),
         (f"/memory/{b.memory.id}/edit", {"version": "1", "content": "x", "audience": "public"}),
@@ -217,6 +224,7 @@ async def test_anothers_objects_are_not_found_and_unchanged(site: Site) -> None:
             b.memory_pass.id,
             b.rule.id,
             b.notification,
+            b.watch.id,
         ):
             assert ident not in text, (path, ident)
         assert "bob" not in text, path
@@ -272,11 +280,11 @@ async def test_security_revoke_and_disconnect(site: Site) -> None:
 async def test_triggers_disable_and_enable(site: Site) -> None:
     me = await site.session(site.a.control)
     await me.post(f"/triggers/{site.a.trigger.id}", enabled="false")
-    [off] = await site.owner.list_triggers(person_id=site.a.person.id)
+    off = await site.store.schedule.get_trigger(site.a.trigger.id)
     assert not off.enabled
     assert off.next_fire_at is None
     await me.post(f"/triggers/{site.a.trigger.id}", enabled="true")
-    [on] = await site.owner.list_triggers(person_id=site.a.person.id)
+    on = await site.store.schedule.get_trigger(site.a.trigger.id)
     assert on.enabled
     assert on.next_fire_at is not None
     assert "Next fire: <time>2027-01-01" in (await me.get("/triggers")).text

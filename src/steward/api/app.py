@@ -28,6 +28,7 @@ from steward.api.routes import (
     security,
     skills,
     stream,
+    watches,
     webhooks,
     work,
 )
@@ -60,7 +61,8 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     app.state.service = service
     app.state.streams = stream.Streams(streams_per_person)
     api = APIRouter(prefix=API_PREFIX)
-    for module in (work, security, accounts, memory, skills, stream, webhooks, codehost, call):
+    routers = (work, security, accounts, watches, memory, skills, stream, webhooks, codehost, call)
+    for module in routers:
         api.include_router(module.router)
     app.include_router(api)
     mcp.mount(app)

@@ -21,6 +21,7 @@ from steward.app import (
     database_limits,
     embedder_from,
     task_kinds,
+    web_watch_runner,
 )
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
 from steward.cli.codehost import codehost_app
@@ -41,6 +42,7 @@ from steward.cli.security import audit_app, connection_app, grant_app, rule_app,
 from steward.cli.skills import skill_app
 from steward.cli.triggers import trigger_app
 from steward.cli.vault import secret_app, vault_app
+from steward.cli.watch import watch_app
 from steward.config import Settings, private_data_dir
 from steward.domain import Person, TaskSpec, TriggerKind
 from steward.domain.clock import Clock, SimulatedClock
@@ -74,6 +76,7 @@ app.add_typer(secret_app, name="secret")
 app.add_typer(vault_app, name="vault")
 app.add_typer(memory_app, name="memory")
 app.add_typer(skill_app, name="skill")
+app.add_typer(watch_app, name="watch")
 app.add_typer(codehost_app, name="codehost")
 app.command()(ask)
 app.command()(chat)
@@ -114,6 +117,14 @@ async def _serve(
         if config.scheduler
         else None
     )
+    # so are web pages: checked without a model, events only when something matters
+    web_watches = (
+        await starting.retry(
+            lambda: web_watch_runner(settings, store, clock, on_events=runtime.notify_scheduler)
+        )
+        if config.scheduler
+        else None
+    )
     service = Service(
         store,
         clock,
@@ -145,6 +156,8 @@ async def _serve(
                 roles.create_task(runtime.run())
                 if watcher is not None:
                     roles.create_task(watcher.run(runtime.stop_event))
+                if web_watches is not None:
+                    roles.create_task(web_watches.run(runtime.stop_event))
     finally:
         await store.close()
     if banner:

@@ -11,8 +11,8 @@ notifications), :mod:`~steward.service.security` (audit, tokens, connections, gr
 the vault), :mod:`~steward.service.connections` (connecting, testing and disconnecting the
 person's accounts), :mod:`~steward.service.memory` (what it remembers about the person),
 :mod:`~steward.service.skills` (what it learned to do), :mod:`~steward.service.hooks`
-(signed webhook deliveries) and :mod:`~steward.service.codehost` (GitHub and GitLab as sources
-of events).
+(signed webhook deliveries), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
+events) and :mod:`~steward.service.webwatches` (watched web pages).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
 from steward.service.skills import SkillService
 from steward.service.triggers import TriggerReport, TriggerService
+from steward.service.webwatches import WebWatchService
 from steward.service.work import TimelineEntry, WorkService, parse_time
 
 __all__ = [
@@ -50,5 +51,6 @@ class Service(
     MemoryService,
     SkillService,
     WebhookService,
+    WebWatchService,
 ):
     """Everything an interface may do, for the owner or for one token's person."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
+from decimal import Decimal
 from enum import Enum
 from typing import Any
 
@@ -17,7 +18,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 def to_jsonable(value: Any) -> Any:
     """Dataclasses as objects, times as ISO 8601, enums as their values, audiences as spelled
-    (``private``, ``group:family``)."""
+    (``private``, ``group:family``), decimals (prices) as exact strings."""
     kind = type(value)
     if kind in _PLAIN:
         return value
@@ -29,7 +30,7 @@ def to_jsonable(value: Any) -> Any:
         return {k: to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_jsonable(v) for v in value]
-    if isinstance(value, Audience):
+    if isinstance(value, Audience | Decimal):
         return str(value)
     names = _FIELDS.get(kind)
     if names is None:

@@ -36,6 +36,7 @@ from steward.store.tasks import TaskRepository
 from steward.store.tokens import TokenRepository
 from steward.store.vault import SecretRepository
 from steward.store.watches import WatchRepository
+from steward.store.webwatches import WebWatchRepository
 
 __all__ = ["DatabaseLimits", "Fence", "FinalStep", "Store"]
 
@@ -61,6 +62,7 @@ class Store:
     memory_passes: MemoryPassRepository
     skills: SkillRepository
     watches: WatchRepository
+    webwatches: WebWatchRepository
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -82,6 +84,7 @@ class Store:
         self.memory_passes = MemoryPassRepository(backend)
         self.skills = SkillRepository(backend)
         self.watches = WatchRepository(backend)
+        self.webwatches = WebWatchRepository(backend)
 
     @classmethod
     async def open(

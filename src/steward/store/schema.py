@@ -615,3 +615,51 @@ skill_versions = Table(
     Column("reason", Text, nullable=False),
     Column("at", Float, nullable=False),
 )
+
+web_watches = Table(
+    "web_watches",
+    metadata,
+    # a watched page: what is read on it, when that matters, and where its checks stand
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("goal_id", ID, ForeignKey("goals.id")),
+    # the goal's event trigger on this watch's events (disabled with the watch)
+    Column("trigger_id", ID, ForeignKey("triggers.id")),
+    Column("name", Text, nullable=False),
+    Column("url", Text, nullable=False),
+    Column("extract", Text, nullable=False),
+    Column("conditions", Text, nullable=False),
+    Column("interval_seconds", Float, nullable=False),
+    Column("jitter_seconds", Float, nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("created_at", Float, nullable=False),
+    # when it is next due; after failures, the backoff's retry time
+    Column("next_check_at", Float, nullable=False),
+    Column("checked_at", Float),
+    Column("changed_at", Float),
+    # the last value read (JSON: text, number, currency); NULL before the first check
+    Column("value", Text),
+    Column("matched", Boolean, nullable=False),
+    Column("etag", Text),
+    Column("last_modified", Text),
+    Column("failures", Integer, nullable=False),
+    Column("last_error", Text),
+    # claims so far: numbers each check, so its event's dedupe key is stable across retries
+    Column("checks", Integer, nullable=False),
+    # the process checking it now, until when (no two processes check it at once)
+    Column("lease_holder", String(128)),
+    Column("lease_expires_at", Float),
+    Index("ix_web_watches_due", "enabled", "next_check_at"),
+    Index("ix_web_watches_person", "person_id"),
+)
+
+web_readings = Table(
+    "web_readings",
+    metadata,
+    # a watch's values over time, one row per change (bounded per watch)
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("watch_id", ID, ForeignKey("web_watches.id", ondelete="CASCADE"), nullable=False),
+    Column("at", Float, nullable=False),
+    Column("value", Text, nullable=False),
+    Index("ix_web_readings_watch", "watch_id", "id"),
+)

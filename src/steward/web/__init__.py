@@ -27,6 +27,7 @@ from steward.web.pages import (
     security,
     skills,
     triggers,
+    watches,
 )
 
 __all__ = ["mount"]
@@ -41,6 +42,9 @@ def mount(app: FastAPI) -> None:
     app.state.csrf_key = secrets.token_bytes(32)
     # OAuth authorizations started here, by state, until the provider answers
     app.state.oauth_authorizing = {}
-    for module in (auth, home, inbox, goals, chat, triggers, memory, skills, security, accounts):
+    for module in (
+        *(auth, home, inbox, goals, chat, triggers, watches),
+        *(memory, skills, security, accounts),
+    ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
