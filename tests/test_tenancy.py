@@ -21,6 +21,7 @@ import pytest
 
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
 from steward.domain.clock import SimulatedClock
+from steward.domain.trigger import TriggerBudget
 from steward.domain.webwatch import Extract, Extractor
 from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
 from steward.service import Service
@@ -66,6 +67,12 @@ CASES: dict[str, tuple[str, Call]] = {
     "list_triggers": (READ, lambda s, t: s.list_triggers(person_id=_pid(t))),
     "webhook_secret": (CONTROL, lambda s, t: s.webhook_secret(t.trigger.id)),
     "set_trigger_enabled": (CONTROL, lambda s, t: s.set_trigger_enabled(t.trigger.id, False)),
+    "set_trigger_budget": (
+        CONTROL,
+        lambda s, t: s.set_trigger_budget(t.trigger.id, TriggerBudget(runs=3)),
+    ),
+    "trigger_reports": (READ, lambda s, t: s.trigger_reports(person_id=_pid(t))),
+    "follow_ups": (READ, lambda s, t: s.follow_ups(t.goal.id)),
     "send_event": (CONTROL, lambda s, t: s.send_event(person_id=_pid(t), type="ping")),
     "list_events": (READ, lambda s, t: s.list_events(person_id=_pid(t))),
     "list_effects": (READ, lambda s, t: s.list_effects(task_id=t.task.id)),
