@@ -6,12 +6,16 @@ policy, and in the tool itself."""
 from __future__ import annotations
 
 import os
+import resource
 from typing import Any
 
 import pytest
 
 from connectors.folder.world import Folders
 from steward.connectors.base import SettingsInvalid
+from steward.connectors.folder.files import write_file
+from steward.connectors.folder.paths import locate
+from steward.connectors.folder.settings import settings_of
 from steward.domain.actions import ActionRequest, Verdict
 from steward.domain.agent_input import AgentTaskInput, Mode
 from steward.harness.tools import Tool, ToolError
@@ -243,3 +247,20 @@ async def test_the_tools_declare_what_they_touch(folders: Folders) -> None:
     assert tools["folder_search"].summary({"name": "*.pdf", "text": "tax"}) == (
         'Look in your folders for files named *.pdf and containing "tax"'
     )
+
+
+async def test_a_failed_write_leaves_no_part_file_and_no_folder_it_made(
+    folders: Folders,
+) -> None:
+    """The file system refuses half-way through writing (here: the process may not write
+    files that large), after the part file and the folders on the way were made."""
+    connection = await folders.connect()
+    located = locate(settings_of(connection), "Documents/new/deeper/big.txt")
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1000, limits[1]))
+    try:
+        with pytest.raises(ToolError, match=r"could not be written.*nothing was written"):
+            write_file(located, "x" * 5000, replace=False)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+    assert sorted(p.name for p in folders.documents.iterdir()) == ["notes.md", "taxes"]

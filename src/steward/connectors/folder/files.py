@@ -17,6 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from steward.connectors.folder.paths import (
+    MAX_DEPTH,
     Located,
     folder,
     ignored,
@@ -186,6 +187,8 @@ def write_file(located: Located, content: str, replace: bool) -> dict[str, str]:
     data = content.encode()
     if len(data) > MAX_WRITE_BYTES:
         raise ToolError(f"that text is too long to write ({size(len(data))}; at most 1 MB)")
+    if len(located.parts) > MAX_DEPTH:
+        raise ToolError(f"that path is too deep (at most {MAX_DEPTH} folders below yours)")
     name = located.parts[-1]
     if ignored(name):
         raise ToolError(f"{name} is named like a temporary file; choose another name")
@@ -206,8 +209,8 @@ def write_file(located: Located, content: str, replace: bool) -> dict[str, str]:
                 )
         temporary = f".steward-{secrets.token_hex(8)}.part"
         mode = stat.S_IMODE(there.st_mode) if there is not None else 0o644
-        _write_new(fd, temporary, data, mode)
         try:
+            _write_new(fd, temporary, data, mode)
             if there is None:  # a link fails if the name was taken meanwhile: nothing replaced
                 os.link(temporary, name, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
             else:

@@ -131,24 +131,26 @@ def refuse_link(shown: str) -> ToolError:
     )
 
 
-def enter(fd: int, name: str, shown: str, *, create: bool = False) -> int:
+def enter(fd: int, name: str, shown: str, *, create: bool = False) -> tuple[int, bool]:
     """The folder ``name`` in the folder ``fd``, opened without following a link (made first
-    when ``create``); :class:`ToolError` when it is a link, a file or not there."""
+    when ``create``), and whether it was made here; :class:`ToolError` when it is a link, a
+    file or not there."""
     try:
-        return os.open(name, DIRECTORY, dir_fd=fd)
+        return os.open(name, DIRECTORY, dir_fd=fd), False
     except FileNotFoundError:
         if not create:
             raise ToolError(f"there is no {shown}") from None
     except OSError as exc:
         raise _not_entered(exc, fd, name, shown) from None
+    made = True
     try:
         os.mkdir(name, 0o777, dir_fd=fd)
     except FileExistsError:
-        pass  # made meanwhile: opened below like any other
+        made = False  # made meanwhile: opened below like any other
     except OSError as exc:
         raise ToolError(f"{shown} cannot be made ({exc.strerror})") from None
     try:
-        return os.open(name, DIRECTORY, dir_fd=fd)
+        return os.open(name, DIRECTORY, dir_fd=fd), made
     except OSError as exc:
         raise _not_entered(exc, fd, name, shown) from None
 
@@ -170,17 +172,30 @@ def _not_entered(exc: OSError, fd: int, name: str, shown: str) -> ToolError:
 @contextlib.contextmanager
 def folder(located: Located, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
     """A descriptor of the folder ``parts`` under ``located``'s root, reached one component at
-    a time without following links (missing folders made when ``create``)."""
+    a time without following links (missing folders made when ``create``). When the work in it
+    fails, the folders made on the way are removed again (those still empty)."""
     fd = open_root(located.root)
+    made: list[tuple[int, str]] = []
+    """Each folder made here, with its parent's descriptor (kept open to remove it)."""
     try:
         for depth, name in enumerate(parts, start=1):
             shown = "/".join((located.root.name, *parts[:depth]))
-            inner = enter(fd, name, shown, create=create)
-            os.close(fd)
+            inner, new = enter(fd, name, shown, create=create)
+            if new:
+                made.append((fd, name))
+            else:
+                os.close(fd)
             fd = inner
         yield fd
+    except BaseException:
+        for parent, name in reversed(made):
+            with contextlib.suppress(OSError):  # not empty any more: someone else's now
+                os.rmdir(name, dir_fd=parent)
+        raise
     finally:
         os.close(fd)
+        for parent, _ in made:
+            os.close(parent)
 
 
 def open_file(fd: int, name: str, shown: str) -> tuple[int, os.stat_result]:
