@@ -216,3 +216,23 @@ async def test_the_wait_ends_when_a_file_changes(store: Store, tmp_path: Path) -
     finally:
         writer.cancel()
     assert loop.time() - began < scaled(60)  # far sooner than the 600 s asked
+
+
+async def test_a_change_that_happens_again_is_reported_again(folders: Folders) -> None:
+    """A file deleted and put back as it was (from the Trash: the same time and size) is
+    created twice: each time is news."""
+    poll = await watching(folders)
+    notes = folders.documents / "notes.md"
+    kept = notes.read_bytes(), notes.stat().st_mtime_ns
+    for _ in range(2):
+        notes.unlink()
+        await poll(2)
+        notes.write_bytes(kept[0])
+        os.utime(notes, ns=(0, kept[1]))
+        await poll(2)
+    assert sorted(await seen(folders)) == [
+        ("file.created", "Documents/notes.md"),
+        ("file.created", "Documents/notes.md"),
+        ("file.deleted", "Documents/notes.md"),
+        ("file.deleted", "Documents/notes.md"),
+    ]

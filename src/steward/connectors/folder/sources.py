@@ -18,8 +18,13 @@ change, or at the end of its time on the clock. Where the operating system canno
 network drive, too many folders for inotify), the wait simply runs its time: polls still find
 every change, a little later.
 
-The dedupe key names the change: the file, the kind and its version (time and size), so a
-poll repeated after a crash stores nothing twice. Payload: ``account``, ``root``, ``path``
+The dedupe key names the change by its place in the connection's history: the cursor counts
+the changes reported (``reported``), each change's key carries its number, the kind and the
+file. A poll repeated after a crash starts from the same cursor, so it numbers its changes
+alike and stores nothing twice; a change that happens again later — a file deleted and put back
+with the same time and size, from the Trash — has a new number, so it is reported again.
+
+Payload: ``account``, ``root``, ``path``
 (``Documents/taxes/2025.txt``, as the folder tools take it), ``name``, ``change``, ``size``
 (bytes), ``modified`` (ISO, in the person's zone) and ``untrusted``: whoever named the file may
 not be the person.
@@ -81,18 +86,20 @@ class FilesSource:
         settings = settings_of(connection)
         now = await asyncio.to_thread(snapshot, settings)
         if cursor is None:  # first look: start from now
-            return Poll(found=[], cursor={"files": now, "settling": {}})
+            return Poll(found=[], cursor={"files": now, "settling": {}, "reported": 0})
         reported = {k: (int(v[0]), int(v[1])) for k, v in cursor["files"].items()}
         before = {k: _version(v) for k, v in cursor.get("settling", {}).items()}
         files: dict[str, Version] = dict(reported)
         settling: dict[str, Version | None] = {}
         found: list[Found] = []
+        counted = int(cursor.get("reported", 0))
         for key in sorted(now.keys() | reported.keys() | before.keys()):
             current, last = now.get(key), reported.get(key)
             if current == last:
                 continue
             if key in before and before[key] == current and len(found) < PER_POLL:
-                found.append(self._found(connection, settings, key, last, current))
+                number = counted + len(found) + 1
+                found.append(self._found(connection, settings, key, number, last, current))
                 if current is None:
                     del files[key]
                 else:
@@ -105,13 +112,17 @@ class FilesSource:
             self._settling.add(connection.id)
         if len(found) >= PER_POLL:
             self._behind.add(connection.id)
-        return Poll(found=found, cursor={"files": files, "settling": settling})
+        return Poll(
+            found=found,
+            cursor={"files": files, "settling": settling, "reported": counted + len(found)},
+        )
 
     def _found(
         self,
         connection: Connection,
         settings: FolderSettings,
         key: str,
+        number: int,
         last: Version | None,
         current: Version | None,
     ) -> Found:
@@ -123,7 +134,7 @@ class FilesSource:
         root, _, _ = key.partition("/")
         return Found(
             type=kind,
-            dedupe_key=f"file:{connection.id}:{kind}:{mtime_ns}:{size}:{digest}",
+            dedupe_key=f"file:{connection.id}:{number}:{kind}:{digest}",
             payload={
                 "account": connection.name,
                 "root": root,
