@@ -69,7 +69,8 @@ async def test_paths_that_could_leave_the_roots_are_refused_in_plain_words(
     calls = [
         ("folder_list", {}),
         ("folder_read", {}),
-        ("folder_write", {"content": "x", "replace": True}),
+        ("folder_write", {"content": "x"}),
+        ("folder_replace", {"content": "x"}),
         ("folder_search", {"name": "*"}),
     ]
     for tool, more in calls:
@@ -93,8 +94,9 @@ async def test_no_tool_goes_through_a_link(folders: Folders, path: str) -> None:
         with pytest.raises(ToolError, match=r"symbolic link|there is no|is a file"):
             await folders.call(tool, path=path, **more)
     for target in (path, f"{path}/new.txt"):
-        with pytest.raises(ToolError, match=r"symbolic link|there is no|is a file"):
-            await folders.call("folder_write", path=target, content="owned", replace=True)
+        for tool in ("folder_write", "folder_replace"):
+            with pytest.raises(ToolError, match=r"symbolic link|there is no|is a file"):
+                await folders.call(tool, path=target, content="owned")
     assert (folders.outside / "diary.txt").read_text() == SECRET
     assert sorted(p.name for p in folders.outside.iterdir()) == ["diary.txt"]
     assert (folders.documents / "escape.txt").is_symlink()  # not replaced by a file either
@@ -162,7 +164,7 @@ async def test_a_link_swapped_in_while_the_tools_run_is_never_followed(
                 ("folder_read", {"path": "Documents/flip.txt"}),
                 ("folder_list", {"path": "Documents/flip"}),
                 ("folder_write", {"path": "Documents/flip/x.txt", "content": "owned"}),
-                ("folder_write", {"path": "Documents/flip.txt", "content": "w", "replace": True}),
+                ("folder_replace", {"path": "Documents/flip.txt", "content": "w"}),
             ]:
                 try:
                     result = await folders.call(tool, **args)

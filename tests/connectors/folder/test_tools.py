@@ -163,19 +163,18 @@ async def test_writes_land_are_idempotent_and_never_overwrite_unasked(folders: F
         "folder_write", path="Documents/letters/dana.txt", content="Dear Dana,\n"
     )
     assert again["written"] == "unchanged"
-    with pytest.raises(ToolError, match="already exists; nothing was written"):
+    with pytest.raises(ToolError, match=r"already exists; nothing was written .*folder_replace"):
         await folders.call("folder_write", path="Documents/letters/dana.txt", content="Hi")
     assert target.read_text() == "Dear Dana,\n"
     target.chmod(0o600)
-    replaced = await folders.call(
-        "folder_write", path="Documents/letters/dana.txt", content="Hi", replace=True
-    )
+    replaced = await folders.call("folder_replace", path="Documents/letters/dana.txt", content="Hi")
     assert replaced["written"] == "replaced"
     assert (target.read_text(), target.stat().st_mode & 0o777) == ("Hi", 0o600)
-    assert sorted(p.name for p in target.parent.iterdir()) == ["dana.txt"]  # no leftovers
+    kept = ["dana.txt", "dana.txt.~1~"]
+    assert sorted(p.name for p in target.parent.iterdir()) == kept  # no leftovers
     for folder_itself in ("Documents", "Documents/letters"):
         with pytest.raises(ToolError):
-            await folders.call("folder_write", path=folder_itself, content="x", replace=True)
+            await folders.call("folder_replace", path=folder_itself, content="x")
     with pytest.raises(ToolError, match="named like a temporary file"):
         await folders.call("folder_write", path="Documents/x.part", content="x")
 
@@ -241,8 +240,17 @@ async def test_the_tools_declare_what_they_touch(folders: Folders) -> None:
     )
     assert write.roles is not None
     assert (write.roles["path"].value, write.roles["account"].value) == ("identifier", "account")
-    assert write.summary({"path": "Documents/a.txt", "content": "x", "replace": True}) == (
-        "Write (replacing it if it is there) Documents/a.txt"
+    assert write.summary({"path": "Documents/a.txt", "content": "x"}) == (
+        "Write a new file Documents/a.txt"
+    )
+    replace = tools["folder_replace"]
+    assert (replace.effect.value, replace.scopes, replace.idempotent) == (
+        "external",  # the sentinel asks the person first
+        ("folder.write",),
+        True,
+    )
+    assert replace.summary({"path": "Documents/a.txt", "content": "x"}) == (
+        "Replace the text of Documents/a.txt (its old text is kept beside it)"
     )
     assert tools["folder_search"].summary({"name": "*.pdf", "text": "tax"}) == (
         'Look in your folders for files named *.pdf and containing "tax"'

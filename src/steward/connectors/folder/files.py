@@ -45,6 +45,30 @@ MAX_CONTENT_BYTES = 2_000_000
 """Larger files are searched by name only."""
 SNIPPET_CHARS = 160
 """Text shown around a match."""
+MAX_KEPT = 999
+"""The most old versions of one file kept beside it (``notes.txt.~1~`` ...)."""
+EXECUTABLE = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+RUN_WHEN_OPENED = (
+    ".desktop",
+    ".command",
+    ".app",
+    ".exe",
+    ".com",
+    ".bat",
+    ".cmd",
+    ".scr",
+    ".pif",
+    ".msi",
+    ".ps1",
+    ".vbs",
+    ".vbe",
+    ".wsf",
+    ".hta",
+    ".jar",
+    ".lnk",
+    ".url",
+)
+"""Names a desktop (Windows, macOS, a Linux file manager) runs when the file is opened."""
 
 
 def list_folder(located: Located, zone: ZoneInfo) -> dict[str, Any]:
@@ -180,8 +204,10 @@ def _contains(fd: int, name: str, wanted: str) -> str | None:
 
 def write_file(located: Located, content: str, replace: bool) -> dict[str, str]:
     """Write ``content`` (UTF-8) to the file, making missing folders. The same content already
-    there is left as it is (``unchanged``); another is replaced only when ``replace``. The new
-    file is written beside the old one and renamed over it, so nobody ever reads half of it."""
+    there is left as it is (``unchanged``); another is replaced only when ``replace``, and then
+    the old file is kept beside it first (``notes.txt.~1~``: :func:`_keep`). The new file is
+    written beside the old one and renamed over it, so nobody ever reads half of it. Hidden
+    files and programs are never written (:func:`_refuse_unsafe`)."""
     if not located.parts:
         raise ToolError(f"{located.text} is one of your folders, not a file")
     data = content.encode()
@@ -192,11 +218,13 @@ def write_file(located: Located, content: str, replace: bool) -> dict[str, str]:
     name = located.parts[-1]
     if ignored(name):
         raise ToolError(f"{name} is named like a temporary file; choose another name")
+    _refuse_unsafe(located)
     with folder(located, located.parts[:-1], create=True) as fd:
         try:
             there: os.stat_result | None = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
             there = None
+        kept = None
         if there is not None:
             if stat.S_ISLNK(there.st_mode):
                 raise refuse_link(located.text)
@@ -204,32 +232,96 @@ def write_file(located: Located, content: str, replace: bool) -> dict[str, str]:
                 return {"path": located.text, "written": "unchanged", "size": size(len(data))}
             if not replace:
                 raise ToolError(
-                    f"{located.text} already exists; nothing was written (to overwrite it, "
-                    "write again with replace)"
+                    f"{located.text} already exists; nothing was written (to replace it, "
+                    "call folder_replace: the person is asked first)"
                 )
-        temporary = f".steward-{secrets.token_hex(8)}.part"
-        mode = stat.S_IMODE(there.st_mode) if there is not None else 0o644
+            if there.st_mode & EXECUTABLE:
+                raise ToolError(
+                    f"{located.text} is a program (it may be run): Steward does not write over "
+                    "programs; nothing was written"
+                )
+            kept = _keep(fd, name, there, located)
         try:
-            _write_new(fd, temporary, data, mode)
-            if there is None:  # a link fails if the name was taken meanwhile: nothing replaced
-                os.link(temporary, name, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
-            else:
-                os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
-        except FileExistsError:
-            raise ToolError(f"{located.text} appeared meanwhile; nothing was written") from None
-        except OSError as exc:  # its folder removed meanwhile, say
-            raise ToolError(
-                f"{located.text} could not be written ({exc.strerror}); nothing was written"
-            ) from None
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary, dir_fd=fd)
+            _put(fd, name, data, there, located)
+        except BaseException:
+            if kept is not None:  # nothing was replaced: nothing to keep
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(kept, dir_fd=fd)
+            raise
         os.fsync(fd)
-    return {
+    written = {
         "path": located.text,
         "written": "created" if there is None else "replaced",
         "size": size(len(data)),
     }
+    if kept is not None:
+        written["old_text_kept_in"] = "/".join((located.root.name, *located.parts[:-1], kept))
+    return written
+
+
+def _put(fd: int, name: str, data: bytes, there: os.stat_result | None, located: Located) -> None:
+    """Write ``data`` beside ``name`` and put it in its place: a new name (failing if it was
+    taken meanwhile), or over the old file, keeping its permissions (never the right to run)."""
+    temporary = f".steward-{secrets.token_hex(8)}.part"
+    mode = stat.S_IMODE(there.st_mode) & 0o666 if there is not None else 0o644
+    try:
+        _write_new(fd, temporary, data, mode)
+        if there is None:  # a link fails if the name was taken meanwhile: nothing replaced
+            os.link(temporary, name, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+        else:
+            os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except FileExistsError:
+        raise ToolError(f"{located.text} appeared meanwhile; nothing was written") from None
+    except OSError as exc:  # its folder removed meanwhile, or the disk is full, say
+        raise ToolError(
+            f"{located.text} could not be written ({exc.strerror}); nothing was written"
+        ) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary, dir_fd=fd)
+
+
+def _refuse_unsafe(located: Located) -> None:
+    """Refuse a hidden file or folder (where programs keep their settings: ``.bashrc``,
+    ``.ssh/``, ``.config/autostart/``) and a name a desktop runs when it is opened."""
+    hidden = next((part for part in located.parts if part.startswith(".")), None)
+    if hidden is not None:
+        raise ToolError(
+            f"{hidden} is hidden: Steward does not write hidden files or in hidden folders, "
+            "where programs keep their settings; nothing was written"
+        )
+    if located.parts[-1].lower().endswith(RUN_WHEN_OPENED):
+        raise ToolError(
+            f"{located.parts[-1]} would be a program (opening it runs it): Steward does not "
+            "write programs into your folders; nothing was written"
+        )
+
+
+def _keep(fd: int, name: str, there: os.stat_result, located: Located) -> str:
+    """Keep the file about to be replaced under the first free ``NAME.~N~`` beside it (a
+    second name for the same file: nothing is copied), and say where. Such names end with
+    ``~``, so the watch does not report them and folder_write does not write them. Its name
+    in the folder is returned."""
+    for number in range(1, MAX_KEPT + 1):
+        kept = f"{name}.~{number}~"
+        try:
+            os.link(name, kept, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ToolError(
+                f"the old text of {located.text} could not be kept ({exc.strerror}); nothing "
+                "was written"
+            ) from None
+        found = os.stat(kept, dir_fd=fd, follow_symlinks=False)
+        if (found.st_dev, found.st_ino) != (there.st_dev, there.st_ino):
+            os.unlink(kept, dir_fd=fd)  # swapped meanwhile (for a link, say): not ours to keep
+            raise ToolError(f"{located.text} changed meanwhile; nothing was written")
+        return kept
+    raise ToolError(
+        f"{MAX_KEPT} old versions of {located.text} are kept beside it already: remove some "
+        "first; nothing was written"
+    )
 
 
 def _same(fd: int, name: str, shown: str, there: os.stat_result, data: bytes) -> bool:

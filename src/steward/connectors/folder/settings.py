@@ -10,13 +10,15 @@ A form or a command line gives the roots as one comma-separated text.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from steward.connectors.base import ConnectionFailed
+from steward.config import config_file
+from steward.connectors.base import ConnectionFailed, ConnectorEnv
 from steward.domain.authority import Connection
 
 MAX_ROOT_NAME = 80
@@ -132,7 +134,32 @@ def _root(entry: str) -> Root:
         raise _refused(f"there is no folder {path} on this machine")
     if not os.path.isdir(real):
         raise _refused(f"{path} is a file, not a folder")
+    if real == "/":
+        raise _refused("the whole machine cannot be connected: name your own folders")
     return Root(name=name, path=real)
+
+
+def steward_places(env: ConnectorEnv) -> tuple[str, ...]:
+    """Where Steward keeps its own data: its data folder (the database, the vault key, the
+    workspace: the workspace is always ``<data folder>/workspace``) and its config file."""
+    return tuple(os.path.realpath(p) for p in (env.workspace.root.parent, config_file()))
+
+
+def refuse_steward_places(settings: FolderSettings, places: Sequence[str]) -> None:
+    """:class:`ConnectionFailed` when a root holds one of Steward's own ``places`` or lies
+    inside one: the agent would reach the vault key, the database or the config file."""
+    for root in settings.folders:
+        for place in places:
+            if place == root.path or place.startswith(root.path.rstrip("/") + "/"):
+                why = "the folders inside it you want Steward to see"
+                raise ConnectionFailed(
+                    f"{root.name} ({root.path}) holds Steward's own data ({place}): connect {why}"
+                )
+            if root.path.startswith(place + "/"):
+                raise ConnectionFailed(
+                    f"{root.name} ({root.path}) is inside Steward's own data ({place}): "
+                    "connect your own folders"
+                )
 
 
 def settings_of(connection: Connection) -> FolderSettings:
