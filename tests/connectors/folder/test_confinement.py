@@ -233,3 +233,32 @@ def test_any_path_stays_inside_the_roots(
     for made in root.rglob("*"):  # whatever was written landed inside the root
         if made.is_file() and not made.is_symlink():
             assert made.resolve().is_relative_to(root)
+
+
+async def test_a_folder_put_in_place_of_a_root_is_not_reached(folders: Folders) -> None:
+    """Someone who may write beside a root swaps it: for a link to elsewhere, or for another
+    folder under its name. The tools and the watch reach neither."""
+    await folders.connect()
+    folders.documents.rename(folders.home / "Documents.old")
+    folders.documents.symlink_to(folders.outside, target_is_directory=True)
+    for tool, args in [
+        ("folder_read", {"path": "Documents/diary.txt"}),
+        ("folder_list", {"path": "Documents"}),
+        ("folder_write", {"path": "Documents/new.txt", "content": "x"}),
+    ]:
+        with pytest.raises(ToolError, match="not the folder you connected any more"):
+            await folders.call(tool, **args)
+    folders.documents.unlink()
+    folders.documents.mkdir()  # a new folder of the same name: not the one connected either
+    with pytest.raises(ToolError, match="not the folder you connected any more"):
+        await folders.call("folder_list", path="Documents")
+    assert sorted(p.name for p in folders.outside.iterdir()) == ["diary.txt"]
+
+
+async def test_a_hard_link_to_a_file_outside_is_not_read(folders: Folders) -> None:
+    await folders.connect()
+    os.link(folders.outside / "diary.txt", folders.documents / "diary.txt")
+    with pytest.raises(ToolError, match="has other names on this machine"):
+        await folders.call("folder_read", path="Documents/diary.txt")
+    found = await folders.call("folder_search", text="private diary")
+    assert found == {"found": []}

@@ -111,9 +111,11 @@ def locate(settings: FolderSettings, path: str) -> Located:
 
 
 def open_root(root: Root) -> int:
-    """A descriptor of the root folder itself."""
+    """A descriptor of the root folder itself — the very folder connected: not through a link,
+    and not another folder since put in its place (a parent the agent cannot write to is not
+    trusted to stay as it was)."""
     try:
-        return os.open(root.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(root.path, DIRECTORY)
     except FileNotFoundError:
         raise ToolError(f"your folder {root.name} ({root.path}) is not there any more") from None
     except NotADirectoryError:
@@ -121,7 +123,21 @@ def open_root(root: Root) -> int:
     except PermissionError:
         raise ToolError(f"this machine does not let Steward open {root.name}") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _replaced(root) from None
         raise ToolError(f"your folder {root.name} cannot be opened ({exc.strerror})") from None
+    found = os.fstat(fd)
+    if f"{found.st_dev}:{found.st_ino}" != root.identity:
+        os.close(fd)
+        raise _replaced(root)
+    return fd
+
+
+def _replaced(root: Root) -> ToolError:
+    return ToolError(
+        f"your folder {root.name} ({root.path}) is not the folder you connected any more (it "
+        "was moved, replaced or made a link): nothing in it is reached; connect it again"
+    )
 
 
 def refuse_link(shown: str) -> ToolError:
@@ -212,9 +228,14 @@ def open_file(fd: int, name: str, shown: str) -> tuple[int, os.stat_result]:
             raise ToolError(f"this machine does not let Steward read {shown}") from None
         raise ToolError(f"{shown} cannot be opened ({exc.strerror})") from None
     found = os.fstat(opened)
-    if stat.S_ISREG(found.st_mode):
+    if stat.S_ISREG(found.st_mode) and found.st_nlink == 1:
         return opened, found
     os.close(opened)
+    if stat.S_ISREG(found.st_mode):  # the same file under another name, maybe outside
+        raise ToolError(
+            f"{shown} has other names on this machine (a hard link), maybe outside your "
+            "folders: it is not read"
+        )
     if stat.S_ISDIR(found.st_mode):
         raise ToolError(f"{shown} is a folder: list it instead")
     raise ToolError(f"{shown} is not a plain file (a device or a pipe): it is not read")

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from steward.config import config_file
@@ -33,6 +40,9 @@ class Root:
     """What paths start with (``Documents`` in ``Documents/taxes/2025.txt``)."""
     path: str
     """Its absolute real path on this machine."""
+    identity: str
+    """Which folder it was when connected (``device:inode``): one put in its place since
+    (moved there, or a link to elsewhere) is not this folder."""
 
 
 class FolderSettings(BaseModel):
@@ -46,6 +56,12 @@ class FolderSettings(BaseModel):
     )
     time_zone: str = Field(
         default="UTC", description="IANA time zone the person reads times in (Europe/Paris)"
+    )
+
+    identities: tuple[str, ...] = Field(
+        default=(),
+        description="filled in when connecting: which folder each root was (device:inode), "
+        "so that another one put in its place is noticed",
     )
 
     @field_validator("roots", mode="before")
@@ -86,12 +102,24 @@ class FolderSettings(BaseModel):
             raise _refused(f"unknown time zone {name!r} (use an IANA name)") from None
         return name
 
+    @model_validator(mode="after")
+    def _identified(self) -> FolderSettings:
+        """Connecting: note which folder each root is now. Kept settings keep theirs."""
+        if not self.identities:
+            found = tuple(_identity(path) for _, _, path in (r.partition("=") for r in self.roots))
+            object.__setattr__(self, "identities", found)  # frozen: set once, while made
+        elif len(self.identities) != len(self.roots):
+            raise _refused("each folder needs its identity: connect the folders again")
+        return self
+
     @property
     def folders(self) -> tuple[Root, ...]:
         """The roots, as checked and kept."""
         return tuple(
-            Root(name=name, path=path)
-            for name, _, path in (entry.partition("=") for entry in self.roots)
+            Root(name=name, path=path, identity=identity)
+            for (name, _, path), identity in zip(
+                (entry.partition("=") for entry in self.roots), self.identities, strict=True
+            )
         )
 
     @property
@@ -136,7 +164,12 @@ def _root(entry: str) -> Root:
         raise _refused(f"{path} is a file, not a folder")
     if real == "/":
         raise _refused("the whole machine cannot be connected: name your own folders")
-    return Root(name=name, path=real)
+    return Root(name=name, path=real, identity=_identity(real))
+
+
+def _identity(path: str) -> str:
+    found = os.stat(path)
+    return f"{found.st_dev}:{found.st_ino}"
 
 
 def steward_places(env: ConnectorEnv) -> tuple[str, ...]:
