@@ -13,8 +13,10 @@ import pytest
 
 from connectors.folder.world import Folders
 from steward.connectors.base import SettingsInvalid
+from steward.connectors.folder import files, paths, scan
 from steward.connectors.folder.files import write_file
 from steward.connectors.folder.paths import locate
+from steward.connectors.folder.scan import TooManyFiles, snapshot
 from steward.connectors.folder.settings import settings_of
 from steward.domain.actions import ActionRequest, Verdict
 from steward.domain.agent_input import AgentTaskInput, Mode
@@ -272,3 +274,33 @@ async def test_a_failed_write_leaves_no_part_file_and_no_folder_it_made(
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, limits)
     assert sorted(p.name for p in folders.documents.iterdir()) == ["notes.md", "taxes"]
+
+
+async def test_a_folder_too_large_to_read_is_said_not_loaded(
+    folders: Folders, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listing, searching and watching read a folder's entries only up to a bound (here 50),
+    and count the folders a walk enters against its bounds (a tree of empty folders)."""
+    monkeypatch.setattr(paths, "MAX_FOLDER_ENTRIES", 50)
+    connection = await folders.connect()
+    many = folders.documents / "many"
+    many.mkdir()
+    for n in range(60):
+        (many / f"f{n:02}.txt").write_text("x")
+    with pytest.raises(ToolError, match="many holds more than 50 files and folders"):
+        await folders.call("folder_list", path="Documents/many")
+    found = await folders.call("folder_search", text="nowhere")
+    assert "(many holds more than 50 files and folders)" in found["stopped"]
+    with pytest.raises(TooManyFiles, match="more than 50 files and folders"):
+        snapshot(settings_of(connection))
+    for n in range(60):
+        (many / f"f{n:02}.txt").unlink()
+    monkeypatch.setattr(scan, "MAX_WATCHED", 30)
+    monkeypatch.setattr(files, "MAX_SEARCHED_FILES", 30)
+    for n in range(40):
+        (many / f"d{n:02}").mkdir()  # no file at all: the folders alone are too many
+    found = await folders.call("folder_search", name="*.pdf")
+    assert found["found"] == []
+    assert "(there are more than 30 folders)" in found["stopped"]
+    with pytest.raises(TooManyFiles, match="more than 30 folders"):
+        snapshot(settings_of(connection))

@@ -19,6 +19,9 @@ from zoneinfo import ZoneInfo
 from steward.connectors.folder.paths import (
     MAX_DEPTH,
     Located,
+    Tally,
+    TooLarge,
+    entries_of,
     folder,
     ignored,
     open_file,
@@ -75,10 +78,10 @@ def list_folder(located: Located, zone: ZoneInfo) -> dict[str, Any]:
     """The folders and files in a folder, folders first, each with its size and time."""
     with folder(located, located.parts) as fd:
         try:
-            with os.scandir(fd) as listing:
-                entries = sorted(listing, key=lambda e: (not _is_folder(e), e.name.casefold()))
+            found = entries_of(fd, located.text)
         except PermissionError:
             raise ToolError(f"this machine does not let Steward list {located.text}") from None
+        entries = sorted(found, key=lambda e: (not _is_folder(e), e.name.casefold()))
         shown = [_entry(e, zone) for e in entries[:MAX_LISTED]]  # stat relative to ``fd``
     out: dict[str, Any] = {"folder": located.text, "entries": shown}
     if len(entries) > MAX_LISTED:
@@ -147,37 +150,43 @@ def search(
     found: list[dict[str, str]] = []
     looked = read = 0
     complete = False
+    tally = Tally(most=MAX_SEARCHED_FILES)
+    too_large = None
     with folder(located, located.parts) as fd:
-        for item in walk(fd, located.parts, stop):
-            looked += 1
-            if looked > MAX_SEARCHED_FILES or read > MAX_SEARCHED_BYTES:
-                break
-            name = item.parts[-1]
-            if pattern and not fnmatch.fnmatch(name.casefold(), pattern.casefold()):
-                continue
-            hit: dict[str, str] = {
-                "path": "/".join((located.root.name, *item.parts)),
-                "size": size(item.status.st_size),
-            }
-            if wanted is not None:
-                if item.status.st_size > MAX_CONTENT_BYTES:
+        try:
+            for item in walk(fd, located.parts, stop, tally):
+                looked += 1
+                if looked + tally.folders > MAX_SEARCHED_FILES or read > MAX_SEARCHED_BYTES:
+                    break
+                name = item.parts[-1]
+                if pattern and not fnmatch.fnmatch(name.casefold(), pattern.casefold()):
                     continue
-                read += item.status.st_size
-                snippet = _contains(item.folder_fd, name, wanted)
-                if snippet is None:
-                    continue
-                hit["match"] = snippet
-            found.append(hit)
-            if len(found) >= MAX_FOUND:
-                break
-        else:
-            complete = not stop.is_set()
+                hit: dict[str, str] = {
+                    "path": "/".join((located.root.name, *item.parts)),
+                    "size": size(item.status.st_size),
+                }
+                if wanted is not None:
+                    if item.status.st_size > MAX_CONTENT_BYTES:
+                        continue
+                    read += item.status.st_size
+                    snippet = _contains(item.folder_fd, name, wanted)
+                    if snippet is None:
+                        continue
+                    hit["match"] = snippet
+                found.append(hit)
+                if len(found) >= MAX_FOUND:
+                    break
+            else:
+                complete = not stop.is_set()
+        except TooLarge as exc:  # a folder too large to read: said, like any early stop
+            too_large = str(exc)
     out: dict[str, Any] = {"found": found}
     if not complete:
         matches = counted(len(found), "match", "matches")
         out["stopped"] = (
-            f"the search stopped after {counted(looked, 'file')} and {matches}: look in a "
-            "smaller folder or with a narrower pattern"
+            f"the search stopped after {counted(looked, 'file')} and {matches}"
+            f"{f' ({too_large})' if too_large else ''}: look in a smaller folder or with a "
+            "narrower pattern"
         )
     return out
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import stat
 import threading
@@ -31,6 +32,9 @@ MAX_NAME_BYTES = 255
 """The longest name of one file or folder (most file systems' limit)."""
 MAX_DEPTH = 64
 """How deep a walk through a folder goes (deeper folders are not looked into)."""
+MAX_FOLDER_ENTRIES = 20_000
+"""The most entries of one folder read: a folder holding more is not listed whole, searched or
+watched (reading and sorting it would take the memory and time of a much larger walk)."""
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 """How each folder on a path is opened: never through a link."""
 FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -241,6 +245,31 @@ def open_file(fd: int, name: str, shown: str) -> tuple[int, os.stat_result]:
     raise ToolError(f"{shown} is not a plain file (a device or a pipe): it is not read")
 
 
+class TooLarge(ToolError):
+    """A folder holding more than :data:`MAX_FOLDER_ENTRIES` entries."""
+
+
+def entries_of(fd: int, shown: str) -> list[os.DirEntry[str]]:
+    """The entries of the folder ``fd`` (at most :data:`MAX_FOLDER_ENTRIES`; :class:`TooLarge`
+    beyond, before more are read)."""
+    with os.scandir(fd) as listing:
+        found = list(itertools.islice(listing, MAX_FOLDER_ENTRIES + 1))
+    if len(found) > MAX_FOLDER_ENTRIES:
+        raise TooLarge(f"{shown} holds more than {MAX_FOLDER_ENTRIES:,} files and folders")
+    return found
+
+
+@dataclass(kw_only=True)
+class Tally:
+    """How many folders a walk went into: they count against its bounds too (a tree of
+    empty folders is no cheaper to walk than one of files)."""
+
+    most: int
+    """The most folders it may enter (:class:`TooLarge` beyond)."""
+    folders: int = 0
+    """Folders entered so far."""
+
+
 @dataclass(kw_only=True, frozen=True)
 class Walked:
     """A file found walking a folder."""
@@ -254,14 +283,17 @@ class Walked:
 
 
 def walk(
-    fd: int, prefix: tuple[str, ...] = (), stop: threading.Event | None = None
+    fd: int,
+    prefix: tuple[str, ...] = (),
+    stop: threading.Event | None = None,
+    tally: Tally | None = None,
 ) -> Iterator[Walked]:
     """Every regular file under the folder ``fd``, in name order, passing over links, ignored
     names (:func:`ignored`), folders this machine does not let Steward open, and anything
-    deeper than :data:`MAX_DEPTH`; it ends early once ``stop`` is set."""
+    deeper than :data:`MAX_DEPTH`; it ends early once ``stop`` is set. The folders it enters
+    are counted in ``tally``; a folder too large to read raises :class:`TooLarge`."""
     try:
-        with os.scandir(fd) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
+        entries = sorted(entries_of(fd, "/".join(prefix) or "the folder"), key=lambda e: e.name)
     except OSError:  # unreadable, or removed meanwhile
         return
     for entry in entries:
@@ -274,8 +306,13 @@ def walk(
                 if len(prefix) >= MAX_DEPTH:
                     continue
                 inner = os.open(entry.name, DIRECTORY, dir_fd=fd)
+                if tally is not None:
+                    tally.folders += 1
+                    if tally.folders > tally.most:
+                        os.close(inner)
+                        raise TooLarge(f"there are more than {tally.most:,} folders")
                 try:
-                    yield from walk(inner, (*prefix, entry.name), stop)
+                    yield from walk(inner, (*prefix, entry.name), stop, tally)
                 finally:
                     os.close(inner)
             elif entry.is_file(follow_symlinks=False):
