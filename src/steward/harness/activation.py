@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from steward.domain import Goal, Notification, Step
-from steward.domain.actions import ActionRequest
+from steward.domain.actions import ActionRequest, EffectClass
 from steward.domain.agent_input import AgentTaskInput
 from steward.domain.audience import PRIVATE
 from steward.domain.outcome import Outcome, Succeed, Wait
@@ -283,10 +283,17 @@ class Activation:
         classes: tuple[DataClass, ...] = ()
         # an action on the world, or a read whose request goes to a host (its URL carries
         # data out): values from others' text and the person's sensitive data are looked for
-        if found.effect.journalled or (roles is not None and Role.HOST in roles.values()):
+        outward = found.effect.journalled or (roles is not None and Role.HOST in roles.values())
+        # a local write into the person's own files (a ``….write`` scope): nothing leaves, but
+        # which file is written must not be chosen by others' text
+        writes = found.effect is EffectClass.LOCAL and any(
+            scope.rpartition(".")[2] == "write" for scope in found.scopes
+        )
+        if outward or (writes and roles is not None):
             flagged = provenance.untrusted_arguments(
                 args, self.state.trail, self.trusted_text(), roles
             )
+        if outward:
             private = (
                 [r.text for r in self.recalled[0] if r.audience == PRIVATE]
                 if self.recalled is not None

@@ -69,7 +69,8 @@ async def test_paths_that_could_leave_the_roots_are_refused_in_plain_words(
     calls = [
         ("folder_list", {}),
         ("folder_read", {}),
-        ("folder_write", {"content": "x", "replace": True}),
+        ("folder_write", {"content": "x"}),
+        ("folder_replace", {"content": "x"}),
         ("folder_search", {"name": "*"}),
     ]
     for tool, more in calls:
@@ -93,8 +94,9 @@ async def test_no_tool_goes_through_a_link(folders: Folders, path: str) -> None:
         with pytest.raises(ToolError, match=r"symbolic link|there is no|is a file"):
             await folders.call(tool, path=path, **more)
     for target in (path, f"{path}/new.txt"):
-        with pytest.raises(ToolError, match=r"symbolic link|there is no|is a file"):
-            await folders.call("folder_write", path=target, content="owned", replace=True)
+        for tool in ("folder_write", "folder_replace"):
+            with pytest.raises(ToolError, match=r"symbolic link|there is no|is a file"):
+                await folders.call(tool, path=target, content="owned")
     assert (folders.outside / "diary.txt").read_text() == SECRET
     assert sorted(p.name for p in folders.outside.iterdir()) == ["diary.txt"]
     assert (folders.documents / "escape.txt").is_symlink()  # not replaced by a file either
@@ -156,27 +158,35 @@ async def test_a_link_swapped_in_while_the_tools_run_is_never_followed(
     flipper = threading.Thread(target=flipping)
     flipper.start()
     outcomes: set[str] = set()
+    read_states: set[str] = set()
+    """What folder_read met at flip.txt: the plain file, or the link (refused as a link)."""
     try:
         for _ in range(300):
             for tool, args in [
                 ("folder_read", {"path": "Documents/flip.txt"}),
                 ("folder_list", {"path": "Documents/flip"}),
                 ("folder_write", {"path": "Documents/flip/x.txt", "content": "owned"}),
-                ("folder_write", {"path": "Documents/flip.txt", "content": "w", "replace": True}),
+                ("folder_replace", {"path": "Documents/flip.txt", "content": "w"}),
             ]:
                 try:
                     result = await folders.call(tool, **args)
-                except ToolError:
+                except ToolError as exc:
                     outcomes.add(f"{tool} refused")
+                    if tool == "folder_read" and "symbolic link" in str(exc):
+                        read_states.add("link")
                     continue
                 outcomes.add(f"{tool} done")
                 assert SECRET not in str(result)
+                if tool == "folder_read" and result["text"] == "mine":
+                    read_states.add("file")
     finally:
         stop.set()
         flipper.join()
     assert (folders.outside / "diary.txt").read_text() == SECRET
     assert sorted(p.name for p in folders.outside.iterdir()) == ["diary.txt"]
-    assert "folder_read refused" in outcomes  # the race was really run
+    # the race was really run: the reads met the plain file and the link in its place, so
+    # a read that followed the link would have been seen (and failed the asserts above)
+    assert read_states == {"file", "link"}, outcomes
 
 
 @pytest.fixture(scope="module")
@@ -231,3 +241,32 @@ def test_any_path_stays_inside_the_roots(
     for made in root.rglob("*"):  # whatever was written landed inside the root
         if made.is_file() and not made.is_symlink():
             assert made.resolve().is_relative_to(root)
+
+
+async def test_a_folder_put_in_place_of_a_root_is_not_reached(folders: Folders) -> None:
+    """Someone who may write beside a root swaps it: for a link to elsewhere, or for another
+    folder under its name. The tools and the watch reach neither."""
+    await folders.connect()
+    folders.documents.rename(folders.home / "Documents.old")
+    folders.documents.symlink_to(folders.outside, target_is_directory=True)
+    for tool, args in [
+        ("folder_read", {"path": "Documents/diary.txt"}),
+        ("folder_list", {"path": "Documents"}),
+        ("folder_write", {"path": "Documents/new.txt", "content": "x"}),
+    ]:
+        with pytest.raises(ToolError, match="not the folder you connected any more"):
+            await folders.call(tool, **args)
+    folders.documents.unlink()
+    folders.documents.mkdir()  # a new folder of the same name: not the one connected either
+    with pytest.raises(ToolError, match="not the folder you connected any more"):
+        await folders.call("folder_list", path="Documents")
+    assert sorted(p.name for p in folders.outside.iterdir()) == ["diary.txt"]
+
+
+async def test_a_hard_link_to_a_file_outside_is_not_read(folders: Folders) -> None:
+    await folders.connect()
+    os.link(folders.outside / "diary.txt", folders.documents / "diary.txt")
+    with pytest.raises(ToolError, match="has other names on this machine"):
+        await folders.call("folder_read", path="Documents/diary.txt")
+    found = await folders.call("folder_search", text="private diary")
+    assert found == {"found": []}

@@ -6,12 +6,18 @@ policy, and in the tool itself."""
 from __future__ import annotations
 
 import os
+import resource
 from typing import Any
 
 import pytest
 
 from connectors.folder.world import Folders
 from steward.connectors.base import SettingsInvalid
+from steward.connectors.folder import files, paths, scan
+from steward.connectors.folder.files import write_file
+from steward.connectors.folder.paths import locate
+from steward.connectors.folder.scan import TooManyFiles, snapshot
+from steward.connectors.folder.settings import settings_of
 from steward.domain.actions import ActionRequest, Verdict
 from steward.domain.agent_input import AgentTaskInput, Mode
 from steward.harness.tools import Tool, ToolError
@@ -159,19 +165,18 @@ async def test_writes_land_are_idempotent_and_never_overwrite_unasked(folders: F
         "folder_write", path="Documents/letters/dana.txt", content="Dear Dana,\n"
     )
     assert again["written"] == "unchanged"
-    with pytest.raises(ToolError, match="already exists; nothing was written"):
+    with pytest.raises(ToolError, match=r"already exists; nothing was written .*folder_replace"):
         await folders.call("folder_write", path="Documents/letters/dana.txt", content="Hi")
     assert target.read_text() == "Dear Dana,\n"
     target.chmod(0o600)
-    replaced = await folders.call(
-        "folder_write", path="Documents/letters/dana.txt", content="Hi", replace=True
-    )
+    replaced = await folders.call("folder_replace", path="Documents/letters/dana.txt", content="Hi")
     assert replaced["written"] == "replaced"
     assert (target.read_text(), target.stat().st_mode & 0o777) == ("Hi", 0o600)
-    assert sorted(p.name for p in target.parent.iterdir()) == ["dana.txt"]  # no leftovers
+    kept = ["dana.txt", "dana.txt.~1~"]
+    assert sorted(p.name for p in target.parent.iterdir()) == kept  # no leftovers
     for folder_itself in ("Documents", "Documents/letters"):
         with pytest.raises(ToolError):
-            await folders.call("folder_write", path=folder_itself, content="x", replace=True)
+            await folders.call("folder_replace", path=folder_itself, content="x")
     with pytest.raises(ToolError, match="named like a temporary file"):
         await folders.call("folder_write", path="Documents/x.part", content="x")
 
@@ -237,9 +242,65 @@ async def test_the_tools_declare_what_they_touch(folders: Folders) -> None:
     )
     assert write.roles is not None
     assert (write.roles["path"].value, write.roles["account"].value) == ("identifier", "account")
-    assert write.summary({"path": "Documents/a.txt", "content": "x", "replace": True}) == (
-        "Write (replacing it if it is there) Documents/a.txt"
+    assert write.summary({"path": "Documents/a.txt", "content": "x"}) == (
+        "Write a new file Documents/a.txt"
+    )
+    replace = tools["folder_replace"]
+    assert (replace.effect.value, replace.scopes, replace.idempotent) == (
+        "external",  # the sentinel asks the person first
+        ("folder.write",),
+        True,
+    )
+    assert replace.summary({"path": "Documents/a.txt", "content": "x"}) == (
+        "Replace the text of Documents/a.txt (its old text is kept beside it)"
     )
     assert tools["folder_search"].summary({"name": "*.pdf", "text": "tax"}) == (
         'Look in your folders for files named *.pdf and containing "tax"'
     )
+
+
+async def test_a_failed_write_leaves_no_part_file_and_no_folder_it_made(
+    folders: Folders,
+) -> None:
+    """The file system refuses half-way through writing (here: the process may not write
+    files that large), after the part file and the folders on the way were made."""
+    connection = await folders.connect()
+    located = locate(settings_of(connection), "Documents/new/deeper/big.txt")
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1000, limits[1]))
+    try:
+        with pytest.raises(ToolError, match=r"could not be written.*nothing was written"):
+            write_file(located, "x" * 5000, replace=False)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+    assert sorted(p.name for p in folders.documents.iterdir()) == ["notes.md", "taxes"]
+
+
+async def test_a_folder_too_large_to_read_is_said_not_loaded(
+    folders: Folders, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listing, searching and watching read a folder's entries only up to a bound (here 50),
+    and count the folders a walk enters against its bounds (a tree of empty folders)."""
+    monkeypatch.setattr(paths, "MAX_FOLDER_ENTRIES", 50)
+    connection = await folders.connect()
+    many = folders.documents / "many"
+    many.mkdir()
+    for n in range(60):
+        (many / f"f{n:02}.txt").write_text("x")
+    with pytest.raises(ToolError, match="many holds more than 50 files and folders"):
+        await folders.call("folder_list", path="Documents/many")
+    found = await folders.call("folder_search", text="nowhere")
+    assert "(many holds more than 50 files and folders)" in found["stopped"]
+    with pytest.raises(TooManyFiles, match="more than 50 files and folders"):
+        snapshot(settings_of(connection))
+    for n in range(60):
+        (many / f"f{n:02}.txt").unlink()
+    monkeypatch.setattr(scan, "MAX_WATCHED", 30)
+    monkeypatch.setattr(files, "MAX_SEARCHED_FILES", 30)
+    for n in range(40):
+        (many / f"d{n:02}").mkdir()  # no file at all: the folders alone are too many
+    found = await folders.call("folder_search", name="*.pdf")
+    assert found["found"] == []
+    assert "(there are more than 30 folders)" in found["stopped"]
+    with pytest.raises(TooManyFiles, match="more than 30 folders"):
+        snapshot(settings_of(connection))

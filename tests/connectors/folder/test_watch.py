@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from steward.connectors.folder.settings import settings_of
 from steward.connectors.folder.sources import PER_POLL, FilesSource
 from steward.connectors.watch import Watcher
 from steward.domain.authority import Connection
-from steward.domain.clock import Clock
+from steward.domain.clock import Clock, SimulatedClock
 from steward.domain.event import Event
 from steward.store import Store
 from support.startup import scaled
@@ -216,3 +217,47 @@ async def test_the_wait_ends_when_a_file_changes(store: Store, tmp_path: Path) -
     finally:
         writer.cancel()
     assert loop.time() - began < scaled(60)  # far sooner than the 600 s asked
+
+
+async def test_a_change_that_happens_again_is_reported_again(folders: Folders) -> None:
+    """A file deleted and put back as it was (from the Trash: the same time and size) is
+    created twice: each time is news."""
+    poll = await watching(folders)
+    notes = folders.documents / "notes.md"
+    kept = notes.read_bytes(), notes.stat().st_mtime_ns
+    for _ in range(2):
+        notes.unlink()
+        await poll(2)
+        notes.write_bytes(kept[0])
+        os.utime(notes, ns=(0, kept[1]))
+        await poll(2)
+    assert sorted(await seen(folders)) == [
+        ("file.created", "Documents/notes.md"),
+        ("file.created", "Documents/notes.md"),
+        ("file.deleted", "Documents/notes.md"),
+        ("file.deleted", "Documents/notes.md"),
+    ]
+
+
+async def test_a_file_that_never_settles_is_looked_at_less_often_and_still_reported(
+    folders: Folders, clock: SimulatedClock
+) -> None:
+    """A log written to at every look: the looks back off, and it is reported once it has
+    been changing for a minute, then again a minute later."""
+    connection = await folders.connect()
+    watcher = Watcher(env=folders.env, holder="test")
+    source = folders.source()
+    await polls(watcher, connection, source, 1)
+    log = folders.documents / "app.log"
+    waits = []
+    for n in range(14):
+        with log.open("a") as file:
+            file.write(f"line {n}\n")
+        await polls(watcher, connection, source, 1)
+        waits.append(source.waiting(connection, 60.0))
+        clock.advance(timedelta(seconds=10))
+    assert waits[:6] == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0]
+    assert await seen(folders) == [
+        ("file.created", "Documents/app.log"),  # after a minute of changes
+        ("file.changed", "Documents/app.log"),  # and a minute later
+    ]

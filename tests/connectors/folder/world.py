@@ -102,7 +102,7 @@ async def folders_of(store: Store, clock: Clock, tmp_path: Path) -> Folders:
         store=store,
         broker=EgressBroker(store, Vault(VaultKeys(keys=(generate_key(),), source="test"))),
         clock=clock,
-        workspace=Workspace(tmp_path / "workspace"),
+        workspace=Workspace(tmp_path / "data" / "workspace"),  # as the service has it
     )
     return Folders(
         home=home,

@@ -15,7 +15,12 @@ from pydantic import BaseModel
 
 from steward.connectors.base import ConnectorEnv, TriggerSource
 from steward.connectors.folder.scan import MAX_WATCHED, count
-from steward.connectors.folder.settings import FolderSettings, settings_of
+from steward.connectors.folder.settings import (
+    FolderSettings,
+    refuse_steward_places,
+    settings_of,
+    steward_places,
+)
 from steward.connectors.folder.sources import FilesSource
 from steward.connectors.folder.tools import KIND, READ, SCOPES, WRITE, folder_tools
 from steward.connectors.folder.wording import counted
@@ -36,7 +41,9 @@ class FolderConnector:
         return ()  # no credential goes anywhere
 
     async def check(self, connection: Connection, env: ConnectorEnv) -> str:
-        folders = settings_of(connection).folders
+        settings = settings_of(connection)
+        refuse_steward_places(settings, steward_places(env))
+        folders = settings.folders
         many = f"more than {MAX_WATCHED:,} files"
         found = [await asyncio.to_thread(count, root) for root in folders]
         listed = ", ".join(

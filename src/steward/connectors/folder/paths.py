@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import stat
 import threading
@@ -31,6 +32,9 @@ MAX_NAME_BYTES = 255
 """The longest name of one file or folder (most file systems' limit)."""
 MAX_DEPTH = 64
 """How deep a walk through a folder goes (deeper folders are not looked into)."""
+MAX_FOLDER_ENTRIES = 20_000
+"""The most entries of one folder read: a folder holding more is not listed whole, searched or
+watched (reading and sorting it would take the memory and time of a much larger walk)."""
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 """How each folder on a path is opened: never through a link."""
 FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -111,9 +115,11 @@ def locate(settings: FolderSettings, path: str) -> Located:
 
 
 def open_root(root: Root) -> int:
-    """A descriptor of the root folder itself."""
+    """A descriptor of the root folder itself — the very folder connected: not through a link,
+    and not another folder since put in its place (a parent the agent cannot write to is not
+    trusted to stay as it was)."""
     try:
-        return os.open(root.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(root.path, DIRECTORY)
     except FileNotFoundError:
         raise ToolError(f"your folder {root.name} ({root.path}) is not there any more") from None
     except NotADirectoryError:
@@ -121,7 +127,21 @@ def open_root(root: Root) -> int:
     except PermissionError:
         raise ToolError(f"this machine does not let Steward open {root.name}") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _replaced(root) from None
         raise ToolError(f"your folder {root.name} cannot be opened ({exc.strerror})") from None
+    found = os.fstat(fd)
+    if f"{found.st_dev}:{found.st_ino}" != root.identity:
+        os.close(fd)
+        raise _replaced(root)
+    return fd
+
+
+def _replaced(root: Root) -> ToolError:
+    return ToolError(
+        f"your folder {root.name} ({root.path}) is not the folder you connected any more (it "
+        "was moved, replaced or made a link): nothing in it is reached; connect it again"
+    )
 
 
 def refuse_link(shown: str) -> ToolError:
@@ -131,24 +151,26 @@ def refuse_link(shown: str) -> ToolError:
     )
 
 
-def enter(fd: int, name: str, shown: str, *, create: bool = False) -> int:
+def enter(fd: int, name: str, shown: str, *, create: bool = False) -> tuple[int, bool]:
     """The folder ``name`` in the folder ``fd``, opened without following a link (made first
-    when ``create``); :class:`ToolError` when it is a link, a file or not there."""
+    when ``create``), and whether it was made here; :class:`ToolError` when it is a link, a
+    file or not there."""
     try:
-        return os.open(name, DIRECTORY, dir_fd=fd)
+        return os.open(name, DIRECTORY, dir_fd=fd), False
     except FileNotFoundError:
         if not create:
             raise ToolError(f"there is no {shown}") from None
     except OSError as exc:
         raise _not_entered(exc, fd, name, shown) from None
+    made = True
     try:
         os.mkdir(name, 0o777, dir_fd=fd)
     except FileExistsError:
-        pass  # made meanwhile: opened below like any other
+        made = False  # made meanwhile: opened below like any other
     except OSError as exc:
         raise ToolError(f"{shown} cannot be made ({exc.strerror})") from None
     try:
-        return os.open(name, DIRECTORY, dir_fd=fd)
+        return os.open(name, DIRECTORY, dir_fd=fd), made
     except OSError as exc:
         raise _not_entered(exc, fd, name, shown) from None
 
@@ -170,17 +192,30 @@ def _not_entered(exc: OSError, fd: int, name: str, shown: str) -> ToolError:
 @contextlib.contextmanager
 def folder(located: Located, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
     """A descriptor of the folder ``parts`` under ``located``'s root, reached one component at
-    a time without following links (missing folders made when ``create``)."""
+    a time without following links (missing folders made when ``create``). When the work in it
+    fails, the folders made on the way are removed again (those still empty)."""
     fd = open_root(located.root)
+    made: list[tuple[int, str]] = []
+    """Each folder made here, with its parent's descriptor (kept open to remove it)."""
     try:
         for depth, name in enumerate(parts, start=1):
             shown = "/".join((located.root.name, *parts[:depth]))
-            inner = enter(fd, name, shown, create=create)
-            os.close(fd)
+            inner, new = enter(fd, name, shown, create=create)
+            if new:
+                made.append((fd, name))
+            else:
+                os.close(fd)
             fd = inner
         yield fd
+    except BaseException:
+        for parent, name in reversed(made):
+            with contextlib.suppress(OSError):  # not empty any more: someone else's now
+                os.rmdir(name, dir_fd=parent)
+        raise
     finally:
         os.close(fd)
+        for parent, _ in made:
+            os.close(parent)
 
 
 def open_file(fd: int, name: str, shown: str) -> tuple[int, os.stat_result]:
@@ -197,12 +232,42 @@ def open_file(fd: int, name: str, shown: str) -> tuple[int, os.stat_result]:
             raise ToolError(f"this machine does not let Steward read {shown}") from None
         raise ToolError(f"{shown} cannot be opened ({exc.strerror})") from None
     found = os.fstat(opened)
-    if stat.S_ISREG(found.st_mode):
+    if stat.S_ISREG(found.st_mode) and found.st_nlink == 1:
         return opened, found
     os.close(opened)
+    if stat.S_ISREG(found.st_mode):  # the same file under another name, maybe outside
+        raise ToolError(
+            f"{shown} has other names on this machine (a hard link), maybe outside your "
+            "folders: it is not read"
+        )
     if stat.S_ISDIR(found.st_mode):
         raise ToolError(f"{shown} is a folder: list it instead")
     raise ToolError(f"{shown} is not a plain file (a device or a pipe): it is not read")
+
+
+class TooLarge(ToolError):
+    """A folder holding more than :data:`MAX_FOLDER_ENTRIES` entries."""
+
+
+def entries_of(fd: int, shown: str) -> list[os.DirEntry[str]]:
+    """The entries of the folder ``fd`` (at most :data:`MAX_FOLDER_ENTRIES`; :class:`TooLarge`
+    beyond, before more are read)."""
+    with os.scandir(fd) as listing:
+        found = list(itertools.islice(listing, MAX_FOLDER_ENTRIES + 1))
+    if len(found) > MAX_FOLDER_ENTRIES:
+        raise TooLarge(f"{shown} holds more than {MAX_FOLDER_ENTRIES:,} files and folders")
+    return found
+
+
+@dataclass(kw_only=True)
+class Tally:
+    """How many folders a walk went into: they count against its bounds too (a tree of
+    empty folders is no cheaper to walk than one of files)."""
+
+    most: int
+    """The most folders it may enter (:class:`TooLarge` beyond)."""
+    folders: int = 0
+    """Folders entered so far."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -218,14 +283,17 @@ class Walked:
 
 
 def walk(
-    fd: int, prefix: tuple[str, ...] = (), stop: threading.Event | None = None
+    fd: int,
+    prefix: tuple[str, ...] = (),
+    stop: threading.Event | None = None,
+    tally: Tally | None = None,
 ) -> Iterator[Walked]:
     """Every regular file under the folder ``fd``, in name order, passing over links, ignored
     names (:func:`ignored`), folders this machine does not let Steward open, and anything
-    deeper than :data:`MAX_DEPTH`; it ends early once ``stop`` is set."""
+    deeper than :data:`MAX_DEPTH`; it ends early once ``stop`` is set. The folders it enters
+    are counted in ``tally``; a folder too large to read raises :class:`TooLarge`."""
     try:
-        with os.scandir(fd) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
+        entries = sorted(entries_of(fd, "/".join(prefix) or "the folder"), key=lambda e: e.name)
     except OSError:  # unreadable, or removed meanwhile
         return
     for entry in entries:
@@ -238,8 +306,13 @@ def walk(
                 if len(prefix) >= MAX_DEPTH:
                     continue
                 inner = os.open(entry.name, DIRECTORY, dir_fd=fd)
+                if tally is not None:
+                    tally.folders += 1
+                    if tally.folders > tally.most:
+                        os.close(inner)
+                        raise TooLarge(f"there are more than {tally.most:,} folders")
                 try:
-                    yield from walk(inner, (*prefix, entry.name), stop)
+                    yield from walk(inner, (*prefix, entry.name), stop, tally)
                 finally:
                     os.close(inner)
             elif entry.is_file(follow_symlinks=False):

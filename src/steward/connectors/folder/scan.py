@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 
 from steward.connectors.base import ConnectionFailed
-from steward.connectors.folder.paths import open_root, walk
+from steward.connectors.folder.paths import Tally, TooLarge, open_root, walk
 from steward.connectors.folder.settings import FolderSettings, Root
 from steward.harness.tools import ToolError
 
@@ -41,10 +41,13 @@ def snapshot(settings: FolderSettings, most: int = MAX_WATCHED) -> dict[str, Ver
 def count(root: Root, most: int = MAX_WATCHED) -> int | None:
     """How many files are under ``root`` (None: more than ``most``)."""
     seen = 0
-    for _ in _files(root):
-        seen += 1
-        if seen > most:
-            return None
+    try:
+        for _ in _files(root):
+            seen += 1
+            if seen > most:
+                return None
+    except TooManyFiles:
+        return None
     return seen
 
 
@@ -54,7 +57,12 @@ def _files(root: Root) -> Iterator[tuple[tuple[str, ...], Version]]:
     except ToolError as exc:
         raise ConnectionFailed(str(exc)) from None
     try:
-        for walked in walk(fd):
+        for walked in walk(fd, tally=Tally(most=MAX_WATCHED)):
             yield walked.parts, (walked.status.st_mtime_ns, walked.status.st_size)
+    except TooLarge as exc:
+        raise TooManyFiles(
+            f"{root.name}: {exc}, more than a watch keeps track of: connect a smaller folder "
+            "to be told of changes"
+        ) from None
     finally:
         os.close(fd)

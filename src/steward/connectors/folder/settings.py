@@ -10,13 +10,22 @@ A form or a command line gives the roots as one comma-separated text.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
-from steward.connectors.base import ConnectionFailed
+from steward.config import config_file
+from steward.connectors.base import ConnectionFailed, ConnectorEnv
 from steward.domain.authority import Connection
 
 MAX_ROOT_NAME = 80
@@ -31,6 +40,9 @@ class Root:
     """What paths start with (``Documents`` in ``Documents/taxes/2025.txt``)."""
     path: str
     """Its absolute real path on this machine."""
+    identity: str
+    """Which folder it was when connected (``device:inode``): one put in its place since
+    (moved there, or a link to elsewhere) is not this folder."""
 
 
 class FolderSettings(BaseModel):
@@ -44,6 +56,12 @@ class FolderSettings(BaseModel):
     )
     time_zone: str = Field(
         default="UTC", description="IANA time zone the person reads times in (Europe/Paris)"
+    )
+
+    identities: tuple[str, ...] = Field(
+        default=(),
+        description="filled in when connecting: which folder each root was (device:inode), "
+        "so that another one put in its place is noticed",
     )
 
     @field_validator("roots", mode="before")
@@ -84,12 +102,24 @@ class FolderSettings(BaseModel):
             raise _refused(f"unknown time zone {name!r} (use an IANA name)") from None
         return name
 
+    @model_validator(mode="after")
+    def _identified(self) -> FolderSettings:
+        """Connecting: note which folder each root is now. Kept settings keep theirs."""
+        if not self.identities:
+            found = tuple(_identity(path) for _, _, path in (r.partition("=") for r in self.roots))
+            object.__setattr__(self, "identities", found)  # frozen: set once, while made
+        elif len(self.identities) != len(self.roots):
+            raise _refused("each folder needs its identity: connect the folders again")
+        return self
+
     @property
     def folders(self) -> tuple[Root, ...]:
         """The roots, as checked and kept."""
         return tuple(
-            Root(name=name, path=path)
-            for name, _, path in (entry.partition("=") for entry in self.roots)
+            Root(name=name, path=path, identity=identity)
+            for (name, _, path), identity in zip(
+                (entry.partition("=") for entry in self.roots), self.identities, strict=True
+            )
         )
 
     @property
@@ -132,7 +162,37 @@ def _root(entry: str) -> Root:
         raise _refused(f"there is no folder {path} on this machine")
     if not os.path.isdir(real):
         raise _refused(f"{path} is a file, not a folder")
-    return Root(name=name, path=real)
+    if real == "/":
+        raise _refused("the whole machine cannot be connected: name your own folders")
+    return Root(name=name, path=real, identity=_identity(real))
+
+
+def _identity(path: str) -> str:
+    found = os.stat(path)
+    return f"{found.st_dev}:{found.st_ino}"
+
+
+def steward_places(env: ConnectorEnv) -> tuple[str, ...]:
+    """Where Steward keeps its own data: its data folder (the database, the vault key, the
+    workspace: the workspace is always ``<data folder>/workspace``) and its config file."""
+    return tuple(os.path.realpath(p) for p in (env.workspace.root.parent, config_file()))
+
+
+def refuse_steward_places(settings: FolderSettings, places: Sequence[str]) -> None:
+    """:class:`ConnectionFailed` when a root holds one of Steward's own ``places`` or lies
+    inside one: the agent would reach the vault key, the database or the config file."""
+    for root in settings.folders:
+        for place in places:
+            if place == root.path or place.startswith(root.path.rstrip("/") + "/"):
+                why = "the folders inside it you want Steward to see"
+                raise ConnectionFailed(
+                    f"{root.name} ({root.path}) holds Steward's own data ({place}): connect {why}"
+                )
+            if root.path.startswith(place + "/"):
+                raise ConnectionFailed(
+                    f"{root.name} ({root.path}) is inside Steward's own data ({place}): "
+                    "connect your own folders"
+                )
 
 
 def settings_of(connection: Connection) -> FolderSettings:

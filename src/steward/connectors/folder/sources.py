@@ -7,8 +7,13 @@ of what was last reported. The first poll takes stock and reports nothing.
 
 **Debounce.** A difference is reported only once two looks in a row agree on it: a file still
 being written (in several chunks, or a download) is "settling" in the cursor until it stops
-changing, and is then reported once, as it ended up. While something settles, the wait is at
-most :data:`SETTLE_SECONDS`. Temporary and partial files (``~$x.docx``, ``.swp``, ``.part``,
+changing, and is then reported once, as it ended up. While something settles, the wait is
+short — :data:`SETTLE_SECONDS`, doubled with each look that finds something still changing, up
+to the connection's usual wait — so a file that never settles (a log) is not looked at every
+two seconds forever; and a file still changing after :data:`RESTLESS_SECONDS` is reported as
+it is then (and again after as long, if it goes on changing).
+
+Temporary and partial files (``~$x.docx``, ``.swp``, ``.part``,
 ``.crdownload``: see :func:`~steward.connectors.folder.paths.ignored`) are never reported, and
 links are not followed.
 
@@ -18,8 +23,13 @@ change, or at the end of its time on the clock. Where the operating system canno
 network drive, too many folders for inotify), the wait simply runs its time: polls still find
 every change, a little later.
 
-The dedupe key names the change: the file, the kind and its version (time and size), so a
-poll repeated after a crash stores nothing twice. Payload: ``account``, ``root``, ``path``
+The dedupe key names the change by its place in the connection's history: the cursor counts
+the changes reported (``reported``), each change's key carries its number, the kind and the
+file. A poll repeated after a crash starts from the same cursor, so it numbers its changes
+alike and stores nothing twice; a change that happens again later — a file deleted and put back
+with the same time and size, from the Trash — has a new number, so it is reported again.
+
+Payload: ``account``, ``root``, ``path``
 (``Documents/taxes/2025.txt``, as the folder tools take it), ``name``, ``change``, ``size``
 (bytes), ``modified`` (ISO, in the person's zone) and ``untrusted``: whoever named the file may
 not be the person.
@@ -56,7 +66,10 @@ DELETED = "file.deleted"
 PER_POLL = 500
 """The most changes one poll reports (the rest come with the next, at once)."""
 SETTLE_SECONDS = 2.0
-"""The longest wait while a change waits for its second look."""
+"""The first wait while a change waits for its second look (doubled at each look that finds
+something still changing)."""
+RESTLESS_SECONDS = 60.0
+"""A file changing at every look for this long is reported as it is then."""
 DEBOUNCE_MS = 1_600
 """``watchfiles`` gathers changes this long at most before it says something changed."""
 
@@ -72,8 +85,9 @@ class FilesSource:
 
     env: ConnectorEnv
     name: str = CHANGES
-    _settling: set[str] = field(default_factory=set)
-    """The connections with a change waiting for its second look (their wait is short)."""
+    _settling: dict[str, int] = field(default_factory=dict)
+    """The connections with a change waiting for its second look (their wait is short), and
+    how many looks in a row found one."""
     _behind: set[str] = field(default_factory=set)
     """The connections whose last poll left changes for the next (their wait ends at once)."""
 
@@ -81,37 +95,66 @@ class FilesSource:
         settings = settings_of(connection)
         now = await asyncio.to_thread(snapshot, settings)
         if cursor is None:  # first look: start from now
-            return Poll(found=[], cursor={"files": now, "settling": {}})
+            return Poll(found=[], cursor={"files": now, "settling": {}, "reported": 0})
         reported = {k: (int(v[0]), int(v[1])) for k, v in cursor["files"].items()}
         before = {k: _version(v) for k, v in cursor.get("settling", {}).items()}
+        started: dict[str, float] = cursor.get("since", {})
         files: dict[str, Version] = dict(reported)
         settling: dict[str, Version | None] = {}
+        since: dict[str, float] = {}
         found: list[Found] = []
+        counted = int(cursor.get("reported", 0))
+        moment = self.env.clock.now().timestamp()
         for key in sorted(now.keys() | reported.keys() | before.keys()):
             current, last = now.get(key), reported.get(key)
             if current == last:
                 continue
-            if key in before and before[key] == current and len(found) < PER_POLL:
-                found.append(self._found(connection, settings, key, last, current))
+            first = started.get(key, moment) if key in before else moment
+            settled = key in before and before[key] == current
+            restless = key in before and moment - first >= RESTLESS_SECONDS
+            if (settled or restless) and len(found) < PER_POLL:
+                number = counted + len(found) + 1
+                found.append(self._found(connection, settings, key, number, last, current))
                 if current is None:
                     del files[key]
                 else:
                     files[key] = current
             else:  # new, still changing, or beyond this poll's share: looked at again
                 settling[key] = current
-        self._settling.discard(connection.id)
+                since[key] = first
+        looks = self._settling.pop(connection.id, 0)
         self._behind.discard(connection.id)
         if settling:
-            self._settling.add(connection.id)
+            self._settling[connection.id] = looks + 1
         if len(found) >= PER_POLL:
             self._behind.add(connection.id)
-        return Poll(found=found, cursor={"files": files, "settling": settling})
+        return Poll(
+            found=found,
+            cursor={
+                "files": files,
+                "settling": settling,
+                "since": since,
+                "reported": counted + len(found),
+            },
+        )
+
+    def waiting(self, connection: Connection, seconds: float) -> float:
+        """How long the next wait is at most: ``seconds``, or shorter while something settles
+        (:data:`SETTLE_SECONDS`, doubled at each look in a row that found something changing),
+        or nothing when changes are waiting."""
+        if connection.id in self._behind:
+            return 0.0
+        looks = self._settling.get(connection.id, 0)
+        if looks:
+            return min(seconds, SETTLE_SECONDS * float(2 ** min(looks - 1, 16)))
+        return seconds
 
     def _found(
         self,
         connection: Connection,
         settings: FolderSettings,
         key: str,
+        number: int,
         last: Version | None,
         current: Version | None,
     ) -> Found:
@@ -123,7 +166,7 @@ class FilesSource:
         root, _, _ = key.partition("/")
         return Found(
             type=kind,
-            dedupe_key=f"file:{connection.id}:{kind}:{mtime_ns}:{size}:{digest}",
+            dedupe_key=f"file:{connection.id}:{number}:{kind}:{digest}",
             payload={
                 "account": connection.name,
                 "root": root,
@@ -137,10 +180,9 @@ class FilesSource:
         )
 
     async def wait(self, connection: Connection, seconds: float) -> None:
-        if connection.id in self._behind:
+        seconds = self.waiting(connection, seconds)
+        if not seconds:
             return  # changes are waiting: poll again now
-        if connection.id in self._settling:
-            seconds = min(seconds, SETTLE_SECONDS)
         try:
             roots = [r.path for r in settings_of(connection).folders]
         except ConnectionFailed:  # a root removed: the next poll says so

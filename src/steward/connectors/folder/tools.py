@@ -2,12 +2,17 @@
 one-line summary of a proposed call.
 
 Listing, reading and searching (``folder.read``) never change anything; what they return was
-written by whoever wrote the files (a download, a shared folder): untrusted. Writing
-(``folder.write``) is a LOCAL effect: the files are the person's own, on this machine, and
-nobody else is told — like the person's notes. It is idempotent by its content (the same text
-written again changes nothing), never overwrites a file unless asked, and a read-only
-connection refuses it twice: the policy (the connection does not offer the scope) and the tool
-itself.
+written by whoever wrote the files (a download, a shared folder): untrusted.
+
+Writing (``folder.write``) comes in two tools, by what it can lose. ``folder_write`` only
+creates a file (or finds the same text there): a LOCAL effect like the person's notes, allowed
+without asking — unless the path came from others' text (the harness looks for it in a local
+``….write`` call's controlling arguments, and the person is asked). ``folder_replace`` writes
+over a file's text: an EXTERNAL effect, so the sentinel asks the person first (a rule or grant
+can allow it), its one-line summary naming the file; it keeps the old file beside it
+(``notes.txt.~1~``). Neither writes hidden files or programs (see
+:func:`~steward.connectors.folder.files.write_file`), and a read-only connection refuses both
+twice: the policy (the connection does not offer the scope) and the tool itself.
 
 Paths start with a root's name (``Documents/taxes/2025.txt``); see
 :mod:`~steward.connectors.folder.paths` for what is refused.
@@ -26,7 +31,12 @@ from pydantic import Field
 from steward.connectors.base import ConnectionFailed, ConnectorEnv
 from steward.connectors.folder.files import MAX_FOUND, list_folder, read_file, search, write_file
 from steward.connectors.folder.paths import locate
-from steward.connectors.folder.settings import FolderSettings, settings_of
+from steward.connectors.folder.settings import (
+    FolderSettings,
+    refuse_steward_places,
+    settings_of,
+    steward_places,
+)
 from steward.domain.actions import EffectClass
 from steward.domain.authority import Connection
 from steward.domain.roles import Role
@@ -49,6 +59,9 @@ Path = Annotated[
     Role.IDENTIFIER,
     Field(description="a path starting with one of your folders' names: Documents/taxes/2025.txt"),
 ]
+Content = Annotated[str, Field(description="the whole text of the file")]
+"""No role: a file's text goes to nobody (the sentinel looks for the person's data leaving
+only in what goes out)."""
 T = TypeVar("T")
 
 
@@ -71,8 +84,11 @@ def describe_search(args: Mapping[str, Any]) -> str:
 
 
 def describe_write(args: Mapping[str, Any]) -> str:
-    verb = "Write (replacing it if it is there)" if args.get("replace") else "Write"
-    return f"{verb} {args['path']}"
+    return f"Write a new file {args['path']}"
+
+
+def describe_replace(args: Mapping[str, Any]) -> str:
+    return f"Replace the text of {args['path']} (its old text is kept beside it)"
 
 
 async def _blocking(work: Callable[[], T]) -> T:
@@ -86,11 +102,14 @@ async def _blocking(work: Callable[[], T]) -> T:
 
 def folder_tools(env: ConnectorEnv) -> list[Tool]:
     """The folder tools, bound to ``env``."""
+    places = steward_places(env)
 
     async def opened(ctx: ToolContext, account: str | None) -> tuple[Connection, FolderSettings]:
         connection = await env.connection(ctx.person_id, KIND, account)
         try:
-            return connection, settings_of(connection)
+            settings = settings_of(connection)
+            refuse_steward_places(settings, places)  # a connection made before this check
+            return connection, settings
         except ConnectionFailed as exc:
             raise ToolError(str(exc)) from None
 
@@ -166,22 +185,36 @@ def folder_tools(env: ConnectorEnv) -> list[Tool]:
             stop.set()
         return {"found": found[:MAX_FOUND]} | ({"stopped": stopped} if stopped else {})
 
-    @tool(connector=KIND, effect=EffectClass.LOCAL, scopes=[WRITE], summarize=describe_write)
-    async def folder_write(
-        ctx: ToolContext,
-        path: Path,
-        content: Annotated[str, Role.CONTENT, Field(description="the whole text of the file")],
-        replace: Annotated[
-            bool, Field(description="overwrite the file if it is there with other text")
-        ] = False,
-        account: Account = None,
+    async def written(
+        ctx: ToolContext, path: str, content: str, account: str | None, *, replace: bool
     ) -> dict[str, str]:
-        """Create a text file (UTF-8), or replace one when asked; folders on the way are made.
-        Writing the same text again changes nothing."""
         connection, settings = await opened(ctx, account)
         if WRITE not in connection.scopes:
             raise ToolError(f"your folder connection {connection.name!r} is read-only")
         located = locate(settings, path)
         return await _blocking(lambda: write_file(located, content, replace))
 
-    return [folder_list, folder_read, folder_search, folder_write]
+    @tool(connector=KIND, effect=EffectClass.LOCAL, scopes=[WRITE], summarize=describe_write)
+    async def folder_write(
+        ctx: ToolContext, path: Path, content: Content, account: Account = None
+    ) -> dict[str, str]:
+        """Create a text file (UTF-8); folders on the way are made. A file that is there with
+        other text is not touched: replace it with folder_replace. Writing the same text again
+        changes nothing."""
+        return await written(ctx, path, content, account, replace=False)
+
+    @tool(
+        connector=KIND,
+        effect=EffectClass.EXTERNAL,
+        idempotent=True,
+        scopes=[WRITE],
+        summarize=describe_replace,
+    )
+    async def folder_replace(
+        ctx: ToolContext, path: Path, content: Content, account: Account = None
+    ) -> dict[str, str]:
+        """Replace a text file's whole text (the person is asked first; the old text is kept
+        beside it as NAME.~1~). Replacing with the same text changes nothing."""
+        return await written(ctx, path, content, account, replace=True)
+
+    return [folder_list, folder_read, folder_search, folder_write, folder_replace]
