@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -320,3 +321,43 @@ async def test_the_password_forms_do_not_offer_a_code_host(api: Api) -> None:
     assert "mail" in kinds
     assert "github" not in kinds
     assert "gitlab" not in kinds
+
+
+async def test_a_delivery_replayed_after_its_event_was_pruned_starts_nothing(
+    api: Api, store: Store, clock: SimulatedClock
+) -> None:
+    shown = await connect(api)
+    body = encoded(github_pull_request())
+    taken = await post(api, shown["url"], body, github_headers(shown["secret"], body))
+    assert taken.json()["type"] == "pr.opened"
+    await Scheduler(store, clock).tick()  # routed: history pruning may delete it
+    clock.advance(timedelta(days=3, minutes=11))  # the pull request was updated 3 days ago
+    await store.schedule.prune_history(before=clock.now())
+    assert await code_events(store, api.a.person.id) == []  # its semantic key is gone too
+    replay = await post(api, shown["url"], body, github_headers(shown["secret"], body))
+    assert replay.status_code == 202, replay.text
+    assert replay.json()["event_id"] is None
+    assert replay.json()["note"] == (
+        "pr.opened for octo/widgets happened more than 3 days ago: too old to start anything"
+    )
+    assert await code_events(store, api.a.person.id) == []
+    # within the three days a redelivery of what happened still counts (once)
+    fresh = encoded(github_pull_request("synchronize", updated_at="2026-01-06T08:00:00Z"))
+    again = await post(api, shown["url"], fresh, github_headers(shown["secret"], fresh))
+    assert again.json()["type"] == "pr.updated"
+
+
+async def test_a_delivery_dated_ahead_or_not_at_all_starts_nothing(api: Api, store: Store) -> None:
+    shown = await connect(api)
+    ahead = encoded(github_pull_request(updated_at="2026-01-05T09:30:00Z"))  # 90 min ahead
+    early = await post(api, shown["url"], ahead, github_headers(shown["secret"], ahead))
+    assert early.status_code == 202, early.text
+    assert early.json()["note"] == (
+        "pr.opened for octo/widgets is dated ahead of this server's clock: not taken"
+    )
+    undated = encoded(github_pull_request(updated_at="yesterday"))
+    unknown = await post(api, shown["url"], undated, github_headers(shown["secret"], undated))
+    assert unknown.json()["note"] == (
+        "pr.opened for octo/widgets does not say when it happened: not taken"
+    )
+    assert await code_events(store, api.a.person.id) == []

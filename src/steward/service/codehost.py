@@ -13,6 +13,17 @@ becomes at most one inbox event of the person (a ``pr.opened`` fires the event t
 ``pr.opened``, with each trigger's goal's authority and nothing more). It is taken once per
 delivery id, and once per happening: its semantic key is the event's dedupe key, so a captured
 delivery re-sent under a new id starts nothing.
+
+That key lives as long as the event, and ``steward prune`` deletes events. A provider's proof
+covers no time, but the payload it covers says when the happening was (:attr:`CodeEvent.at`):
+a delivery telling of something more than :data:`FRESH` old, or more than :data:`SKEW` ahead of
+this clock, or that does not say when, starts nothing. ``steward prune`` keeps events for 30
+days unless told otherwise, far longer than a delivery stays fresh: a happening whose event was
+pruned is too old to start anything again (pruning events younger than :data:`FRESH` and
+:data:`SKEW` together would reopen that gap). Such a delivery
+is answered as accepted (with a note saying why it started nothing), as a duplicate is, rather
+than refused: a provider that keeps getting refusals disables the webhook, and GitHub
+redelivers on request only within three days.
 """
 
 from __future__ import annotations
@@ -21,10 +32,11 @@ import json
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from steward.connectors.codehost.connector import CodeHostConnector, CodeHostSettings
-from steward.connectors.codehost.events import Provider
+from steward.connectors.codehost.events import CodeEvent, Provider
 from steward.connectors.registry import known
 from steward.domain import Connection, Event
 from steward.domain.limits import check_json
@@ -41,6 +53,11 @@ DELIVERIES = "deliveries"
 REMEMBERED = 500
 """How many recent delivery ids a connection remembers (a re-sent one older than these is
 still caught by its event's semantic key)."""
+FRESH = timedelta(days=3)
+"""How old a happening may be and still start something: GitHub redelivers a delivery on
+request for three days."""
+SKEW = timedelta(hours=1)
+"""How far ahead of this clock a provider's may be."""
 _REFUSED = "the delivery does not prove this webhook's secret"
 
 
@@ -136,13 +153,17 @@ class CodeHostService(ConnectionService):
         settings = CodeHostSettings.model_validate(connection.settings)
         if reading.repo is not None and not settings.accepts(reading.repo):
             raise UsageError(f"{connection.name} does not take deliveries about {reading.repo}")
+        stale = self._stale(reading.event)
+        if stale:
+            return Received(event=None, duplicate=False, note=stale)
         state = await self.store.watches.get(connection.id, DELIVERIES)
         seen: list[str] = list((state.cursor or {}).get("ids", [])) if state else []
         if delivery in seen:
             return Received(event=None, duplicate=True, note="this delivery was taken before")
         found = [] if reading.event is None else [reading.event.found(connection.name, delivery)]
-        # the ids are read, then written with the event: two copies racing each other may both
-        # pass the check above, and then the event's semantic key takes one of them only
+        # the ids are only a shortcut, read and then written with the event: copies racing each
+        # other may all pass the check above, or lose each other's id, and then the event's
+        # semantic key (kept while the happening is fresh, see above) takes one of them only
         try:
             stored = await self.store.watches.record(
                 person_id=connection.person_id,
@@ -162,6 +183,22 @@ class CodeHostService(ConnectionService):
             return Received(event=event, duplicate=True, note=note)
         self._nudge(scheduler=True)
         return Received(event=event, duplicate=False, note=f"{event.type} for {reading.repo}")
+
+    def _stale(self, event: CodeEvent | None) -> str:
+        """Why a delivery's event is too old (or too far ahead) to start anything, or ``""``."""
+        if event is None:
+            return ""
+        if event.at is None:
+            return f"{event.type} for {event.repo} does not say when it happened: not taken"
+        now = self.clock.now()
+        if event.at < now - FRESH:
+            return (
+                f"{event.type} for {event.repo} happened more than {FRESH.days} days ago: "
+                "too old to start anything"
+            )
+        if event.at > now + SKEW:
+            return f"{event.type} for {event.repo} is dated ahead of this server's clock: not taken"
+        return ""
 
     async def _proven(
         self, provider: Provider, connection_id: str, body: bytes, headers: Mapping[str, str]
