@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
+import pytest
 
-from steward.connectors.codehost.github import signature
+from steward.connectors.codehost.github import GitHub, signature
 from steward.domain import ApprovalStatus, TaskSpec, TaskStatus, TriggerKind
 from steward.domain.actions import EffectClass
 from steward.domain.clock import SimulatedClock
@@ -361,3 +362,30 @@ async def test_a_delivery_dated_ahead_or_not_at_all_starts_nothing(api: Api, sto
         "pr.opened for octo/widgets does not say when it happened: not taken"
     )
     assert await code_events(store, api.a.person.id) == []
+
+
+async def test_a_delivery_reads_one_connection_and_a_miss_checks_a_proof_all_the_same(
+    api: Api, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown = await connect(api)
+
+    async def everyone() -> list[Any]:
+        raise AssertionError("a delivery must not read every person's connections")
+
+    monkeypatch.setattr(store.authority, "list_active_connections", everyone)
+    checked: list[str] = []
+    real = GitHub.signed
+
+    def signed(self: GitHub, secret: str, body: bytes, headers: Mapping[str, str]) -> bool:
+        checked.append(secret)
+        return real(self, secret, body, headers)
+
+    monkeypatch.setattr(GitHub, "signed", signed)
+    body = encoded(github_pull_request())
+    headers = github_headers(shown["secret"], body)
+    assert (await post(api, shown["url"], body, headers)).status_code == 202
+    assert checked == [shown["secret"]]
+    unknown = shown["url"].rsplit("/", 1)[0] + "/con_nothing"
+    assert (await post(api, unknown, body, headers)).status_code == 401
+    assert len(checked) == 2
+    assert checked[1] != shown["secret"]  # a secret nobody has, checked all the same
