@@ -100,13 +100,11 @@ class CodeHostService(ConnectionService):
         connector = _codehost(kind)
         person_id = self._for(person_id, CONTROL)
         secret = secrets.token_urlsafe(32)
-        done = await self.connect(
-            person_id=person_id,
-            kind=kind,
-            name=name,
-            settings={"repositories": repositories},
-            credential=secret,
+        # not through connect(), which refuses a credential the person gives a code host
+        plan = await self._plan(
+            person_id, kind, name, {"repositories": repositories}, False, None, None
         )
+        done = await self._establish(plan, secret)
         return _setup(connector, done.connection, done.check, secret)
 
     async def rotate_codehost_secret(self, name: str, *, person_id: str) -> CodeHostSetup:

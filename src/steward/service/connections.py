@@ -88,6 +88,8 @@ class AccountKind:
     """What it is called (``Mail (IMAP and SMTP)``)."""
     settings: list[Setting]
     """The settings it takes, in the connector's order."""
+    credential: bool
+    """It is connected with a password or through OAuth; the others take neither."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -170,6 +172,11 @@ class ConnectionService(SecurityService, MemoryService):
         why."""
         person_id = self._for(person_id, CONTROL)
         plan = await self._plan(person_id, kind, name, settings, read_only, scopes, bounds)
+        if credential is not None and not plan.connector.credential:
+            raise UsageError(
+                f"{plan.connector.title} takes no password: connect it without one (nothing "
+                "was stored)"
+            )
         return await self._establish(plan, credential)
 
     async def start_oauth(
@@ -339,7 +346,14 @@ class ConnectionService(SecurityService, MemoryService):
                 for name, spec in connector.settings.model_fields.items()
                 if name != "auth"  # password or OAuth: how the account is connected says it
             ]
-            out.append(AccountKind(kind=kind, title=connector.title, settings=fields))
+            out.append(
+                AccountKind(
+                    kind=kind,
+                    title=connector.title,
+                    settings=fields,
+                    credential=connector.credential,
+                )
+            )
         return out
 
     # --- accounts: helpers -----------------------------------------------------------------
@@ -469,7 +483,9 @@ def _provider(
     token_endpoint: str | None,
     scope: str | None,
 ) -> Provider:
-    known(kind)
+    connector = known(kind)
+    if not connector.credential:
+        raise UsageError(f"{connector.title} is not signed in to, so it takes no OAuth provider")
     return provider(
         name,
         authorization_endpoint=authorization_endpoint,

@@ -70,6 +70,7 @@ class CodeHostConnector:
     scopes: ClassVar[tuple[str, ...]] = (SCOPE,)
     read_scopes: ClassVar[tuple[str, ...]] = (SCOPE,)
     settings: ClassVar[type[BaseModel]] = CodeHostSettings
+    credential: ClassVar[bool] = False  # its secret is Steward's to make, not the person's
 
     def hosts(self, settings: BaseModel) -> tuple[str, ...]:
         return (NOWHERE,)
