@@ -221,8 +221,9 @@ async def test_a_ping_and_events_not_mapped_are_accepted_and_start_nothing(
     async with api.client(api.a.read) as client:
         listed = (await client.get("/accounts")).json()["items"]
     [account] = [x for x in listed if x["connection"]["kind"] == "github"]
-    assert (account["title"], account["may"]) == ("GitHub", "receive events")
-    assert account["watch"].startswith("watched; last looked at")  # the last delivery
+    may = "receive pull request, comment and failed check events"
+    assert (account["title"], account["may"]) == ("GitHub", may)
+    assert account["watch"] == "last delivery at 08:00 on Mon 5 Jan"
     assert secret not in json.dumps(listed)  # the secret is shown once, never listed
 
 
@@ -362,6 +363,9 @@ async def test_a_delivery_dated_ahead_or_not_at_all_starts_nothing(api: Api, sto
         "pr.opened for octo/widgets does not say when it happened: not taken"
     )
     assert await code_events(store, api.a.person.id) == []
+    statuses = await api.owner.connection_status(person_id=api.a.person.id)
+    [status] = [s for s in statuses if s.connection.kind == "github"]
+    assert status.watch == "no delivery yet"  # nothing of them was kept
 
 
 async def test_a_delivery_reads_one_connection_and_a_miss_checks_a_proof_all_the_same(

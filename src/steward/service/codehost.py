@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from steward.connectors.codehost.connector import CodeHostConnector, CodeHostSettings
+from steward.connectors.codehost.connector import DELIVERIES, CodeHostConnector, CodeHostSettings
 from steward.connectors.codehost.events import CodeEvent, Provider
 from steward.connectors.registry import known
 from steward.domain import Connection, Event
@@ -48,8 +48,6 @@ from steward.service.hooks import MAX_BODY, MAX_DELIVERY_ID
 
 KINDS = ("github", "gitlab")
 """The connection kinds that take code-hosting deliveries."""
-DELIVERIES = "deliveries"
-"""The watch state a code-hosting connection keeps (its recent delivery ids), by source name."""
 REMEMBERED = 500
 """How many recent delivery ids a connection remembers (a re-sent one older than these is
 still caught by its event's semantic key)."""

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic.fields import FieldInfo
 
 from steward.connectors.base import ConnectionFailed, Connector, ConnectorEnv, parse_settings
+from steward.connectors.codehost.connector import CodeHostConnector
 from steward.connectors.providers import Provider, provider
 from steward.connectors.registry import kinds, known
 from steward.domain import Connection, Grant
@@ -47,6 +48,11 @@ SCOPE_WORDS = {
     "calendar.read": "read calendars",
     "calendar.write": "add and change events",
     "calendar.respond": "answer invitations",
+    "folder.read": "read files in your folders",
+    "folder.write": "write files in your folders",
+    "web.read": "read pages on your network",
+    "feed.read": "read news feeds",
+    "events.receive": "receive pull request, comment and failed check events",
 }
 """What each scope lets Steward do, as the person reads it; any other scope ``a.b`` reads
 "b a"."""
@@ -316,17 +322,22 @@ class ConnectionService(SecurityService, MemoryService):
             if not connection.active:
                 continue
             try:
-                title = known(connection.kind).title
+                connector: Connector | None = known(connection.kind)
             except (UsageError, ImportError):
-                title = connection.kind
+                connector = None
             states = watches.get(connection.id, [])
             out.append(
                 AccountStatus(
                     connection=connection,
-                    title=title,
+                    title=connector.title if connector else connection.kind,
                     may=scopes_in_words(connection.scopes),
                     bounds=bounds_in_words(connection.bounds),
-                    watch=watch_in_words(states, zone),
+                    # a code host is not watched: it calls, and its deliveries are what to say
+                    watch=(
+                        deliveries_in_words(states, zone)
+                        if isinstance(connector, CodeHostConnector)
+                        else watch_in_words(states, zone)
+                    ),
                     failing=any(s.failures for s in states),
                 )
             )
@@ -575,6 +586,13 @@ def watch_in_words(states: Sequence[WatchState], zone: ZoneInfo) -> str:
         return said
     latest = max(s.updated_at for s in states)
     return f"watched; last looked {_at(latest, zone)}"
+
+
+def deliveries_in_words(states: Sequence[WatchState], zone: ZoneInfo) -> str:
+    """When a code host's last delivery came."""
+    if not states:
+        return "no delivery yet"
+    return f"last delivery {_at(max(s.updated_at for s in states), zone)}"
 
 
 def _at(moment: datetime, zone: ZoneInfo) -> str:

@@ -19,6 +19,9 @@ from steward.domain.authority import Connection
 from steward.domain.secrets import NOWHERE
 from steward.harness.tools import Tool
 
+DELIVERIES = "deliveries"
+"""The watch state a code-hosting connection keeps (its recent delivery ids), by source name:
+when it was last written is when the last delivery came."""
 SCOPE = "events.receive"
 """What a code-hosting connection offers: it takes events; no tool needs it."""
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*/([A-Za-z0-9_.-]+|\*)$")
