@@ -16,14 +16,13 @@ delivery re-sent under a new id starts nothing.
 
 That key lives as long as the event, and ``steward prune`` deletes events. A provider's proof
 covers no time, but the payload it covers says when the happening was (:attr:`CodeEvent.at`):
-a delivery telling of something more than :data:`FRESH` old, or more than :data:`SKEW` ahead of
-this clock, or that does not say when, starts nothing. ``steward prune`` keeps events for 30
-days unless told otherwise, far longer than a delivery stays fresh: a happening whose event was
-pruned is too old to start anything again (pruning events younger than :data:`FRESH` and
-:data:`SKEW` together would reopen that gap). Such a delivery
-is answered as accepted (with a note saying why it started nothing), as a duplicate is, rather
-than refused: a provider that keeps getting refusals disables the webhook, and GitHub
-redelivers on request only within three days.
+a delivery telling of something more than :data:`FRESH` old, more than :data:`SKEW` ahead of
+this clock, or not saying when, starts nothing. Pruning keeps events for 30 days unless told
+otherwise, far longer than a delivery stays fresh, so a happening whose event was pruned is too
+old to start anything again (pruning events younger than :data:`FRESH` and :data:`SKEW`
+together would reopen that gap). Such a delivery is answered as accepted, with a note saying
+why it started nothing, as a duplicate is: a provider that keeps getting refusals disables the
+webhook, and GitHub redelivers on request only within three days.
 """
 
 from __future__ import annotations
@@ -55,7 +54,7 @@ FRESH = timedelta(days=3)
 """How old a happening may be and still start something: GitHub redelivers a delivery on
 request for three days."""
 SKEW = timedelta(hours=1)
-"""How far ahead of this clock a provider's may be."""
+"""How far ahead of this clock a provider's clock may be."""
 _REFUSED = "the delivery does not prove this webhook's secret"
 _UNKNOWN = secrets.token_urlsafe(32)
 """A secret no connection has, checked against when the connection is not found."""
