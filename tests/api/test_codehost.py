@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
+import pytest
 
-from steward.connectors.codehost.github import signature
+from steward.connectors.codehost.github import GitHub, signature
 from steward.domain import ApprovalStatus, TaskSpec, TaskStatus, TriggerKind
 from steward.domain.actions import EffectClass
 from steward.domain.clock import SimulatedClock
@@ -219,8 +221,9 @@ async def test_a_ping_and_events_not_mapped_are_accepted_and_start_nothing(
     async with api.client(api.a.read) as client:
         listed = (await client.get("/accounts")).json()["items"]
     [account] = [x for x in listed if x["connection"]["kind"] == "github"]
-    assert (account["title"], account["may"]) == ("GitHub", "receive events")
-    assert account["watch"].startswith("watched; last looked at")  # the last delivery
+    may = "receive pull request, comment and failed check events"
+    assert (account["title"], account["may"]) == ("GitHub", may)
+    assert account["watch"] == "last delivery at 08:00 on Mon 5 Jan"
     assert secret not in json.dumps(listed)  # the secret is shown once, never listed
 
 
@@ -320,3 +323,73 @@ async def test_the_password_forms_do_not_offer_a_code_host(api: Api) -> None:
     assert "mail" in kinds
     assert "github" not in kinds
     assert "gitlab" not in kinds
+
+
+async def test_a_delivery_replayed_after_its_event_was_pruned_starts_nothing(
+    api: Api, store: Store, clock: SimulatedClock
+) -> None:
+    shown = await connect(api)
+    body = encoded(github_pull_request())
+    taken = await post(api, shown["url"], body, github_headers(shown["secret"], body))
+    assert taken.json()["type"] == "pr.opened"
+    await Scheduler(store, clock).tick()  # routed: history pruning may delete it
+    clock.advance(timedelta(days=3, minutes=11))  # the pull request was updated 3 days ago
+    await store.schedule.prune_history(before=clock.now())
+    assert await code_events(store, api.a.person.id) == []  # its semantic key is gone too
+    replay = await post(api, shown["url"], body, github_headers(shown["secret"], body))
+    assert replay.status_code == 202, replay.text
+    assert replay.json()["event_id"] is None
+    assert replay.json()["note"] == (
+        "pr.opened for octo/widgets happened more than 3 days ago: too old to start anything"
+    )
+    assert await code_events(store, api.a.person.id) == []
+    # within the three days a redelivery of what happened still counts (once)
+    fresh = encoded(github_pull_request("synchronize", updated_at="2026-01-06T08:00:00Z"))
+    again = await post(api, shown["url"], fresh, github_headers(shown["secret"], fresh))
+    assert again.json()["type"] == "pr.updated"
+
+
+async def test_a_delivery_dated_ahead_or_not_at_all_starts_nothing(api: Api, store: Store) -> None:
+    shown = await connect(api)
+    ahead = encoded(github_pull_request(updated_at="2026-01-05T09:30:00Z"))  # 90 min ahead
+    early = await post(api, shown["url"], ahead, github_headers(shown["secret"], ahead))
+    assert early.status_code == 202, early.text
+    assert early.json()["note"] == (
+        "pr.opened for octo/widgets is dated ahead of this server's clock: not taken"
+    )
+    undated = encoded(github_pull_request(updated_at="yesterday"))
+    unknown = await post(api, shown["url"], undated, github_headers(shown["secret"], undated))
+    assert unknown.json()["note"] == (
+        "pr.opened for octo/widgets does not say when it happened: not taken"
+    )
+    assert await code_events(store, api.a.person.id) == []
+    statuses = await api.owner.connection_status(person_id=api.a.person.id)
+    [status] = [s for s in statuses if s.connection.kind == "github"]
+    assert status.watch == "no delivery yet"  # nothing of them was kept
+
+
+async def test_a_delivery_reads_one_connection_and_a_miss_checks_a_proof_all_the_same(
+    api: Api, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown = await connect(api)
+
+    async def everyone() -> list[Any]:
+        raise AssertionError("a delivery must not read every person's connections")
+
+    monkeypatch.setattr(store.authority, "list_active_connections", everyone)
+    checked: list[str] = []
+    real = GitHub.signed
+
+    def signed(self: GitHub, secret: str, body: bytes, headers: Mapping[str, str]) -> bool:
+        checked.append(secret)
+        return real(self, secret, body, headers)
+
+    monkeypatch.setattr(GitHub, "signed", signed)
+    body = encoded(github_pull_request())
+    headers = github_headers(shown["secret"], body)
+    assert (await post(api, shown["url"], body, headers)).status_code == 202
+    assert checked == [shown["secret"]]
+    unknown = shown["url"].rsplit("/", 1)[0] + "/con_nothing"
+    assert (await post(api, unknown, body, headers)).status_code == 401
+    assert len(checked) == 2
+    assert checked[1] != shown["secret"]  # a secret nobody has, checked all the same

@@ -222,3 +222,20 @@ async def test_a_mail_account_that_cannot_be_reached_is_not_kept(
     assert code == 1, out
     assert await listing(db_url, env, "connection", "list") == []
     assert await listing(db_url, env, "secret", "list") == []
+
+
+async def test_a_kind_that_takes_no_password_is_not_asked_for_one_and_refuses_one(
+    db_url: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    roots = f"roots={tmp_path}"
+    given = ("connect", "folder", "--name", "files", "--set", roots, "--password-stdin")
+    code, out = await steward(db_url, env, *given, stdin="hunter2\n")
+    assert code == 1, out
+    assert "Folders on this machine takes no password: connect it without one" in flat(out)
+    assert await listing(db_url, env, "connection", "list") == []
+    assert await listing(db_url, env, "secret", "list") == []
+    # no prompt: nothing on standard input is read, and it connects
+    code, out = await steward(db_url, env, *given[:-1], stdin="hunter2\n")
+    assert code == 0, out
+    assert "Password" not in out
+    assert await listing(db_url, env, "secret", "list") == []

@@ -273,3 +273,47 @@ async def test_each_kind_of_account_says_which_settings_it_takes(svc: Service) -
         "integer",
     )
     assert fields["url"].description.startswith("CalDAV URL")
+
+
+async def test_a_credential_for_a_kind_that_takes_none_is_refused_and_nothing_is_stored(
+    svc: Service, me: str, tmp_path: Path
+) -> None:
+    kinds = {k.kind: k.credential for k in await svc.account_kinds()}
+    assert kinds == {
+        "mail": True,
+        "calendar": True,
+        "folder": False,
+        "web": False,
+        "feed": False,
+    }
+    with pytest.raises(UsageError, match="Folders on this machine takes no password"):
+        await svc.connect(
+            person_id=me,
+            kind="folder",
+            name="docs",
+            settings={"roots": [str(tmp_path)]},
+            credential="hunter2",
+        )
+    await nothing_stored(svc, me)
+    with pytest.raises(UsageError, match="takes no OAuth provider"):
+        await svc.start_oauth(
+            person_id=me,
+            kind="feed",
+            provider="gmail",
+            client_id="c",
+            redirect_uri="http://127.0.0.1/cb",
+        )
+    # a code host takes the secret Steward makes, not one the person gives
+    with pytest.raises(UsageError, match="GitHub takes no password"):
+        await svc.connect(
+            person_id=me,
+            kind="github",
+            name="code",
+            settings={"repositories": ["octo/widgets"]},
+            credential="mine",
+        )
+    await nothing_stored(svc, me)
+    made = await svc.connect_codehost(
+        person_id=me, kind="github", name="code", repositories=["octo/widgets"]
+    )
+    assert made.connection.secret is not None

@@ -197,3 +197,42 @@ async def test_an_authorization_the_provider_refused_or_that_expired_connects_no
         said = html.unescape(back.text)
         assert ("access_denied" if "error" in answer else "unknown or expired") in said
     assert await site.owner.list_connections(person_id=site.a.person.id) == before
+
+
+def connect_form(page: str, kind: str) -> str:
+    """The part of the security page that connects a ``kind`` account."""
+    start = page.index(f'id="connect-{kind}"')
+    ends = [page.find(mark, start) for mark in ('<details class="card"', "<h2>")]
+    return page[start : min(end for end in ends if end > 0)]
+
+
+async def test_only_kinds_signed_in_to_ask_for_a_password_or_offer_oauth(site: Site) -> None:
+    me = await site.session(site.a.control)
+    page = (await me.get("/security")).text
+    asks = {
+        kind: (
+            'name="password"' in connect_form(page, kind),
+            'action="/accounts/oauth"' in connect_form(page, kind),
+            'name="recipients"' in connect_form(page, kind),
+            'name="calendars"' in connect_form(page, kind),
+        )
+        for kind in ("mail", "calendar", "folder", "web", "feed")
+    }
+    assert asks == {
+        "mail": (True, True, True, False),
+        "calendar": (True, True, False, True),
+        "folder": (False, False, False, False),
+        "web": (False, False, False, False),
+        "feed": (False, False, False, False),
+    }
+    refused = await me.post("/accounts", kind="folder", name="docs", roots="/tmp", password="x")
+    assert refused.status_code == 400
+    assert "Folders on this machine takes no password" in html.unescape(refused.text)
+    oauth = await me.post(
+        "/accounts/oauth", kind="web", provider="gmail", client_id="c", name="n", username="u"
+    )
+    assert oauth.status_code == 400
+    assert "takes no OAuth provider" in html.unescape(oauth.text)
+    assert [c.name for c in await site.owner.list_connections(person_id=site.a.person.id)] == [
+        "ann's mail"
+    ]

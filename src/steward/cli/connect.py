@@ -120,11 +120,11 @@ def connect(
         async with service(db) as svc:
             who = await svc.person(person)
             if provider is None:
-                # an account signed in to has a user name; folders, web hosts and feeds take
-                # no password
+                takes = any(k.kind == kind and k.credential for k in await svc.account_kinds())
+                # one given for a kind that takes none is refused by the service, nothing stored
                 secret = (
                     _read_secret(password_stdin, f"Password for {given.get('username', name)}")
-                    if "username" in given or password_stdin
+                    if takes or password_stdin
                     else None
                 )
                 return await svc.connect(

@@ -129,6 +129,9 @@ class Connector(Protocol):
     """The scopes a read-only connection offers."""
     settings: ClassVar[type[BaseModel]]
     """Its connection settings (servers, user name, folders): never a secret."""
+    credential: ClassVar[bool]
+    """The person connects it with a password or through OAuth (mail, calendar); False when it
+    takes none (folders, web hosts, feeds; a code host, whose secret Steward makes)."""
 
     def hosts(self, settings: BaseModel) -> tuple[str, ...]:
         """The hosts its credential is sent to (the vault secret is bound to exactly these)."""

@@ -13,6 +13,11 @@ from datetime import datetime
 
 from steward.errors import ConfigError
 
+NOWHERE = "webhook.invalid"
+"""The one host a secret that is only ever checked, never sent (a webhook's), is bound to: a
+vault secret must name where it may be sent, and ``.invalid`` names no host there can ever be
+(RFC 2606), so egress never sends it."""
+
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}"
 _NAME_RE = re.compile(rf"{_NAME}\Z")
 _PLACEHOLDER_RE = re.compile(r"\{\{secret:(" + _NAME + r")\}\}")

@@ -13,6 +13,16 @@ becomes at most one inbox event of the person (a ``pr.opened`` fires the event t
 ``pr.opened``, with each trigger's goal's authority and nothing more). It is taken once per
 delivery id, and once per happening: its semantic key is the event's dedupe key, so a captured
 delivery re-sent under a new id starts nothing.
+
+That key lives as long as the event, and ``steward prune`` deletes events. A provider's proof
+covers no time, but the payload it covers says when the happening was (:attr:`CodeEvent.at`):
+a delivery telling of something more than :data:`FRESH` old, more than :data:`SKEW` ahead of
+this clock, or not saying when, starts nothing. Pruning keeps events for 30 days unless told
+otherwise, far longer than a delivery stays fresh, so a happening whose event was pruned is too
+old to start anything again (pruning events younger than :data:`FRESH` and :data:`SKEW`
+together would reopen that gap). Such a delivery is answered as accepted, with a note saying
+why it started nothing, as a duplicate is: a provider that keeps getting refusals disables the
+webhook, and GitHub redelivers on request only within three days.
 """
 
 from __future__ import annotations
@@ -21,10 +31,11 @@ import json
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from steward.connectors.codehost.connector import CodeHostConnector, CodeHostSettings
-from steward.connectors.codehost.events import Provider
+from steward.connectors.codehost.connector import DELIVERIES, CodeHostConnector, CodeHostSettings
+from steward.connectors.codehost.events import CodeEvent, Provider
 from steward.connectors.registry import known
 from steward.domain import Connection, Event
 from steward.domain.limits import check_json
@@ -36,12 +47,17 @@ from steward.service.hooks import MAX_BODY, MAX_DELIVERY_ID
 
 KINDS = ("github", "gitlab")
 """The connection kinds that take code-hosting deliveries."""
-DELIVERIES = "deliveries"
-"""The watch state a code-hosting connection keeps (its recent delivery ids), by source name."""
 REMEMBERED = 500
 """How many recent delivery ids a connection remembers (a re-sent one older than these is
 still caught by its event's semantic key)."""
+FRESH = timedelta(days=3)
+"""How old a happening may be and still start something: GitHub redelivers a delivery on
+request for three days."""
+SKEW = timedelta(hours=1)
+"""How far ahead of this clock a provider's clock may be."""
 _REFUSED = "the delivery does not prove this webhook's secret"
+_UNKNOWN = secrets.token_urlsafe(32)
+"""A secret no connection has, checked against when the connection is not found."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -81,13 +97,11 @@ class CodeHostService(ConnectionService):
         connector = _codehost(kind)
         person_id = self._for(person_id, CONTROL)
         secret = secrets.token_urlsafe(32)
-        done = await self.connect(
-            person_id=person_id,
-            kind=kind,
-            name=name,
-            settings={"repositories": repositories},
-            credential=secret,
+        # not through connect(), which refuses a credential the person gives a code host
+        plan = await self._plan(
+            person_id, kind, name, {"repositories": repositories}, False, None, None
         )
+        done = await self._establish(plan, secret)
         return _setup(connector, done.connection, done.check, secret)
 
     async def rotate_codehost_secret(self, name: str, *, person_id: str) -> CodeHostSetup:
@@ -136,13 +150,17 @@ class CodeHostService(ConnectionService):
         settings = CodeHostSettings.model_validate(connection.settings)
         if reading.repo is not None and not settings.accepts(reading.repo):
             raise UsageError(f"{connection.name} does not take deliveries about {reading.repo}")
+        stale = self._stale(reading.event)
+        if stale:
+            return Received(event=None, duplicate=False, note=stale)
         state = await self.store.watches.get(connection.id, DELIVERIES)
         seen: list[str] = list((state.cursor or {}).get("ids", [])) if state else []
         if delivery in seen:
             return Received(event=None, duplicate=True, note="this delivery was taken before")
         found = [] if reading.event is None else [reading.event.found(connection.name, delivery)]
-        # the ids are read, then written with the event: two copies racing each other may both
-        # pass the check above, and then the event's semantic key takes one of them only
+        # the ids are only a shortcut, read and then written with the event: copies racing each
+        # other may all pass the check above, or lose each other's id, and then the event's
+        # semantic key (kept while the happening is fresh, see above) takes one of them only
         try:
             stored = await self.store.watches.record(
                 person_id=connection.person_id,
@@ -163,20 +181,35 @@ class CodeHostService(ConnectionService):
         self._nudge(scheduler=True)
         return Received(event=event, duplicate=False, note=f"{event.type} for {reading.repo}")
 
+    def _stale(self, event: CodeEvent | None) -> str:
+        """Why a delivery's event is too old (or too far ahead) to start anything, or ``""``."""
+        if event is None:
+            return ""
+        if event.at is None:
+            return f"{event.type} for {event.repo} does not say when it happened: not taken"
+        now = self.clock.now()
+        if event.at < now - FRESH:
+            return (
+                f"{event.type} for {event.repo} happened more than {FRESH.days} days ago: "
+                "too old to start anything"
+            )
+        if event.at > now + SKEW:
+            return f"{event.type} for {event.repo} is dated ahead of this server's clock: not taken"
+        return ""
+
     async def _proven(
         self, provider: Provider, connection_id: str, body: bytes, headers: Mapping[str, str]
     ) -> Connection:
         """The active connection the delivery proves the secret of; :class:`Unauthorized`
         alike for a wrong proof, a missing one and a connection that does not exist."""
-        found = next(
-            (
-                c
-                for c in await self.store.authority.list_active_connections()
-                if c.id == connection_id and c.kind == provider.kind
-            ),
-            None,
-        )
-        if found is None or found.secret is None:
+        try:
+            found = await self.store.authority.get_connection(connection_id)
+        except NotFound:
+            found = None
+        if found is None or not found.active or found.kind != provider.kind or not found.secret:
+            # the check a real one takes, with a secret nobody has: the time taken does not
+            # tell which connection ids exist
+            provider.signed(_UNKNOWN, body, headers)
             raise Unauthorized(_REFUSED)
         try:
             _, ciphertext = await self.store.secrets.secret_ciphertext(

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic.fields import FieldInfo
 
 from steward.connectors.base import ConnectionFailed, Connector, ConnectorEnv, parse_settings
+from steward.connectors.codehost.connector import CodeHostConnector
 from steward.connectors.providers import Provider, provider
 from steward.connectors.registry import kinds, known
 from steward.domain import Connection, Grant
@@ -47,6 +48,11 @@ SCOPE_WORDS = {
     "calendar.read": "read calendars",
     "calendar.write": "add and change events",
     "calendar.respond": "answer invitations",
+    "folder.read": "read files in your folders",
+    "folder.write": "write files in your folders",
+    "web.read": "read pages on your network",
+    "feed.read": "read news feeds",
+    "events.receive": "receive pull request, comment and failed check events",
 }
 """What each scope lets Steward do, as the person reads it; any other scope ``a.b`` reads
 "b a"."""
@@ -88,6 +94,8 @@ class AccountKind:
     """What it is called (``Mail (IMAP and SMTP)``)."""
     settings: list[Setting]
     """The settings it takes, in the connector's order."""
+    credential: bool
+    """It is connected with a password or through OAuth; the others take neither."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -170,6 +178,11 @@ class ConnectionService(SecurityService, MemoryService):
         why."""
         person_id = self._for(person_id, CONTROL)
         plan = await self._plan(person_id, kind, name, settings, read_only, scopes, bounds)
+        if credential is not None and not plan.connector.credential:
+            raise UsageError(
+                f"{plan.connector.title} takes no password: connect it without one (nothing "
+                "was stored)"
+            )
         return await self._establish(plan, credential)
 
     async def start_oauth(
@@ -309,17 +322,22 @@ class ConnectionService(SecurityService, MemoryService):
             if not connection.active:
                 continue
             try:
-                title = known(connection.kind).title
+                connector: Connector | None = known(connection.kind)
             except (UsageError, ImportError):
-                title = connection.kind
+                connector = None
             states = watches.get(connection.id, [])
             out.append(
                 AccountStatus(
                     connection=connection,
-                    title=title,
+                    title=connector.title if connector else connection.kind,
                     may=scopes_in_words(connection.scopes),
                     bounds=bounds_in_words(connection.bounds),
-                    watch=watch_in_words(states, zone),
+                    # a code host is not watched: it calls, and its deliveries are what to say
+                    watch=(
+                        deliveries_in_words(states, zone)
+                        if isinstance(connector, CodeHostConnector)
+                        else watch_in_words(states, zone)
+                    ),
                     failing=any(s.failures for s in states),
                 )
             )
@@ -339,7 +357,14 @@ class ConnectionService(SecurityService, MemoryService):
                 for name, spec in connector.settings.model_fields.items()
                 if name != "auth"  # password or OAuth: how the account is connected says it
             ]
-            out.append(AccountKind(kind=kind, title=connector.title, settings=fields))
+            out.append(
+                AccountKind(
+                    kind=kind,
+                    title=connector.title,
+                    settings=fields,
+                    credential=connector.credential,
+                )
+            )
         return out
 
     # --- accounts: helpers -----------------------------------------------------------------
@@ -469,7 +494,9 @@ def _provider(
     token_endpoint: str | None,
     scope: str | None,
 ) -> Provider:
-    known(kind)
+    connector = known(kind)
+    if not connector.credential:
+        raise UsageError(f"{connector.title} is not signed in to, so it takes no OAuth provider")
     return provider(
         name,
         authorization_endpoint=authorization_endpoint,
@@ -559,6 +586,13 @@ def watch_in_words(states: Sequence[WatchState], zone: ZoneInfo) -> str:
         return said
     latest = max(s.updated_at for s in states)
     return f"watched; last looked {_at(latest, zone)}"
+
+
+def deliveries_in_words(states: Sequence[WatchState], zone: ZoneInfo) -> str:
+    """When a code host's last delivery came."""
+    if not states:
+        return "no delivery yet"
+    return f"last delivery {_at(max(s.updated_at for s in states), zone)}"
 
 
 def _at(moment: datetime, zone: ZoneInfo) -> str:

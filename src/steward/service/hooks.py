@@ -19,6 +19,7 @@ from datetime import timedelta
 
 from steward.domain import Event
 from steward.domain.limits import check_json
+from steward.domain.secrets import NOWHERE
 from steward.domain.tokens import CONTROL
 from steward.domain.trigger import TriggerKind
 from steward.errors import Conflict, NotFound, TooLarge, Unauthorized, UsageError
@@ -35,11 +36,6 @@ MAX_DELIVERY_ID = 150
 TOLERANCE = timedelta(minutes=5)
 """How far a delivery's signed time may be from the server's clock, either way."""
 _REFUSED = "the delivery's signature does not match this webhook's secret"
-
-
-NOWHERE = "webhook.invalid"
-"""The one host a webhook secret is bound to: a vault secret must name where it may be sent,
-and ``.invalid`` names no host there can ever be (RFC 2606), so egress never sends it."""
 
 
 def secret_name(trigger_id: str) -> str:

@@ -1,8 +1,9 @@
 """Authorization state: connected accounts, grants and action rules, and the policy snapshot the
 sentinel decides on.
 
-Every query names the person it acts for; an id of another person's object is
-:class:`~steward.errors.NotFound`, never someone else's data. Scopes are exact strings
+Every query names the person it acts for (but those of what is reached by an id alone, before
+anyone is known: a code host's delivery, or the watcher's list); an id of another person's
+object is :class:`~steward.errors.NotFound`, never someone else's data. Scopes are exact strings
 (``mail.read`` never implies ``mail.send``), and a grant can never give more than the person's
 active connections allow: :meth:`AuthorityRepository.add_grant` refuses it, and disconnecting an
 account revokes the grants it alone backed.
@@ -144,6 +145,19 @@ class AuthorityRepository:
             return added
 
         return await self.backend.write(op)
+
+    async def get_connection(self, connection_id: str) -> Connection:
+        """The connection ``connection_id`` of whichever person, active or not; :class:`NotFound`
+        when there is none (for what is keyed by the id alone: a code host's deliveries)."""
+        query = select(connections).where(connections.c.id == connection_id)
+
+        def op(conn: SqlConnection) -> Connection:
+            row = conn.execute(query).first()
+            if row is None:
+                raise NotFound("connection", connection_id)
+            return connection_of(row)
+
+        return await self.backend.read(op)
 
     async def list_connections(self, person_id: str) -> list[Connection]:
         query = (

@@ -3,13 +3,14 @@ GitHub documents), GitLab's token, and deliveries read as typed events with sema
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from steward.connectors.codehost.connector import CodeHostSettings
-from steward.connectors.codehost.events import MAX_TEXT
+from steward.connectors.codehost.events import MAX_TEXT, moment
 from steward.connectors.codehost.github import PROVIDER as GITHUB
 from steward.connectors.codehost.github import signature
 from steward.connectors.codehost.gitlab import PROVIDER as GITLAB
@@ -113,7 +114,7 @@ def test_new_commits_or_a_later_reopening_are_new_happenings() -> None:
     first = read_github("pull_request", github_pull_request("synchronize")).event
     pushed = read_github("pull_request", github_pull_request("synchronize", sha="a" * 40)).event
     later = read_github(
-        "pull_request", github_pull_request("reopened", updated_at="2026-12-05T09:00:00Z")
+        "pull_request", github_pull_request("reopened", updated_at="2026-01-05T07:58:00Z")
     ).event
     reopened = read_github("pull_request", github_pull_request("reopened")).event
     assert first
@@ -243,3 +244,42 @@ def test_repositories_a_connection_takes() -> None:
     for wrong in (["octo"], [], ["a/b c"], ["../x"], ["*"]):
         with pytest.raises(ValidationError, match="repositories"):
             CodeHostSettings(repositories=wrong)
+
+
+def test_each_event_says_when_it_happened_by_the_payloads_clock() -> None:
+    at = {
+        "pull_request": read_github("pull_request", github_pull_request()).event,
+        "comment": read_github("issue_comment", github_issue_comment()).event,
+        "check": read_github("check_run", github_check_run()).event,
+        "workflow": read_github("workflow_run", github_workflow_run()).event,
+        "merge_request": read_gitlab("Merge Request Hook", gitlab_merge_request()).event,
+        "pipeline": read_gitlab("Pipeline Hook", gitlab_pipeline()).event,
+        "note": read_gitlab("Note Hook", gitlab_note()).event,
+    }
+    early, late = datetime(2026, 1, 5, 7, 50, tzinfo=UTC), datetime(2026, 1, 5, 7, 55, tzinfo=UTC)
+    assert {k: e.at if e else None for k, e in at.items()} == {
+        "pull_request": early,
+        "comment": late,
+        "check": late,
+        "workflow": late,
+        "merge_request": early,
+        "pipeline": late,
+        "note": late,
+    }
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("2026-01-05T08:00:00+01:00", datetime(2026, 1, 5, 7, 0, tzinfo=UTC)),
+        ("2026-01-05 07:00:00 UTC", datetime(2026, 1, 5, 7, 0, tzinfo=UTC)),
+        ("2026-01-05T07:00:00.5Z", datetime(2026, 1, 5, 7, 0, 0, 500_000, tzinfo=UTC)),
+        ("2026-01-05T07:00:00", None),  # no zone: cannot be compared
+        ("0001-01-01T00:00:00+01:00", None),  # before the calendar's start in UTC
+        ("soon", None),
+        (1767596400, None),
+        (None, None),
+    ],
+)
+def test_a_payload_time_is_read_in_utc_or_not_at_all(given: object, expected: object) -> None:
+    assert moment(given) == expected

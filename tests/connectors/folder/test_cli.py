@@ -22,7 +22,7 @@ async def test_connecting_folders_from_the_terminal(db_url: str, tmp_path: Path)
     assert code == 0, out
     assert " ".join(out.split()) == (
         "Connected files (folder). 2 folders: Documents (1 file), Invoices (0 files); "
-        "read-only. Steward may read folder through it."
+        "read-only. Steward may read files in your folders through it."
     )
     [listed] = await asyncio.to_thread(cli_json, db_url, "connection", "list", env=env)
     assert (listed["name"], listed["scopes"]) == ("files", ["folder.read"])

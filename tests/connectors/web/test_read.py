@@ -270,4 +270,4 @@ async def test_connecting_hosts_from_the_terminal_asks_for_no_password(
     assert result.exit_code == 0, said
     assert "Password" not in said
     assert said.startswith("Connected home (web). Steward may read pages on 127.0.0.1, on any port")
-    assert "Steward may read web through it." in said
+    assert "Steward may read pages on your network through it." in said

@@ -25,6 +25,7 @@ class CalendarConnector:
     scopes: ClassVar[tuple[str, ...]] = SCOPES
     read_scopes: ClassVar[tuple[str, ...]] = (READ,)
     settings: ClassVar[type[BaseModel]] = CalendarSettings
+    credential: ClassVar[bool] = True
 
     def hosts(self, settings: BaseModel) -> tuple[str, ...]:
         assert isinstance(settings, CalendarSettings)

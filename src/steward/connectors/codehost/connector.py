@@ -16,11 +16,12 @@ from pydantic import BaseModel, Field, field_validator
 from steward.connectors.base import ConnectionFailed, ConnectorEnv, TriggerSource
 from steward.connectors.codehost.events import Provider
 from steward.domain.authority import Connection
+from steward.domain.secrets import NOWHERE
 from steward.harness.tools import Tool
 
-NOWHERE = "webhook.invalid"
-"""The host a webhook secret is bound to (as :mod:`steward.service.hooks` binds a trigger's):
-``.invalid`` names no host there can ever be (RFC 2606), so egress never sends it."""
+DELIVERIES = "deliveries"
+"""The watch state a code-hosting connection keeps (its recent delivery ids), by source name:
+when it was last written is when the last delivery came."""
 SCOPE = "events.receive"
 """What a code-hosting connection offers: it takes events; no tool needs it."""
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*/([A-Za-z0-9_.-]+|\*)$")
@@ -72,6 +73,7 @@ class CodeHostConnector:
     scopes: ClassVar[tuple[str, ...]] = (SCOPE,)
     read_scopes: ClassVar[tuple[str, ...]] = (SCOPE,)
     settings: ClassVar[type[BaseModel]] = CodeHostSettings
+    credential: ClassVar[bool] = False  # its secret is Steward's to make, not the person's
 
     def hosts(self, settings: BaseModel) -> tuple[str, ...]:
         return (NOWHERE,)

@@ -10,6 +10,10 @@ Each event carries a *semantic key*: the same for the same happening however oft
 whatever delivery id it arrives (a pull request's id with its action, head commit and update
 time; a comment's id; a check run's id, attempt and conclusion). It is the event's dedupe key, so
 a captured delivery re-sent under a new id starts nothing.
+
+Each event also carries the time it happened by the payload's own clock (:attr:`CodeEvent.at`):
+the signature covers no time, so that time, signed with the body, is what tells a delivery from
+a replay made after the event (and its key) were pruned from history.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from steward.domain.limits import MAX_KEY
@@ -50,6 +55,9 @@ class CodeEvent:
     """The semantic key (see the module's description), without the provider."""
     action: str
     """The provider's own word for what happened (``opened``, ``synchronize``, ``open``)."""
+    at: datetime | None
+    """When it happened, by the payload (a pull request's update, a comment's creation, a
+    check's completion); None when the payload does not say."""
     number: int | None = None
     """The pull request's, merge request's or issue's number in the repository."""
     title: str = ""
@@ -165,6 +173,22 @@ def whole(value: object) -> int | None:
 def mapping(value: object) -> Mapping[str, Any]:
     """A payload's object field, or an empty one."""
     return value if isinstance(value, Mapping) else {}
+
+
+def moment(value: object) -> datetime | None:
+    """A payload's time field (``2026-12-04T10:00:00Z``, or GitLab's ``2026-12-04 10:00:00
+    UTC``) in UTC, or None when it is missing, not a time, or has no zone."""
+    if not isinstance(value, str):
+        return None
+    given = value.strip()
+    if given.endswith(" UTC"):
+        given = given.removesuffix(" UTC") + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(given)
+        # a zone is needed to compare; a year near the ends of the calendar overflows here
+        return None if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _cut(value: str | None) -> str | None:

@@ -30,6 +30,7 @@ from steward.connectors.codehost.events import (
     Provider,
     Reading,
     mapping,
+    moment,
     text,
     whole,
 )
@@ -105,6 +106,7 @@ def _pull_request(payload: Mapping[str, Any], repo: str, where: str, action: str
         repo=repo,
         key=f"{where}:pr:{pr.get('id')}:{action}:{sha}:{text(pr.get('updated_at'))}",
         action=action,
+        at=moment(pr.get("updated_at")),
         number=whole(pr.get("number")) or whole(payload.get("number")),
         title=text(pr.get("title")),
         url=text(pr.get("html_url")),
@@ -126,6 +128,7 @@ def _comment(payload: Mapping[str, Any], repo: str, where: str) -> CodeEvent:
         repo=repo,
         key=f"{where}:comment:{comment.get('id')}",
         action="created",
+        at=moment(comment.get("created_at")),
         number=whole(issue.get("number")),
         title=text(issue.get("title")),
         url=text(comment.get("html_url")),
@@ -171,6 +174,8 @@ def _failed(
         repo=repo,
         key=f"{where}:{name}:{run.get('id')}:{attempt}:{conclusion}",
         action="completed",
+        # a check run says when it completed; a suite or workflow run when it last changed
+        at=moment(run.get("completed_at") or run.get("updated_at")),
         number=whole(first.get("number")),
         title=check,
         url=url,

@@ -28,6 +28,7 @@ from steward.connectors.codehost.events import (
     Provider,
     Reading,
     mapping,
+    moment,
     text,
     whole,
 )
@@ -99,6 +100,7 @@ def _merge_request(
         repo=repo,
         key=f"{where}:mr:{attributes.get('id')}:{action}:{sha}:{updated}",
         action=action,
+        at=moment(updated),
         number=whole(attributes.get("iid")),
         title=text(attributes.get("title")),
         url=text(attributes.get("url")),
@@ -130,6 +132,7 @@ def _pipeline(
         # a retried pipeline keeps its id and fails again later
         key=f"{where}:pipeline:{ident}:failed:{text(attributes.get('finished_at'))}",
         action="failed",
+        at=moment(attributes.get("finished_at")),
         number=whole(request.get("iid")),
         title=text(request.get("title")) or name,
         url=url,
@@ -152,6 +155,7 @@ def _note(
         repo=repo,
         key=f"{where}:note:{attributes.get('id')}",
         action="create",
+        at=moment(attributes.get("created_at")),
         number=whole(about.get("iid")),
         title=text(about.get("title")),
         url=text(attributes.get("url")),

@@ -22,6 +22,7 @@ class FeedConnector:
     scopes: ClassVar[tuple[str, ...]] = (READ,)
     read_scopes: ClassVar[tuple[str, ...]] = (READ,)
     settings: ClassVar[type[BaseModel]] = FeedSettings
+    credential: ClassVar[bool] = False
 
     def hosts(self, settings: BaseModel) -> tuple[str, ...]:
         assert isinstance(settings, FeedSettings)

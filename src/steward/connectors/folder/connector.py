@@ -36,6 +36,7 @@ class FolderConnector:
     scopes: ClassVar[tuple[str, ...]] = SCOPES
     read_scopes: ClassVar[tuple[str, ...]] = (READ,)
     settings: ClassVar[type[BaseModel]] = FolderSettings
+    credential: ClassVar[bool] = False
 
     def hosts(self, settings: BaseModel) -> tuple[str, ...]:
         return ()  # no credential goes anywhere

@@ -27,6 +27,7 @@ class MailConnector:
     scopes: ClassVar[tuple[str, ...]] = SCOPES
     read_scopes: ClassVar[tuple[str, ...]] = (READ,)
     settings: ClassVar[type[BaseModel]] = MailSettings
+    credential: ClassVar[bool] = True
 
     def hosts(self, settings: BaseModel) -> tuple[str, ...]:
         assert isinstance(settings, MailSettings)

@@ -69,6 +69,7 @@ class WebConnector:
     scopes: ClassVar[tuple[str, ...]] = (READ_SCOPE,)
     read_scopes: ClassVar[tuple[str, ...]] = (READ_SCOPE,)
     settings: ClassVar[type[BaseModel]] = WebSettings
+    credential: ClassVar[bool] = False
 
     def hosts(self, settings: BaseModel) -> tuple[str, ...]:
         assert isinstance(settings, WebSettings)

@@ -181,3 +181,14 @@ async def test_a_connection_that_never_worked_is_removed_without_a_trace_but_the
     assert (entry.kind, entry.data["connection"]) == ("connection", con.id)
     with pytest.raises(NotFound):
         await store.authority.remove_connection(con.id, person_id=person, now=clock.now())
+
+
+async def test_a_connection_is_read_by_its_id_alone(store: Store, clock: SimulatedClock) -> None:
+    person = (await new_person(store, clock)).id
+    con = await _connection(store, clock, person)
+    await _connection(store, clock, (await new_person(store, clock)).id)
+    assert await store.authority.get_connection(con.id) == con
+    with pytest.raises(NotFound):
+        await store.authority.get_connection("con_nothing")
+    await store.authority.disconnect(con.id, person_id=person, now=clock.now())
+    assert (await store.authority.get_connection(con.id)).active is False

@@ -72,11 +72,9 @@ async def start_oauth(request: Request, svc: Viewer) -> Response:
     form = await posted(request)
     kind, provider, client_id = form.text("kind"), form.text("provider"), form.text("client_id")
     settings = await _settings(svc, kind, form)
-    username = str(settings.pop("username", "")).strip()
-    if not username:
-        raise UsageError("give the user name you sign in with at the provider")
     redirect_uri = str(request.url_for("oauth_callback"))
     token_endpoint = form.text("token_endpoint", "").strip() or None
+    # first: a kind that is not signed in to is refused as such, not for a missing user name
     start = await svc.start_oauth(
         person_id="",
         kind=kind,
@@ -87,6 +85,9 @@ async def start_oauth(request: Request, svc: Viewer) -> Response:
         token_endpoint=token_endpoint,
         scope=form.text("scope", "").strip() or None,
     )
+    username = str(settings.pop("username", "")).strip()
+    if not username:
+        raise UsageError("give the user name you sign in with at the provider")
     _authorizing(request)[start.state] = Authorizing(
         token=session_token(request),
         until=svc.clock.now() + timedelta(minutes=AUTHORIZE_MINUTES),
