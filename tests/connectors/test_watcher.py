@@ -63,6 +63,7 @@ class ListConnector:
     scopes: ClassVar[tuple[str, ...]] = ("list.read",)
     read_scopes: ClassVar[tuple[str, ...]] = ("list.read",)
     settings: ClassVar[type[BaseModel]] = BaseModel
+    credential: ClassVar[bool] = False
     source = ListSource(items=[])
 
     def hosts(self, settings: BaseModel) -> tuple[str, ...]:
