@@ -273,6 +273,34 @@ async def test_raising_the_budget_lifts_the_pause(store: Store) -> None:
     assert len(fired) == 5
 
 
+async def test_re_enabling_after_midnight_does_not_catch_up_the_pause(store: Store) -> None:
+    """A trigger paused by its budget, switched off, and switched on again the next morning
+    fires from then on: the pause that ended at midnight does not pull it back to midnight
+    (which used to record every minute since as missed and fire catch-up runs)."""
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    trigger = await service.add_trigger(
+        person_id=person.id,
+        kind=TriggerKind.INTERVAL,
+        spec="60",
+        task=TaskSpec(kind="noop"),
+        budget=TriggerBudget(runs=2),
+    )
+    await run_simulation(store, builtin_harness(), clock, until=START + timedelta(minutes=10))
+    assert (await store.schedule.get_trigger(trigger.id)).paused_until is not None
+    await service.set_trigger_enabled(trigger.id, False)
+    clock.advance(datetime(2026, 1, 6, 1, 21, tzinfo=UTC) - clock.now())
+    back_on = clock.now()
+    enabled = await service.set_trigger_enabled(trigger.id, True)
+    assert enabled.paused_until is None
+    await run_simulation(store, builtin_harness(), clock, until=back_on + timedelta(minutes=5))
+    firings = await store.schedule.list_firings(trigger.id)
+    next_day = [f for f in firings if f.recorded_at >= back_on]
+    assert [f.status for f in next_day] == [FiringStatus.FIRED] * 2 + [FiringStatus.PAUSED]
+    assert all(f.scheduled_for > back_on for f in next_day)
+
+
 def _follow_up(person_id: str, goal_id: str, due: datetime, now: datetime) -> FollowUp:
     return FollowUp(
         id="fup_test",

@@ -104,13 +104,14 @@ def first_fire(
     return next_after(kind, spec, timezone, now, hours)
 
 
-def resume_time(trigger: Trigger) -> datetime | None:
+def resume_time(trigger: Trigger, now: datetime) -> datetime | None:
     """Where a trigger whose budget pause ended goes back on its schedule: its first time
     from the resume moment on (cron and heartbeat hours keep their clock; an interval starts
-    afresh then)."""
-    resume = trigger.paused_until
-    if resume is None or trigger.kind is TriggerKind.EVENT:
+    afresh then). A pause that ended long ago resumes from ``now``: the time in between is
+    not owed as catch-up runs."""
+    if trigger.paused_until is None or trigger.kind is TriggerKind.EVENT:
         return trigger.next_fire_at
+    resume = max(trigger.paused_until, now)
     if trigger.kind in (TriggerKind.INTERVAL, TriggerKind.AT):
         return resume
     zone = ZoneInfo(trigger.timezone)
