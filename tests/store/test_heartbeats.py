@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from steward.domain import FiringStatus, TaskSpec, TaskStatus, TriggerKind, WaitCondition
+from steward.domain import (
+    FiringStatus,
+    GoalStatus,
+    TaskSpec,
+    TaskStatus,
+    TriggerKind,
+    WaitCondition,
+)
 from steward.domain.clock import SimulatedClock
 from steward.domain.followup import FollowUp
 from steward.domain.outcome import Wait
@@ -134,3 +141,24 @@ async def test_a_follow_up_is_stored_once_and_consumed_once(store: Store) -> Non
     assert done.done_task_id == task.id
     assert await store.heartbeats.list_follow_ups(goal.id, pending=True) == []
     assert (await store.schedule.get_trigger(beat.id)).idle_beats == 2
+
+
+async def test_a_paused_goals_trigger_does_not_keep_the_scheduler_awake(store: Store) -> None:
+    """A due trigger of a paused goal is not fired, so it is not the scheduler's next time
+    either (it used to be: the scheduler woke for it at once, again and again)."""
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    goal = await service.create_goal(person_id=person.id, title="The quote")
+    await service.add_trigger(
+        person_id=person.id,
+        goal_id=goal.id,
+        kind=TriggerKind.INTERVAL,
+        spec="60",
+        task=TaskSpec(kind="noop"),
+    )
+    assert await store.schedule.next_trigger_time() == START + timedelta(seconds=60)
+    await store.goals.set_goal_status(goal.id, GoalStatus.PAUSED, now=clock.now())
+    clock.advance(timedelta(minutes=5))
+    assert await store.schedule.due_triggers(now=clock.now()) == []
+    assert await store.schedule.next_trigger_time() is None
