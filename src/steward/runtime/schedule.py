@@ -51,6 +51,8 @@ def parse_at(spec: str) -> datetime:
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_EVERY_SECONDS = 366 * 86400
+"""The longest 'every': beyond it the times overflow, and a yearly cron says it better."""
 
 
 def parse_every(text: str) -> str:
@@ -65,6 +67,8 @@ def parse_every(text: str) -> str:
         raise ConfigError(f"'every' looks like 10m, 1h or 90s, got {text!r}") from exc
     if not seconds > 0:
         raise ConfigError(f"'every' must be a positive time, got {text!r}")
+    if not seconds <= MAX_EVERY_SECONDS:  # also refuses inf and nan
+        raise ConfigError(f"'every' can be at most 366 days, got {text!r}")
     return str(int(seconds)) if seconds.is_integer() else repr(seconds)
 
 
