@@ -311,3 +311,25 @@ def _follow_up(person_id: str, goal_id: str, due: datetime, now: datetime) -> Fo
         note="Call the bank",
         created_at=now,
     )
+
+
+async def test_a_raised_budget_spent_again_the_same_day_says_so_again(store: Store) -> None:
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    trigger = await service.add_trigger(
+        person_id=person.id,
+        kind=TriggerKind.INTERVAL,
+        spec="60",
+        name="Check prices",
+        task=TaskSpec(kind="noop"),
+        budget=TriggerBudget(runs=2),
+    )
+    await run_simulation(store, builtin_harness(), clock, until=START + timedelta(minutes=10))
+    await service.set_trigger_budget(trigger.id, TriggerBudget(runs=4))
+    await run_simulation(store, builtin_harness(), clock, until=START + timedelta(minutes=20))
+    notices = await store.inbox.list_notifications(person_id=person.id)
+    assert sorted(n.title for n in notices) == [
+        "'Check prices' stopped for today: it used its 2 runs.",
+        "'Check prices' stopped for today: it used its 4 runs.",
+    ]

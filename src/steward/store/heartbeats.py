@@ -139,7 +139,8 @@ def budget_stop(backend: Backend, conn: Connection, trigger: Trigger, now_f: flo
         return False
     now = rows.dt(now_f)
     start, resume = local_day(trigger.timezone, now)
-    spent = trigger.budget.spent_by(spend_since(conn, trigger.id, rows.ts(start)))
+    spend = spend_since(conn, trigger.id, rows.ts(start))
+    spent = trigger.budget.spent_by(spend)
     if spent is None:
         return False
     values: dict[str, Any] = {"paused_until": rows.ts(resume)}
@@ -151,7 +152,9 @@ def budget_stop(backend: Backend, conn: Connection, trigger: Trigger, now_f: flo
         backend,
         conn,
         Notification(
-            id=f"ntf_budget_{trigger.id}_{round(rows.ts(resume))}",
+            # once per pause: a raised (or lowered) budget spent again the same day is a
+            # new pause with a new run count, and says so again
+            id=f"ntf_budget_{trigger.id}_{round(rows.ts(resume))}_{spend.runs}",
             person_id=trigger.person_id,
             kind="budget",
             title=f"'{trigger.name}' stopped for today: it used {spent}.",
