@@ -162,3 +162,28 @@ async def test_a_paused_goals_trigger_does_not_keep_the_scheduler_awake(store: S
     clock.advance(timedelta(minutes=5))
     assert await store.schedule.due_triggers(now=clock.now()) == []
     assert await store.schedule.next_trigger_time() is None
+
+
+async def test_a_heartbeat_switched_back_on_does_not_start_on_old_events(store: Store) -> None:
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    goal = await service.create_goal(person_id=person.id, title="Reply to Ana")
+    beat = await service.add_trigger(
+        person_id=person.id,
+        goal_id=goal.id,
+        kind=TriggerKind.HEARTBEAT,
+        spec="60",
+        task=TaskSpec(kind="noop"),
+        watch=["mail.*"],
+    )
+    await service.set_trigger_enabled(beat.id, False)
+    await service.send_event(person_id=person.id, type="mail.received", dedupe_key="old")
+    scheduler = Scheduler(store, clock)
+    await scheduler.tick()  # routed while the heartbeat is off
+    clock.advance(timedelta(days=30))
+    await service.set_trigger_enabled(beat.id, True)
+    clock.advance(timedelta(seconds=60))
+    await scheduler.tick()
+    assert await store.tasks.list_tasks(goal_id=goal.id) == []
+    assert (await store.schedule.get_trigger(beat.id)).idle_beats == 1

@@ -129,7 +129,7 @@ class TriggerService(ServiceBase):
         trigger = await self._trigger(trigger_id, CONTROL)
         next_fire = self._first_fire(trigger) if enabled else None
         updated = await self.store.schedule.set_trigger_enabled(
-            trigger_id, enabled=enabled, next_fire_at=next_fire
+            trigger_id, enabled=enabled, next_fire_at=next_fire, now=self.clock.now()
         )
         self._nudge(scheduler=True)
         return updated

@@ -82,13 +82,15 @@ class ScheduleRepository:
         return await self.backend.read(lambda conn: [rows.trigger(r) for r in conn.execute(query)])
 
     async def set_trigger_enabled(
-        self, trigger_id: str, *, enabled: bool, next_fire_at: datetime | None
+        self, trigger_id: str, *, enabled: bool, next_fire_at: datetime | None, now: datetime
     ) -> Trigger:
         """Switch a trigger on or off. Switching it on ends a budget pause (its first
-        firing checks the budget again), so the pause cannot later pull it back in time."""
+        firing checks the budget again), so the pause cannot later pull it back in time, and
+        a heartbeat looks at events from now on: what came while it was off is old news."""
         values: dict[str, Any] = {"enabled": enabled, "next_fire_at": rows.ts_opt(next_fire_at)}
         if enabled:
             values["paused_until"] = None
+            values["last_beat_at"] = rows.ts(now)
 
         def op(conn: Connection) -> Trigger:
             _get_trigger(conn, trigger_id)
