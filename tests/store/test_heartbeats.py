@@ -187,3 +187,36 @@ async def test_a_heartbeat_switched_back_on_does_not_start_on_old_events(store: 
     await scheduler.tick()
     assert await store.tasks.list_tasks(goal_id=goal.id) == []
     assert (await store.schedule.get_trigger(beat.id)).idle_beats == 1
+
+
+async def test_an_event_a_task_took_as_it_went_to_sleep_is_not_the_heartbeats(
+    store: Store,
+) -> None:
+    """The reply came while the task was still running (routed, nobody waiting); the task then
+    waits for it and takes it at once. The heartbeat does not hand it over a second time."""
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    goal = await service.create_goal(person_id=person.id, title="Reply to Ana")
+    await service.add_trigger(
+        person_id=person.id,
+        goal_id=goal.id,
+        kind=TriggerKind.HEARTBEAT,
+        spec="60",
+        task=TaskSpec(kind="noop"),
+        watch=["mail.*"],
+    )
+    waiter = await service.create_task(
+        person_id=person.id, goal_id=goal.id, spec=TaskSpec(kind="noop")
+    )
+    claim = await claim_one(store, clock)
+    assert claim.task.id == waiter.id
+    await service.send_event(person_id=person.id, type="mail.received", dedupe_key="m1")
+    scheduler = Scheduler(store, clock)
+    await scheduler.tick()  # routed: nobody waits for it yet
+    condition = WaitCondition(kind="event", event_type="mail.received", since=START)
+    await finish(store, clock, claim, Wait(condition=condition))
+    assert (await store.tasks.get_task(waiter.id)).status is TaskStatus.PENDING  # took it
+    clock.advance(timedelta(seconds=60))
+    await scheduler.tick()  # the beat
+    assert [t.id for t in await store.tasks.list_tasks(goal_id=goal.id)] == [waiter.id]

@@ -229,7 +229,7 @@ class ActivationRepository:
                     cond = outcome.condition
                     values |= _wait_values(cond)
                     _lock_against_lost_wakeups(conn, cond, fence.task_id, person_id)
-                    wake = _already_satisfied(conn, cond, fence.task_id, person_id)
+                    wake = _already_satisfied(conn, cond, fence.task_id, person_id, now_f)
                     if wake is not None:
                         values |= {"status": "pending", "run_at": now_f, "wake": rows.dump(wake)}
                 case "requeue":

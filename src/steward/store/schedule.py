@@ -348,7 +348,8 @@ class ScheduleRepository:
                 conn.execute(
                     update(events)
                     .where(events.c.id == event.id)
-                    .values(routed_at=now_f, consumed_at=now_f if taken else None)
+                    # a waiting task may have taken it before it was routed: that stays
+                    .values(routed_at=now_f, consumed_at=now_f if taken else events.c.consumed_at)
                 )
             return len(batch)
 
