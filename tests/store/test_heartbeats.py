@@ -16,7 +16,7 @@ from steward.domain import (
 )
 from steward.domain.clock import SimulatedClock
 from steward.domain.followup import FollowUp
-from steward.domain.outcome import Wait
+from steward.domain.outcome import Fail, Succeed, Wait
 from steward.domain.trigger import TriggerBudget
 from steward.runtime.scheduler import Scheduler
 from steward.service import Service
@@ -220,3 +220,45 @@ async def test_an_event_a_task_took_as_it_went_to_sleep_is_not_the_heartbeats(
     clock.advance(timedelta(seconds=60))
     await scheduler.tick()  # the beat
     assert [t.id for t in await store.tasks.list_tasks(goal_id=goal.id)] == [waiter.id]
+
+
+async def test_a_follow_up_handed_to_a_task_that_failed_is_handed_over_again(
+    store: Store,
+) -> None:
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    goal = await service.create_goal(person_id=person.id, title="The quote")
+    await service.add_trigger(
+        person_id=person.id,
+        goal_id=goal.id,
+        kind=TriggerKind.HEARTBEAT,
+        spec="60",
+        task=TaskSpec(kind="noop"),
+    )
+    await store.heartbeats.add_follow_up(
+        FollowUp(
+            id="fup_quote",
+            person_id=person.id,
+            goal_id=goal.id,
+            task_id=None,
+            due_at=START + timedelta(seconds=30),
+            note="the quote",
+            created_at=START,
+        )
+    )
+    scheduler = Scheduler(store, clock)
+    clock.advance(timedelta(seconds=60))
+    await scheduler.tick()
+    claim = await claim_one(store, clock)
+    await finish(store, clock, claim, Fail(reason="the model was down"))
+    assert [f.id for f in await store.heartbeats.list_follow_ups(goal.id, pending=True)] == [
+        "fup_quote"
+    ]
+    clock.advance(timedelta(seconds=60))
+    await scheduler.tick()
+    again = await claim_one(store, clock)
+    assert again.task.id != claim.task.id
+    assert [f["note"] for f in again.task.input["event"]["follow_ups"]] == ["the quote"]
+    await finish(store, clock, again, Succeed(result="called"))
+    assert await store.heartbeats.list_follow_ups(goal.id, pending=True) == []

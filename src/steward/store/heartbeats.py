@@ -53,6 +53,13 @@ class Findings:
         }
 
 
+_open = follow_ups.c.done_at.is_(None) | follow_ups.c.done_task_id.in_(
+    select(tasks.c.id).where(tasks.c.status.in_(["failed", "cancelled"]))
+)
+"""Follow-ups still to act on: never handed over, or handed to a heartbeat task that failed or
+was cancelled (so it did not act on them: the next beat hands them over again)."""
+
+
 class HeartbeatRepository:
     """Follow-ups of goals and what triggers spent today."""
 
@@ -103,7 +110,7 @@ class HeartbeatRepository:
             .limit(limit)
         )
         if pending:
-            query = query.where(follow_ups.c.done_at.is_(None))
+            query = query.where(_open)
         return await self.backend.read(
             lambda conn: [rows.follow_up(r) for r in conn.execute(query)]
         )
@@ -181,7 +188,7 @@ def check_heartbeat(conn: Connection, trigger: Trigger, now_f: float) -> Finding
             select(follow_ups)
             .where(
                 follow_ups.c.goal_id == trigger.goal_id,
-                follow_ups.c.done_at.is_(None),
+                _open,
                 follow_ups.c.due_at <= now_f,
             )
             .order_by(follow_ups.c.due_at)
