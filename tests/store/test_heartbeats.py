@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from steward.domain import (
     FiringStatus,
     GoalStatus,
@@ -18,9 +20,11 @@ from steward.domain.clock import SimulatedClock
 from steward.domain.followup import FollowUp
 from steward.domain.outcome import Fail, Succeed, Wait
 from steward.domain.trigger import TriggerBudget
+from steward.errors import TooMany
 from steward.runtime.scheduler import Scheduler
 from steward.service import Service
 from steward.store import Store
+from steward.store.heartbeats import MAX_FOLLOW_UPS_PER_TASK
 from steward.testing.store_conformance.helpers import claim_one, finish
 from support.clock import START
 
@@ -262,3 +266,31 @@ async def test_a_follow_up_handed_to_a_task_that_failed_is_handed_over_again(
     assert [f["note"] for f in again.task.input["event"]["follow_ups"]] == ["the quote"]
     await finish(store, clock, again, Succeed(result="called"))
     assert await store.heartbeats.list_follow_ups(goal.id, pending=True) == []
+
+
+async def test_a_task_sets_at_most_twenty_follow_ups(store: Store) -> None:
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    goal = await service.create_goal(person_id=person.id, title="The quote")
+    task = await service.create_task(
+        person_id=person.id, goal_id=goal.id, spec=TaskSpec(kind="noop")
+    )
+
+    def follow_up(n: int) -> FollowUp:
+        return FollowUp(
+            id=f"fup_{task.id}.1.{n}",
+            person_id=person.id,
+            goal_id=goal.id,
+            task_id=task.id,
+            due_at=START + timedelta(days=1),
+            note=f"look {n}",
+            created_at=START,
+        )
+
+    for n in range(MAX_FOLLOW_UPS_PER_TASK):
+        await store.heartbeats.add_follow_up(follow_up(n))
+    await store.heartbeats.add_follow_up(follow_up(0))  # a replay is not one more
+    with pytest.raises(TooMany, match="at most 20 follow-ups"):
+        await store.heartbeats.add_follow_up(follow_up(MAX_FOLLOW_UPS_PER_TASK))
+    assert len(await store.heartbeats.list_follow_ups(goal.id)) == MAX_FOLLOW_UPS_PER_TASK

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, func, select, update
 from steward.domain import Notification, Trigger
 from steward.domain.followup import FollowUp
 from steward.domain.trigger import TriggerSpend, local_day, watches_event
-from steward.errors import NotFound
+from steward.errors import NotFound, TooMany
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.fencing import Fence, touch_fenced
@@ -53,6 +53,20 @@ class Findings:
         }
 
 
+MAX_FOLLOW_UPS_PER_TASK = 20
+"""Follow-ups one task may set: a looping model cannot fill the goal with them."""
+
+
+def _too_many(conn: Connection, follow_up: FollowUp) -> bool:
+    """Whether this (new) follow-up is one more than its task may set."""
+    if conn.execute(select(follow_ups.c.id).where(follow_ups.c.id == follow_up.id)).first():
+        return False  # a replay: stored already
+    count = conn.execute(
+        select(func.count()).where(follow_ups.c.task_id == follow_up.task_id)
+    ).scalar_one()
+    return int(count) >= MAX_FOLLOW_UPS_PER_TASK
+
+
 _open = follow_ups.c.done_at.is_(None) | follow_ups.c.done_task_id.in_(
     select(tasks.c.id).where(tasks.c.status.in_(["failed", "cancelled"]))
 )
@@ -79,6 +93,11 @@ class HeartbeatRepository:
             ).scalar()
             if owner != follow_up.person_id:
                 raise NotFound("goal", follow_up.goal_id)
+            if follow_up.task_id is not None and _too_many(conn, follow_up):
+                raise TooMany(
+                    f"a task can set at most {MAX_FOLLOW_UPS_PER_TASK} follow-ups; "
+                    "fold what is left into one of them"
+                )
             conn.execute(
                 self.backend.insert_ignore(
                     follow_ups,
