@@ -236,7 +236,7 @@ async def test_a_budget_stops_a_runaway_trigger_notifies_once_and_resumes_next_d
     [notice] = await store.inbox.list_notifications(person_id=person.id)
     assert notice.kind == "budget"
     assert notice.title == "'Check prices' stopped for today: it used its 20 runs."
-    assert "resumes tomorrow at 00:00" in notice.body
+    assert notice.body.startswith("It resumes at midnight")
     [report] = await service.trigger_reports(person_id=person.id)
     assert report.state.startswith("paused until")
     assert report.today == "20 runs, 0 tokens, $0.00"

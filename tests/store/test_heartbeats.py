@@ -190,7 +190,9 @@ async def test_a_heartbeat_switched_back_on_does_not_start_on_old_events(store: 
     clock.advance(timedelta(seconds=60))
     await scheduler.tick()
     assert await store.tasks.list_tasks(goal_id=goal.id) == []
-    assert (await store.schedule.get_trigger(beat.id)).idle_beats == 1
+    [report] = await service.trigger_reports(person_id=person.id)
+    assert report.checks.startswith("1 check found nothing")
+    assert report.today == "0 runs, 0 tokens, $0.00"
 
 
 async def test_an_event_a_task_took_as_it_went_to_sleep_is_not_the_heartbeats(

@@ -195,6 +195,10 @@ def _checked_budget(budget: TriggerBudget | None) -> TriggerBudget | None:
     return budget
 
 
+def _count(n: int, thing: str) -> str:
+    return f"{n:,} {thing}" if n == 1 else f"{n:,} {thing}s"
+
+
 def _report(trigger: Trigger, spend: TriggerSpend, now: datetime) -> TriggerReport:
     zone = ZoneInfo(trigger.timezone)
 
@@ -221,11 +225,11 @@ def _report(trigger: Trigger, spend: TriggerSpend, now: datetime) -> TriggerRepo
         upcoming = "not scheduled"
     else:
         upcoming = local(trigger.next_fire_at)
-    today = f"{spend.runs} runs, {spend.tokens:,} tokens, ${spend.cost_usd:.2f}"
+    today = f"{_count(spend.runs, 'run')}, {_count(spend.tokens, 'token')}, ${spend.cost_usd:.2f}"
     checks = ""
     if trigger.kind is TriggerKind.HEARTBEAT:
         last = f" (last check {local(trigger.last_beat_at)})" if trigger.last_beat_at else ""
-        checks = f"{trigger.idle_beats:,} checks found nothing{last}"
+        checks = f"{_count(trigger.idle_beats, 'check')} found nothing{last}"
     return TriggerReport(
         trigger=trigger,
         schedule=schedule,

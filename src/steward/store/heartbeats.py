@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, func, select, update
 
@@ -173,7 +172,6 @@ def budget_stop(backend: Backend, conn: Connection, trigger: Trigger, now_f: flo
     if trigger.next_fire_at is not None:
         values["next_fire_at"] = rows.ts(resume)
     conn.execute(update(triggers).where(triggers.c.id == trigger.id).values(values))
-    local = resume.astimezone(ZoneInfo(trigger.timezone))
     insert_notification(
         backend,
         conn,
@@ -185,8 +183,8 @@ def budget_stop(backend: Backend, conn: Connection, trigger: Trigger, now_f: flo
             kind="budget",
             title=f"'{trigger.name}' stopped for today: it used {spent}.",
             body=(
-                f"It resumes tomorrow at {local:%H:%M} ({trigger.timezone}) — or raise its "
-                f"budget to let it run again today (steward trigger budget)."
+                "It resumes at midnight — or raise its budget to let it run again today "
+                "(steward trigger budget)."
             ),
             goal_id=trigger.goal_id,
             created_at=now,
