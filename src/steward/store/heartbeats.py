@@ -119,12 +119,14 @@ class HeartbeatRepository:
         return await self.backend.write(op)
 
     async def list_follow_ups(
-        self, goal_id: str, *, pending: bool = False, limit: int = 200
+        self, goal_id: str, *, pending: bool = False, latest: bool = False, limit: int = 200
     ) -> list[FollowUp]:
+        """A goal's follow-ups, soonest due first; ``latest``: the ``limit`` due last."""
+        order = follow_ups.c.due_at.desc() if latest else follow_ups.c.due_at
         query = (
             select(follow_ups)
             .where(follow_ups.c.goal_id == goal_id)
-            .order_by(follow_ups.c.due_at)
+            .order_by(order, follow_ups.c.id)
             .limit(limit)
         )
         if pending:
