@@ -39,6 +39,7 @@ async def two(
         (TriggerKind.HEARTBEAT, "10m", {"active_hours": "08:00-25:00"}, "25:00"),
         (TriggerKind.HEARTBEAT, "10m", {"active_hours": "08:00-20:00", "days": "sun-"}, "days"),
         (TriggerKind.INTERVAL, "60", {"budget": TriggerBudget(tokens=-5)}, "negative"),
+        (TriggerKind.INTERVAL, "60", {"budget": TriggerBudget(runs=0)}, "switch the trigger off"),
     ],
 )
 async def test_bad_trigger_settings_are_refused_and_store_nothing(
