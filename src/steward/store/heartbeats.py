@@ -18,6 +18,7 @@ from steward.domain.followup import FollowUp
 from steward.domain.trigger import TriggerSpend, local_day, watches_event
 from steward.errors import NotFound, TooMany
 from steward.store import rows
+from steward.store.activations import usage_sum
 from steward.store.backend import Backend
 from steward.store.fencing import Fence, touch_fenced
 from steward.store.inbox import insert_notification
@@ -146,15 +147,7 @@ def spend_since(conn: Connection, trigger_id: str, since: float) -> TriggerSpend
         tasks.c.trigger_id == trigger_id, tasks.c.created_at >= since
     )
     runs = conn.execute(select(func.count()).select_from(started.subquery())).scalar_one()
-    tokens = cost = 0.0
-    for (usage,) in conn.execute(
-        select(activations.c.usage).where(
-            activations.c.task_id.in_(started.scalar_subquery()), activations.c.usage != "{}"
-        )
-    ):
-        spent = rows.load(usage)
-        tokens += float(spent.get("tokens", 0.0))
-        cost += float(spent.get("cost_usd", 0.0))
+    tokens, cost = usage_sum(conn, activations.c.task_id.in_(started.scalar_subquery()))
     return TriggerSpend(runs=int(runs), tokens=int(tokens), cost_usd=cost)
 
 
