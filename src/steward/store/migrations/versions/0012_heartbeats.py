@@ -54,9 +54,11 @@ def downgrade() -> None:
     op.drop_index("ix_tasks_trigger", table_name="tasks")
     op.drop_index("ix_follow_ups_due", table_name="follow_ups")
     op.drop_table("follow_ups")
-    with op.batch_alter_table("events") as batch:
+    # plain ALTER TABLE ... DROP COLUMN (SQLite 3.35+): rebuilding a table with foreign keys on
+    # would delete what cascades from it (every firing of every trigger)
+    with op.batch_alter_table("events", recreate="never") as batch:
         batch.drop_column("consumed_at")
-    with op.batch_alter_table("triggers") as batch:
+    with op.batch_alter_table("triggers", recreate="never") as batch:
         batch.drop_column("paused_until")
         batch.drop_column("budget")
         batch.drop_column("last_beat_at")
