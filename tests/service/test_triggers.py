@@ -100,3 +100,15 @@ async def test_a_goals_timeline_shows_its_latest_follow_ups(
         )
     shown = [e.summary for e in await as_a.timeline(a.goal.id, limit=2) if e.kind == "follow-up"]
     assert shown == ["follow up: day 3", "follow up: day 4"]
+
+
+async def test_an_unnamed_heartbeat_is_named_in_words(two: tuple[Tenant, Tenant, Service]) -> None:
+    a, _, as_a = two
+    beat = await as_a.add_trigger(
+        person_id=a.person.id,
+        kind=TriggerKind.HEARTBEAT,
+        spec="10m",
+        goal_id=a.goal.id,
+        task=TaskSpec(kind="noop"),
+    )
+    assert beat.name == "Every 10 min"

@@ -91,7 +91,7 @@ class TriggerService(ServiceBase):
             id=new_id("trg"),
             person_id=person.id,
             goal_id=goal_id,
-            name=name or f"{kind.value} {spec}",
+            name=name or _default_name(kind, spec),
             kind=kind,
             spec=spec,
             timezone=zone,
@@ -239,6 +239,13 @@ def _report(trigger: Trigger, spend: TriggerSpend, now: datetime) -> TriggerRepo
         state=state,
         checks=checks,
     )
+
+
+def _default_name(kind: TriggerKind, spec: str) -> str:
+    """A name in words for a trigger the person did not name ("Every 10 min", not "600")."""
+    if kind in _TIMED:
+        return f"Every {_span(float(spec))}"
+    return f"{kind.value} {spec}"
 
 
 def _span(seconds: float) -> str:
