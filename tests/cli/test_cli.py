@@ -309,6 +309,7 @@ def test_a_heartbeat_with_hours_and_a_budget_in_plain_words(db: str) -> None:
     )
     assert isinstance(added, dict)
     assert added["spec"] == "600"
+    assert added["task"]["kind"] == "agent"  # it reads what it found; a noop would not
     [listed] = cli_json(db, "trigger", "list")  # type: ignore[misc]
     assert listed["schedule"] == (
         "heartbeat every 10 min, 08:00-20:00 Mon-Fri, watching web.changed"

@@ -43,12 +43,15 @@ async def test_follow_up_is_stored_on_the_goal_and_bad_ones_are_explained(
     observed = [str(m.content) for m in model.requests[3][0]]
     assert any("already passed" in text for text in observed)
     assert any("needs a UTC offset" in text for text in observed)
+    # the goal has no heartbeat: the model is told nothing will wake it
+    assert "no heartbeat switched on" in str(model.requests[3][0][-1].content)
     [follow_up] = await store.heartbeats.list_follow_ups(goal.id)
     assert (follow_up.due_at, follow_up.note, follow_up.task_id) == (
         friday,
         "Chase the quote",
         with_goal.id,
     )
+    assert follow_up.id.endswith(".0")  # keyed by the step and a counter, not the call id
 
     no_goal = await store.tasks.create_task(
         TaskSpec(kind="agent", input={"instructions": "Plan"}),

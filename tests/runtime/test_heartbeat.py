@@ -236,7 +236,7 @@ async def test_a_budget_stops_a_runaway_trigger_notifies_once_and_resumes_next_d
     [notice] = await store.inbox.list_notifications(person_id=person.id)
     assert notice.kind == "budget"
     assert notice.title == "'Check prices' stopped for today: it used its 20 runs."
-    assert "resumes tomorrow at 00:00" in notice.body
+    assert notice.body.startswith("It resumes at midnight")
     [report] = await service.trigger_reports(person_id=person.id)
     assert report.state.startswith("paused until")
     assert report.today == "20 runs, 0 tokens, $0.00"
@@ -273,6 +273,34 @@ async def test_raising_the_budget_lifts_the_pause(store: Store) -> None:
     assert len(fired) == 5
 
 
+async def test_re_enabling_after_midnight_does_not_catch_up_the_pause(store: Store) -> None:
+    """A trigger paused by its budget, switched off, and switched on again the next morning
+    fires from then on: the pause that ended at midnight does not pull it back to midnight
+    (which used to record every minute since as missed and fire catch-up runs)."""
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    trigger = await service.add_trigger(
+        person_id=person.id,
+        kind=TriggerKind.INTERVAL,
+        spec="60",
+        task=TaskSpec(kind="noop"),
+        budget=TriggerBudget(runs=2),
+    )
+    await run_simulation(store, builtin_harness(), clock, until=START + timedelta(minutes=10))
+    assert (await store.schedule.get_trigger(trigger.id)).paused_until is not None
+    await service.set_trigger_enabled(trigger.id, False)
+    clock.advance(datetime(2026, 1, 6, 1, 21, tzinfo=UTC) - clock.now())
+    back_on = clock.now()
+    enabled = await service.set_trigger_enabled(trigger.id, True)
+    assert enabled.paused_until is None
+    await run_simulation(store, builtin_harness(), clock, until=back_on + timedelta(minutes=5))
+    firings = await store.schedule.list_firings(trigger.id)
+    next_day = [f for f in firings if f.recorded_at >= back_on]
+    assert [f.status for f in next_day] == [FiringStatus.FIRED] * 2 + [FiringStatus.PAUSED]
+    assert all(f.scheduled_for > back_on for f in next_day)
+
+
 def _follow_up(person_id: str, goal_id: str, due: datetime, now: datetime) -> FollowUp:
     return FollowUp(
         id="fup_test",
@@ -283,3 +311,25 @@ def _follow_up(person_id: str, goal_id: str, due: datetime, now: datetime) -> Fo
         note="Call the bank",
         created_at=now,
     )
+
+
+async def test_a_raised_budget_spent_again_the_same_day_says_so_again(store: Store) -> None:
+    clock = SimulatedClock(START)
+    service = Service(store, clock)
+    person = await service.ensure_person()
+    trigger = await service.add_trigger(
+        person_id=person.id,
+        kind=TriggerKind.INTERVAL,
+        spec="60",
+        name="Check prices",
+        task=TaskSpec(kind="noop"),
+        budget=TriggerBudget(runs=2),
+    )
+    await run_simulation(store, builtin_harness(), clock, until=START + timedelta(minutes=10))
+    await service.set_trigger_budget(trigger.id, TriggerBudget(runs=4))
+    await run_simulation(store, builtin_harness(), clock, until=START + timedelta(minutes=20))
+    notices = await store.inbox.list_notifications(person_id=person.id)
+    assert sorted(n.title for n in notices) == [
+        "'Check prices' stopped for today: it used its 2 runs.",
+        "'Check prices' stopped for today: it used its 4 runs.",
+    ]

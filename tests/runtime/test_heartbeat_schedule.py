@@ -4,7 +4,7 @@ week, where a trigger goes back on its schedule after a budget pause, and parsin
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -72,6 +72,13 @@ def test_every_takes_units() -> None:
             parse_every(bad)
 
 
+@pytest.mark.parametrize("huge", ["inf", "1e15", "367d", "nan"])
+def test_an_every_too_long_to_count_is_refused_in_plain_words(huge: str) -> None:
+    with pytest.raises(ConfigError, match=r"at most 366 days|positive"):
+        parse_every(huge)
+    assert parse_every("366d") == str(366 * 86400)
+
+
 def _trigger(kind: TriggerKind, spec: str, paused_until: datetime) -> Trigger:
     return Trigger(
         id="trg_t",
@@ -91,10 +98,19 @@ def _trigger(kind: TriggerKind, spec: str, paused_until: datetime) -> Trigger:
 def test_after_a_pause_a_trigger_goes_back_on_its_own_schedule() -> None:
     midnight = datetime(2026, 1, 6, 0, 0, tzinfo=BERLIN)
     cron = _trigger(TriggerKind.CRON, "0 9 * * *", midnight)
-    assert resume_time(cron) == datetime(2026, 1, 6, 9, 0, tzinfo=BERLIN)
-    assert resume_time(_trigger(TriggerKind.INTERVAL, "60", midnight)) == midnight
+    assert resume_time(cron, midnight) == datetime(2026, 1, 6, 9, 0, tzinfo=BERLIN)
+    assert resume_time(_trigger(TriggerKind.INTERVAL, "60", midnight), midnight) == midnight
     beat = replace(_trigger(TriggerKind.HEARTBEAT, "600", midnight), active_hours=DAYTIME)
-    assert resume_time(beat) == datetime(2026, 1, 6, 8, 0, tzinfo=BERLIN)
+    assert resume_time(beat, midnight) == datetime(2026, 1, 6, 8, 0, tzinfo=BERLIN)
+
+
+def test_a_pause_that_ended_long_ago_resumes_from_now_not_from_its_end() -> None:
+    midnight = datetime(2026, 1, 6, 0, 0, tzinfo=BERLIN)
+    later = midnight + timedelta(hours=3, minutes=21)
+    interval = _trigger(TriggerKind.INTERVAL, "60", midnight)
+    assert resume_time(interval, later) == later
+    cron = _trigger(TriggerKind.CRON, "0 * * * *", midnight)
+    assert resume_time(cron, later) == datetime(2026, 1, 6, 4, 0, tzinfo=BERLIN)
 
 
 def test_budget_words_and_the_local_day() -> None:

@@ -3,12 +3,14 @@ stored, another person's trigger or goal is not found, and a budget change lifts
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from steward.domain import TaskSpec, TriggerKind
 from steward.domain.clock import SimulatedClock
+from steward.domain.followup import FollowUp
 from steward.domain.trigger import TriggerBudget
 from steward.errors import NotFound, UsageError
 from steward.service import Service
@@ -37,6 +39,7 @@ async def two(
         (TriggerKind.HEARTBEAT, "10m", {"active_hours": "08:00-25:00"}, "25:00"),
         (TriggerKind.HEARTBEAT, "10m", {"active_hours": "08:00-20:00", "days": "sun-"}, "days"),
         (TriggerKind.INTERVAL, "60", {"budget": TriggerBudget(tokens=-5)}, "negative"),
+        (TriggerKind.INTERVAL, "60", {"budget": TriggerBudget(runs=0)}, "switch the trigger off"),
     ],
 )
 async def test_bad_trigger_settings_are_refused_and_store_nothing(
@@ -77,3 +80,35 @@ async def test_anothers_trigger_budget_and_follow_ups_are_not_found(
             goal_id=b.goal.id,
             task=TaskSpec(kind="noop"),
         )
+
+
+async def test_a_goals_timeline_shows_its_latest_follow_ups(
+    store: Store, clock: SimulatedClock, two: tuple[Tenant, Tenant, Service]
+) -> None:
+    a, _, as_a = two
+    for day in range(5):
+        await store.heartbeats.add_follow_up(
+            FollowUp(
+                id=f"fup_day{day}",
+                person_id=a.person.id,
+                goal_id=a.goal.id,
+                task_id=None,
+                due_at=clock.now() + timedelta(days=day + 1),
+                note=f"day {day}",
+                created_at=clock.now(),
+            )
+        )
+    shown = [e.summary for e in await as_a.timeline(a.goal.id, limit=2) if e.kind == "follow-up"]
+    assert shown == ["follow up: day 3", "follow up: day 4"]
+
+
+async def test_an_unnamed_heartbeat_is_named_in_words(two: tuple[Tenant, Tenant, Service]) -> None:
+    a, _, as_a = two
+    beat = await as_a.add_trigger(
+        person_id=a.person.id,
+        kind=TriggerKind.HEARTBEAT,
+        spec="10m",
+        goal_id=a.goal.id,
+        task=TaskSpec(kind="noop"),
+    )
+    assert beat.name == "Every 10 min"

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, UniqueConstraint, inspect
+from sqlalchemy import Engine, UniqueConstraint, inspect, text
 
+from steward.domain import TaskSpec, TriggerKind
+from steward.domain.clock import SimulatedClock
 from steward.errors import ConfigError
+from steward.runtime.scheduler import Scheduler
+from steward.service import Service
 from steward.store import Store, migrate
 from steward.store.schema import metadata
+from support.clock import START
 
 TABLES = set(metadata.tables)
 
@@ -126,3 +131,30 @@ async def test_store_open_rejects_unsupported_url(url: str, words: list[str]) ->
         await Store.open(url)
     for word in words:
         assert word in str(info.value)
+
+
+async def test_downgrading_heartbeats_keeps_every_firing(db_url: str) -> None:
+    """Undoing 0012 drops its columns in place: rebuilding the triggers table with foreign
+    keys on used to delete every firing (they cascade from their trigger)."""
+    store = await Store.open(db_url)
+    try:
+        clock = SimulatedClock(START)
+        service = Service(store, clock)
+        person = await service.ensure_person()
+        trigger = await service.add_trigger(
+            person_id=person.id,
+            kind=TriggerKind.INTERVAL,
+            spec="60",
+            task=TaskSpec(kind="noop"),
+        )
+        clock.advance(timedelta(seconds=61))
+        await Scheduler(store, clock).tick()
+        assert len(await store.schedule.list_firings(trigger.id)) == 1
+        engine = store.backend.engine
+        await asyncio.to_thread(migrate.downgrade, engine, "0010")
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM firings")).scalar() == 1
+            assert conn.execute(text("SELECT count(*) FROM triggers")).scalar() == 1
+        await asyncio.to_thread(migrate.upgrade, engine)
+    finally:
+        await store.close()

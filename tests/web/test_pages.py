@@ -287,7 +287,9 @@ async def test_triggers_disable_and_enable(site: Site) -> None:
     on = await site.store.schedule.get_trigger(site.a.trigger.id)
     assert on.enabled
     assert on.next_fire_at is not None
-    assert "Next fire: <time>2027-01-01" in (await me.get("/triggers")).text
+    page = (await me.get("/triggers")).text
+    assert "Next fire: <time>2027-01-01" in page
+    assert f"<code>{on.spec}</code>" not in page  # said once, in words, not raw
 
 
 async def test_task_panel_controls(site: Site) -> None:

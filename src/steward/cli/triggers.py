@@ -38,13 +38,20 @@ def _budget(runs: int | None, tokens: int | None, cost: float | None) -> Trigger
     return TriggerBudget(runs=runs, tokens=tokens, cost_usd=cost)
 
 
+def _default_task(kind: TriggerKind) -> str:
+    # a heartbeat's task must read what it found: a noop would use up its follow-ups unread
+    return "agent" if kind is TriggerKind.HEARTBEAT else "noop"
+
+
 @trigger_app.command("add")
 def trigger_add(
     kind: TriggerKind = typer.Argument(..., help="at, interval, cron, event or heartbeat."),
     spec: str = typer.Argument(
         ..., help="ISO time, every (10m, 1h, 90s), cron expression or event type."
     ),
-    task_kind: str = typer.Option("noop", "--task", help="Kind of task each firing creates."),
+    task_kind: str | None = typer.Option(
+        None, "--task", help="Kind of task each firing creates (heartbeats: agent; else noop)."
+    ),
     input: str | None = typer.Option(None, "--input", help="JSON input for those tasks."),
     goal: str | None = typer.Option(None, help="Goal id (a heartbeat needs one)."),
     name: str = typer.Option("", help="Label."),
@@ -78,7 +85,7 @@ def trigger_add(
                 person_id=who.id,
                 kind=kind,
                 spec=spec,
-                task=TaskSpec(kind=task_kind, input=payload),
+                task=TaskSpec(kind=task_kind or _default_task(kind), input=payload),
                 name=name,
                 goal_id=goal,
                 timezone=timezone,

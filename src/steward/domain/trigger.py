@@ -133,10 +133,15 @@ class TriggerBudget:
     """Most model cost (US dollars) those tasks may run up."""
 
     def check(self) -> None:
-        """ValueError in plain words if a limit is negative."""
+        """ValueError in plain words if a limit is negative, or zero (a trigger that may
+        never run is one to switch off)."""
         for name, limit in (("runs", self.runs), ("tokens", self.tokens), ("cost", self.cost_usd)):
             if limit is not None and limit < 0:
                 raise ValueError(f"a budget's {name} cannot be negative, got {limit}")
+            if limit == 0:
+                raise ValueError(
+                    f"a budget of 0 {name} would never let it run; switch the trigger off instead"
+                )
 
     def spent_by(self, spend: TriggerSpend) -> str | None:
         """What ran out, in words (``its 20 runs``), or None while there is budget left."""

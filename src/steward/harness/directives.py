@@ -8,12 +8,11 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from steward.domain import TaskSpec, WaitCondition
+from steward.domain import TaskSpec, TriggerKind, WaitCondition
 from steward.domain.agent_input import Inherited
-from steward.domain.followup import FollowUp
 from steward.domain.outcome import Fail, Outcome
 from steward.domain.personal import MemoryProposal
-from steward.errors import UsageError
+from steward.errors import TooMany, UsageError
 from steward.harness import skilluse, suspend
 from steward.harness.activation import Activation
 from steward.harness.config import AGENT_KIND
@@ -75,20 +74,18 @@ async def _follow_up(act: Activation, call: ToolCall, later: FollowUpLater) -> O
         return await act.observe(
             call, "error: follow-ups belong to a goal; this task has none", True
         )
-    # keyed by the step and call: replaying the step after a crash sets it once
-    await act.run.store.heartbeats.add_follow_up(
-        FollowUp(
-            id=f"fup_{act.task.id}.{act.run.seq + 1}.{call.id}",
-            person_id=act.task.person_id,
-            goal_id=goal_id,
-            task_id=act.task.id,
-            due_at=later.at,
-            note=later.note,
-            created_at=act.run.clock.now(),
-        ),
-        fence=act.run.fence,
-        lease_now=act.run.clock.lease_now(),
-    )
+    try:
+        await act.run.follow_up(due_at=later.at, note=later.note)
+    except TooMany as exc:
+        return await act.observe(call, f"error: {exc}", True)
+    beats = await act.run.store.schedule.list_triggers(goal_id=goal_id)
+    if not any(t.kind is TriggerKind.HEARTBEAT and t.enabled for t in beats):
+        return await act.observe(
+            call,
+            f"follow-up noted for {later.at.isoformat()}, but this goal has no heartbeat "
+            "switched on, so nothing will wake you for it: if it matters, wait until then "
+            "instead, or ask the person to add a heartbeat to the goal",
+        )
     return await act.observe(call, f"follow-up set for {later.at.isoformat()}")
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -50,6 +51,7 @@ from steward.domain import (
     TaskSpec,
 )
 from steward.domain.clock import Clock
+from steward.domain.followup import FollowUp
 from steward.domain.goal import GoalRecordKind
 from steward.domain.ids import effect_key
 from steward.domain.journal import APPLIED_RESULT_UNKNOWN
@@ -119,6 +121,7 @@ class TaskRun:
         self._effects_in_step = 0
         self._spawned_in_step = 0
         self._goal_writes_in_step = 0
+        self._follow_ups_in_step = 0
         self._usage_dirty = False
         self.final_step: FinalStep | None = None
         """Set by :meth:`decide`; the worker commits it with the outcome."""
@@ -157,6 +160,7 @@ class TaskRun:
         self._effects_in_step = 0
         self._spawned_in_step = 0
         self._goal_writes_in_step = 0
+        self._follow_ups_in_step = 0
         if control is not None:
             raise StopRequested(control)
         if self.draining is not None and self.draining.is_set():
@@ -325,6 +329,27 @@ class TaskRun:
             fence=self.fence,
             lease_now=self.clock.lease_now(),
             key=key,
+        )
+
+    async def follow_up(self, *, due_at: datetime, note: str) -> FollowUp:
+        """Set a follow-up on the task's goal (fenced). Its id is derived from this step, so
+        replaying the step after a crash sets it once (a model's call ids may change)."""
+        if self.task.goal_id is None:
+            raise RuntimeError(f"task {self.task.id} has no goal to follow up")
+        follow_up_id = f"fup_{self.task.id}.{self.seq + 1}.{self._follow_ups_in_step}"
+        self._follow_ups_in_step += 1
+        return await self.store.heartbeats.add_follow_up(
+            FollowUp(
+                id=follow_up_id,
+                person_id=self.task.person_id,
+                goal_id=self.task.goal_id,
+                task_id=self.task.id,
+                due_at=due_at,
+                note=note,
+                created_at=self.clock.now(),
+            ),
+            fence=self.fence,
+            lease_now=self.clock.lease_now(),
         )
 
     async def spawn(self, spec: TaskSpec) -> str:

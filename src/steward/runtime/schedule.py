@@ -51,6 +51,8 @@ def parse_at(spec: str) -> datetime:
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_EVERY_SECONDS = 366 * 86400
+"""The longest 'every': beyond it the times overflow, and a yearly cron says it better."""
 
 
 def parse_every(text: str) -> str:
@@ -65,6 +67,8 @@ def parse_every(text: str) -> str:
         raise ConfigError(f"'every' looks like 10m, 1h or 90s, got {text!r}") from exc
     if not seconds > 0:
         raise ConfigError(f"'every' must be a positive time, got {text!r}")
+    if not seconds <= MAX_EVERY_SECONDS:  # also refuses inf and nan
+        raise ConfigError(f"'every' can be at most 366 days, got {text!r}")
     return str(int(seconds)) if seconds.is_integer() else repr(seconds)
 
 
@@ -104,13 +108,14 @@ def first_fire(
     return next_after(kind, spec, timezone, now, hours)
 
 
-def resume_time(trigger: Trigger) -> datetime | None:
+def resume_time(trigger: Trigger, now: datetime) -> datetime | None:
     """Where a trigger whose budget pause ended goes back on its schedule: its first time
     from the resume moment on (cron and heartbeat hours keep their clock; an interval starts
-    afresh then)."""
-    resume = trigger.paused_until
-    if resume is None or trigger.kind is TriggerKind.EVENT:
+    afresh then). A pause that ended long ago resumes from ``now``: the time in between is
+    not owed as catch-up runs."""
+    if trigger.paused_until is None or trigger.kind is TriggerKind.EVENT:
         return trigger.next_fire_at
+    resume = max(trigger.paused_until, now)
     if trigger.kind in (TriggerKind.INTERVAL, TriggerKind.AT):
         return resume
     zone = ZoneInfo(trigger.timezone)

@@ -155,9 +155,9 @@ class Scheduler:
         """A trigger due now, back on its schedule if this is the end of a budget pause
         (the pause moved its next firing to the resume time, which is not on its schedule).
         None when it is not due any more."""
-        if trigger.paused_until is None:
+        if trigger.paused_until is None or trigger.paused_until > now:
             return trigger
-        moved = replace(trigger, paused_until=None, next_fire_at=resume_time(trigger))
+        moved = replace(trigger, paused_until=None, next_fire_at=resume_time(trigger, now))
         if not await self.store.schedule.resume_trigger(trigger, next_fire_at=moved.next_fire_at):
             return None
         log.info("trigger resumed after its daily budget", trigger=trigger.id)

@@ -91,7 +91,7 @@ class TriggerService(ServiceBase):
             id=new_id("trg"),
             person_id=person.id,
             goal_id=goal_id,
-            name=name or f"{kind.value} {spec}",
+            name=name or _default_name(kind, spec),
             kind=kind,
             spec=spec,
             timezone=zone,
@@ -129,7 +129,7 @@ class TriggerService(ServiceBase):
         trigger = await self._trigger(trigger_id, CONTROL)
         next_fire = self._first_fire(trigger) if enabled else None
         updated = await self.store.schedule.set_trigger_enabled(
-            trigger_id, enabled=enabled, next_fire_at=next_fire
+            trigger_id, enabled=enabled, next_fire_at=next_fire, now=self.clock.now()
         )
         self._nudge(scheduler=True)
         return updated
@@ -195,6 +195,10 @@ def _checked_budget(budget: TriggerBudget | None) -> TriggerBudget | None:
     return budget
 
 
+def _count(n: int, thing: str) -> str:
+    return f"{n:,} {thing}" if n == 1 else f"{n:,} {thing}s"
+
+
 def _report(trigger: Trigger, spend: TriggerSpend, now: datetime) -> TriggerReport:
     zone = ZoneInfo(trigger.timezone)
 
@@ -221,11 +225,11 @@ def _report(trigger: Trigger, spend: TriggerSpend, now: datetime) -> TriggerRepo
         upcoming = "not scheduled"
     else:
         upcoming = local(trigger.next_fire_at)
-    today = f"{spend.runs} runs, {spend.tokens:,} tokens, ${spend.cost_usd:.2f}"
+    today = f"{_count(spend.runs, 'run')}, {_count(spend.tokens, 'token')}, ${spend.cost_usd:.2f}"
     checks = ""
     if trigger.kind is TriggerKind.HEARTBEAT:
         last = f" (last check {local(trigger.last_beat_at)})" if trigger.last_beat_at else ""
-        checks = f"{trigger.idle_beats:,} checks found nothing{last}"
+        checks = f"{_count(trigger.idle_beats, 'check')} found nothing{last}"
     return TriggerReport(
         trigger=trigger,
         schedule=schedule,
@@ -235,6 +239,13 @@ def _report(trigger: Trigger, spend: TriggerSpend, now: datetime) -> TriggerRepo
         state=state,
         checks=checks,
     )
+
+
+def _default_name(kind: TriggerKind, spec: str) -> str:
+    """A name in words for a trigger the person did not name ("Every 10 min", not "600")."""
+    if kind in _TIMED:
+        return f"Every {_span(float(spec))}"
+    return f"{kind.value} {spec}"
 
 
 def _span(seconds: float) -> str:

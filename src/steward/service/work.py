@@ -186,7 +186,9 @@ class WorkService(ServiceBase):
                         data={"trigger_id": trigger.id, "firing_id": firing.id},
                     )
                 )
-        for follow_up in await self.store.heartbeats.list_follow_ups(goal_id, limit=limit):
+        for follow_up in await self.store.heartbeats.list_follow_ups(
+            goal_id, latest=True, limit=limit
+        ):
             done = " (done)" if follow_up.done_at is not None else ""
             entries.append(
                 TimelineEntry(

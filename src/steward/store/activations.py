@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ClauseElement, Connection, bindparam, func, insert, select, update
+from sqlalchemy import (
+    ClauseElement,
+    ColumnElement,
+    Connection,
+    bindparam,
+    func,
+    insert,
+    select,
+    update,
+)
 
 from steward.domain import Activation, Task, TaskStatus
 from steward.domain.outcome import Outcome
@@ -44,6 +53,19 @@ class FinalStep:
     """Step output."""
     state: dict[str, Any]
     """Handler state after it."""
+
+
+def usage_sum(conn: Connection, where: ColumnElement[bool]) -> tuple[float, float]:
+    """The model tokens and cost recorded on the activations ``where`` picks (usage is JSON
+    per activation, so it is summed here rather than in SQL)."""
+    tokens = cost = 0.0
+    for (usage,) in conn.execute(
+        select(activations.c.usage).where(where, activations.c.usage != "{}")
+    ):
+        spent = rows.load(usage)
+        tokens += float(spent.get("tokens", 0.0))
+        cost += float(spent.get("cost_usd", 0.0))
+    return tokens, cost
 
 
 class ActivationRepository:
@@ -229,7 +251,7 @@ class ActivationRepository:
                     cond = outcome.condition
                     values |= _wait_values(cond)
                     _lock_against_lost_wakeups(conn, cond, fence.task_id, person_id)
-                    wake = _already_satisfied(conn, cond, fence.task_id, person_id)
+                    wake = _already_satisfied(conn, cond, fence.task_id, person_id, now_f)
                     if wake is not None:
                         values |= {"status": "pending", "run_at": now_f, "wake": rows.dump(wake)}
                 case "requeue":
@@ -334,15 +356,7 @@ class ActivationRepository:
                     func.coalesce(func.sum(activations.c.ended_at - activations.c.started_at), 0.0),
                 ).where(activations.c.goal_id == goal_id)
             ).one()
-            cost = tokens = 0.0
-            for (usage,) in conn.execute(
-                select(activations.c.usage).where(
-                    activations.c.goal_id == goal_id, activations.c.usage != "{}"
-                )
-            ):
-                spent = rows.load(usage)
-                cost += float(spent.get("cost_usd", 0.0))
-                tokens += float(spent.get("tokens", 0.0))
+            tokens, cost = usage_sum(conn, activations.c.goal_id == goal_id)
             return {
                 "activations": n_act,
                 "steps": n_steps,

@@ -10,15 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, func, select, update
 
 from steward.domain import Notification, Trigger
 from steward.domain.followup import FollowUp
 from steward.domain.trigger import TriggerSpend, local_day, watches_event
-from steward.errors import NotFound
+from steward.errors import NotFound, TooMany
 from steward.store import rows
+from steward.store.activations import usage_sum
 from steward.store.backend import Backend
 from steward.store.fencing import Fence, touch_fenced
 from steward.store.inbox import insert_notification
@@ -53,6 +53,27 @@ class Findings:
         }
 
 
+MAX_FOLLOW_UPS_PER_TASK = 20
+"""Follow-ups one task may set: a looping model cannot fill the goal with them."""
+
+
+def _too_many(conn: Connection, follow_up: FollowUp) -> bool:
+    """Whether this (new) follow-up is one more than its task may set."""
+    if conn.execute(select(follow_ups.c.id).where(follow_ups.c.id == follow_up.id)).first():
+        return False  # a replay: stored already
+    count = conn.execute(
+        select(func.count()).where(follow_ups.c.task_id == follow_up.task_id)
+    ).scalar_one()
+    return int(count) >= MAX_FOLLOW_UPS_PER_TASK
+
+
+_open = follow_ups.c.done_at.is_(None) | follow_ups.c.done_task_id.in_(
+    select(tasks.c.id).where(tasks.c.status.in_(["failed", "cancelled"]))
+)
+"""Follow-ups still to act on: never handed over, or handed to a heartbeat task that failed or
+was cancelled (so it did not act on them: the next beat hands them over again)."""
+
+
 class HeartbeatRepository:
     """Follow-ups of goals and what triggers spent today."""
 
@@ -72,6 +93,11 @@ class HeartbeatRepository:
             ).scalar()
             if owner != follow_up.person_id:
                 raise NotFound("goal", follow_up.goal_id)
+            if follow_up.task_id is not None and _too_many(conn, follow_up):
+                raise TooMany(
+                    f"a task can set at most {MAX_FOLLOW_UPS_PER_TASK} follow-ups; "
+                    "fold what is left into one of them"
+                )
             conn.execute(
                 self.backend.insert_ignore(
                     follow_ups,
@@ -94,16 +120,18 @@ class HeartbeatRepository:
         return await self.backend.write(op)
 
     async def list_follow_ups(
-        self, goal_id: str, *, pending: bool = False, limit: int = 200
+        self, goal_id: str, *, pending: bool = False, latest: bool = False, limit: int = 200
     ) -> list[FollowUp]:
+        """A goal's follow-ups, soonest due first; ``latest``: the ``limit`` due last."""
+        order = follow_ups.c.due_at.desc() if latest else follow_ups.c.due_at
         query = (
             select(follow_ups)
             .where(follow_ups.c.goal_id == goal_id)
-            .order_by(follow_ups.c.due_at)
+            .order_by(order, follow_ups.c.id)
             .limit(limit)
         )
         if pending:
-            query = query.where(follow_ups.c.done_at.is_(None))
+            query = query.where(_open)
         return await self.backend.read(
             lambda conn: [rows.follow_up(r) for r in conn.execute(query)]
         )
@@ -119,15 +147,7 @@ def spend_since(conn: Connection, trigger_id: str, since: float) -> TriggerSpend
         tasks.c.trigger_id == trigger_id, tasks.c.created_at >= since
     )
     runs = conn.execute(select(func.count()).select_from(started.subquery())).scalar_one()
-    tokens = cost = 0.0
-    for (usage,) in conn.execute(
-        select(activations.c.usage).where(
-            activations.c.task_id.in_(started.scalar_subquery()), activations.c.usage != "{}"
-        )
-    ):
-        spent = rows.load(usage)
-        tokens += float(spent.get("tokens", 0.0))
-        cost += float(spent.get("cost_usd", 0.0))
+    tokens, cost = usage_sum(conn, activations.c.task_id.in_(started.scalar_subquery()))
     return TriggerSpend(runs=int(runs), tokens=int(tokens), cost_usd=cost)
 
 
@@ -139,25 +159,27 @@ def budget_stop(backend: Backend, conn: Connection, trigger: Trigger, now_f: flo
         return False
     now = rows.dt(now_f)
     start, resume = local_day(trigger.timezone, now)
-    spent = trigger.budget.spent_by(spend_since(conn, trigger.id, rows.ts(start)))
+    spend = spend_since(conn, trigger.id, rows.ts(start))
+    spent = trigger.budget.spent_by(spend)
     if spent is None:
         return False
     values: dict[str, Any] = {"paused_until": rows.ts(resume)}
     if trigger.next_fire_at is not None:
         values["next_fire_at"] = rows.ts(resume)
     conn.execute(update(triggers).where(triggers.c.id == trigger.id).values(values))
-    local = resume.astimezone(ZoneInfo(trigger.timezone))
     insert_notification(
         backend,
         conn,
         Notification(
-            id=f"ntf_budget_{trigger.id}_{round(rows.ts(resume))}",
+            # once per pause: a raised (or lowered) budget spent again the same day is a
+            # new pause with a new run count, and says so again
+            id=f"ntf_budget_{trigger.id}_{round(rows.ts(resume))}_{spend.runs}",
             person_id=trigger.person_id,
             kind="budget",
             title=f"'{trigger.name}' stopped for today: it used {spent}.",
             body=(
-                f"It resumes tomorrow at {local:%H:%M} ({trigger.timezone}) — or raise its "
-                f"budget to let it run again today (steward trigger budget)."
+                "It resumes at midnight — or raise its budget to let it run again today "
+                "(steward trigger budget)."
             ),
             goal_id=trigger.goal_id,
             created_at=now,
@@ -178,7 +200,7 @@ def check_heartbeat(conn: Connection, trigger: Trigger, now_f: float) -> Finding
             select(follow_ups)
             .where(
                 follow_ups.c.goal_id == trigger.goal_id,
-                follow_ups.c.done_at.is_(None),
+                _open,
                 follow_ups.c.due_at <= now_f,
             )
             .order_by(follow_ups.c.due_at)

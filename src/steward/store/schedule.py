@@ -37,6 +37,12 @@ from steward.store.schema import (
 from steward.store.tasks import task_values
 from steward.store.waking import TERMINAL, event_summary, wake_in
 
+_LIVE_TRIGGER = triggers.c.enabled.is_(True) & (
+    triggers.c.goal_id.is_(None)
+    | triggers.c.goal_id.in_(select(goals.c.id).where(goals.c.status == "active"))
+)
+"""Triggers that may fire: switched on, and without a goal or with an active one."""
+
 
 class ScheduleRepository:
     """Triggers, their firings and events; the scheduler lease; pruning history."""
@@ -76,15 +82,19 @@ class ScheduleRepository:
         return await self.backend.read(lambda conn: [rows.trigger(r) for r in conn.execute(query)])
 
     async def set_trigger_enabled(
-        self, trigger_id: str, *, enabled: bool, next_fire_at: datetime | None
+        self, trigger_id: str, *, enabled: bool, next_fire_at: datetime | None, now: datetime
     ) -> Trigger:
+        """Switch a trigger on or off. Switching it on ends a budget pause (its first
+        firing checks the budget again), so the pause cannot later pull it back in time, and
+        a heartbeat looks at events from now on: what came while it was off is old news."""
+        values: dict[str, Any] = {"enabled": enabled, "next_fire_at": rows.ts_opt(next_fire_at)}
+        if enabled:
+            values["paused_until"] = None
+            values["last_beat_at"] = rows.ts(now)
+
         def op(conn: Connection) -> Trigger:
             _get_trigger(conn, trigger_id)
-            conn.execute(
-                update(triggers)
-                .where(triggers.c.id == trigger_id)
-                .values(enabled=enabled, next_fire_at=rows.ts_opt(next_fire_at))
-            )
+            conn.execute(update(triggers).where(triggers.c.id == trigger_id).values(values))
             return _get_trigger(conn, trigger_id)
 
         return await self.backend.write(op)
@@ -92,18 +102,16 @@ class ScheduleRepository:
     async def due_triggers(self, *, now: datetime, limit: int = 500) -> list[Trigger]:
         query = (
             select(triggers)
-            .where(triggers.c.enabled.is_(True), triggers.c.next_fire_at <= rows.ts(now))
-            .where(
-                triggers.c.goal_id.is_(None)
-                | triggers.c.goal_id.in_(select(goals.c.id).where(goals.c.status == "active"))
-            )
+            .where(_LIVE_TRIGGER, triggers.c.next_fire_at <= rows.ts(now))
             .order_by(triggers.c.next_fire_at)
             .limit(limit)
         )
         return await self.backend.read(lambda conn: [rows.trigger(r) for r in conn.execute(query)])
 
     async def next_trigger_time(self) -> datetime | None:
-        query = select(func.min(triggers.c.next_fire_at)).where(triggers.c.enabled.is_(True))
+        # the same triggers due_triggers hands out: one of a paused goal is not due, and
+        # counting it would wake the scheduler over and over for nothing
+        query = select(func.min(triggers.c.next_fire_at)).where(_LIVE_TRIGGER)
         value = await self.backend.read(lambda conn: conn.execute(query).scalar())
         return rows.dt_opt(value)
 
@@ -340,7 +348,8 @@ class ScheduleRepository:
                 conn.execute(
                     update(events)
                     .where(events.c.id == event.id)
-                    .values(routed_at=now_f, consumed_at=now_f if taken else None)
+                    # a waiting task may have taken it before it was routed: that stays
+                    .values(routed_at=now_f, consumed_at=now_f if taken else events.c.consumed_at)
                 )
             return len(batch)
 

@@ -107,6 +107,7 @@ tasks = Table(
     Index("ix_tasks_goal", "goal_id"),
     Index("ix_tasks_parent", "parent_id"),
     Index("ix_tasks_finished", "finished_at"),
+    Index("ix_tasks_trigger", "trigger_id", "created_at"),  # a trigger's spend today
 )
 
 activations = Table(
@@ -220,6 +221,7 @@ events = Table(
     Column("consumed_at", Float),
     UniqueConstraint("person_id", "dedupe_key", name="uq_events_dedupe"),
     Index("ix_events_unrouted", "routed_at", "received_at"),
+    Index("ix_events_person_routed", "person_id", "routed_at"),  # a heartbeat's check
 )
 
 follow_ups = Table(

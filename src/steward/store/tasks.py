@@ -316,7 +316,7 @@ class TaskRepository:
                         # what it waits for may have happened while it was paused (wakers
                         # only wake waiting tasks): check as when it first went to sleep
                         _lock_against_lost_wakeups(conn, task.wait, task_id, task.person_id)
-                        wake = _already_satisfied(conn, task.wait, task_id, task.person_id)
+                        wake = _already_satisfied(conn, task.wait, task_id, task.person_id, now_f)
                         if wake is not None:
                             values |= {
                                 "status": "pending",

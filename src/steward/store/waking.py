@@ -26,10 +26,11 @@ def _wait_values(cond: WaitCondition) -> dict[str, Any]:
 
 
 def _already_satisfied(
-    conn: Connection, cond: WaitCondition, task_id: str, person_id: str
+    conn: Connection, cond: WaitCondition, task_id: str, person_id: str, now_f: float
 ) -> dict[str, Any] | None:
     """A wait whose condition already holds as it is registered: its children are all done, or
-    a matching event arrived after ``cond.since`` (so an early reply is not lost)."""
+    a matching event arrived after ``cond.since`` (so an early reply is not lost). An event
+    the task takes so is consumed, in the same transaction: no heartbeat handles it again."""
     if cond.kind == "children" and _children_done(conn, task_id):
         return {"reason": "children"}
     if cond.kind == "approval" and cond.ref is not None:
@@ -55,6 +56,11 @@ def _already_satisfied(
         for row in arrived:
             event = rows.event(row)
             if event.id not in cond.seen and cond.matches_event(event.type, event.payload):
+                conn.execute(
+                    update(events)
+                    .where(events.c.id == event.id, events.c.consumed_at.is_(None))
+                    .values(consumed_at=now_f)
+                )
                 return {"reason": "event", "event": event_summary(event)}
     return None
 

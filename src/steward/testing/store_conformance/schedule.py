@@ -263,18 +263,22 @@ async def test_trigger_create_list_enable_disable(store: Store, clock: Simulated
     ]
     assert [t.id for t in await store.schedule.list_triggers(goal_id=goal.id)] == [first.id]
     assert await store.schedule.list_triggers(person_id=bob.id) == []
-    off = await store.schedule.set_trigger_enabled(first.id, enabled=False, next_fire_at=None)
+    off = await store.schedule.set_trigger_enabled(
+        first.id, enabled=False, next_fire_at=None, now=clock.now()
+    )
     assert (off.enabled, off.next_fire_at) == (False, None)
     assert await store.schedule.next_trigger_time() is None
     on = await store.schedule.set_trigger_enabled(
-        first.id, enabled=True, next_fire_at=later(clock, 60)
+        first.id, enabled=True, next_fire_at=later(clock, 60), now=clock.now()
     )
     assert (on.enabled, on.next_fire_at) == (True, later(clock, 60))
     assert await store.schedule.next_trigger_time() == later(clock, 60)
     with pytest.raises(NotFound):
         await store.schedule.get_trigger("trg_missing")
     with pytest.raises(NotFound):
-        await store.schedule.set_trigger_enabled("trg_missing", enabled=False, next_fire_at=None)
+        await store.schedule.set_trigger_enabled(
+            "trg_missing", enabled=False, next_fire_at=None, now=clock.now()
+        )
     with pytest.raises(NotFound):
         await store.schedule.create_trigger(make_trigger(ada.id, clock, goal_id=bobs_goal.id))
     with pytest.raises(NotFound):
@@ -355,7 +359,9 @@ async def test_apply_firings(
     # a second scheduler holding the same (now stale) trigger object
     assert await store.schedule.apply_firings(trig, plan, next_fire_at=nxt, now=clock.now()) == []
     # the schedule rewound to the same slot: the firings exist, so nothing fires again
-    await store.schedule.set_trigger_enabled(trig.id, enabled=True, next_fire_at=t0)
+    await store.schedule.set_trigger_enabled(
+        trig.id, enabled=True, next_fire_at=t0, now=clock.now()
+    )
     rewound = await store.schedule.get_trigger(trig.id)
     assert (
         await store.schedule.apply_firings(rewound, plan, next_fire_at=nxt, now=clock.now()) == []
@@ -363,7 +369,9 @@ async def test_apply_firings(
     assert len(await store.tasks.list_tasks(person_id=ada.id)) == 1
     assert len(await store.schedule.list_firings(trig.id)) == 2
     # a disabled trigger does not fire
-    await store.schedule.set_trigger_enabled(trig.id, enabled=False, next_fire_at=None)
+    await store.schedule.set_trigger_enabled(
+        trig.id, enabled=False, next_fire_at=None, now=clock.now()
+    )
     off = await store.schedule.get_trigger(trig.id)
     t2 = later(clock, 7200)
     assert (

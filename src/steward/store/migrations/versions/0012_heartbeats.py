@@ -45,14 +45,20 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index("ix_follow_ups_due", "follow_ups", ["goal_id", "done_at", "due_at"])
+    op.create_index("ix_tasks_trigger", "tasks", ["trigger_id", "created_at"])
+    op.create_index("ix_events_person_routed", "events", ["person_id", "routed_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_events_person_routed", table_name="events")
+    op.drop_index("ix_tasks_trigger", table_name="tasks")
     op.drop_index("ix_follow_ups_due", table_name="follow_ups")
     op.drop_table("follow_ups")
-    with op.batch_alter_table("events") as batch:
+    # plain ALTER TABLE ... DROP COLUMN (SQLite 3.35+): rebuilding a table with foreign keys on
+    # would delete what cascades from it (every firing of every trigger)
+    with op.batch_alter_table("events", recreate="never") as batch:
         batch.drop_column("consumed_at")
-    with op.batch_alter_table("triggers") as batch:
+    with op.batch_alter_table("triggers", recreate="never") as batch:
         batch.drop_column("paused_until")
         batch.drop_column("budget")
         batch.drop_column("last_beat_at")
