@@ -317,8 +317,7 @@ class EgressBroker:
             )
         except TimeoutError:
             raise EgressFailed(
-                f"{method} to {host} failed: the answer took longer than "
-                f"{self._deadline:g} seconds"
+                f"{method} to {host} failed: the answer took longer than {self._deadline:g} seconds"
             ) from None
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # before any byte left
             detail = redactor.redact(f"{type(exc).__name__}: {exc}")
@@ -483,9 +482,7 @@ class EgressBroker:
         if (final.scheme, final.host, final.port) != (target.scheme, target.host, target.port):
             # cannot happen with URL-encoded values; checked because it is the whole point
             raise EgressRefused(f"refused: substituting secrets changed the host of {url!r}")
-        sent = {
-            k: substitute(v, values) for k, v in request.headers.items() if k.lower() != "host"
-        }
+        sent = {k: substitute(v, values) for k, v in request.headers.items() if k.lower() != "host"}
         kwargs: dict[str, Any] = {"headers": sent, "extensions": {}}
         parsed = httpx.URL(final_url)
         if target.address is None:
