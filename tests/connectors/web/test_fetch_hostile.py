@@ -113,7 +113,9 @@ class Hostile:
 
     async def endless(self, request: Request) -> Response:
         async def chunks() -> AsyncIterator[bytes]:
-            while True:
+            # "endless" up to far past any limit; it stops when the reader hangs up, so the
+            # server's shutdown does not wait on a stream nobody reads
+            while self.sent < 200 * MB and not await request.is_disconnected():
                 self.sent += 65536
                 yield b"x" * 65536
 
@@ -121,7 +123,7 @@ class Hostile:
 
     async def trickle(self, request: Request) -> Response:
         async def chunks() -> AsyncIterator[bytes]:
-            while True:
+            while not await request.is_disconnected():
                 yield b"x"
                 await asyncio.sleep(0.05)
 
