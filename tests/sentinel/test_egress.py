@@ -537,3 +537,50 @@ async def test_expired_token_with_http_token_endpoint_is_not_refreshed(
             actor="agent:tsk_1",
         )
     assert setup.service.received == []
+
+
+async def test_a_request_that_may_carry_no_secret_refuses_a_placeholder_anywhere(
+    setup: Setup, clock: SimulatedClock
+) -> None:
+    await _put(setup, "api", SECRET, ["127.0.0.1"], clock)
+    for url, headers in [
+        (f"{setup.service.url}/echo?k={{{{secret:api}}}}", {}),
+        (f"{setup.service.url}/echo", {"If-None-Match": '"{{secret:api}}"'}),
+    ]:
+        with pytest.raises(EgressRefused, match="may carry no"):
+            await setup.broker.request(
+                person_id=setup.person,
+                method="GET",
+                url=url,
+                headers=headers,
+                actor="agent:tsk_1",
+                secrets_allowed=False,
+            )
+    assert setup.service.received == []
+    assert setup.audits == []
+
+
+async def test_max_bytes_keeps_the_beginning_and_says_truncated(
+    setup: Setup, clock: SimulatedClock
+) -> None:
+    answer = await setup.broker.request(
+        person_id=setup.person,
+        method="POST",
+        url=f"{setup.service.url}/echo",
+        content=b"y" * 10_000,
+        actor="agent:tsk_1",
+        max_bytes=100,
+    )
+    assert answer.truncated
+    assert len(answer.text) == 100
+    whole = await setup.broker.request(
+        person_id=setup.person,
+        method="POST",
+        url=f"{setup.service.url}/echo",
+        content=b"y",
+        actor="agent:tsk_1",
+        max_bytes=100_000,
+    )
+    assert not whole.truncated
+    assert whole.json()["body"] == "y"
+    assert not whole.public  # 127.0.0.1

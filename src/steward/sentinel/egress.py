@@ -157,6 +157,11 @@ class EgressResponse:
     """The URL as requested, with placeholders."""
     secrets: tuple[str, ...]
     """Names of the secrets the request used."""
+    truncated: bool = False
+    """The body was longer than the ``max_bytes`` asked for: ``text`` is its beginning."""
+    public: bool = False
+    """Every address the host had was a public one (not this machine, not a private
+    network)."""
 
     def json(self) -> Any:
         """The body parsed as JSON."""
@@ -214,6 +219,7 @@ class EgressBroker:
         client_factory: Callable[..., httpx.AsyncClient] = httpx.AsyncClient,
         now: Callable[[], datetime] = _utcnow,
         timeout_seconds: float = 30.0,
+        deadline_seconds: float = 120.0,
         oauth_leeway_seconds: float = 60.0,
         resolve: Resolver = system_resolver,
     ) -> None:
@@ -224,6 +230,7 @@ class EgressBroker:
         self._client_factory = client_factory
         self._now = now
         self._timeout = timeout_seconds
+        self._deadline = deadline_seconds
         self._leeway = oauth_leeway_seconds
         self._refresh_locks: dict[tuple[str, str], asyncio.Lock] = {}
         install_log_filter()
@@ -240,6 +247,9 @@ class EgressBroker:
         json: Any = None,
         form: Mapping[str, str] | None = None,
         scope: str = API_CALL,
+        secrets_allowed: bool = True,
+        max_bytes: int | None = None,
+        public_only: bool = False,
     ) -> EgressResponse:
         """Send one request for ``person_id``'s task, an action of ``scope``; at most one of
         ``content``, ``json`` and ``form`` is the body. Raises :class:`EgressRefused` (nothing
@@ -247,16 +257,29 @@ class EgressBroker:
         address and no connection offering ``scope`` names it; :class:`EgressNotSent` when it
         failed before anything left (a lookup, the connection, or the current effect's send
         deadline: :mod:`steward.sendby`); :class:`EgressFailed` when the request fails
-        after that."""
+        after that.
+
+        ``secrets_allowed=False`` refuses any placeholder, wherever it is (a caller whose URL
+        or headers may come from others — a redirect, a stored ``ETag`` — sets it).
+        ``max_bytes`` bounds the body: it is read as it arrives, decompressed bytes counted,
+        and reading stops past the limit (the response says ``truncated``), all within
+        ``deadline_seconds``. ``public_only`` refuses a private or local address even when a
+        connection names the host (a redirect from a public site may not lead there)."""
         if sum(body is not None for body in (content, json, form)) > 1:
             raise UsageError("give at most one of content, json and form")
         method = method.upper()
         headers = dict(headers or {})
         names = referenced(url, headers, content, json, form)
+        if names and not secrets_allowed:
+            raise EgressRefused(
+                "refused: this request may carry no {{secret:…}} placeholder; nothing was sent"
+            )
         target = _target(url)
         host = target.host
         try:
-            secrets, addresses = await self._prepare(person_id, actor, method, names, target, scope)
+            secrets, addresses = await self._prepare(
+                person_id, actor, method, names, target, scope, public_only
+            )
         except DatabaseUnavailable as exc:
             raise EgressNotSent(f"{method} to {host} not sent: {exc}") from exc
         except EgressNotSent:
@@ -267,31 +290,35 @@ class EgressBroker:
         redactor = _redactor(secrets)
         token = IN_FLIGHT.set(redactor)
         status: int | None = None
+        request = _Request(method, url, headers, content, json, form, max_bytes)
         try:
-            response = await self._send(
-                method, url, headers, content, json, form, secrets, target, addresses
-            )
-            status = response.status_code
+            answer = await self._send(request, secrets, target, addresses)
+            status = answer.response.status_code
             refreshable = [s for s in secrets.values() if s.oauth and s.oauth.refresh_token]
-            if response.status_code == 401 and refreshable:
+            if status == 401 and refreshable:
                 for secret in refreshable:
                     await self._refresh(person_id, secret.info.name, secret, actor)
                 redactor = _redactor(secrets)
                 IN_FLIGHT.set(redactor)
-                response = await self._send(
-                    method, url, headers, content, json, form, secrets, target, addresses
-                )
-                status = response.status_code
+                answer = await self._send(request, secrets, target, addresses)
+                status = answer.response.status_code
+            response = answer.response
             return EgressResponse(
                 status=response.status_code,
                 reason=redactor.redact(response.reason_phrase),
                 headers={
                     redactor.redact(k): redactor.redact(v) for k, v in response.headers.items()
                 },
-                text=redactor.redact(response.text),
+                text=redactor.redact(answer.body.decode(response.encoding or "utf-8", "replace")),
                 url=redactor.redact(url),
                 secrets=tuple(sorted(names)),
+                truncated=answer.truncated,
+                public=all(is_public(a) for a in addresses),
             )
+        except TimeoutError:
+            raise EgressFailed(
+                f"{method} to {host} failed: the answer took longer than {self._deadline:g} seconds"
+            ) from None
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # before any byte left
             detail = redactor.redact(f"{type(exc).__name__}: {exc}")
             raise EgressNotSent(f"{method} to {host} not sent: {detail}") from None
@@ -340,6 +367,7 @@ class EgressBroker:
         names: Iterable[str],
         target: Url,
         scope: str,
+        public_only: bool,
     ) -> tuple[dict[str, _Secret], list[IPAddress]]:
         """Everything before the request: the secrets, checked and opened (refreshed when
         expired), and the addresses to try."""
@@ -348,7 +376,7 @@ class EgressBroker:
             info, ciphertext = await self._store.secrets.secret_ciphertext(person_id, name)
             await self._check_binding(person_id, actor, method, info, target.host, target.scheme)
             infos[name] = (info, ciphertext)
-        addresses = await self._addresses(person_id, actor, method, target, scope)
+        addresses = await self._addresses(person_id, actor, method, target, scope, public_only)
         # decrypt only once every secret passed its binding check
         secrets = {name: self._open(info, ct) for name, (info, ct) in infos.items()}
         for name, secret in secrets.items():
@@ -379,11 +407,17 @@ class EgressBroker:
         raise EgressRefused(f"refused: {problem}; nothing was sent")
 
     async def _addresses(
-        self, person_id: str, actor: str, method: str, target: Url, scope: str
+        self,
+        person_id: str,
+        actor: str,
+        method: str,
+        target: Url,
+        scope: str,
+        public_only: bool = False,
     ) -> list[IPAddress]:
         """The addresses to connect to, in the resolver's order: the host's, when every one
-        is public or an active connection of the person that offers ``scope`` names the
-        host."""
+        is public or (unless ``public_only``) an active connection of the person that offers
+        ``scope`` names the host."""
         if target.address is not None:
             addresses = [target.address]
         else:
@@ -395,20 +429,26 @@ class EgressBroker:
             if not addresses:
                 raise EgressFailed(f"{method} to {target.host} failed: it has no address")
         private = [a for a in addresses if not is_public(a)]
-        if private and not await self._named_by_connection(person_id, target.host, scope):
-            shown = target.host if target.address else f"{target.host} ({private[0]})"
-            await self._record(
-                person_id,
-                actor,
-                "egress_refused",
-                {"host": target.host, "address": str(private[0]), "method": method},
-            )
-            raise EgressRefused(
-                f"refused: {shown} is a local or private network address, and no connection "
-                f"of yours that allows {scope} names {target.host} among its hosts; nothing "
-                "was sent"
-            )
-        return addresses
+        if not private:
+            return addresses
+        if not public_only and await self._named_by_connection(person_id, target.host, scope):
+            return addresses
+        shown = target.host if target.address else f"{target.host} ({private[0]})"
+        await self._record(
+            person_id,
+            actor,
+            "egress_refused",
+            {"host": target.host, "address": str(private[0]), "method": method},
+        )
+        why = (
+            "and a public site may not lead there"
+            if public_only
+            else f"and no connection of yours that allows {scope} names {target.host} "
+            "among its hosts"
+        )
+        raise EgressRefused(
+            f"refused: {shown} is a local or private network address, {why}; nothing was sent"
+        )
 
     async def _named_by_connection(self, person_id: str, host: str, scope: str) -> bool:
         """An active connection of the person names ``host`` and offers ``scope`` (naming a
@@ -429,16 +469,12 @@ class EgressBroker:
 
     async def _send(
         self,
-        method: str,
-        url: str,
-        headers: dict[str, str],
-        content: str | bytes | None,
-        body_json: Any,
-        form: Mapping[str, str] | None,
+        request: _Request,
         secrets: Mapping[str, _Secret],
         target: Url,
         addresses: Sequence[IPAddress],
-    ) -> httpx.Response:
+    ) -> _Answer:
+        url = request.url
         values = {name: s.value for name, s in secrets.items()}
         url_values = {name: quote(v, safe="") for name, v in values.items()}
         final_url = substitute(url, url_values)
@@ -446,7 +482,7 @@ class EgressBroker:
         if (final.scheme, final.host, final.port) != (target.scheme, target.host, target.port):
             # cannot happen with URL-encoded values; checked because it is the whole point
             raise EgressRefused(f"refused: substituting secrets changed the host of {url!r}")
-        sent = {k: substitute(v, values) for k, v in headers.items() if k.lower() != "host"}
+        sent = {k: substitute(v, values) for k, v in request.headers.items() if k.lower() != "host"}
         kwargs: dict[str, Any] = {"headers": sent, "extensions": {}}
         parsed = httpx.URL(final_url)
         if target.address is None:
@@ -454,7 +490,7 @@ class EgressBroker:
             kwargs["headers"]["Host"] = parsed.netloc.decode("ascii")
             if target.scheme == "https":
                 kwargs["extensions"]["sni_hostname"] = target.host
-        kwargs.update(filled_body(content, body_json, form, values))
+        kwargs.update(filled_body(request.content, request.json, request.form, values))
 
         def at(address: IPAddress) -> httpx.URL:
             return parsed if target.address is not None else parsed.copy_with(host=str(address))
@@ -463,13 +499,35 @@ class EgressBroker:
             for tried, address in enumerate(addresses, 1):
                 sendby.check()  # an effect's request starts within its send deadline, or never
                 failpoint("egress.before_send")  # the last place to stop before the bytes go
+                built = client.build_request(request.method, at(address), **kwargs)
                 try:
-                    return await client.request(method, at(address), **kwargs)
+                    response = await client.send(built, stream=True)
                 except (httpx.ConnectError, httpx.ConnectTimeout):
                     if tried == len(addresses):
                         raise
-                    # nothing was sent: try the next checked address
+                    continue  # nothing was sent: try the next checked address
+                try:
+                    return await self._read(response, request.max_bytes)
+                finally:
+                    await response.aclose()
             raise AssertionError("no address to send to")  # _addresses returns at least one
+
+    async def _read(self, response: httpx.Response, max_bytes: int | None) -> _Answer:
+        """The body as it arrives, decompressed; with ``max_bytes``, no more than that is kept
+        (a small compressed body can expand to gigabytes) and it all comes within the
+        deadline."""
+        if max_bytes is None:
+            return _Answer(response=response, body=await response.aread(), truncated=False)
+        chunks: list[bytes] = []
+        size = 0
+        async with asyncio.timeout(self._deadline):
+            async for chunk in response.aiter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > max_bytes:
+                    body = b"".join(chunks)[:max_bytes]
+                    return _Answer(response=response, body=body, truncated=True)
+        return _Answer(response=response, body=b"".join(chunks), truncated=False)
 
     async def _refresh(self, person_id: str, name: str, secret: _Secret, actor: str) -> None:
         """Refresh an OAuth secret in place (one refresh at a time per secret: another request
@@ -544,6 +602,28 @@ class EgressBroker:
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One request as a tool gave it (placeholders in place)."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    content: str | bytes | None
+    json: Any
+    form: Mapping[str, str] | None
+    max_bytes: int | None
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A response and its body, read (at most ``max_bytes`` of it)."""
+
+    response: httpx.Response
+    body: bytes
+    truncated: bool
 
 
 def _target(url: str) -> Url:

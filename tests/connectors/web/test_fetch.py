@@ -47,7 +47,12 @@ def site() -> Iterator[Site]:
 
 
 async def make_world(
-    store: Store, clock: SimulatedClock, site: Site, *hosts: str, **options: Any
+    store: Store,
+    clock: SimulatedClock,
+    site: Site,
+    *hosts: str,
+    vault: Vault | None = None,
+    **options: Any,
 ) -> World:
     person = await store.persons.create_person(name="p", now=clock.now())
     audits: list[dict[str, Any]] = []
@@ -55,7 +60,7 @@ async def make_world(
     async def audit(**entry: Any) -> None:
         audits.append(entry)
 
-    vault = Vault(VaultKeys(keys=(generate_key(),), source="test"))
+    vault = vault or Vault(VaultKeys(keys=(generate_key(),), source="test"))
     broker = EgressBroker(store, vault, audit=audit, now=clock.now)
     if hosts:
         await store.authority.add_connection(
@@ -149,11 +154,15 @@ async def test_redirects_are_followed_and_the_final_url_given(world: World) -> N
 
 
 async def test_each_redirect_hop_is_checked_again_by_the_broker(world: World) -> None:
-    """The connection names 127.0.0.1, not localhost: a redirect there is refused."""
+    """The connection names 127.0.0.1, not localhost: a redirect there is refused (in words
+    that name the host asked for, not the one the site chose)."""
     world.site.redirect("/away", f"http://localhost:{world.site.port}/secret")
     world.site.page("/secret", "internal")
-    with pytest.raises(FetchRefused, match="local or private network address"):
+    with pytest.raises(FetchRefused) as refused:
         await world.get("/away")
+    assert str(refused.value) == (
+        "127.0.0.1 redirects to an address Steward may not read from there; nothing was sent to it"
+    )
     assert world.site.count("/secret") == 0
     assert [a["kind"] for a in world.audits] == ["egress_refused"]
 
@@ -256,8 +265,9 @@ async def test_a_503_with_an_http_date_retry_after(world: World) -> None:
 
 async def test_errors_fail_plainly_with_their_status(world: World) -> None:
     world.site.fail("/broken", 500)
-    with pytest.raises(FetchFailed, match="answered 500 Internal Server Error") as failed:
+    with pytest.raises(FetchFailed) as failed:
         await world.get("/broken")
+    assert str(failed.value) == "127.0.0.1 answered 500"  # no reason phrase: the site's words
     assert failed.value.status == 500
     assert failed.value.retry_after is None
     with pytest.raises(FetchFailed, match="answered 404") as missing:
@@ -325,7 +335,7 @@ async def test_a_crawl_delay_longer_than_ours_is_honoured(world: World) -> None:
 
 async def test_a_page_too_big_is_refused_plainly(world: World) -> None:
     world.site.page("/big", "x" * 5000)
-    with pytest.raises(FetchRefused, match="is 5 kB, more than the 1 kB read at most"):
+    with pytest.raises(FetchRefused, match="is more than the 1 kB read at most"):
         await world.get("/big", max_bytes=1000)
 
 

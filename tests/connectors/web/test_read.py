@@ -204,7 +204,8 @@ async def test_a_file_that_is_not_a_page_is_not_read(
         store, clock, tmp_path, instructions=f"Read {url}", urls=[url]
     )
     [said] = await outputs(svc, task_id)
-    assert "is not a page to read but a application/pdf file" in str(said)
+    assert str(said).endswith("manual.pdf is not a page to read (not HTML or text)")
+    assert "application/pdf" not in str(said)  # the site's word for it stays out
 
 
 async def test_many_links_are_listed_up_to_a_bound(
@@ -271,3 +272,33 @@ async def test_connecting_hosts_from_the_terminal_asks_for_no_password(
     assert "Password" not in said
     assert said.startswith("Connected home (web). Steward may read pages on 127.0.0.1, on any port")
     assert "Steward may read pages on your network through it." in said
+
+
+async def test_a_redirect_to_another_host_is_returned_not_followed(
+    store: Store, clock: SimulatedClock, tmp_path: Path, site: Site
+) -> None:
+    """The person named the page; it redirects (an open redirect) to another host with data in
+    the query. web_read stops there and gives the target as others' words: reading it is a new
+    web_read, which waits for the person, and the approval shows the whole address."""
+    exfil = f"http://localhost:{site.port}/collect?who=ada&notes=" + "x" * 300
+    site.redirect("/start", "/url")  # the same host: followed
+    site.redirect("/url", exfil)
+    site.page("/collect", "thanks")
+    start = f"{site.url}/start"
+    svc, task_id, _, _ = await agent_reads(
+        store,
+        clock,
+        tmp_path,
+        instructions=f"What does {start} say?",
+        urls=[start, exfil],
+        hosts="127.0.0.1, localhost",
+    )
+    task = await svc.get_task(task_id)
+    assert task.status is TaskStatus.WAITING
+    [moved] = await outputs(svc, task_id)
+    assert moved["url"] == f"{site.url}/url"
+    assert moved["moved_to"] == exfil
+    [asked] = await svc.list_approvals(person_id=task.person_id, status=ApprovalStatus.PENDING)
+    assert asked.args["url"] == exfil
+    assert exfil in asked.summary
+    assert [h.path for h in site.hits() if h.path.startswith("/collect")] == []

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from steward.connectors.base import ConnectionFailed, ConnectorEnv
-from steward.connectors.feed.parse import Feed, read_feed
+from steward.connectors.feed.parse import Feed, FeedUnreadable, read_feed
 from steward.connectors.web.fetch import FetchFailed, FetchRefused, Page, shared_fetcher
 from steward.domain.authority import Connection
 from steward.sentinel.urls import UrlRefused, parse_url
@@ -73,9 +74,32 @@ async def fetch_feed(
     """The connection's feed, conditionally when validators are given: the page, and the feed
     read from it (None when the server said it has not changed). :class:`ConnectionFailed` in
     plain words when it cannot be fetched or read."""
+    page = await _fetch(env, connection, etag=etag, last_modified=last_modified)
+    if page.not_modified:
+        return page, None
+    return page, await _read(page, settings_of(connection))
+
+
+async def whole_feed(env: ConnectorEnv, connection: Connection) -> Feed:
+    """The connection's feed, fetched whole (no validators); a server that answers "not
+    modified" anyway fails plainly."""
+    page = await _fetch(env, connection)
+    settings = settings_of(connection)
+    if page.not_modified:
+        raise FeedUnreadable(f"{settings.host} answered 'not modified' when asked for the feed")
+    return await _read(page, settings)
+
+
+async def _fetch(
+    env: ConnectorEnv,
+    connection: Connection,
+    *,
+    etag: str | None = None,
+    last_modified: str | None = None,
+) -> Page:
     settings = settings_of(connection)
     try:
-        page = await shared_fetcher(env).get(
+        return await shared_fetcher(env).get(
             person_id=connection.person_id,
             url=settings.url,
             actor=f"connection:{connection.id}",
@@ -85,9 +109,12 @@ async def fetch_feed(
         )
     except (FetchFailed, FetchRefused) as exc:
         raise ConnectionFailed(str(exc)) from None
-    if page.not_modified:
-        return page, None
-    return page, read_feed(page.text, page.url, fallback_title=settings.host)
+
+
+async def _read(page: Page, settings: FeedSettings) -> Feed:
+    """A large feed takes seconds to parse: not on the event loop. Messages name the address
+    the person gave, not where a redirect led."""
+    return await asyncio.to_thread(read_feed, page.text, settings.url, fallback_title=settings.host)
 
 
 def day(when: datetime, zone: ZoneInfo, now: datetime) -> str:

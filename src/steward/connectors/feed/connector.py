@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import BaseModel
 
 from steward.connectors.base import ConnectorEnv, TriggerSource
-from steward.connectors.feed.access import KIND, READ, FeedSettings, day, fetch_feed, settings_of
+from steward.connectors.feed.access import KIND, READ, FeedSettings, day, settings_of, whole_feed
 from steward.connectors.feed.source import FeedSource
 from steward.connectors.feed.tools import feed_tools
 from steward.domain.authority import Connection
@@ -30,8 +30,7 @@ class FeedConnector:
 
     async def check(self, connection: Connection, env: ConnectorEnv) -> str:
         """Fetches and reads the feed: "Reading 'Example blog': 20 entries, newest 3 Dec"."""
-        _, feed = await fetch_feed(env, connection)
-        assert feed is not None  # fetched without validators: never "not modified"
+        feed = await whole_feed(env, connection)
         count = len(feed.entries)
         said = f"Reading '{feed.title}': {count} entr{'y' if count == 1 else 'ies'}"
         newest = feed.newest()

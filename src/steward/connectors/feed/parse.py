@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import calendar
 import hashlib
+import io
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,10 @@ MAX_ENTRIES = 500
 """The most entries read from one feed (in document order)."""
 SUMMARY_CHARS = 500
 """The most characters of an entry's summary kept."""
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+"""Dates before this are taken as missing."""
+LATEST = datetime(3000, 1, 1, tzinfo=UTC)
+"""Dates after this are taken as missing."""
 
 
 class FeedUnreadable(ConnectionFailed):
@@ -67,14 +72,22 @@ class Feed:
 def read_feed(text: str, url: str, *, fallback_title: str) -> Feed:
     """The feed in ``text`` (fetched from ``url``); :class:`FeedUnreadable` when it is not
     an RSS or Atom feed, or too broken to read any entry from."""
-    parsed: Any = feedparser.parse(text, sanitize_html=True, resolve_relative_uris=True)
+    # bytes in a stream, never the text: given a string that looks like a path or a URL,
+    # feedparser opens or fetches it itself — past the broker. The text is already decoded
+    # (by the page's declared charset): the header says so, over the XML declaration.
+    parsed: Any = feedparser.parse(
+        io.BytesIO(text.encode("utf-8")),
+        response_headers={"content-type": "application/xml; charset=utf-8"},
+        sanitize_html=True,
+        resolve_relative_uris=True,
+    )
     if not parsed.version:
         raise FeedUnreadable(f"{url} is not an RSS or Atom feed")
     # an entry with no id, link or title names nothing (a feed cut off inside an <item>)
     usable = [e for e in parsed.entries if any(e.get(k) for k in ("id", "link", "title"))]
     if parsed.bozo and not usable:
-        problem = parsed.get("bozo_exception")
-        raise FeedUnreadable(f"the feed at {url} is broken and has no entry to read ({problem})")
+        # the parser's own message may quote the site's text: not repeated in an error
+        raise FeedUnreadable(f"the feed at {url} is broken and has no entry to read")
     title = plain_line(str(parsed.feed.get("title") or "")) or fallback_title
     return Feed(title=title, entries=tuple(_entry(raw) for raw in usable[:MAX_ENTRIES]))
 
@@ -102,9 +115,14 @@ def _entry(raw: Any) -> Entry:
     )
 
 
-def _utc(stamp: time.struct_time) -> datetime:
-    """feedparser's dates are UTC ``struct_time``s."""
-    return datetime.fromtimestamp(calendar.timegm(stamp), tz=UTC)
+def _utc(stamp: time.struct_time) -> datetime | None:
+    """feedparser's dates are UTC ``struct_time``s; one outside :data:`EARLIEST` ..
+    :data:`LATEST` is taken as missing (year 1 cannot even be shown in a zone west of UTC)."""
+    try:
+        when = datetime.fromtimestamp(calendar.timegm(stamp), tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return when if EARLIEST <= when <= LATEST else None
 
 
 def _plain(html: str) -> str:

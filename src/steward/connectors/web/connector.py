@@ -10,6 +10,7 @@ Its tool, ``web_read``, is the agent's for any page, with or without a connectio
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any, ClassVar
 
@@ -94,7 +95,10 @@ class WebConnector:
                 except (FetchFailed, FetchRefused) as exc:
                     problems.append(str(exc))
                     continue
-                title = readable(page.text, page.url).title if "html" in page.content_type else ""
+                html = "html" in page.content_type
+                title = (
+                    (await asyncio.to_thread(readable, page.text, page.url)).title if html else ""
+                )
                 said.append(f"{host} answers" + (f" ({title})" if title else ""))
                 break
             else:

@@ -18,8 +18,15 @@ follows up to :data:`MAX_REDIRECTS`, so each hop is checked again. On top of tha
 - conditional GET: ``If-None-Match`` / ``If-Modified-Since`` when the caller has validators,
   and a 304 comes back as a :class:`Page` with ``not_modified``.
 
-A URL carrying a ``{{secret:…}}`` placeholder is refused: reading a page uses no credential
-(that is ``http_fetch``'s business, under its own scope).
+No request carries a secret: a URL with a ``{{secret:…}}`` placeholder is refused, the broker
+is told to refuse one on every hop (a redirect's ``Location`` is the site's choice), and a
+stored validator carrying one is not sent. Reading a page uses no credential (that is
+``http_fetch``'s business, under its own scope). Once a public address answered, no later hop
+may go to a private or local one (a public page cannot lead Steward into the person's network).
+A body is read as it arrives and no further than ``max_bytes`` (decompressed).
+
+Errors name the host the caller asked for and the status, never text the site chose (a reason
+phrase, a redirect's target): an error goes to the model without being marked as others' words.
 """
 
 from __future__ import annotations
@@ -33,10 +40,21 @@ from importlib.metadata import version
 from urllib.parse import urljoin
 
 from steward.connectors.base import ConnectorEnv
-from steward.connectors.web.politeness import HostPacer, RobotsRules, parse_robots
+from steward.connectors.web.politeness import (
+    MAX_WAIT_SECONDS,
+    HostPacer,
+    RobotsRules,
+    parse_robots,
+)
 from steward.domain.clock import Clock
 from steward.errors import StewardRuntimeError, UsageError
-from steward.sentinel.egress import EgressBroker, EgressFailed, EgressRefused, EgressResponse
+from steward.sentinel.egress import (
+    EgressBroker,
+    EgressFailed,
+    EgressNotSent,
+    EgressRefused,
+    EgressResponse,
+)
 from steward.sentinel.urls import Url, UrlRefused, parse_url
 from steward.sentinel.wire import referenced
 
@@ -97,7 +115,10 @@ class Page:
     content_type: str
     """The declared content type (``text/html; charset=utf-8``), ``""`` when none."""
     text: str
-    """The decoded body; ``""`` when ``not_modified``."""
+    """The decoded body; ``""`` when ``not_modified`` or ``moved_to``."""
+    moved_to: str | None = None
+    """Where a redirect to another host pointed, not followed (``other_hosts=False``):
+    nothing was read there; the status is the redirect's."""
 
 
 class Fetcher:
@@ -131,44 +152,75 @@ class Fetcher:
         etag: str | None = None,
         last_modified: str | None = None,
         max_bytes: int = 2_000_000,
+        other_hosts: bool = True,
     ) -> Page:
         """GET ``url`` for ``person_id``'s ``actor`` (an action of ``scope``, which a
         connection must offer for a private host), conditionally when validators are given.
-        Raises :class:`FetchRefused` or :class:`FetchFailed` in plain words."""
-        current = url.strip()
-        if referenced(current, {}, None, None, None):
+        With ``other_hosts=False`` a redirect to another host is not followed: the page comes
+        back with ``moved_to``. Raises :class:`FetchRefused` or :class:`FetchFailed` in plain
+        words that name the host asked for, never text the site chose."""
+        given = url.strip()
+        if _placeholder(given):
             raise FetchRefused(
                 "a web address to read cannot carry a {{secret:…}} placeholder; "
                 "reading a page uses no credential"
             )
+        asked = _parse(given)
         headers = {"User-Agent": self._user_agent, "Accept": _ACCEPT}
-        if etag:
+        # validators are the site's words, kept from its last answer: never a channel for a
+        # secret (the broker refuses placeholders anyway; this keeps the read working)
+        if etag and not _placeholder(etag):
             headers["If-None-Match"] = etag
-        if last_modified:
+        if last_modified and not _placeholder(last_modified):
             headers["If-Modified-Since"] = last_modified
-        for _hop in range(MAX_REDIRECTS + 1):
-            target = _parse(current)
+        hop = _Hop(asked=asked, at=asked)
+        for _ in range(MAX_REDIRECTS + 1):
             if self._respect_robots:
-                await self._check_robots(person_id, target, actor, scope)
-            response = await self._send(person_id, target, actor, scope, headers)
+                await self._check_robots(person_id, hop, actor, scope)
+            response = await self._send(person_id, hop, actor, scope, headers, max_bytes)
             location = _header(response, "location")
             if response.status not in _REDIRECTS or not location:
-                return self._page(target, response, etag, last_modified, max_bytes)
-            current = urljoin(current, location)
+                return self._page(hop, response, etag, last_modified, max_bytes)
+            following = hop.to(location, public=response.public)
+            if not other_hosts and following.at.host != hop.at.host:
+                return Page(
+                    url=hop.at.text,
+                    status=response.status,
+                    not_modified=False,
+                    etag=None,
+                    last_modified=None,
+                    content_type="",
+                    text="",
+                    moved_to=following.at.text,
+                )
+            hop = following
         raise FetchFailed(f"{url} redirects more than {MAX_REDIRECTS} times; not followed")
 
     async def _send(
-        self, person_id: str, target: Url, actor: str, scope: str, headers: dict[str, str]
+        self,
+        person_id: str,
+        hop: _Hop,
+        actor: str,
+        scope: str,
+        headers: dict[str, str],
+        max_bytes: int,
     ) -> EgressResponse:
-        """One request, in the host's turn, through the broker."""
+        """One request, in the host's turn, through the broker (with no secret, at most
+        ``max_bytes`` of the body, and only to a public address once a public one answered)."""
+        target = hop.at
         waiting = self._pacer.blocked_for(target.host)
         if waiting is not None:
             raise FetchFailed(
-                f"{target.host} asked us to wait; not asking again for {_duration(waiting)}",
+                f"{hop.where} asked us to wait; not asking again for {_duration(waiting)}",
                 retry_after=waiting,
             )
         rules = self._robots.get(_site(target))
         delay = rules.crawl_delay(self._agent) if rules is not None else None
+        if delay is not None and not 0 <= delay <= MAX_WAIT_SECONDS:
+            raise FetchRefused(
+                f"{hop.where} asks robots to wait more than {_duration(MAX_WAIT_SECONDS)} "
+                "between two pages (its robots.txt); nothing there is read"
+            )
         await self._pacer.turn(target.host, at_least=delay or 0.0)
         try:
             return await self._broker.request(
@@ -178,15 +230,25 @@ class Fetcher:
                 actor=actor,
                 headers=headers,
                 scope=scope,
+                secrets_allowed=False,
+                max_bytes=max_bytes,
+                public_only=hop.public,
             )
         except EgressRefused as exc:
-            raise FetchRefused(str(exc)) from None
-        except EgressFailed as exc:
-            raise FetchFailed(f"could not reach {target.host}: {exc}") from None
+            if hop.at.host == hop.asked.host:  # the broker names the caller's host
+                raise FetchRefused(str(exc)) from None
+            raise FetchRefused(
+                f"{hop.asked.host} redirects to an address Steward may not read from there; "
+                "nothing was sent to it"
+            ) from None
+        except EgressNotSent:
+            raise FetchFailed(f"could not reach {hop.where}") from None
+        except EgressFailed:
+            raise FetchFailed(f"{hop.where} stopped answering before the page was read") from None
 
     def _page(
         self,
-        target: Url,
+        hop: _Hop,
         response: EgressResponse,
         etag: str | None,
         last_modified: str | None,
@@ -194,10 +256,10 @@ class Fetcher:
     ) -> Page:
         status = response.status
         if status in _BUSY:
-            raise self._busy(target, response)
+            raise self._busy(hop, response)
         if status == 304:
             return Page(
-                url=target.text,
+                url=hop.at.text,
                 status=304,
                 not_modified=True,
                 etag=_header(response, "etag") or etag,
@@ -206,20 +268,14 @@ class Fetcher:
                 text="",
             )
         if not 200 <= status < 300:
-            raise FetchFailed(
-                f"{target.host} answered {status} {response.reason} for {target.text}",
-                status=status,
-            )
-        declared = _header(response, "content-length")
-        size = int(declared) if declared and declared.isdigit() else 0
-        size = max(size, len(response.text.encode("utf-8")))
-        if size > max_bytes:
+            raise FetchFailed(f"{hop.where} answered {status}", status=status)
+        if response.truncated:
             raise FetchRefused(
-                f"the page at {target.text} is {_size(size)}, more than the {_size(max_bytes)} "
-                "read at most; it was not kept"
+                f"the page at {hop.asked.text} is more than the {_size(max_bytes)} read at "
+                "most; it was not kept"
             )
         return Page(
-            url=target.text,
+            url=hop.at.text,
             status=status,
             not_modified=False,
             etag=_header(response, "etag"),
@@ -228,38 +284,48 @@ class Fetcher:
             text=response.text,
         )
 
-    def _busy(self, target: Url, response: EgressResponse) -> FetchFailed:
-        """A 429 or 503: the host is left alone for as long as its Retry-After asks."""
-        retry_after = _retry_after(_header(response, "retry-after"), self._clock.now())
+    def _busy(self, hop: _Hop, response: EgressResponse) -> FetchFailed:
+        """A 429 or 503: the host is left alone for as long as its Retry-After asks, an hour
+        at most (a longer wait is not promised: the host is asked again after the hour)."""
+        asked_for = _retry_after(_header(response, "retry-after"), self._clock.now())
+        retry_after = None if asked_for is None else min(asked_for, MAX_WAIT_SECONDS)
         if retry_after is not None:
-            self._pacer.hold_off(target.host, retry_after)
-        wait = f"; it asks us to wait {_duration(retry_after)}" if retry_after else ""
+            self._pacer.hold_off(hop.at.host, retry_after)
+        wait = ""
+        if asked_for is not None and asked_for > MAX_WAIT_SECONDS:
+            wait = (
+                f"; it asks us to wait more than {_duration(MAX_WAIT_SECONDS)}, "
+                f"so it is not asked again for {_duration(MAX_WAIT_SECONDS)}"
+            )
+        elif retry_after:
+            wait = f"; it asks us to wait {_duration(retry_after)}"
         return FetchFailed(
-            f"{target.host} is busy ({response.status} {response.reason}){wait}",
+            f"{hop.where} is busy (it answered {response.status}){wait}",
             retry_after=retry_after,
             status=response.status,
         )
 
     # --- robots.txt --------------------------------------------------------------------------
 
-    async def _check_robots(self, person_id: str, target: Url, actor: str, scope: str) -> None:
-        rules = await self._rules(person_id, target, actor, scope)
+    async def _check_robots(self, person_id: str, hop: _Hop, actor: str, scope: str) -> None:
+        rules = await self._rules(person_id, hop, actor, scope)
         if rules.unreachable is not None:
             raise FetchRefused(
-                f"{target.host}'s robots.txt could not be read ({rules.unreachable}), so "
+                f"{hop.where}'s robots.txt could not be read ({rules.unreachable}), so "
                 "nothing there is read for now (the rule for robots.txt); tried again in "
                 f"{_duration(ROBOTS_RETRY.total_seconds())}"
             )
-        if not rules.allows(target.text, self._agent):
+        if not rules.allows(hop.at.text, self._agent):
+            page = hop.asked.text if hop.at is hop.asked else "the page it redirects to"
             raise FetchRefused(
-                f"{target.host}'s robots.txt asks robots like Steward not to read "
-                f"{target.text}; it was not fetched"
+                f"{hop.where}'s robots.txt asks robots like Steward not to read {page}; "
+                "it was not fetched"
             )
 
-    async def _rules(self, person_id: str, target: Url, actor: str, scope: str) -> RobotsRules:
+    async def _rules(self, person_id: str, hop: _Hop, actor: str, scope: str) -> RobotsRules:
         """The site's robots.txt, fetched by one caller at a time: the others sleep on the
         clock until it is in (a simulated clock sees them asleep, not stuck)."""
-        site = _site(target)
+        site = _site(hop.at)
         while (pending := self._robots_pending.get(site)) is not None:
             await self._clock.sleep_until(self._clock.now() + ROBOTS_KEPT, wake=pending)
         rules = self._robots.get(site)
@@ -267,7 +333,7 @@ class Fetcher:
             return rules
         done = self._robots_pending[site] = asyncio.Event()
         try:
-            rules = await self._fetch_robots(person_id, site, actor, scope)
+            rules = await self._fetch_robots(person_id, hop, actor, scope)
             if len(self._robots) >= KEPT_SITES:  # a long-lived process visits many sites
                 now = self._clock.now()
                 self._robots = {
@@ -279,32 +345,70 @@ class Fetcher:
             done.set()
         return rules
 
-    async def _fetch_robots(self, person_id: str, site: str, actor: str, scope: str) -> RobotsRules:
-        current = f"{site}/robots.txt"
+    async def _fetch_robots(
+        self, person_id: str, page: _Hop, actor: str, scope: str
+    ) -> RobotsRules:
+        hop = page.robots()
         headers = {"User-Agent": self._user_agent, "Accept": "text/plain"}
-        for _hop in range(MAX_REDIRECTS + 1):
-            target = _parse(current)
+        for _ in range(MAX_REDIRECTS + 1):
             # unreachable (or asked to wait): nothing is read, and nothing is kept, so the
             # next request asks for robots.txt again
-            response = await self._send(person_id, target, actor, scope, headers)
+            response = await self._send(person_id, hop, actor, scope, headers, ROBOTS_MAX_BYTES)
             location = _header(response, "location")
             if response.status in _REDIRECTS and location:
-                current = urljoin(current, location)
+                hop = hop.to(location, public=response.public)
                 continue
-            busy = self._busy(target, response) if response.status in _BUSY else None
+            busy = self._busy(hop, response) if response.status in _BUSY else None
             if busy is not None and busy.retry_after is not None:
                 raise busy
             now = self._clock.now()
             if 200 <= response.status < 300:
-                return parse_robots(response.text[:ROBOTS_MAX_BYTES], now)
+                return parse_robots(response.text, now)  # at most ROBOTS_MAX_BYTES of it
             if 400 <= response.status < 500 and response.status != 429:
                 return RobotsRules(fetched_at=now, parser=None)
             return RobotsRules(
-                fetched_at=now,
-                parser=None,
-                unreachable=f"it answered {response.status} {response.reason}",
+                fetched_at=now, parser=None, unreachable=f"it answered {response.status}"
             )
         return RobotsRules(fetched_at=self._clock.now(), parser=None)  # redirect loop: none
+
+
+@dataclass(kw_only=True, frozen=True)
+class _Hop:
+    """Where one request of a fetch goes, and what the fetch was asked for."""
+
+    asked: Url
+    """The address the caller gave: errors name its host, never one a site chose."""
+    at: Url
+    """This request's address (the caller's, or where a redirect led)."""
+    public: bool = False
+    """A public address answered earlier in this fetch: a private one may not follow."""
+
+    @property
+    def where(self) -> str:
+        """The host to name in a message."""
+        if self.at.host == self.asked.host:
+            return self.asked.host
+        return f"{self.asked.host} (after a redirect)"
+
+    def to(self, location: str, *, public: bool) -> _Hop:
+        """The next hop, where a redirect to ``location`` leads."""
+        try:
+            following = parse_url(urljoin(self.at.text, location))
+        except UrlRefused:
+            raise FetchRefused(
+                f"{self.asked.host} redirects to something that is not a web address; not followed"
+            ) from None
+        return _Hop(asked=self.asked, at=following, public=self.public or public)
+
+    def robots(self) -> _Hop:
+        """The hop that asks for this page's site's robots.txt."""
+        return _Hop(
+            asked=self.asked, at=parse_url(f"{_site(self.at)}/robots.txt"), public=self.public
+        )
+
+
+def _placeholder(text: str) -> bool:
+    return bool(referenced(text, {}, None, None, None))
 
 
 def _kept(rules: RobotsRules) -> timedelta:
@@ -312,6 +416,7 @@ def _kept(rules: RobotsRules) -> timedelta:
 
 
 def _parse(url: str) -> Url:
+    """The caller's address (its own words: shown as given when it is refused)."""
     try:
         return parse_url(url)
     except UrlRefused as exc:
@@ -342,7 +447,7 @@ def _retry_after(value: str | None, now: datetime) -> float | None:
         return float(text)
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)

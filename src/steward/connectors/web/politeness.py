@@ -15,6 +15,7 @@ gets wrong on wildcards and longest-match order).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -22,6 +23,8 @@ from protego import Protego
 
 from steward.domain.clock import Clock
 
+MAX_WAIT_SECONDS = 3600.0
+"""The longest wait a site may ask (Crawl-delay, Retry-After): longer is not honoured."""
 KEPT_HOSTS = 4096
 """Past this many hosts, those with nothing pending are forgotten."""
 
@@ -94,9 +97,15 @@ class HostPacer:
             self._forget_idle(now)
         state = self._hosts.setdefault(host, _Host())
         start = now if state.next_at is None or state.next_at < now else state.next_at
-        state.next_at = start + timedelta(seconds=max(self._seconds, at_least))
+        spacing = min(max(self._seconds, at_least), MAX_WAIT_SECONDS)
+        reserved = state.next_at = start + timedelta(seconds=spacing)
         if start > now:
-            await self._clock.sleep_until(start)
+            try:
+                await self._clock.sleep_until(start)
+            except asyncio.CancelledError:
+                if state.next_at == reserved:  # nobody queued behind: the turn is free again
+                    state.next_at = start
+                raise
 
     def _forget_idle(self, now: datetime) -> None:
         """Hosts whose next turn and Retry-After are past need no state."""
@@ -110,6 +119,6 @@ class HostPacer:
     def hold_off(self, host: str, seconds: float) -> None:
         """The host asked us (Retry-After) to wait ``seconds`` before asking again."""
         state = self._hosts.setdefault(host, _Host())
-        until = self._clock.now() + timedelta(seconds=seconds)
+        until = self._clock.now() + timedelta(seconds=min(seconds, MAX_WAIT_SECONDS))
         if state.blocked_until is None or until > state.blocked_until:
             state.blocked_until = until

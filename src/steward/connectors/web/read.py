@@ -8,12 +8,15 @@ with their text, at most :data:`MAX_LINKS`.
 
 Everything the page says is others' text: the tool declares ``untrusted_output``, so a value the
 model copies from it into a controlling argument (a recipient, a host) asks the person first.
+A redirect to another host is therefore not followed: its target is returned (``moved_to``) as
+others' words, and reading it is a new ``web_read`` that the sentinel decides on.
 
 .. _trafilatura: https://trafilatura.readthedocs.io
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -38,6 +41,10 @@ MAX_LINKS = 60
 """The most links listed (the rest are counted)."""
 MAX_LINK_TEXT = 120
 """The most characters of one link's text."""
+MAX_PAGE_BYTES = 1_000_000
+"""The most of a page read for the model (parsing HTML costs a second or more per MB)."""
+MOVED = "this page moved to another site (moved_to); it was not read there"
+"""What ``web_read`` says of a redirect to another host."""
 _TEXT_TYPES = ("text/", "application/json", "application/ld+json")
 """Content that is read as it is, not as HTML."""
 
@@ -109,7 +116,8 @@ def _converter() -> html2text.HTML2Text:
 
 
 def _summary(args: Mapping[str, Any]) -> str:
-    return f"Read the web page {plain_line(str(args.get('url', '')))[:200]}"
+    # whole: what the query carries out is what the person decides on
+    return f"Read the web page {plain_line(str(args.get('url', '')))}"
 
 
 def web_read_tool(fetcher: Fetcher) -> Tool:
@@ -141,16 +149,25 @@ def web_read_tool(fetcher: Fetcher) -> Tool:
                 url=url,
                 actor=f"agent:{ctx.task_id}",
                 scope=READ_SCOPE,
+                max_bytes=MAX_PAGE_BYTES,
+                other_hosts=False,
             )
         except (FetchRefused, FetchFailed) as exc:
             raise ToolError(str(exc)) from None
+        if page.moved_to is not None:
+            # the site chose the new host: as others' words, reading it is a new web_read
+            # the sentinel decides on (and asks about, when only the site named it)
+            return {"url": page.url, "moved_to": page.moved_to, "text": MOVED}
         kind = page.content_type.split(";", 1)[0].strip().lower()
         if not kind or "html" in kind or kind.endswith("/xml") or kind.endswith("+xml"):
-            seen = readable(page.text, page.url)
+            # parsing a large page takes seconds: not on the event loop
+            seen = await asyncio.to_thread(readable, page.text, page.url)
         elif kind.startswith(_TEXT_TYPES):
             seen = Readable(title="", text=page.text.strip(), links=())
         else:
-            raise ToolError(f"{page.url} is not a page to read but a {kind} file")
+            # the type is the site's word: not repeated in an error (errors are not marked
+            # as others' text)
+            raise ToolError(f"{url} is not a page to read (not HTML or text)")
         return {
             "url": page.url,
             "title": seen.title,
