@@ -227,7 +227,9 @@ async def test_a_mail_account_that_cannot_be_reached_is_not_kept(
 async def test_a_kind_that_takes_no_password_is_not_asked_for_one_and_refuses_one(
     db_url: str, env: dict[str, str], tmp_path: Path
 ) -> None:
-    roots = f"roots={tmp_path}"
+    files = tmp_path / "files"
+    files.mkdir()
+    roots = f"roots={files}"
     given = ("connect", "folder", "--name", "files", "--set", roots, "--password-stdin")
     code, out = await steward(db_url, env, *given, stdin="hunter2\n")
     assert code == 1, out

@@ -44,7 +44,8 @@ def test_add_list_show_pause_resume_remove(db: str, env: dict[str, str]) -> None
         {"kind": "below", "text": None, "threshold": "1000"},
         {"kind": "contains", "text": "In stock", "threshold": None},
     ]
-    [trigger] = cli_json(db, "trigger", "list", env=env)
+    [report] = cli_json(db, "trigger", "list", env=env)
+    trigger = report["trigger"]
     assert (trigger["spec"], trigger["match"]) == ("web.changed", {"watch_id": watch["id"]})
     code, out = cli(db, "watch", "list", env=env)
     assert "Laptop at shop.example" in out
@@ -55,13 +56,13 @@ def test_add_list_show_pause_resume_remove(db: str, env: dict[str, str]) -> None
     assert "no value read yet" in out
     assert flat(cli(db, "watch", "pause", "Laptop", env=env)[1]) == "Paused Laptop."
     assert "(paused)" in cli(db, "watch", "list", env=env)[1]
-    assert not cli_json(db, "trigger", "list", env=env)[0]["enabled"]
+    assert not cli_json(db, "trigger", "list", env=env)[0]["trigger"]["enabled"]
     assert flat(cli(db, "watch", "resume", watch["id"], env=env)[1]) == "Resumed Laptop."
-    assert cli_json(db, "trigger", "list", env=env)[0]["enabled"]
+    assert cli_json(db, "trigger", "list", env=env)[0]["trigger"]["enabled"]
     code, out = cli(db, "watch", "remove", "Laptop", env=env)
     assert flat(out) == "Removed Laptop: it is no longer checked."
     assert cli_json(db, "watch", "list", env=env) == []
-    assert not cli_json(db, "trigger", "list", env=env)[0]["enabled"]
+    assert not cli_json(db, "trigger", "list", env=env)[0]["trigger"]["enabled"]
 
 
 @pytest.mark.parametrize(
