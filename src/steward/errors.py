@@ -164,3 +164,13 @@ class NotSent(StewardRuntimeError):
     """A request certainly did not leave: its send deadline passed before the bytes would
     have gone, a lookup it needed failed (the database, a name), or no address accepted the
     connection. Unlike a failure after sending, the effect is not in doubt: it is retried."""
+
+
+class ChannelUnavailable(StewardRuntimeError):
+    """A channel (a notification service, a push service, a mail server, a homeserver) could
+    not take a message now; trying again later may work."""
+
+
+class ChannelRefused(StewardRuntimeError):
+    """A channel refused a message for good (a bad address, a revoked push subscription, an
+    unknown room): retrying will not help; the person is told to fix the channel."""
