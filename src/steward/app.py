@@ -20,6 +20,7 @@ from steward.domain.clock import Clock
 from steward.errors import ConfigError
 from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
+from steward.harness.goalsetup import goal_tools
 from steward.harness.tools import Tool
 from steward.harness.workspace import Workspace
 from steward.memory.book import MemoryBook
@@ -32,6 +33,7 @@ from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, T
 from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
+from steward.runtime.standing import StandingWork
 from steward.runtime.stepfn import StepHarness
 from steward.runtime.worker import default_worker_name
 from steward.sentinel.egress import EgressBroker
@@ -204,6 +206,8 @@ async def build_harness(
     sentinel = PolicySentinel(store, clock)
     # every connector's tools: one reaches an account only through a connection the person made
     tools: list[Tool] = [http_tool(broker), *registry.tools(connectors)]
+    # the person's standing work, set up from conversation (each call asks them by default)
+    tools += goal_tools(StandingWork(store, clock), clock)
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
         from steward.harness.mcp import McpServerConfig, load_mcp_tools

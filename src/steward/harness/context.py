@@ -226,7 +226,10 @@ def _render_goal(goal: Goal) -> str:
     if goal.deadline is not None:
         lines.append(f"Deadline: {goal.deadline.isoformat(timespec='minutes')}")
     if goal.stop_condition:
-        lines.append(f"Done when: {goal.stop_condition}")
+        lines.append(
+            f"Done when: {goal.stop_condition} (when this holds, call complete_goal with the "
+            "evidence in one sentence)"
+        )
     lines.append(f"Report policy: {goal.report_policy}")
     if goal.sources:
         lines.append("Sources: " + ", ".join(goal.sources))

@@ -1,0 +1,331 @@
+"""Goals from conversation: said in chat through the Service (the dashboard's path), the agent
+sets up standing work with ``create_goal``; the person is asked with one sentence, a rule of
+theirs can allow it, a denial creates nothing, a lost outcome replayed creates nothing twice,
+the schedule runs in the person's time zone on a simulated clock, a deadline expires the goal
+and stops its trigger, and bad arguments come back to the model before anyone is asked."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from steward.app import build_harness
+from steward.config import Settings
+from steward.domain import (
+    ApprovalStatus,
+    GoalStatus,
+    Person,
+    TaskStatus,
+    TriggerKind,
+)
+from steward.domain.audience import Audience
+from steward.domain.clock import SimulatedClock
+from steward.domain.journal import EffectStatus
+from steward.harness.agent import AgentHarness
+from steward.models import ScriptedModel
+from steward.models.base import ModelResponse
+from steward.models.scripted import call_tool
+from steward.runtime.simulate import run_simulation
+from steward.runtime.standing import StandingWork
+from steward.sentinel.defaults import STANDING_WORK_REASON
+from steward.service import Service
+from steward.store import Store
+from support.agents import agent_worker
+from support.clock import START
+
+ZURICH = ZoneInfo("Europe/Zurich")
+ASKED = "Every weekday at 8, check my calendar for conflicts and tell me only if there is one"
+CALENDAR_GOAL = {
+    "title": "Calendar conflicts",
+    "instructions": "Check your calendar and tell you if two events overlap.",
+    "schedule": ["cron 0 8 * * 1-5"],
+    "report_policy": "actionable",
+    "timezone": "Europe/Zurich",
+}
+SENTENCE = (
+    "Set up a standing goal 'Calendar conflicts': every weekday at 08:00 (Europe/Zurich) "
+    "check your calendar and tell you if two events overlap (telling you only what needs you)."
+)
+
+
+@pytest.fixture
+async def person(store: Store, clock: SimulatedClock) -> Person:
+    """Ana, in Zurich; the clock starts Monday 5 January 2026, 09:00 her time."""
+    return await store.persons.create_person(
+        name="Ana", timezone="Europe/Zurich", now=clock.now(), max_concurrency=8
+    )
+
+
+async def agent(
+    store: Store, clock: SimulatedClock, tmp_path: Path, script: list[ModelResponse]
+) -> tuple[AgentHarness, ScriptedModel]:
+    """The harness a worker process runs (``build_harness``), answering from ``script`` and
+    then finishing every further task."""
+    model = ScriptedModel(
+        [*script, call_tool("finish", result="Nothing overlaps.")], loop_last=True
+    )
+    harness = await build_harness(Settings(data_dir=tmp_path), store, clock, model=model)
+    return harness, model
+
+
+def observations(model: ScriptedModel) -> str:
+    return "\n".join(str(m.content) for m in model.requests[-1][0] if m.role == "tool")
+
+
+async def test_a_weekday_goal_said_in_chat_is_set_up_once_after_approval_and_runs_on_weekdays(
+    store: Store, clock: SimulatedClock, person: Person, tmp_path: Path
+) -> None:
+    svc = Service(store, clock)
+    harness, _ = await agent(
+        store,
+        clock,
+        tmp_path,
+        [call_tool("create_goal", **CALENDAR_GOAL), call_tool("finish", result="Set up.")],
+    )
+    chat = await svc.ask_agent(person_id=person.id, instructions=ASKED, chat=True)
+    worker = agent_worker(store, harness, clock)
+    await worker.run_until_idle()
+
+    [approval] = await svc.list_approvals(person_id=person.id)
+    assert approval.status is ApprovalStatus.PENDING
+    assert approval.summary == SENTENCE
+    assert approval.reason == STANDING_WORK_REASON
+    assert await store.goals.list_goals(person_id=person.id) == []  # nothing before the yes
+
+    await svc.decide_approval(approval.id, approve=True)
+    await worker.run_until_idle()
+    assert (await store.tasks.get_task(chat.id)).status is TaskStatus.SUCCEEDED
+    [goal] = await store.goals.list_goals(person_id=person.id)
+    assert (goal.title, goal.report_policy, goal.person_id) == (
+        "Calendar conflicts",
+        "actionable",
+        person.id,
+    )
+    [trigger] = await store.schedule.list_triggers(goal_id=goal.id)
+    assert (trigger.kind, trigger.spec, trigger.timezone) == (
+        TriggerKind.CRON,
+        "0 8 * * 1-5",
+        "Europe/Zurich",
+    )
+    assert trigger.task.input["audience"] == "private"
+
+    await run_simulation(store, harness, clock, until=START + timedelta(days=14))
+    runs = [
+        t
+        for t in await store.tasks.list_tasks(goal_id=goal.id, limit=100)
+        if t.trigger_id == trigger.id
+    ]
+    assert len(runs) == 10  # two weeks of weekdays after Monday 09:00
+    for run in runs:
+        local = run.created_at.astimezone(ZURICH)
+        assert (local.hour, local.minute) == (8, 0)
+        assert local.weekday() < 5
+        assert run.status is TaskStatus.SUCCEEDED
+    assert len(await store.goals.list_goals(person_id=person.id)) == 1
+
+
+class LosesTheAnswer(StandingWork):
+    """Writes the goal, then loses the connection before the answer comes back (the first time
+    only): the journal cannot tell whether it happened."""
+
+    lost = 0
+
+    async def create_goal(self, **kw: Any) -> Any:
+        made = await super().create_goal(**kw)
+        if not self.lost:
+            self.lost += 1
+            raise ConnectionResetError("connection lost after the goal was written")
+        return made
+
+
+async def test_an_outcome_lost_after_the_goal_was_written_is_replayed_without_a_second_goal(
+    store: Store, clock: SimulatedClock, person: Person, tmp_path: Path
+) -> None:
+    from steward.harness.goalsetup import goal_tools
+
+    svc = Service(store, clock)
+    await svc.add_rule(person_id=person.id, pattern="create_goal", mode="do")
+    flaky = LosesTheAnswer(store, clock)
+    harness, _ = await agent(
+        store,
+        clock,
+        tmp_path,
+        [call_tool("create_goal", **CALENDAR_GOAL), call_tool("finish", result="Set up.")],
+    )
+    harness.tools.with_overrides("create_goal", invoke=goal_tools(flaky, clock)[0].invoke)
+    chat = await svc.ask_agent(person_id=person.id, instructions=ASKED, chat=True)
+    worker = agent_worker(store, harness, clock)
+    await worker.run_until_idle()
+    clock.advance(timedelta(minutes=5))  # past the retry's back-off
+    await worker.run_until_idle()
+
+    assert flaky.lost == 1
+    assert (await store.tasks.get_task(chat.id)).status is TaskStatus.SUCCEEDED
+    [goal] = await store.goals.list_goals(person_id=person.id)
+    assert len(await store.schedule.list_triggers(goal_id=goal.id)) == 1
+    [effect] = await store.effects.list_effects(task_id=chat.id)
+    assert (effect.tool, effect.status) == ("create_goal", EffectStatus.SUCCEEDED)
+
+
+async def test_a_denied_goal_is_not_created_and_a_rule_allowing_goal_setup_asks_nothing(
+    store: Store, clock: SimulatedClock, person: Person, tmp_path: Path
+) -> None:
+    svc = Service(store, clock)
+    harness, model = await agent(
+        store,
+        clock,
+        tmp_path,
+        [
+            call_tool("create_goal", **CALENDAR_GOAL),
+            call_tool("finish", result="Not set up."),
+            call_tool("create_goal", **CALENDAR_GOAL),
+            call_tool("finish", result="Set up."),
+        ],
+    )
+    worker = agent_worker(store, harness, clock)
+    denied = await svc.ask_agent(person_id=person.id, instructions=ASKED, chat=True)
+    await worker.run_until_idle()
+    [approval] = await svc.list_approvals(person_id=person.id)
+    await svc.decide_approval(approval.id, approve=False)
+    await worker.run_until_idle()
+    assert (await store.tasks.get_task(denied.id)).status is TaskStatus.SUCCEEDED
+    assert "denied" in observations(model)
+    assert await store.goals.list_goals(person_id=person.id) == []
+    assert await store.schedule.list_triggers(person_id=person.id) == []
+
+    await svc.add_rule(person_id=person.id, pattern="create_goal", mode="do")
+    group = Audience.parse("group:family")
+    allowed = await svc.ask_agent(
+        person_id=person.id, instructions=ASKED, chat=True, audience=group
+    )
+    await worker.run_until_idle()
+    assert (await store.tasks.get_task(allowed.id)).status is TaskStatus.SUCCEEDED
+    assert [a.id for a in await svc.list_approvals(person_id=person.id, status=None)] == [
+        approval.id
+    ]
+    [goal] = await store.goals.list_goals(person_id=person.id)
+    [trigger] = await store.schedule.list_triggers(goal_id=goal.id)
+    # made in a family group chat: its runs speak to that group, never more widely
+    assert trigger.task.input["audience"] == str(group)
+
+
+async def test_remind_me_on_friday_at_nine_is_a_goal_with_one_at_trigger(
+    store: Store, clock: SimulatedClock, person: Person, tmp_path: Path
+) -> None:
+    svc = Service(store, clock)
+    await svc.add_rule(person_id=person.id, pattern="create_goal", mode="do")
+    friday = datetime(2026, 1, 9, 9, 0, tzinfo=ZURICH)
+    harness, _ = await agent(
+        store,
+        clock,
+        tmp_path,
+        [
+            call_tool(
+                "create_goal",
+                title="Call Dana",
+                instructions="Remind the person to call Dana.",
+                schedule=[f"at {friday.isoformat()}"],
+                report_policy="all",
+            ),
+            call_tool("finish", result="I will remind you on Friday at 09:00."),
+        ],
+    )
+    await svc.ask_agent(
+        person_id=person.id, instructions="remind me on Friday at 9 to call Dana", chat=True
+    )
+    await agent_worker(store, harness, clock).run_until_idle()
+    [goal] = await store.goals.list_goals(person_id=person.id)
+    [trigger] = await store.schedule.list_triggers(goal_id=goal.id)
+    assert (trigger.kind, trigger.timezone, goal.report_policy) == (
+        TriggerKind.AT,
+        "Europe/Zurich",  # the person's, not given by the model
+        "all",
+    )
+    assert trigger.next_fire_at == friday
+    assert trigger.next_fire_at.astimezone(ZURICH).strftime("%a %H:%M") == "Fri 09:00"
+
+
+async def test_until_the_end_of_the_month_expires_the_goal_and_stops_its_trigger(
+    store: Store, clock: SimulatedClock, person: Person, tmp_path: Path
+) -> None:
+    svc = Service(store, clock)
+    await svc.add_rule(person_id=person.id, pattern="create_goal", mode="do")
+    end = datetime(2026, 1, 31, 23, 59, 59, tzinfo=ZURICH)
+    harness, _ = await agent(
+        store,
+        clock,
+        tmp_path,
+        [
+            call_tool(
+                "create_goal",
+                title="Flat listings",
+                instructions="Look for new flat listings in Zurich.",
+                schedule=["cron 0 9 * * *"],
+                deadline=end.isoformat(),
+            ),
+            call_tool("finish", result="Set up until the end of January."),
+        ],
+    )
+    await svc.ask_agent(
+        person_id=person.id,
+        instructions="Every morning until the end of the month, look for new flat listings",
+        chat=True,
+    )
+    await agent_worker(store, harness, clock).run_until_idle()
+    [goal] = await store.goals.list_goals(person_id=person.id)
+    assert goal.deadline == end
+
+    await run_simulation(store, harness, clock, until=datetime(2026, 2, 4, tzinfo=ZURICH))
+    goal = await store.goals.get_goal(goal.id)
+    assert goal.status is GoalStatus.EXPIRED
+    [trigger] = await store.schedule.list_triggers(goal_id=goal.id)
+    assert not trigger.enabled
+    runs = [t for t in await store.tasks.list_tasks(goal_id=goal.id, limit=100) if t.trigger_id]
+    days = sorted(t.created_at.astimezone(ZURICH).date() for t in runs)
+    assert len(days) == 26  # 6 to 31 January at 09:00, none in February
+    assert days[-1] == end.date()
+
+
+async def test_bad_goal_arguments_come_back_to_the_model_and_nothing_is_asked_or_made(
+    store: Store, clock: SimulatedClock, person: Person, tmp_path: Path
+) -> None:
+    svc = Service(store, clock)
+    bad = [
+        {"schedule": ["cron 0 25 * * *"]},
+        {"deadline": (START - timedelta(days=1)).isoformat()},
+        {"report_policy": "sometimes"},
+        {"timezone": "Mars/Olympus"},
+        {"schedule": ["fortnightly"]},
+        {"schedule": [f"at {(START - timedelta(hours=1)).isoformat()}"]},
+    ]
+    harness, model = await agent(
+        store,
+        clock,
+        tmp_path,
+        [
+            *(call_tool("create_goal", **(CALENDAR_GOAL | changed)) for changed in bad),
+            call_tool("finish", result="I could not set it up."),
+        ],
+    )
+    task = await svc.ask_agent(person_id=person.id, instructions=ASKED, chat=True)
+    await agent_worker(store, harness, clock).run_until_idle()
+
+    assert (await store.tasks.get_task(task.id)).status is TaskStatus.SUCCEEDED
+    seen = observations(model)
+    for reason in (
+        "bad cron expression '0 25 * * *'",
+        "the deadline",
+        "has already passed",
+        "report_policy",
+        "unknown time zone 'Mars/Olympus'",
+        "schedule 'fortnightly' is not one of",
+        "the reminder time",
+    ):
+        assert reason in seen
+    assert await svc.list_approvals(person_id=person.id) == []
+    assert await store.goals.list_goals(person_id=person.id) == []
+    assert await store.effects.list_effects(task_id=task.id) == []
