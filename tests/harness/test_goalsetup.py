@@ -6,6 +6,8 @@ and stops its trigger, and bad arguments come back to the model before anyone is
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,8 @@ from steward.domain.clock import SimulatedClock
 from steward.domain.journal import EffectStatus
 from steward.harness.agent import AgentHarness
 from steward.models import ScriptedModel
-from steward.models.base import ModelResponse
-from steward.models.scripted import call_tool
+from steward.models.base import Message, ModelResponse
+from steward.models.scripted import ScriptItem, call_tool
 from steward.runtime.simulate import run_simulation
 from steward.runtime.standing import StandingWork
 from steward.sentinel.defaults import STANDING_WORK_REASON
@@ -219,7 +221,7 @@ async def test_remind_me_on_friday_at_nine_is_a_goal_with_one_at_trigger(
     svc = Service(store, clock)
     await svc.add_rule(person_id=person.id, pattern="create_goal", mode="do")
     friday = datetime(2026, 1, 9, 9, 0, tzinfo=ZURICH)
-    harness, _ = await agent(
+    harness, model = await agent(
         store,
         clock,
         tmp_path,
@@ -246,6 +248,9 @@ async def test_remind_me_on_friday_at_nine_is_a_goal_with_one_at_trigger(
         "all",
     )
     assert trigger.next_fire_at == friday
+    # the model was told the time as the person lives it, to know which Friday and which 9
+    told = str(model.requests[0][0][0].content)
+    assert "Current time: 2026-01-05T09:00:00+01:00 (Monday, the person's time zone " in told
     assert trigger.next_fire_at.astimezone(ZURICH).strftime("%a %H:%M") == "Fri 09:00"
 
 
@@ -329,3 +334,80 @@ async def test_bad_goal_arguments_come_back_to_the_model_and_nothing_is_asked_or
     assert await svc.list_approvals(person_id=person.id) == []
     assert await store.goals.list_goals(person_id=person.id) == []
     assert await store.effects.list_effects(task_id=task.id) == []
+
+
+def _made(conversation: Sequence[Message], key: str) -> list[Any]:
+    """The values of ``key`` in the tool results so far, oldest first."""
+    found = []
+    for message in conversation:
+        if message.role == "tool" and message.content.startswith("{"):
+            result = json.loads(message.content)
+            if key in result:
+                found.append(result[key])
+    return found
+
+
+def on_goal(name: str, **arguments: Any) -> Callable[[Sequence[Message], Any], ModelResponse]:
+    """A scripted answer calling ``name`` on the goal the conversation created."""
+
+    def answer(conversation: Sequence[Message], _tools: Any) -> ModelResponse:
+        [goal_id] = _made(conversation, "goal_id")[:1]
+        given = {k: v(conversation) if callable(v) else v for k, v in arguments.items()}
+        return call_tool(name, goal_id=goal_id, **given)
+
+    return answer
+
+
+async def test_a_goal_is_changed_rescheduled_and_completed_when_its_stop_condition_holds(
+    store: Store, clock: SimulatedClock, person: Person, tmp_path: Path
+) -> None:
+    svc = Service(store, clock)
+    await svc.add_rule(person_id=person.id, pattern="*_goal", mode="do")
+    first_trigger = lambda conversation: _made(conversation, "triggers")[0][0]["id"]  # noqa: E731
+    deadline = datetime(2026, 2, 28, 23, 59, 59, tzinfo=ZURICH)
+    script: list[ScriptItem] = [
+        call_tool(
+            "create_goal",
+            title="Parcel",
+            instructions="Check whether the parcel from Basel has arrived.",
+            schedule=["cron 0 9 * * *"],
+            stop_condition="the tracking page says delivered",
+        ),
+        on_goal("update_goal", state="pause", report_policy="all"),
+        on_goal("update_goal", state="resume", deadline=deadline.isoformat(), sources=["post"]),
+        on_goal("schedule_goal", add="every 6h"),
+        on_goal("schedule_goal", stop_trigger=first_trigger),
+        call_tool("finish", result="I will watch the parcel until it arrives."),
+        # the first run of the 6-hourly schedule: the goal's stop condition holds
+        call_tool("complete_goal", evidence="The tracking page says delivered on Monday."),
+        call_tool("finish", result="The parcel arrived."),
+    ]
+    model = ScriptedModel(script)
+    harness = await build_harness(Settings(data_dir=tmp_path), store, clock, model=model)
+    chat = await svc.ask_agent(person_id=person.id, instructions="Watch my parcel", chat=True)
+    await agent_worker(store, harness, clock).run_until_idle()
+    assert (await store.tasks.get_task(chat.id)).status is TaskStatus.SUCCEEDED
+    [goal] = await store.goals.list_goals(person_id=person.id)
+    assert (goal.status, goal.report_policy, goal.deadline, goal.sources) == (
+        GoalStatus.ACTIVE,
+        "all",
+        deadline,
+        ["post"],
+    )
+    daily, six_hourly = await store.schedule.list_triggers(goal_id=goal.id)
+    assert (daily.kind, daily.enabled) == (TriggerKind.CRON, False)
+    assert (six_hourly.spec, six_hourly.enabled) == ("21600", True)
+
+    await run_simulation(store, harness, clock, until=START + timedelta(days=2))
+    [run] = [t for t in await store.tasks.list_tasks(goal_id=goal.id) if t.trigger_id]
+    assert run.trigger_id == six_hourly.id
+    prompt = str(model.requests[6][0][0].content)
+    assert "Done when: the tracking page says delivered" in prompt
+    assert "call complete_goal" in prompt
+    assert run.status is TaskStatus.SUCCEEDED  # the task that completed it is not cancelled
+    goal = await store.goals.get_goal(goal.id)
+    assert goal.status is GoalStatus.COMPLETED
+    assert not any(t.enabled for t in await store.schedule.list_triggers(goal_id=goal.id))
+    [evidence] = [r for r in await store.goals.list_goal_records(goal.id) if r.kind == "evidence"]
+    assert evidence.content["text"] == "The tracking page says delivered on Monday."
+    assert model.calls == len(script)  # no further run after it completed
