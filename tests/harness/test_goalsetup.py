@@ -353,7 +353,7 @@ def on_goal(name: str, **arguments: Any) -> Callable[[Sequence[Message], Any], M
     def answer(conversation: Sequence[Message], _tools: Any) -> ModelResponse:
         [goal_id] = _made(conversation, "goal_id")[:1]
         given = {k: v(conversation) if callable(v) else v for k, v in arguments.items()}
-        return call_tool(name, goal_id=goal_id, **given)
+        return call_tool(name, goal=goal_id, **given)
 
     return answer
 
@@ -373,7 +373,8 @@ async def test_a_goal_is_changed_rescheduled_and_completed_when_its_stop_conditi
             schedule=["cron 0 9 * * *"],
             stop_condition="the tracking page says delivered",
         ),
-        on_goal("update_goal", state="pause", report_policy="all"),
+        # by the goal's title, as the person knows it
+        call_tool("update_goal", goal="parcel", state="pause", report_policy="all"),
         on_goal("update_goal", state="resume", deadline=deadline.isoformat(), sources=["post"]),
         on_goal("schedule_goal", add="every 6h"),
         on_goal("schedule_goal", stop_trigger=first_trigger),
@@ -411,3 +412,36 @@ async def test_a_goal_is_changed_rescheduled_and_completed_when_its_stop_conditi
     [evidence] = [r for r in await store.goals.list_goal_records(goal.id) if r.kind == "evidence"]
     assert evidence.content["text"] == "The tracking page says delivered on Monday."
     assert model.calls == len(script)  # no further run after it completed
+
+
+async def test_another_persons_goal_cannot_be_changed_and_changes_read_as_sentences(
+    store: Store, clock: SimulatedClock, person: Person, tmp_path: Path
+) -> None:
+    svc = Service(store, clock)
+    other = await store.persons.create_person(name="Bo", now=clock.now())
+    theirs = await store.goals.create_goal(person_id=other.id, title="Bo's taxes", now=clock.now())
+    await svc.add_rule(person_id=person.id, pattern="*_goal", mode="do")
+    harness, model = await agent(
+        store,
+        clock,
+        tmp_path,
+        [
+            call_tool("update_goal", goal=theirs.id, state="pause"),
+            call_tool("complete_goal", goal="Bo's taxes", evidence="Filed."),
+            call_tool("finish", result="No such goal."),
+        ],
+    )
+    await svc.ask_agent(person_id=person.id, instructions="Pause Bo's taxes", chat=True)
+    await agent_worker(store, harness, clock).run_until_idle()
+    assert observations(model).count("you have no running goal called") == 2
+    assert (await store.goals.get_goal(theirs.id)).status is GoalStatus.ACTIVE
+
+    update = harness.tools.get("update_goal")
+    assert update is not None
+    args = update.parse_arguments(
+        json.dumps({"goal": "Parcel", "state": "pause", "report_policy": "none"})
+    )
+    assert (
+        update.summary(args)
+        == "Change your standing goal 'Parcel': pause it; go on without telling you."
+    )

@@ -36,6 +36,7 @@ _POLICY_WORDS = {
     "actionable": "telling you only what needs you",
     "none": "without telling you",
 }
+_GOAL_REF = "The goal's title (as the person knows it) or its id."
 _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 
 _SCHEDULE_HELP = (
@@ -264,7 +265,7 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
             changes.append(f"do this instead: {args['instructions']}")
         if args.get("sources") is not None:
             changes.append(f"look at {', '.join(args['sources']) or 'no particular sources'}")
-        return f"Change your standing goal {args['goal_id']}: {'; '.join(changes)}."
+        return f"Change your standing goal '{args['goal']}': {'; '.join(changes)}."
 
     def check_update(args: dict[str, Any]) -> None:
         deadline = args.get("deadline")
@@ -277,7 +278,7 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
     @tool(name="update_goal", effect=EffectClass.EXTERNAL, idempotent=True)
     async def update_goal(
         ctx: ToolContext,
-        goal_id: Annotated[str, Role.IDENTIFIER, Field(description="The goal to change.")],
+        goal: Annotated[str, Role.IDENTIFIER, Field(description=_GOAL_REF)],
         instructions: Annotated[
             str | None, Role.FREE_TEXT, Field(description="New instructions.")
         ] = None,
@@ -295,9 +296,9 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
         instructions; or pause / resume it."""
         moves = {"pause": GoalStatus.PAUSED, "resume": GoalStatus.ACTIVE, None: None}
         try:
-            goal = await work.revise_goal(
+            changed = await work.revise_goal(
                 person_id=ctx.person_id,
-                goal_id=goal_id,
+                goal=goal,
                 instructions=instructions,
                 deadline=None
                 if deadline in (None, "none")
@@ -310,14 +311,14 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
             )
         except UsageError as exc:
             raise _refused(exc) from None
-        return {"goal_id": goal.id, "status": goal.status.value}
+        return {"goal_id": changed.id, "status": changed.status.value}
 
     def summarize_schedule(args: Mapping[str, Any]) -> str:
         if args.get("stop_trigger"):
-            return f"Stop the schedule {args['stop_trigger']} of your goal {args['goal_id']}."
+            return f"Stop the schedule {args['stop_trigger']} of your goal '{args['goal']}'."
         zone = args.get("timezone")
         when = describe_schedule(Schedule.parse(str(args["add"]), timezone=zone or "UTC"), zone)
-        return f"Also run your goal {args['goal_id']} {when}."
+        return f"Also run your goal '{args['goal']}' {when}."
 
     def check_schedule(args: dict[str, Any]) -> None:
         if (args.get("add") is None) == (args.get("stop_trigger") is None):
@@ -329,7 +330,7 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
     @tool(name="schedule_goal", effect=EffectClass.EXTERNAL, idempotent=True)
     async def schedule_goal(
         ctx: ToolContext,
-        goal_id: Annotated[str, Role.IDENTIFIER, Field(description="The goal.")],
+        goal: Annotated[str, Role.IDENTIFIER, Field(description=_GOAL_REF)],
         add: Annotated[str | None, Role.TIME, Field(description=_SCHEDULE_HELP)] = None,
         stop_trigger: Annotated[
             str | None, Role.IDENTIFIER, Field(description="Or: the trigger id to stop.")
@@ -342,7 +343,7 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
         try:
             if stop_trigger is not None:
                 stopped = await work.stop_trigger(
-                    person_id=ctx.person_id, goal_id=goal_id, trigger_id=stop_trigger
+                    person_id=ctx.person_id, goal=goal, trigger_id=stop_trigger
                 )
                 return {"trigger_id": stopped.id, "stopped": True}
             assert add is not None
@@ -352,7 +353,7 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
                 person_id=ctx.person_id,
                 task_id=ctx.task_id,
                 key=ctx.idempotency_key,
-                goal_id=goal_id,
+                goal=goal,
                 schedule=Schedule.parse(add, timezone=zone),
                 timezone=zone,
             )
@@ -361,7 +362,7 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
         return {"trigger_id": added.id, "next": _local(added)}
 
     def summarize_complete(args: Mapping[str, Any]) -> str:
-        goal = args.get("goal_id") or "this task's goal"
+        goal = f"your goal '{args['goal']}'" if args.get("goal") else "this task's goal"
         return f"Mark {goal} as done: {args['evidence']}"
 
     def check_complete(args: dict[str, Any]) -> None:
@@ -376,26 +377,28 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
             Role.FREE_TEXT,
             Field(description="One sentence: what shows the stop condition holds."),
         ],
-        goal_id: Annotated[
-            str | None, Role.IDENTIFIER, Field(description="Default: this task's goal.")
+        goal: Annotated[
+            str | None,
+            Role.IDENTIFIER,
+            Field(description="Its title or id; default: this task's goal."),
         ] = None,
     ) -> dict[str, Any]:
         """The goal's stop condition is met: end it as completed (its schedules stop)."""
-        target = goal_id or ctx.goal_id
+        target = goal or ctx.goal_id
         if target is None:
             raise ToolError("this task has no goal; name the goal to complete")
         assert ctx.idempotency_key is not None
         try:
-            goal = await work.complete_goal(
+            done = await work.complete_goal(
                 person_id=ctx.person_id,
                 task_id=ctx.task_id,
                 key=ctx.idempotency_key,
-                goal_id=target,
+                goal=target,
                 evidence=evidence.strip(),
             )
         except UsageError as exc:
             raise _refused(exc) from None
-        return {"goal_id": goal.id, "status": goal.status.value, "evidence": evidence}
+        return {"goal_id": done.id, "status": done.status.value, "evidence": evidence}
 
     made = [
         _checked(replace(create_goal, summarize=summarize_create), check_create),

@@ -127,23 +127,23 @@ class StandingWork:
         person_id: str,
         task_id: str,
         key: str,
-        goal_id: str,
+        goal: str,
         schedule: Schedule,
         timezone: str,
     ) -> Trigger:
         """One more trigger for a live goal of the person's, created once per ``key``."""
-        goal = await self.live_goal(person_id, goal_id)
-        return await self._trigger(goal, schedule, task_id, timezone, derived_id("trg", key))
+        found = await self.live_goal(person_id, goal)
+        return await self._trigger(found, schedule, task_id, timezone, derived_id("trg", key))
 
-    async def stop_trigger(self, *, person_id: str, goal_id: str, trigger_id: str) -> Trigger:
+    async def stop_trigger(self, *, person_id: str, goal: str, trigger_id: str) -> Trigger:
         """Switch off one of a goal's triggers (its firings stay in the history)."""
-        await self.live_goal(person_id, goal_id)
+        found = await self.live_goal(person_id, goal)
         try:
             trigger = await self.store.schedule.get_trigger(trigger_id)
         except NotFound:
             trigger = None
-        if trigger is None or trigger.goal_id != goal_id:
-            raise UsageError(f"goal {goal_id} has no trigger {trigger_id}")
+        if trigger is None or trigger.goal_id != found.id:
+            raise UsageError(f"goal '{found.title}' has no schedule {trigger_id}")
         return await self.store.schedule.set_trigger_enabled(
             trigger_id, enabled=False, next_fire_at=None, now=self.clock.now()
         )
@@ -152,7 +152,7 @@ class StandingWork:
         self,
         *,
         person_id: str,
-        goal_id: str,
+        goal: str,
         instructions: str | None,
         deadline: datetime | None,
         clear_deadline: bool,
@@ -163,10 +163,10 @@ class StandingWork:
     ) -> Goal:
         """Change a live goal; ``status`` pauses or resumes it (its triggers stay on their
         schedule and start nothing while it is paused)."""
-        goal = await self.live_goal(person_id, goal_id)
+        found = await self.live_goal(person_id, goal)
         now = self.clock.now()
-        goal = await self.store.goals.revise_goal(
-            goal.id,
+        revised = await self.store.goals.revise_goal(
+            found.id,
             now=now,
             instructions=instructions,
             deadline=deadline,
@@ -175,46 +175,58 @@ class StandingWork:
             report_policy=report_policy,
             sources=sources,
         )
-        if status is not None and status is not goal.status:
-            goal = await self.store.goals.set_goal_status(goal.id, status, now=now)
-        return goal
+        if status is not None and status is not revised.status:
+            revised = await self.store.goals.set_goal_status(revised.id, status, now=now)
+        return revised
 
     async def complete_goal(
-        self, *, person_id: str, task_id: str, key: str, goal_id: str, evidence: str
+        self, *, person_id: str, task_id: str, key: str, goal: str, evidence: str
     ) -> Goal:
         """The goal's stop condition is met (``evidence`` says what shows it, recorded in the
         goal): it completes, its triggers stop, its other open tasks are cancelled (the task
         that said so finishes itself). Once: a replay finds it completed."""
-        goal = await self._own_goal(person_id, goal_id)
-        if goal.status is GoalStatus.COMPLETED:
-            return goal
-        if goal.status.terminal:
-            raise UsageError(f"goal '{goal.title}' already ended ({goal.status.value})")
+        found = await self._own_goal(person_id, goal)
+        if found.status is GoalStatus.COMPLETED:
+            return found
+        if found.status.terminal:
+            raise UsageError(f"goal '{found.title}' already ended ({found.status.value})")
         now = self.clock.now()
         await self.store.goals.write_goal(
-            goal.id,
+            found.id,
             now=now,
             record=("evidence", {"text": evidence, "completes": True, "task_id": task_id}),
             key=f"complete:{key}",
         )
         return await self.store.goals.set_goal_status(
-            goal.id, GoalStatus.COMPLETED, now=now, spare=task_id
+            found.id, GoalStatus.COMPLETED, now=now, spare=task_id
         )
 
-    async def live_goal(self, person_id: str, goal_id: str) -> Goal:
-        goal = await self._own_goal(person_id, goal_id)
+    async def live_goal(self, person_id: str, ref: str) -> Goal:
+        """The person's goal named by ``ref``, still running (active or paused)."""
+        goal = await self._own_goal(person_id, ref)
         if goal.status.terminal:
             raise UsageError(f"goal '{goal.title}' has ended ({goal.status.value})")
         return goal
 
-    async def _own_goal(self, person_id: str, goal_id: str) -> Goal:
+    async def _own_goal(self, person_id: str, ref: str) -> Goal:
+        """The person's goal with id ``ref``, else the one live goal titled ``ref`` (ignoring
+        case); another person's goal is not found."""
         try:
-            goal = await self.store.goals.get_goal(goal_id)
+            goal = await self.store.goals.get_goal(ref)
         except NotFound:
             goal = None
-        if goal is None or goal.person_id != person_id:
-            raise UsageError(f"there is no goal {goal_id!r}")
-        return goal
+        if goal is not None and goal.person_id == person_id:
+            return goal
+        wanted = " ".join(ref.split()).casefold()
+        live = await self.store.goals.list_goals(
+            person_id=person_id, status=[GoalStatus.ACTIVE, GoalStatus.PAUSED], limit=1000
+        )
+        named = [g for g in live if " ".join(g.title.split()).casefold() == wanted]
+        if not named:
+            raise UsageError(f"you have no running goal called {ref!r}")
+        if len(named) > 1:
+            raise UsageError(f"{len(named)} goals are called {ref!r}: name one by its id")
+        return named[0]
 
     async def _trigger(
         self, goal: Goal, schedule: Schedule, task_id: str, timezone: str, trigger_id: str
