@@ -15,6 +15,7 @@ from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
 from steward.connectors.watch import Watcher
 from steward.connectors.web.fetch import Fetcher
+from steward.connectors.web.goalwatch import watch_page_tool
 from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.clock import Clock
 from steward.errors import ConfigError
@@ -207,7 +208,8 @@ async def build_harness(
     # every connector's tools: one reaches an account only through a connection the person made
     tools: list[Tool] = [http_tool(broker), *registry.tools(connectors)]
     # the person's standing work, set up from conversation (each call asks them by default)
-    tools += goal_tools(StandingWork(store, clock), clock)
+    standing = StandingWork(store, clock)
+    tools += [*goal_tools(standing, clock), watch_page_tool(store, standing, clock)]
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
         from steward.harness.mcp import McpServerConfig, load_mcp_tools

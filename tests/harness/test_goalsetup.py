@@ -28,12 +28,13 @@ from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
 from steward.domain.journal import EffectStatus
 from steward.harness.agent import AgentHarness
+from steward.harness.tools import ToolContext
 from steward.models import ScriptedModel
 from steward.models.base import Message, ModelResponse
 from steward.models.scripted import ScriptItem, call_tool
 from steward.runtime.simulate import run_simulation
 from steward.runtime.standing import StandingWork
-from steward.sentinel.defaults import STANDING_WORK_REASON
+from steward.sentinel.defaults import STANDING_WORK_REASON, STANDING_WORK_TOOLS
 from steward.service import Service
 from steward.store import Store
 from support.agents import agent_worker
@@ -395,7 +396,8 @@ async def test_a_goal_is_changed_rescheduled_and_completed_when_its_stop_conditi
         deadline,
         ["post"],
     )
-    daily, six_hourly = await store.schedule.list_triggers(goal_id=goal.id)
+    by_kind = {t.kind: t for t in await store.schedule.list_triggers(goal_id=goal.id)}
+    daily, six_hourly = by_kind[TriggerKind.CRON], by_kind[TriggerKind.INTERVAL]
     assert (daily.kind, daily.enabled) == (TriggerKind.CRON, False)
     assert (six_hourly.spec, six_hourly.enabled) == ("21600", True)
 
@@ -445,3 +447,87 @@ async def test_another_persons_goal_cannot_be_changed_and_changes_read_as_senten
         update.summary(args)
         == "Change your standing goal 'Parcel': pause it; go on without telling you."
     )
+
+
+async def test_every_goal_tool_is_offered_journalled_and_asked_about_by_default(
+    store: Store, clock: SimulatedClock, tmp_path: Path
+) -> None:
+    harness, _ = await agent(store, clock, tmp_path, [])
+    for name in sorted(STANDING_WORK_TOOLS):
+        found = harness.tools.get(name)
+        assert found is not None, name
+        assert found.effect.journalled, name
+        assert found.idempotent, name
+
+
+async def test_a_page_watched_for_a_goal_is_asked_about_made_once_and_bad_ones_refused(
+    store: Store, clock: SimulatedClock, person: Person, tmp_path: Path
+) -> None:
+    svc = Service(store, clock)
+    await svc.add_rule(person_id=person.id, pattern="create_goal", mode="do")
+    watch = {
+        "goal": "Tent",
+        "url": "https://shop.example/tent",
+        "read": "css",
+        "selector": ".price",
+        "conditions": [{"kind": "below", "threshold": "200"}],
+        "every": "1h",
+    }
+    harness, model = await agent(
+        store,
+        clock,
+        tmp_path,
+        [
+            call_tool(
+                "create_goal",
+                title="Tent",
+                instructions="Tell me when the tent costs less than 200.",
+                report_policy="actionable",
+            ),
+            call_tool("watch_page", **(watch | {"every": "10s"})),
+            call_tool("watch_page", **(watch | {"selector": "..price"})),
+            call_tool("watch_page", **(watch | {"conditions": [{"kind": "cheaper"}]})),
+            call_tool("watch_page", **watch),
+            call_tool("finish", result="Watching the tent's price."),
+        ],
+    )
+    chat = await svc.ask_agent(
+        person_id=person.id, instructions="Tell me when the tent is under 200", chat=True
+    )
+    worker = agent_worker(store, harness, clock)
+    await worker.run_until_idle()
+    seen = observations(model)
+    assert "at most once a minute" in seen
+    assert "a condition is not one of the kinds" in seen
+    assert seen.count("error:") == 3
+    [approval] = await svc.list_approvals(person_id=person.id)  # only the good one is asked
+    assert approval.summary == (
+        "Watch https://shop.example/tent for your goal 'Tent': the element .price, checked "
+        "hourly; wake the goal when below 200."
+    )
+    await svc.decide_approval(approval.id, approve=True)
+    await worker.run_until_idle()
+    assert (await store.tasks.get_task(chat.id)).status is TaskStatus.SUCCEEDED
+    [goal] = await store.goals.list_goals(person_id=person.id)
+    [made] = await store.webwatches.list_for(person.id)
+    assert (made.goal_id, made.url, made.interval_seconds) == (goal.id, watch["url"], 3600.0)
+    [trigger] = await store.schedule.list_triggers(goal_id=goal.id)
+    assert (trigger.kind, trigger.match) == (TriggerKind.EVENT, {"watch_id": made.id})
+
+    # the same call replayed under its effect key finds the watch it made
+    [effect] = [
+        e for e in await store.effects.list_effects(task_id=chat.id) if e.tool == "watch_page"
+    ]
+    tool = harness.tools.get("watch_page")
+    assert tool is not None
+    context = ToolContext(
+        person_id=person.id,
+        task_id=chat.id,
+        goal_id=None,
+        idempotency_key=effect.key,
+        workspace=tmp_path,
+        now=clock.now(),
+    )
+    again = await tool.invoke(tool.parse_arguments(json.dumps(watch)), context)
+    assert again["watch_id"] == made.id
+    assert len(await store.webwatches.list_for(person.id)) == 1

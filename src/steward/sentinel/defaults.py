@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from steward.domain.actions import ActionRequest, Decision, EffectClass, Verdict
 
-STANDING_WORK_TOOLS = frozenset({"create_goal", "update_goal", "schedule_goal", "complete_goal"})
+STANDING_WORK_TOOLS = frozenset(
+    {"create_goal", "update_goal", "schedule_goal", "complete_goal", "watch_page"}
+)
 """The agent's tools that set up or change the person's standing work (goals and their
 schedules): by default the person is asked first, like an action on the world, and a rule of
 theirs (``create_goal`` do) or a grant can allow it."""
