@@ -19,6 +19,7 @@ from steward.domain.agent_input import AgentTaskInput
 from steward.domain.clock import Clock
 from steward.domain.trigger import ActiveHours
 from steward.errors import ConfigError, NotFound, UsageError
+from steward.failpoints import failpoint
 from steward.runtime.schedule import first_fire, parse_every, validate_spec
 from steward.store import Store
 
@@ -115,6 +116,7 @@ class StandingWork:
             report_policy=report_policy,
             sources=sources,
         )
+        failpoint("goalsetup.after_goal")  # the goal is written, its schedule not yet
         made = [
             await self._trigger(goal, schedule, task_id, timezone, derived_id("trg", key, i))
             for i, schedule in enumerate(schedules)
