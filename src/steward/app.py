@@ -15,11 +15,13 @@ from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
 from steward.connectors.watch import Watcher
 from steward.connectors.web.fetch import Fetcher
+from steward.connectors.web.goalwatch import watch_page_tool
 from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.clock import Clock
 from steward.errors import ConfigError
 from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
+from steward.harness.goalsetup import goal_tools
 from steward.harness.tools import Tool
 from steward.harness.workspace import Workspace
 from steward.memory.book import MemoryBook
@@ -32,6 +34,7 @@ from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, T
 from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
+from steward.runtime.standing import StandingWork
 from steward.runtime.stepfn import StepHarness
 from steward.runtime.worker import default_worker_name
 from steward.sentinel.egress import EgressBroker
@@ -204,6 +207,9 @@ async def build_harness(
     sentinel = PolicySentinel(store, clock)
     # every connector's tools: one reaches an account only through a connection the person made
     tools: list[Tool] = [http_tool(broker), *registry.tools(connectors)]
+    # the person's standing work, set up from conversation (each call asks them by default)
+    standing = StandingWork(store, clock)
+    tools += [*goal_tools(standing, clock), watch_page_tool(store, standing, clock)]
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
         from steward.harness.mcp import McpServerConfig, load_mcp_tools

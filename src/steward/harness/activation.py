@@ -74,6 +74,8 @@ class Activation:
         """Memories and skills recalled for this activation (once: its subject does not
         change while it runs)."""
         self.goal: Goal | None = None
+        self.timezone = "UTC"
+        """The person's time zone (loaded when the activation starts)."""
         self.goal_spent: dict[str, float] = {}
         self.budget = kit.config.budget
         if self.input.budget is not None:
@@ -270,6 +272,7 @@ class Activation:
             summary=self.state.summary,
             recent=[m for s in steps for m in self._messages(s)],
             now=self.run.clock.now(),
+            timezone=self.timezone,
         )
         return assemble(inputs, budget)
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from steward.domain import Goal, Step, Task
 from steward.domain.agent_input import AgentTaskInput
@@ -173,6 +174,8 @@ class ContextInputs:
     """Recent conversation, verbatim."""
     now: datetime
     """The clock's time."""
+    timezone: str = "UTC"
+    """The person's time zone: "Friday at 9" and "the end of the month" are in it."""
 
 
 def assemble(inputs: ContextInputs, budget: ContextBudget) -> Context:
@@ -184,10 +187,10 @@ def assemble(inputs: ContextInputs, budget: ContextBudget) -> Context:
         return cut
 
     system = [part("system", inputs.system_prompt, budget.system)]
-    system.append(f"Current time: {inputs.now.isoformat(timespec='seconds')}")
+    system.append(f"Current time: {_local_now(inputs.now, inputs.timezone)}")
     system.append(_AUDIENCE_NOTES[inputs.given.audience.kind])
     if inputs.goal is not None:
-        system.append(part("goal", _render_goal(inputs.goal), budget.goal))
+        system.append(part("goal", _render_goal(inputs.goal, inputs.timezone), budget.goal))
     if inputs.memories:
         system.append(
             part(
@@ -217,16 +220,30 @@ def assemble(inputs: ContextInputs, budget: ContextBudget) -> Context:
     return Context(messages=messages, parts=parts)
 
 
-def _render_goal(goal: Goal) -> str:
+def _local_now(now: datetime, zone: str) -> str:
+    """A time as the person reads it: in their zone, named, when it is not UTC."""
+    try:
+        local = now.astimezone(ZoneInfo(zone))
+    except (ZoneInfoNotFoundError, ValueError):
+        return now.isoformat(timespec="seconds")
+    if zone == "UTC":
+        return now.isoformat(timespec="seconds")
+    return f"{local.isoformat(timespec='seconds')} ({local:%A}, the person's time zone {zone})"
+
+
+def _render_goal(goal: Goal, zone: str) -> str:
     lines = [f"## Goal: {goal.title}"]
     if goal.instructions:
         lines.append(goal.instructions)
     if goal.constraints:
         lines.append("Constraints:\n" + "\n".join(f"- {c}" for c in goal.constraints))
     if goal.deadline is not None:
-        lines.append(f"Deadline: {goal.deadline.isoformat(timespec='minutes')}")
+        lines.append(f"Deadline: {_local_now(goal.deadline, zone)}")
     if goal.stop_condition:
-        lines.append(f"Done when: {goal.stop_condition}")
+        lines.append(
+            f"Done when: {goal.stop_condition} (when this holds, call complete_goal with the "
+            "evidence in one sentence)"
+        )
     lines.append(f"Report policy: {goal.report_policy}")
     if goal.sources:
         lines.append("Sources: " + ", ".join(goal.sources))

@@ -48,6 +48,7 @@ class Start(Node):
 
     async def run(self, act: Activation) -> Node | Outcome | None:
         act.goal = await act.run.goal()
+        act.timezone = await act.run.timezone()
         act.goal_spent = await act.run.goal_usage()
         trail = act.state.trail
         if act.input.event is not None and act.run.seq == 0:

@@ -401,6 +401,10 @@ class TaskRun:
             return None
         return await self.store.goals.get_goal(self.task.goal_id)
 
+    async def timezone(self) -> str:
+        """The time zone of the person the task works for (what "Friday at 9" means)."""
+        return (await self.store.persons.get_person(self.task.person_id)).timezone
+
     async def goal_usage(self) -> dict[str, float]:
         """What all the goal's activations spent so far (this one included); empty without a
         goal."""

@@ -72,6 +72,7 @@ from steward.sentinel.arguments import (
     url_key,
     urls_of,
 )
+from steward.sentinel.defaults import default_ask
 from steward.sentinel.grants import covering_grant, covers
 from steward.sentinel.index import ActionKeys, PolicyCache, PolicyReader, PolicySnapshot
 from steward.sentinel.urls import UrlRefused, host_key, parse_url, recipient_key
@@ -225,11 +226,8 @@ def _decide(
     grant = covering_grant(request, snapshot.grants, now=now, session_id=session_id)
     if grant is not None:
         return _allowed_by(grant, request, f"{request.tool} is covered by grant {grant.id}")
-    return PolicyDecision(
-        verdict=Verdict.ASK,
-        reason=f"{request.tool} acts on the world and no grant covers it",
-        basis="default:external-asks",
-    )
+    reason, basis = default_ask(request)
+    return PolicyDecision(verdict=Verdict.ASK, reason=reason, basis=basis)
 
 
 def _by_rule(

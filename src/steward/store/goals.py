@@ -11,7 +11,7 @@ from sqlalchemy import Connection, insert, select, update
 from steward.domain import Budget, Goal, GoalRecord, GoalStatus, check_goal_transition
 from steward.domain.goal import GoalRecordKind
 from steward.domain.ids import new_id
-from steward.errors import NotFound
+from steward.errors import InvalidTransition, NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.fencing import Fence, touch_fenced
@@ -43,8 +43,12 @@ class GoalRepository:
         report_policy: str = "actionable",
         sources: Sequence[str] = (),
         budget: Budget | None = None,
+        goal_id: str | None = None,
     ) -> Goal:
-        goal_id = new_id("gol")
+        """Create a goal. With a ``goal_id`` (derived from an effect key) it is created once: a
+        replayed call returns the goal the first one made (the same person's only)."""
+        fixed = goal_id is not None
+        goal_id = goal_id or new_id("gol")
         values: dict[str, Any] = {
             "id": goal_id,
             "person_id": person_id,
@@ -64,6 +68,13 @@ class GoalRepository:
 
         def op(conn: Connection) -> Goal:
             load_person(conn, person_id)
+            if fixed:
+                row = conn.execute(select(goals).where(goals.c.id == goal_id)).first()
+                if row is not None:
+                    made = rows.goal(row)
+                    if made.person_id != person_id:
+                        raise NotFound("goal", goal_id)
+                    return made
             conn.execute(insert(goals).values(values))
             return _get_goal(conn, goal_id)
 
@@ -86,15 +97,18 @@ class GoalRepository:
             query = query.where(goals.c.status.in_([s.value for s in status]))
         return await self.backend.read(lambda conn: [rows.goal(r) for r in conn.execute(query)])
 
-    async def set_goal_status(self, goal_id: str, status: GoalStatus, *, now: datetime) -> Goal:
+    async def set_goal_status(
+        self, goal_id: str, status: GoalStatus, *, now: datetime, spare: str | None = None
+    ) -> Goal:
         """Change a goal's status. Ending a goal cancels its open tasks (running ones at their
-        next step boundary) and disables its triggers; its records and state stay."""
+        next step boundary) and disables its triggers; its records and state stay. ``spare``:
+        a running task of the goal that ended it (it said the goal is met) finishes itself."""
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> Goal:
             goal = _get_goal(conn, goal_id)
             check_goal_transition(goal.status, status)
-            _apply_goal_status(conn, goal_id, status, now_f)
+            _apply_goal_status(conn, goal_id, status, now_f, spare=spare)
             return _get_goal(conn, goal_id)
 
         return await self.backend.write(op)
@@ -109,6 +123,41 @@ class GoalRepository:
                 .where(goals.c.id == goal_id)
                 .values(budget=rows.dump(budget.to_json()), updated_at=rows.ts(now))
             )
+            return _get_goal(conn, goal_id)
+
+        return await self.backend.write(op)
+
+    async def revise_goal(
+        self,
+        goal_id: str,
+        *,
+        now: datetime,
+        instructions: str | None = None,
+        deadline: datetime | None = None,
+        clear_deadline: bool = False,
+        stop_condition: str | None = None,
+        report_policy: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> Goal:
+        """Change what a live goal asks for (None keeps a field; ``clear_deadline`` removes the
+        deadline). An ended goal is not changed."""
+        values: dict[str, Any] = {"updated_at": rows.ts(now)}
+        if instructions is not None:
+            values["instructions"] = instructions
+        if deadline is not None or clear_deadline:
+            values["deadline"] = rows.ts_opt(deadline)
+        if stop_condition is not None:
+            values["stop_condition"] = stop_condition
+        if report_policy is not None:
+            values["report_policy"] = report_policy
+        if sources is not None:
+            values["sources"] = rows.dump(list(sources))
+
+        def op(conn: Connection) -> Goal:
+            goal = _get_goal(conn, goal_id)
+            if goal.status.terminal:
+                raise InvalidTransition(f"goal is {goal.status.value}; it cannot be changed")
+            conn.execute(update(goals).where(goals.c.id == goal_id).values(values))
             return _get_goal(conn, goal_id)
 
         return await self.backend.write(op)
@@ -200,7 +249,9 @@ def _get_goal(conn: Connection, goal_id: str) -> Goal:
     return rows.goal(row)
 
 
-def _apply_goal_status(conn: Connection, goal_id: str, status: GoalStatus, now_f: float) -> None:
+def _apply_goal_status(
+    conn: Connection, goal_id: str, status: GoalStatus, now_f: float, *, spare: str | None = None
+) -> None:
     conn.execute(
         update(goals).where(goals.c.id == goal_id).values(status=status.value, updated_at=now_f)
     )
@@ -217,7 +268,7 @@ def _apply_goal_status(conn: Connection, goal_id: str, status: GoalStatus, now_f
     close_effects_of_ended(conn, list(cancelled), "cancelled", now_f)
     conn.execute(
         update(tasks)
-        .where(tasks.c.goal_id == goal_id, tasks.c.status == "running")
+        .where(tasks.c.goal_id == goal_id, tasks.c.status == "running", tasks.c.id != (spare or ""))
         .values(control="cancel", updated_at=now_f)
     )
     conn.execute(
