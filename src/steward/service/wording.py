@@ -11,6 +11,9 @@ import re
 
 ACTIONS = {
     "mail.send": "sending mail",
+    "email.send": "sending e-mail",
+    "email.*": "doing anything with your e-mail",
+    "send_email": "sending e-mail",
     "mail.*": "doing anything with your mail",
     "mail.draft": "writing mail drafts",
     "mail.modify": "changing your mailbox",
@@ -34,8 +37,13 @@ _DEFAULT = re.compile(r"^(?P<tool>\S+) acts on the world and no grant covers it$
 
 
 def activity(pattern: str) -> str:
-    """``mail.send`` → "sending mail"; an unknown pattern → "using mcp__x__y"."""
-    return ACTIONS.get(pattern, f"using {pattern}")
+    """``mail.send`` → "sending mail"; an unknown pattern → "using mcp__x__y" (a wildcard
+    one: "using any mcp__github__ tool")."""
+    if pattern in ACTIONS:
+        return ACTIONS[pattern]
+    if pattern.endswith("*"):
+        return f"using any {pattern.rstrip('*')} tool"
+    return f"using {pattern}"
 
 
 def reason_in_words(reason: str) -> str:
@@ -50,9 +58,16 @@ def reason_in_words(reason: str) -> str:
         if mode == "ask":
             return f"You asked me to check with you before {what}{why}."
         if mode == "do_if_preapproved":
+            tail = found["tail"] or ""
+            if tail.startswith("; pre-approved"):
+                covered = ", and you had approved this in advance"
+            elif tail:
+                covered = ", and nothing you approved covers this"
+            else:
+                covered = ""
             return (
                 f"You asked me to check with you before {what}, unless you approved it in "
-                f"advance, and nothing you approved covers this{why}."
+                f"advance{covered}{why}."
             )
         if mode == "handoff":
             return f"You asked to do {what} yourself{why}."

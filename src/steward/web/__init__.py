@@ -44,7 +44,7 @@ def mount(app: FastAPI) -> None:
     # OAuth authorizations started here, by state, until the provider answers
     app.state.oauth_authorizing = {}
     # one-time login links printed by `steward up` (by hash, in this process)
-    app.state.login_codes = LoginCodes(app.state.service.clock)
+    app.state.login_codes = LoginCodes(lambda: app.state.service.clock.now())
     for module in (
         *(auth, home, inbox, goals, chat, triggers, watches),
         *(memory, skills, security, accounts),

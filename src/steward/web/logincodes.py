@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-
-from steward.domain.clock import Clock
 
 CODE_TTL = timedelta(minutes=15)
 """How long a printed link works."""
@@ -32,14 +31,15 @@ def _digest(code: str) -> str:
 class LoginCodes:
     """The codes issued and not yet used, by hash."""
 
-    def __init__(self, clock: Clock, ttl: timedelta = CODE_TTL) -> None:
-        self.clock = clock
+    def __init__(self, now: Callable[[], datetime], ttl: timedelta = CODE_TTL) -> None:
+        self.now = now
+        """The time, from the service's :class:`~steward.domain.clock.Clock`."""
         self.ttl = ttl
         self._issued: dict[str, _Issued] = {}
 
     def issue(self, person_id: str) -> str:
         """A new code for ``person_id`` (the plaintext is returned, never kept)."""
-        now = self.clock.now()
+        now = self.now()
         self._issued = {h: i for h, i in self._issued.items() if i.expires_at > now}
         code = secrets.token_urlsafe(24)
         self._issued[_digest(code)] = _Issued(person_id=person_id, expires_at=now + self.ttl)
@@ -48,6 +48,6 @@ class LoginCodes:
     def redeem(self, code: str) -> str | None:
         """The person ``code`` signs in, once; None when it is unknown, used or expired."""
         issued = self._issued.pop(_digest(code.strip()), None)
-        if issued is None or issued.expires_at <= self.clock.now():
+        if issued is None or issued.expires_at <= self.now():
             return None
         return issued.person_id

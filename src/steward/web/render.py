@@ -66,6 +66,7 @@ _env.filters.update(
     reason_words=reason_in_words,
     money=words.money,
     cut=words.cut,
+    actor=words.actor,
     status_words=words.status_words,
     status_class=words.status_class,
 )

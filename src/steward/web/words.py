@@ -208,3 +208,14 @@ _HEADER_VALUE = re.compile(
 def masked_text(text: str) -> str:
     """A line with credential header values and vault references hidden."""
     return _VAULT_REF.sub(MASK, _HEADER_VALUE.sub(lambda m: f"{m[1]}{m[2]}{MASK}{m[2]}", text))
+
+
+def actor(who: str) -> str:
+    """Who did it, in words: the agent, you, Steward (the id stays in a tooltip)."""
+    kind = who.split(":", 1)[0]
+    return {
+        "agent": "the agent",
+        "token": "you",
+        "person": "you",
+        "system": "Steward",
+    }.get(kind, who)
