@@ -192,11 +192,9 @@ def _banner(
     say = functools.partial(console.print, soft_wrap=True)
     say(f"[bold]Steward[/bold] running ({', '.join(roles)}), pid {os.getpid()}")
     if login is not None:
-        say(f"  open:    {login}")
-        say("           (a one-time login link, for 15 minutes: it signs this browser in)")
+        say(f"  open:    {login}  (a one-time login link, for 15 minutes)")
     elif address is not None:
-        say(f"  open:    {address}/  (log in with a token: steward token create browser")
-        say("           --scope control; or revoke your control tokens for a new login link)")
+        say(f"  open:    {address}/  (log in: steward token create browser --scope control)")
         say(f"  api:     {address}/api/v1  (docs at {address}/api/v1/docs)")
     say(f"  data:    {where}")
     say(f"  person:  {person.name} ({person.id})")
