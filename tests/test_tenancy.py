@@ -318,6 +318,24 @@ async def test_listings_without_a_person_are_the_tokens_own(
     assert b.effect.id not in blob
 
 
+async def test_the_audit_filters_read_only_the_tokens_own_entries(
+    tenants: tuple[Tenant, Tenant, Service, Service, Service],
+) -> None:
+    a, b, _, as_a, _ = tenants
+    # another person's goal is not found, exactly as a goal that does not exist
+    with pytest.raises(NotFound):
+        await as_a.recent_audit(person_id="", goal_id=b.goal.id)
+    with pytest.raises(NotFound):
+        await as_a.recent_audit(person_id="", goal_id="gol_missing")
+    # a kind or a tool both persons have: only the token's own entries
+    for only in ({"kind": "rule"}, {"kind": "grant"}, {"tool": "send_email"}):
+        found = await as_a.recent_audit(person_id="", **only)
+        assert {e.person_id for e in found} <= {a.person.id}, only
+    ruled = await as_a.recent_audit(person_id="", kind="rule")
+    assert ruled
+    assert {e.kind for e in ruled} == {"rule"}
+
+
 async def test_decisions_through_a_token_are_recorded_as_the_token(
     tenants: tuple[Tenant, Tenant, Service, Service, Service],
 ) -> None:

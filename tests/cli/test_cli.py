@@ -99,6 +99,14 @@ def test_up_runs_work_and_stops_cleanly(db: str, tmp_path: Path) -> None:
         assert "stop:" in text, text
         assert "model:   unconfigured" in text, text
         [address] = re.findall(r"open:\s+(http://127\.0\.0\.1:\d+)/", text)
+        # a first start: a one-time link that signs a browser in with a control token
+        [link] = re.findall(r"open:\s+(http://\S+/login\?code=\S+)", text)
+        signed_in = httpx.get(link)
+        assert signed_in.status_code == 303, signed_in.text
+        assert "steward_session=" in signed_in.headers["set-cookie"]
+        tokens = cli_json(db, "token", "list")
+        assert [t["scopes"] for t in tokens] == [["control"]]
+        assert httpx.get(link).status_code == 401  # used up
         refused = httpx.get(f"{address}/api/v1/goals")
         assert refused.status_code == 401, refused.text
         assert refused.headers["content-type"] == "application/problem+json"

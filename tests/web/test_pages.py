@@ -115,12 +115,14 @@ async def test_pages_show_what_the_person_must_see(site: Site) -> None:
     inbox = (await me.get("/inbox")).text
     assert a.approval.id in inbox
     assert "friend-of-ann@example.com" in inbox  # the exact arguments
-    assert "external action" in inbox  # why it asks
+    assert "External action" in inbox  # why it asks
     assert "Approve once" in inbox
     home = (await me.get("/")).text
     assert "happened since your last visit" in home
     assert "Waiting for you" in home
-    assert "$0.0000" in home  # what the goal cost
+    assert "$0.0000" not in home
+    # what the goal cost, with sensible precision
+    assert re.search(r'class="cost"[^>]*>(\$\d[\d,]*(\.\d\d)?|less than \$0\.01) ·', home), home
     security = (await me.get("/security")).text
     assert a.grant.id in security
     assert "ann&#39;s mail" in security
@@ -288,7 +290,7 @@ async def test_triggers_disable_and_enable(site: Site) -> None:
     assert on.enabled
     assert on.next_fire_at is not None
     page = (await me.get("/triggers")).text
-    assert "Next fire: <time>2027-01-01" in page
+    assert 'Next fire: <time datetime="2027-01-01' in page
     assert f"<code>{on.spec}</code>" not in page  # said once, in words, not raw
 
 
@@ -558,16 +560,28 @@ async def test_security_audit_log_is_newest_first(site: Site) -> None:
     assert len(kinds) == len(entries)  # fewer than the most shown
 
 
-async def test_a_read_token_sees_the_new_forms_but_cannot_use_them(site: Site) -> None:
+async def test_a_read_token_sees_no_buttons_it_cannot_use_and_posting_is_refused(
+    site: Site,
+) -> None:
     me = await site.session(site.a.read)
     a = site.a
     inbox = (await me.get("/inbox")).text
-    assert f'action="/effects/{a.effect.id}/resolve"' in inbox
-    assert f'action="/passes/{a.memory_pass.id}"' in inbox
+    assert a.approval.id in inbox  # it sees what waits
+    assert f'action="/approvals/{a.approval.id}"' not in inbox
+    assert "Approve once" not in inbox
+    assert "read-only token" in inbox  # and why it cannot decide
+    assert f'action="/effects/{a.effect.id}/resolve"' not in inbox
+    assert f'action="/passes/{a.memory_pass.id}"' not in inbox
+    assert "Mark read" in inbox  # the dashboard's bookkeeping is the reader's
     security = (await me.get("/security")).text
-    assert 'action="/rules"' in security
-    assert f'action="/rules/{a.rule.id}/delete"' in security
-    assert 'action="/secrets/mail/delete"' in security
+    assert 'action="/rules"' not in security
+    assert f'action="/rules/{a.rule.id}/delete"' not in security
+    assert 'action="/secrets/mail/delete"' not in security
+    goal = (await me.get(f"/goals/{a.goal.id}")).text
+    assert "/control" not in goal
+    control = await site.session(a.control)  # a control token sees them all
+    assert f'action="/approvals/{a.approval.id}"' in (await control.get("/inbox")).text
+    assert 'action="/rules"' in (await control.get("/security")).text
     before = await _state(site)
     for path, fields in [
         (f"/effects/{a.effect.id}/resolve", {"applied": "yes"}),

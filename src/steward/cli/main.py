@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
+from fastapi import FastAPI
 
 from steward.api import create_app
 from steward.api.server import serving
@@ -46,6 +47,7 @@ from steward.cli.watch import watch_app
 from steward.config import Settings, private_data_dir
 from steward.domain import Person, TaskSpec, TriggerKind
 from steward.domain.clock import Clock, SimulatedClock
+from steward.domain.tokens import CONTROL
 from steward.domain.trigger import MissedPolicy
 from steward.logs import configure as configure_logging
 from steward.memory.jobs import schedule_consolidation
@@ -141,17 +143,15 @@ async def _serve(
         loop.add_signal_handler(sig, runtime.stop)
     try:
         async with contextlib.AsyncExitStack() as stack:
-            address = None
+            address = login = None
             if http is not None:  # the API and the dashboard, in this process and loop
+                served = create_app(service, streams_per_person=settings.streams_per_person)
                 address = await stack.enter_async_context(
-                    serving(
-                        create_app(service, streams_per_person=settings.streams_per_person),
-                        host=http[0],
-                        port=http[1],
-                    )
+                    serving(served, host=http[0], port=http[1])
                 )
+                login = await _login_link(service, served, person, address)
             if banner:
-                _banner(settings, store, harness.model.name, person, config, address)
+                _banner(settings, store, harness.model.name, person, config, address, login)
             async with asyncio.TaskGroup() as roles:
                 roles.create_task(runtime.run())
                 if watcher is not None:
@@ -164,6 +164,16 @@ async def _serve(
         console.print("stopped; all state is in the database")
 
 
+async def _login_link(service: Service, app: FastAPI, person: Person, address: str) -> str | None:
+    """On a first start (no control token yet), a one-time link that signs a browser in with
+    a new control token; None once the person has one."""
+    tokens = await service.list_tokens(person_id=person.id)
+    if any(CONTROL in t.scopes and t.revoked_at is None for t in tokens):
+        return None
+    code: str = app.state.login_codes.issue(person.id)  # steward.web.logincodes
+    return f"{address}/login?code={code}"
+
+
 def _banner(
     settings: Settings,
     store: Store,
@@ -171,6 +181,7 @@ def _banner(
     person: Person,
     config: RuntimeConfig,
     address: str | None,
+    login: str | None = None,
 ) -> None:
     roles = (["scheduler", "account watches"] if config.scheduler else []) + [
         f"{config.workers} worker(s)"
@@ -180,8 +191,10 @@ def _banner(
         where = f"{store.backend.path} (SQLite, WAL)"  # type: ignore[attr-defined]
     say = functools.partial(console.print, soft_wrap=True)
     say(f"[bold]Steward[/bold] running ({', '.join(roles)}), pid {os.getpid()}")
-    if address is not None:
-        say(f"  open:    {address}/  (log in with a token: steward token create)")
+    if login is not None:
+        say(f"  open:    {login}  (a one-time login link, for 15 minutes)")
+    elif address is not None:
+        say(f"  open:    {address}/  (log in: steward token create browser --scope control)")
         say(f"  api:     {address}/api/v1  (docs at {address}/api/v1/docs)")
     say(f"  data:    {where}")
     say(f"  person:  {person.name} ({person.id})")

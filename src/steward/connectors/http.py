@@ -7,6 +7,9 @@ the response, so the model, the journal and the logs only ever hold the placehol
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -17,6 +20,38 @@ from steward.harness.tools import Tool, ToolContext, ToolError, tool
 from steward.sentinel.egress import API_CALL as API_CALL  # the scope this tool needs
 from steward.sentinel.egress import EgressBroker, EgressRefused
 
+_SECRET = re.compile(r"\{\{secret:([^}]+)\}\}")
+
+
+VERBS = {
+    "GET": "Read",
+    "HEAD": "Check",
+    "POST": "Send a request to",
+    "PUT": "Replace something at",
+    "PATCH": "Change something at",
+    "DELETE": "Delete something at",
+}
+
+
+def describe(args: Mapping[str, Any]) -> str:
+    """The call in one line for the person: what it does, where, with which of their secrets
+    (by name; never a header's value), and what a JSON body says it is for (recipient,
+    subject)."""
+    method = str(args.get("method") or "GET")
+    said = f"{VERBS.get(method, method)} {args.get('url', '')}"
+    secrets = sorted(set(_SECRET.findall(json.dumps(args.get("headers") or {}))))
+    if secrets:
+        said += f" with your secret {', '.join(secrets)}"
+    try:
+        body = json.loads(str(args.get("body") or ""))
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        about = [f"{key} {body[key]}" for key in ("to", "subject") if body.get(key)]
+        if about:
+            said += ": " + ", ".join(about)
+    return said
+
 
 def http_tool(broker: EgressBroker) -> Tool:
     """The ``http_fetch`` tool over ``broker``.
@@ -26,7 +61,7 @@ def http_tool(broker: EgressBroker) -> Tool:
     that came only from untrusted content is put to the person first. Responses are untrusted.
     """
 
-    @tool(effect=EffectClass.EXTERNAL, scopes=[API_CALL], untrusted_output=True)
+    @tool(effect=EffectClass.EXTERNAL, scopes=[API_CALL], untrusted_output=True, summarize=describe)
     async def http_fetch(
         ctx: ToolContext,
         url: Annotated[

@@ -196,6 +196,22 @@ class ApiToken:
 
 
 @dataclass(kw_only=True, frozen=True)
+class AuditFilter:
+    """Which audit entries a listing shows (each field that is set must hold)."""
+
+    kind: str | None = None
+    """Entries of this kind (``decision``, ``approval``, ``grant``…)."""
+    tool: str | None = None
+    """Entries about this tool (a decision's ``tool``)."""
+    goal_id: str | None = None
+    """Entries by the agents of this goal's tasks."""
+    since: datetime | None = None
+    """At or after this time."""
+    until: datetime | None = None
+    """Before this time."""
+
+
+@dataclass(kw_only=True, frozen=True)
 class AuditEntry:
     """One entry of the append-only, hash-chained audit log."""
 

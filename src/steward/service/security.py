@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from steward.domain import (
@@ -17,11 +18,12 @@ from steward.domain import (
     RuleMode,
 )
 from steward.domain.auditchain import AuditVerdict
+from steward.domain.authority import AuditFilter
 from steward.domain.ids import new_id
 from steward.domain.limits import MAX_KIND, check_json, check_text, hours_ahead
 from steward.domain.secrets import SecretInfo
 from steward.domain.tokens import CONTROL, READ
-from steward.errors import ConfigError, UsageError
+from steward.errors import ConfigError, NotFound, UsageError
 from steward.sentinel.vault import KEY_ENV, Vault, VaultKeys, retire_old_keys, rotate_key_file
 from steward.service.base import ServiceBase
 from steward.store.authority import Disconnected
@@ -39,15 +41,35 @@ class SecurityService(ServiceBase):
         )
 
     async def recent_audit(
-        self, *, person_id: str, before_seq: int | None = None, limit: int = 200
+        self,
+        *,
+        person_id: str,
+        before_seq: int | None = None,
+        limit: int = 200,
+        kind: str | None = None,
+        tool: str | None = None,
+        goal_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[AuditEntry]:
         """The person's own audit entries before ``before_seq`` (None: from the newest), newest
-        first: what was decided lately, without reading the whole log."""
+        first: what was decided lately, without reading the whole log. Narrowed to one
+        ``kind``, one ``tool``, what one of their goals' agents did (``goal_id``), or a time
+        range (``since`` inclusive, ``until`` exclusive); page on with the last entry's seq."""
         person_id = self._for(person_id, READ)
         if (before_seq is not None and before_seq < 1) or not 1 <= limit <= 1000:
             raise UsageError("before_seq is at least 1, and limit is from 1 to 1000")
+        if since is not None and until is not None and since >= until:
+            raise UsageError("since must be before until")
+        if goal_id:
+            goal = await self.store.goals.get_goal(goal_id)
+            if goal.person_id != person_id:
+                raise NotFound("goal", goal_id)
+        only = AuditFilter(
+            kind=kind or None, tool=tool or None, goal_id=goal_id or None, since=since, until=until
+        )
         return await self.store.audit.list_recent_audit(
-            person_id=person_id, before_seq=before_seq, limit=limit
+            person_id=person_id, before_seq=before_seq, limit=limit, only=only
         )
 
     async def verify_audit(self) -> AuditVerdict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select
+from sqlalchemy import Connection, Row, Select, func, insert, literal, select
 
 from steward.domain import AuditEntry
 from steward.domain.auditchain import (
@@ -20,10 +20,11 @@ from steward.domain.auditchain import (
     normalize,
     verify,
 )
+from steward.domain.authority import AuditFilter
 from steward.errors import UsageError
 from steward.store import rows
 from steward.store.backend import Backend
-from steward.store.schema import audit_log
+from steward.store.schema import audit_log, tasks
 
 _CHAIN_LOCK = 0x5354_5741_5244_A0D1
 """PostgreSQL advisory lock key that stands for "the head of the audit chain"."""
@@ -71,15 +72,23 @@ class AuditRepository:
         return await self.backend.read(lambda conn: [_entry(r) for r in conn.execute(query)])
 
     async def list_recent_audit(
-        self, *, person_id: str | None = None, before_seq: int | None = None, limit: int = 200
+        self,
+        *,
+        person_id: str | None = None,
+        before_seq: int | None = None,
+        limit: int = 200,
+        only: AuditFilter | None = None,
     ) -> list[AuditEntry]:
         """Entries before ``before_seq`` (None: from the newest), newest first: one person's,
-        or (None) everyone's."""
+        or (None) everyone's; with ``only``, those it lets through (a page's cursor is the
+        last entry's seq, so paging filtered entries returns each exactly once)."""
         query = select(audit_log).order_by(audit_log.c.seq.desc()).limit(limit)
         if before_seq is not None:
             query = query.where(audit_log.c.seq < before_seq)
         if person_id is not None:
             query = query.where(audit_log.c.person_id == person_id)
+        if only is not None:
+            query = _filtered(query, only)
         return await self.backend.read(lambda conn: [_entry(r) for r in conn.execute(query)])
 
     async def verify_audit(self, *, page_size: int = 1000) -> AuditVerdict:
@@ -93,6 +102,25 @@ class AuditRepository:
             if not verdict.ok or len(page) < page_size:
                 return verdict
             after = page[-1].seq
+
+
+def _filtered(query: Select[Any], only: AuditFilter) -> Select[Any]:
+    if only.kind:
+        query = query.where(audit_log.c.kind == only.kind)
+    if only.tool:
+        # the data is canonical JSON (sorted keys, no whitespace): the tool's field, exactly
+        needle = canonical_json({"tool": only.tool})[1:-1]
+        escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = query.where(audit_log.c.data.like(f"%{escaped}%", escape="\\"))
+    if only.goal_id:
+        # what the goal's tasks' agents did, and what was decided about them
+        agents = select(literal("agent:") + tasks.c.id).where(tasks.c.goal_id == only.goal_id)
+        query = query.where(audit_log.c.actor.in_(agents))
+    if only.since is not None:
+        query = query.where(audit_log.c.at >= rows.ts(only.since))
+    if only.until is not None:
+        query = query.where(audit_log.c.at < rows.ts(only.until))
+    return query
 
 
 def append_in(

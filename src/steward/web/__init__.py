@@ -16,6 +16,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
+from steward.web.logincodes import LoginCodes
 from steward.web.pages import (
     accounts,
     auth,
@@ -42,6 +43,8 @@ def mount(app: FastAPI) -> None:
     app.state.csrf_key = secrets.token_bytes(32)
     # OAuth authorizations started here, by state, until the provider answers
     app.state.oauth_authorizing = {}
+    # one-time login links printed by `steward up` (by hash, in this process)
+    app.state.login_codes = LoginCodes(lambda: app.state.service.clock.now())
     for module in (
         *(auth, home, inbox, goals, chat, triggers, watches),
         *(memory, skills, security, accounts),

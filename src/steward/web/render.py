@@ -11,9 +11,20 @@ from urllib.parse import unquote
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import (
+    Environment,
+    FileSystemLoader,
+    StrictUndefined,
+    pass_context,
+    select_autoescape,
+)
+from jinja2.runtime import Context
+from markupsafe import Markup
 
+from steward.domain.task import Task
 from steward.service.encode import to_jsonable
+from steward.service.wording import reason_in_words
+from steward.web import words
 from steward.web.forms import FLASH_COOKIE
 from steward.web.session import csrf_token, session_token
 
@@ -26,19 +37,39 @@ _env = Environment(
 )
 
 
-def _when(value: datetime | None) -> str:
-    return "—" if value is None else value.strftime("%Y-%m-%d %H:%M UTC")
+@pass_context
+def _when(context: Context, value: datetime | None) -> Markup:
+    """A time in the person's zone, relative where natural, the exact time in its tooltip."""
+    tz, now = context["tz"], context["now"]
+    if value is None:
+        return Markup("—")
+    return Markup('<time datetime="{}" title="{}">{}</time>').format(
+        value.isoformat(), words.exact(value, tz), words.when(value, tz, now)
+    )
+
+
+@pass_context
+def _waits(context: Context, task: Task) -> str:
+    return words.waits_for(task.wait, task.status, context["tz"], context["now"])
 
 
 def _as_json(value: Any) -> str:
     return json.dumps(to_jsonable(value), indent=1, sort_keys=True, ensure_ascii=False)
 
 
-def _money(value: float) -> str:
-    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
-
-
-_env.filters.update(when=_when, as_json=_as_json, money=_money)
+_env.filters.update(
+    when=_when,
+    waits=_waits,
+    as_json=_as_json,
+    masked=words.masked,
+    masked_text=words.masked_text,
+    reason_words=reason_in_words,
+    money=words.money,
+    cut=words.cut,
+    actor=words.actor,
+    status_words=words.status_words,
+    status_class=words.status_class,
+)
 
 
 SECURITY_HEADERS = {
@@ -55,6 +86,11 @@ def page(request: Request, template: str, code: int = 200, **context: Any) -> HT
     flash = unquote(request.cookies.get(FLASH_COOKIE, ""))
     context.setdefault("csrf", csrf_token(request))
     context.setdefault("logged_in", bool(session_token(request)))
+    # the viewer's zone and scopes (set by :func:`~steward.web.session.viewer`); the time from
+    # the service's clock
+    context.setdefault("tz", getattr(request.state, "tz", None) or words.zone("UTC"))
+    context.setdefault("now", request.app.state.service.clock.now())
+    context.setdefault("can_control", getattr(request.state, "can_control", False))
     html = _env.get_template(template).render(path=request.url.path, flash=flash, **context)
     response = HTMLResponse(html, status_code=code)
     if flash:

@@ -9,8 +9,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request, Response
 
+from steward.domain.tokens import CONTROL
 from steward.errors import Unauthorized
 from steward.service import Service
+from steward.web import words
 
 SESSION_COOKIE = "steward_session"
 """The dashboard's session: the token the person logged in with, in an HttpOnly, SameSite=Strict
@@ -36,9 +38,16 @@ async def viewer(request: Request) -> Service:
         raise LoginRequired
     service: Service = request.app.state.service
     try:
-        return await service.authenticate(token)
+        bound = await service.authenticate(token)
     except Unauthorized:
         raise LoginRequired from None
+    # what every page shows in the person's terms: their zone, and whether they may act
+    person = await bound.person(None)
+    request.state.tz = words.zone(person.timezone)
+    request.state.can_control = bound.principal is not None and (
+        CONTROL in bound.principal.token.scopes
+    )
+    return bound
 
 
 Viewer = Annotated[Service, Depends(viewer)]

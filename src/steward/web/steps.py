@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from steward.domain import Step
+from steward.web.words import masked_text
 
 MOST_CHARS = 2000
 
@@ -18,10 +19,25 @@ class ShownStep:
     who: str
     """``agent``, ``tool``, ``you`` or the step's kind."""
     text: str
+    failed: bool = False
+    """A tool call that failed, or an action that was denied or refused: shown apart from a
+    success."""
+
+
+WAITING = {
+    "approval": "Waiting for your approval.",
+    "input": "Waiting for your answer.",
+    "until": "Waiting until a set time.",
+    "event": "Waiting for something to arrive.",
+    "children": "Waiting for its sub-tasks.",
+    "effect": "Waiting for you to say whether an action happened.",
+}
+"""A suspend step in words (the task's own line says exactly what, in the person's zone)."""
 
 
 def shown(step: Step) -> ShownStep:
     said = _shown(step)
+    said = replace(said, text=masked_text(said.text))  # no credential in view, ever
     read = step.output.get("untrusted_sources") if isinstance(step.output, dict) else None
     if not read:
         return said
@@ -41,9 +57,16 @@ def _shown(step: Step) -> ShownStep:
         )
         text = str(response.get("content") or "")
         return ShownStep(step=step, who="agent", text=_cut(" → ".join(filter(None, [text, calls]))))
+    if step.kind == "suspend" and isinstance(output, dict):
+        waiting = output.get("waiting")
+        kind = waiting.get("kind") if isinstance(waiting, dict) else None
+        return ShownStep(step=step, who="waits", text=WAITING.get(str(kind), "Waiting."))
     if isinstance(output, dict) and "observation" in output:
-        text = f"{output.get('name')}: {output['observation']}"
-        return ShownStep(step=step, who="tool", text=_cut(text))
+        observation = str(output["observation"])
+        denied = observation.startswith(("denied:", "refused:"))
+        who = "denied" if denied else ("failed" if output.get("error") else "tool")
+        text = f"{output.get('name')}: {observation}"
+        return ShownStep(step=step, who=who, text=_cut(text), failed=who != "tool")
     if isinstance(output, dict) and "result" in output:
         result = output["result"]
         said = result.get("text") if isinstance(result, dict) else result

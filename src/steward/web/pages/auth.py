@@ -11,9 +11,11 @@ import secrets
 from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
 
+from steward.domain.tokens import CONTROL
 from steward.errors import Unauthorized
 from steward.service import Service
 from steward.web.forms import posted
+from steward.web.logincodes import LoginCodes
 from steward.web.render import page
 from steward.web.routing import pages
 from steward.web.session import LOGIN_NONCE_COOKIE, SESSION_COOKIE, csrf_token, set_cookie
@@ -38,7 +40,24 @@ def _form(request: Request, status: int = 200, error: str | None = None) -> Resp
 
 @router.get("/login")
 async def login_form(request: Request) -> Response:
-    return _form(request)
+    code = request.query_params.get("code")
+    if code is None:
+        return _form(request)
+    # a one-time link printed by `steward up`: a new control token for this browser
+    codes: LoginCodes = request.app.state.login_codes
+    person_id = codes.redeem(code)
+    if person_id is None:
+        message = "That login link was already used or has expired. Restart `steward up` "
+        message += "for a new one, or log in with a token."
+        return _form(request, 401, message)
+    service: Service = request.app.state.service
+    _, token = await service.create_token(
+        person_id=person_id, name="browser (login link)", scopes=[CONTROL]
+    )
+    response = RedirectResponse("/", status_code=303)
+    set_cookie(request, response, SESSION_COOKIE, token)
+    response.delete_cookie(LOGIN_NONCE_COOKIE, path="/")
+    return response
 
 
 @router.post("/login")
@@ -50,7 +69,7 @@ async def login(request: Request) -> Response:
         await service.authenticate(token)
     except Unauthorized:
         message = "That token is not valid (unknown or revoked). Create one with "
-        message += "'steward token create'."
+        message += "'steward token create browser --scope control'."
         return _form(request, 401, message)
     response = RedirectResponse("/", status_code=303)
     set_cookie(request, response, SESSION_COOKIE, token)

@@ -24,14 +24,20 @@ OUTCOMES = {"yes": True, "no": False}
 async def inbox(request: Request, svc: Viewer) -> Response:
     after = await svc.feed_head(person_id="")  # read first: no change falls between
     approvals = await svc.list_approvals(person_id="")
+    goals = {g.id: g.title for g in await svc.list_goals(person_id="")}
+    passes = await svc.list_memory_passes(person_id="", status=PassStatus.HELD)
     return page(
         request,
         "inbox.html",
         title="Inbox",
         approvals=[(a, await svc.approval_origins(a)) for a in approvals],
         effects=await svc.in_doubt_effects(),
-        passes=await svc.list_memory_passes(person_id="", status=PassStatus.HELD),
+        passes=passes,
+        held={p.id for p in passes},
+        skills=[s for s in await svc.list_skills() if s.pending or s.status == "proposed"],
         notifications=await svc.list_notifications(person_id="", limit=100),
+        goal_titles=goals,
+        pending={a.id for a in approvals},
         after=after,
     )
 
@@ -68,13 +74,13 @@ async def decide_pass(request: Request, svc: Viewer, pass_id: str) -> Response:
     approve = form.choice("decision", DECISIONS)
     decided = await svc.decide_memory_pass(pass_id, approve=approve)
     if not approve:
-        return done(request, "/inbox", "Rejected: your memories are unchanged.")
+        return done(request, back(form, "/inbox"), "Rejected: your memories are unchanged.")
     skipped = sum(1 for op in decided.operations if op.skipped)
     applied = len(decided.operations) - skipped
     message = f"Applied {applied} change(s)"
     if skipped:
         message += f"; {skipped} skipped because their memories changed meanwhile"
-    return done(request, "/inbox", message + ".")
+    return done(request, back(form, "/inbox"), message + ".")
 
 
 @router.post("/notifications/{notification_id}/read")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from steward.web.forms import DECISIONS, done, posted
+from steward.web.forms import DECISIONS, back, done, posted
 from steward.web.render import page
 from steward.web.routing import pages
 from steward.web.session import Viewer
@@ -52,4 +52,5 @@ async def decide(request: Request, svc: Viewer, skill_id: str) -> Response:
     form = await posted(request)
     approve = form.choice("decision", DECISIONS)
     decided = await svc.decide_skill_proposal(skill_id, approve=approve)
-    return done(request, f"/skills/{decided.id}", "Applied." if approve else "Rejected.")
+    said = "Applied: I use it from now on." if approve else "Rejected: I will not use it."
+    return done(request, back(form, f"/skills/{decided.id}"), f"{decided.name}: {said}")
