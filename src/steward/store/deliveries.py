@@ -187,7 +187,9 @@ class DeliveryRepository:
                 .where(
                     deliveries.c.id == delivery_id,
                     deliveries.c.lease_holder == holder,
-                    deliveries.c.status == DeliveryStatus.SENT.value,
+                    deliveries.c.status.in_(
+                        [DeliveryStatus.PLANNED.value, DeliveryStatus.SENT.value]
+                    ),
                 )
                 .values(
                     status=DeliveryStatus.FAILED.value,
@@ -204,6 +206,19 @@ class DeliveryRepository:
             return True
 
         return await self.backend.write(op)
+
+    async def mark_in_doubt(
+        self, delivery_id: str, *, holder: str, error: str, now: datetime
+    ) -> bool:
+        """The sender failed in a way that does not say whether the message went: in doubt,
+        never sent again."""
+        return await self._move(
+            delivery_id,
+            holder,
+            DeliveryStatus.SENT,
+            {"status": DeliveryStatus.IN_DOUBT.value, "error": error[:MAX_ERROR]},
+            now,
+        )
 
     async def list_for(
         self, *, person_id: str | None = None, ref: str | None = None, limit: int = 500
