@@ -232,11 +232,20 @@ class DeliveryRepository:
         return await self.backend.read(lambda conn: [rows.delivery(r) for r in conn.execute(query)])
 
     async def next_due(self) -> datetime | None:
-        """When the earliest planned delivery is due, or None."""
-        query = select(func.min(deliveries.c.next_attempt_at)).where(
+        """When the earliest planned delivery is due, or a lapsing ``sent`` one is to be
+        judged in doubt; None without either."""
+        planned = select(func.min(deliveries.c.next_attempt_at)).where(
             deliveries.c.status == DeliveryStatus.PLANNED.value
         )
-        return await self.backend.read(lambda conn: rows.dt_opt(conn.execute(query).scalar()))
+        lapsing = select(func.min(deliveries.c.lease_expires_at)).where(
+            deliveries.c.status == DeliveryStatus.SENT.value
+        )
+
+        def op(conn: Connection) -> datetime | None:
+            times = [conn.execute(q).scalar() for q in (planned, lapsing)]
+            return rows.dt_opt(min((t for t in times if t is not None), default=None))
+
+        return await self.backend.read(op)
 
     async def _move(
         self,
