@@ -20,6 +20,7 @@ from steward.app import (
     connection_watcher,
     database_limits,
     embedder_from,
+    notify_dispatcher,
     task_kinds,
     web_watch_runner,
 )
@@ -128,6 +129,8 @@ async def _serve(
         if config.scheduler
         else None
     )
+    # reports, digests, approvals and questions reach the person's channels from here
+    notify = notify_dispatcher(settings, store, clock) if config.scheduler else None
     service = Service(
         store,
         clock,
@@ -161,6 +164,8 @@ async def _serve(
                     roles.create_task(watcher.run(runtime.stop_event))
                 if web_watches is not None:
                     roles.create_task(web_watches.run(runtime.stop_event))
+                if notify is not None:
+                    roles.create_task(notify.run(runtime.stop_event))
     finally:
         await store.close()
     if banner:
