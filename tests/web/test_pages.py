@@ -143,6 +143,7 @@ async def test_every_form_post_needs_the_csrf_token(site: Site) -> None:
     a = site.a
     posts = [
         f"/approvals/{a.approval.id}",
+        f"/reports/{a.report.id}/read",
         f"/grants/{a.grant.id}/revoke",
         f"/connections/{a.connection.id}/disconnect",
         f"/triggers/{a.trigger.id}",

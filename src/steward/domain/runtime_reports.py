@@ -70,3 +70,29 @@ def task_failed(
         importance="actionable",
         created_at=now,
     )
+
+
+def effect_in_doubt(
+    *,
+    person_id: str,
+    goal_id: str | None,
+    task_id: str,
+    effect_id: str,
+    tool: str,
+    attempt: int,
+    now: datetime,
+) -> Report:
+    """An action that may or may not have happened: the person must hear it now."""
+    action = tool.replace("_", " ").replace(".", " ")
+    return Report(
+        id=report_id(f"effect-in-doubt:{effect_id}:{attempt}"),
+        person_id=person_id,
+        goal_id=goal_id,
+        task_id=task_id,
+        origin="runtime",
+        what=f"I am not sure whether '{action}' went through",
+        why="The connection broke while it was being done; doing it again could do it twice.",
+        todo="Check whether it happened, then tell me on the dashboard (Inbox).",
+        importance="urgent",
+        created_at=now,
+    )

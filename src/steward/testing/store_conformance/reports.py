@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, time, timedelta
 
-from steward.domain import GoalStatus, Notification
+from steward.domain import EffectStatus, GoalStatus, Notification
 from steward.domain.channel import Channel, ChannelKind, Importance
 from steward.domain.clock import SimulatedClock
 from steward.domain.delivery import DeliveryStatus
@@ -270,3 +270,28 @@ async def test_reports_are_paged_and_read_one_by_one(store: Store, clock: Simula
     assert await store.reports.mark_read(person, [made[0].id], now=clock.now()) == 1
     assert await store.reports.count_unread(person) == 4
     assert [r.id for r in await store.reports.list_for(person, unread=True)][-1] == made[1].id
+
+
+async def test_an_effect_in_doubt_is_reported_at_once(store: Store, clock: SimulatedClock) -> None:
+    person = (await new_person(store, clock)).id
+    phone = await _channel(store, clock, person, "phone")
+    # quiet hours now: urgent goes anyway
+    await store.persons.set_reach(
+        person, quiet_start=time(7), quiet_end=time(9, 30), digest_at=time(18)
+    )
+    await new_task(store, clock, person)
+    fence = Fence.of(await claim_one(store, clock))
+    lease = clock.lease_now()
+    effect = await store.effects.plan_effect(
+        fence, key="k1", step_seq=1, tool="send_email", args={}, idempotent=False,
+        now=clock.now(), lease_now=lease,
+    )  # fmt: skip
+    await store.effects.mark_effect_sent(fence, effect.id, now=clock.now(), lease_now=lease)
+    await store.effects.set_effect_status(
+        fence, effect.id, EffectStatus.IN_DOUBT, now=clock.now(), lease_now=lease
+    )
+    [report] = await store.reports.list_for(person)
+    assert report.what == "I am not sure whether 'send email' went through"
+    assert (report.importance, report.state) == ("urgent", ReportState.PENDING)
+    [delivery] = await store.deliveries.list_for(ref=report.id)
+    assert (delivery.channel_id, delivery.next_attempt_at) == (phone.id, clock.now())
