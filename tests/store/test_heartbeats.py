@@ -61,6 +61,13 @@ async def test_an_event_flood_stops_at_the_trigger_budget_with_one_notice(store:
     assert len(await store.tasks.list_tasks(person_id=person.id)) == 5
     [notice] = await store.inbox.list_notifications(person_id=person.id)
     assert notice.title == "'Price alert' stopped for today: it used its 5 runs."
+    # and a report, written with the pause: the goal's policy decides when it reaches them
+    [report] = await store.reports.list_for(person.id)
+    assert (report.what, report.importance, report.origin) == (
+        "'Price alert' stopped for today: it used its 5 runs",
+        "actionable",
+        "runtime",
+    )
 
     clock.advance(timedelta(days=1))  # a new day: it fires again, up to its budget
     await store.schedule.add_event(

@@ -231,6 +231,13 @@ def _local_now(now: datetime, zone: str) -> str:
     return f"{local.isoformat(timespec='seconds')} ({local:%A}, the person's time zone {zone})"
 
 
+_POLICY_WORDS = {
+    "all": "report each thing you find",
+    "actionable": "report what needs the person now; the rest as info, for their digest",
+    "none": "report only what is urgent",
+}
+
+
 def _render_goal(goal: Goal, zone: str) -> str:
     lines = [f"## Goal: {goal.title}"]
     if goal.instructions:
@@ -244,7 +251,9 @@ def _render_goal(goal: Goal, zone: str) -> str:
             f"Done when: {goal.stop_condition} (when this holds, call complete_goal with the "
             "evidence in one sentence)"
         )
-    lines.append(f"Report policy: {goal.report_policy}")
+    lines.append(
+        f"Report policy: {goal.report_policy} — {_POLICY_WORDS.get(goal.report_policy, '')}"
+    )
     if goal.sources:
         lines.append("Sources: " + ", ".join(goal.sources))
     if goal.state:

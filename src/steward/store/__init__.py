@@ -20,6 +20,8 @@ from steward.store.activations import ActivationRepository, FinalStep
 from steward.store.audit import AuditRepository
 from steward.store.authority import AuthorityRepository
 from steward.store.backend import Backend, DatabaseLimits
+from steward.store.channels import ChannelRepository
+from steward.store.deliveries import DeliveryRepository
 from steward.store.effects import EffectRepository
 from steward.store.feed import FeedRepository
 from steward.store.fencing import Fence
@@ -30,6 +32,7 @@ from steward.store.memory import MemoryRepository
 from steward.store.memory_passes import MemoryPassRepository
 from steward.store.memory_search import MemorySearchRepository
 from steward.store.persons import PersonRepository
+from steward.store.reports import ReportRepository
 from steward.store.schedule import ScheduleRepository
 from steward.store.skills import SkillRepository
 from steward.store.tasks import TaskRepository
@@ -63,6 +66,9 @@ class Store:
     skills: SkillRepository
     watches: WatchRepository
     webwatches: WebWatchRepository
+    channels: ChannelRepository
+    reports: ReportRepository
+    deliveries: DeliveryRepository
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -85,6 +91,9 @@ class Store:
         self.skills = SkillRepository(backend)
         self.watches = WatchRepository(backend)
         self.webwatches = WebWatchRepository(backend)
+        self.channels = ChannelRepository(backend)
+        self.reports = ReportRepository(backend)
+        self.deliveries = DeliveryRepository(backend)
 
     @classmethod
     async def open(

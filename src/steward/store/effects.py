@@ -12,11 +12,13 @@ from sqlalchemy import Connection, insert, select, update
 from steward.domain import Effect, EffectStatus, TaskStatus
 from steward.domain.ids import new_id
 from steward.domain.journal import APPLIED_RESULT_UNKNOWN, check_effect_transition
+from steward.domain.runtime_reports import effect_in_doubt
 from steward.errors import EffectMaybeInFlight, InvalidTransition, NotFound
 from steward.store import rows
 from steward.store.audit import append_in
 from steward.store.backend import Backend
 from steward.store.fencing import Fence, lease_clock, touch_fenced
+from steward.store.planning import record_report_in
 from steward.store.schema import effects, tasks
 from steward.store.waking import wake_in
 
@@ -149,6 +151,21 @@ class EffectRepository:
                 values["error"] = error
             conn.execute(update(effects).where(effects.c.id == effect_id).values(values))
             _audit_effect(conn, self.backend, current, status, f"agent:{fence.task_id}", now)
+            if status is EffectStatus.IN_DOUBT and current.status is not EffectStatus.IN_DOUBT:
+                # the person hears it with the cause, in the same transaction
+                task = conn.execute(
+                    select(tasks.c.person_id, tasks.c.goal_id).where(tasks.c.id == fence.task_id)
+                ).one()
+                doubt = effect_in_doubt(
+                    person_id=task.person_id,
+                    goal_id=task.goal_id,
+                    task_id=fence.task_id,
+                    effect_id=effect_id,
+                    tool=current.tool,
+                    attempt=current.attempts,
+                    now=now,
+                )
+                record_report_in(conn, self.backend, doubt)
             return SendWindow(effect=_get_effect(conn, effect_id), lease_seconds_left=seconds)
 
         return await self.backend.write(op, durable=status is EffectStatus.SENT)

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, func, select, update
 
 from steward.domain import Notification, Trigger
 from steward.domain.followup import FollowUp
+from steward.domain.report import Report, report_id
 from steward.domain.trigger import TriggerSpend, local_day, watches_event
 from steward.errors import NotFound, TooMany
 from steward.store import rows
@@ -22,6 +23,7 @@ from steward.store.activations import usage_sum
 from steward.store.backend import Backend
 from steward.store.fencing import Fence, touch_fenced
 from steward.store.inbox import insert_notification
+from steward.store.planning import record_report_in
 from steward.store.schema import activations, events, follow_ups, goals, tasks, triggers
 from steward.store.waking import event_summary
 
@@ -167,13 +169,14 @@ def budget_stop(backend: Backend, conn: Connection, trigger: Trigger, now_f: flo
     if trigger.next_fire_at is not None:
         values["next_fire_at"] = rows.ts(resume)
     conn.execute(update(triggers).where(triggers.c.id == trigger.id).values(values))
+    pause = f"{trigger.id}_{round(rows.ts(resume))}_{spend.runs}"
     insert_notification(
         backend,
         conn,
         Notification(
             # once per pause: a raised (or lowered) budget spent again the same day is a
             # new pause with a new run count, and says so again
-            id=f"ntf_budget_{trigger.id}_{round(rows.ts(resume))}_{spend.runs}",
+            id=f"ntf_budget_{pause}",
             person_id=trigger.person_id,
             kind="budget",
             title=f"'{trigger.name}' stopped for today: it used {spent}.",
@@ -185,6 +188,18 @@ def budget_stop(backend: Backend, conn: Connection, trigger: Trigger, now_f: flo
             created_at=now,
         ),
     )
+    stopped = Report(
+        id=report_id(f"budget:{pause}"),
+        person_id=trigger.person_id,
+        goal_id=trigger.goal_id,
+        origin="runtime",
+        what=f"'{trigger.name}' stopped for today: it used {spent}",
+        why="It resumes at midnight.",
+        todo="Raise its budget if it should run again today.",
+        importance="actionable",
+        created_at=now,
+    )
+    record_report_in(conn, backend, stopped)
     return True
 
 
