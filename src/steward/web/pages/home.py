@@ -4,14 +4,11 @@ reload shows the same page); steps stay in each goal's timeline."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 from fastapi import Query, Request, Response
 
 from steward.domain import TaskStatus
-from steward.domain.report import local_words
 from steward.web.digest import STATES, digest
 from steward.web.forms import done, posted
 from steward.web.render import page
@@ -28,17 +25,12 @@ PAGE = 50
 async def home(
     request: Request, svc: Viewer, older: Annotated[int, Query(ge=0, le=100_000)] = 0
 ) -> Response:
-    person = await svc.person(None)
-    zone = ZoneInfo(person.timezone)
     found = await svc.list_reports(person_id="", limit=PAGE + 1, offset=older)
     shown = found[:PAGE]
     goals = await svc.list_goals(person_id="")
     usage: dict[str, dict[str, Any]] = {g.id: (await svc.goal_detail(g.id))["usage"] for g in goals}
     waiting = await svc.list_tasks(status=TaskStatus.WAITING.value, limit=200)
     questions = [t for t in waiting if t.wait is not None and t.wait.kind == "input"]
-
-    def local(moment: datetime) -> str:
-        return local_words(moment, zone)
 
     groups = digest(
         goals=goals,
@@ -54,7 +46,6 @@ async def home(
         digests=groups,
         unread=sum(d.unread for d in groups),
         waiting=sum(d.waiting for d in groups),
-        local=local,
         states=STATES,
         older=older + PAGE if len(found) > PAGE else None,
         newer=max(older - PAGE, 0) if older else None,
