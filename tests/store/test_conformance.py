@@ -7,6 +7,7 @@ import pytest
 
 pytest.register_assert_rewrite("steward.testing.store_conformance")
 
+from steward.testing.store_conformance.channels import *  # noqa: E402, F403
 from steward.testing.store_conformance.control import *  # noqa: E402, F403
 from steward.testing.store_conformance.effects import *  # noqa: E402, F403
 from steward.testing.store_conformance.goals import *  # noqa: E402, F403

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, time
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -18,3 +18,10 @@ class Person:
     """IANA zone used as the default for the person's cron triggers."""
     created_at: datetime
     """When the person was created."""
+    quiet_start: time | None = None
+    """Local time quiet hours begin (with ``quiet_end``; None: no quiet hours). Only urgent
+    messages reach the person between them."""
+    quiet_end: time | None = None
+    """Local time quiet hours end; earlier than ``quiet_start`` when they wrap midnight."""
+    digest_at: time = time(18, 0)
+    """Local time the daily digest of information reports goes."""

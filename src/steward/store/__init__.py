@@ -20,6 +20,7 @@ from steward.store.activations import ActivationRepository, FinalStep
 from steward.store.audit import AuditRepository
 from steward.store.authority import AuthorityRepository
 from steward.store.backend import Backend, DatabaseLimits
+from steward.store.channels import ChannelRepository
 from steward.store.effects import EffectRepository
 from steward.store.feed import FeedRepository
 from steward.store.fencing import Fence
@@ -63,6 +64,7 @@ class Store:
     skills: SkillRepository
     watches: WatchRepository
     webwatches: WebWatchRepository
+    channels: ChannelRepository
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -85,6 +87,7 @@ class Store:
         self.skills = SkillRepository(backend)
         self.watches = WatchRepository(backend)
         self.webwatches = WebWatchRepository(backend)
+        self.channels = ChannelRepository(backend)
 
     @classmethod
     async def open(

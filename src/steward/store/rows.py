@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from typing import Any
 
 from sqlalchemy import Row
@@ -76,7 +76,19 @@ def person(row: Row[Any]) -> Person:
         max_concurrency=m["max_concurrency"],
         timezone=m["timezone"],
         created_at=dt(m["created_at"]),
+        quiet_start=clock_time(m["quiet_start"]),
+        quiet_end=clock_time(m["quiet_end"]),
+        digest_at=clock_time(m["digest_at"]) or time(18, 0),
     )
+
+
+def clock_time(value: str | None) -> time | None:
+    """A local "HH:MM" as stored, or None."""
+    return None if value is None else time.fromisoformat(value)
+
+
+def hhmm(value: time | None) -> str | None:
+    return None if value is None else value.strftime("%H:%M")
 
 
 def goal(row: Row[Any]) -> Goal:

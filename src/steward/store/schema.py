@@ -30,6 +30,10 @@ persons = Table(
     Column("max_concurrency", Integer, nullable=False),
     Column("timezone", String(64), nullable=False),
     Column("created_at", Float, nullable=False),
+    # quiet hours, local "HH:MM" (both or neither; may wrap midnight), and the digest's time
+    Column("quiet_start", String(5)),
+    Column("quiet_end", String(5)),
+    Column("digest_at", String(5), nullable=False, server_default="18:00"),
 )
 
 goals = Table(
@@ -664,4 +668,72 @@ web_readings = Table(
     Column("at", Float, nullable=False),
     Column("value", Text, nullable=False),
     Index("ix_web_readings_watch", "watch_id", "id"),
+)
+
+channels = Table(
+    "channels",
+    metadata,
+    # one way to reach one person (a notification service, a push subscription, a mailbox)
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("name", Text, nullable=False),
+    # JSON settings that are not secret (secrets are vault references)
+    Column("config", Text, nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("created_at", Float, nullable=False),
+    # when the person last wrote or answered through it
+    Column("last_used_at", Float),
+    UniqueConstraint("person_id", "name", name="uq_channels_person_name"),
+)
+
+reports = Table(
+    "reports",
+    metadata,
+    # what Steward tells the person: by the agent (the report tool) or the runtime
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("goal_id", ID, ForeignKey("goals.id")),
+    Column("task_id", ID),
+    Column("origin", String(16), nullable=False),
+    Column("what", Text, nullable=False),
+    Column("why", Text, nullable=False),
+    Column("todo", Text),
+    Column("importance", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+    # pending, held, digest, delivered, dropped
+    Column("state", String(16), nullable=False),
+    # held for quiet hours: until when; in the digest: when the digest goes
+    Column("hold_until", Float),
+    Column("read_at", Float),
+    Index("ix_reports_person", "person_id", "created_at"),
+    Index("ix_reports_state", "state", "hold_until"),
+)
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    # one message (a report, digest, approval, question or notice) to one channel
+    Column("id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("channel_id", ID, ForeignKey("channels.id", ondelete="CASCADE"), nullable=False),
+    # the report, approval or question it carries
+    Column("ref", ID, nullable=False),
+    Column("kind", String(16), nullable=False),
+    # idempotency key: one delivery per message and channel, ever
+    Column("key", String(400), nullable=False),
+    # the OutboundMessage, JSON, written when planned
+    Column("message", Text, nullable=False),
+    # planned, sent, delivered, failed, in_doubt
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", Float, nullable=False),
+    Column("lease_holder", String(128)),
+    Column("lease_expires_at", Float),
+    Column("error", Text),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    UniqueConstraint("key", name="uq_deliveries_key"),
+    Index("ix_deliveries_due", "status", "next_attempt_at"),
+    Index("ix_deliveries_ref", "ref"),
 )

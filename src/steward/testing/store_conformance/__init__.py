@@ -16,6 +16,6 @@ head revision) and ``clock`` (a :class:`~steward.runtime.clock.SimulatedClock`):
 
 Times come from the simulated ``clock``; lease expiry is judged by ``clock.lease_now()`` so no
 test waits. The tests are grouped by aggregate, one module each: ``goals``, ``tasks``,
-``control``, ``effects``, ``schedule``, ``history``, ``watches`` (``helpers`` holds what they
-share).
+``channels``, ``control``, ``effects``, ``schedule``, ``history``, ``watches`` (``helpers``
+holds what they share).
 """

@@ -1,0 +1,123 @@
+"""Report placement: the goal's policy, the importance, quiet hours and the digest decide
+where a report goes (properties over random settings and moments, and worked examples)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from steward.domain.channel import Importance
+from steward.domain.report import (
+    Placement,
+    Reach,
+    digest_id,
+    in_quiet_hours,
+    local_words,
+    next_digest,
+    place,
+    quiet_ends,
+    report_id,
+)
+
+ZONES = [ZoneInfo("UTC"), ZoneInfo("Europe/Paris"), ZoneInfo("America/New_York")]
+IMPORTANCE: list[Importance] = ["info", "actionable", "urgent"]
+# whole hours away from the small hours, where a DST change skips or repeats local times
+SAFE = st.builds(time, st.sampled_from([0, *range(4, 24)]), st.sampled_from([0, 15, 30, 45]))
+
+
+@st.composite
+def reaches(draw: st.DrawFn) -> Reach:
+    quiet = draw(st.booleans())
+    return Reach(
+        zone=draw(st.sampled_from(ZONES)),
+        quiet_start=draw(SAFE) if quiet else None,
+        quiet_end=draw(SAFE) if quiet else None,
+        digest_at=draw(SAFE),
+    )
+
+
+moments = st.datetimes(
+    min_value=datetime(2026, 1, 1), max_value=datetime(2027, 12, 31), timezones=st.just(UTC)
+)
+policies = st.sampled_from(["all", "actionable", "none", None])
+
+
+@settings(max_examples=400)
+@given(policy=policies, importance=st.sampled_from(IMPORTANCE), reach=reaches(), now=moments)
+def test_placement_follows_the_rules(
+    policy: str | None, importance: Importance, reach: Reach, now: datetime
+) -> None:
+    decision = place(policy=policy, importance=importance, reach=reach, now=now)
+    if importance == "urgent":
+        # urgent goes now, whatever the policy and the hour
+        assert (decision.placement, decision.at) == (Placement.NOW, now)
+        return
+    if policy == "none":
+        assert decision.placement == Placement.DROP
+        return
+    if decision.placement == Placement.NOW:
+        assert decision.at == now
+        assert not in_quiet_hours(reach, now)
+    if policy in ("actionable", None) and importance == "info":
+        assert decision.placement == Placement.DIGEST
+    else:
+        assert decision.placement in (Placement.NOW, Placement.HOLD)
+    if decision.placement == Placement.HOLD:
+        assert in_quiet_hours(reach, now)
+        assert now < decision.at <= now + timedelta(hours=25)
+        assert not in_quiet_hours(reach, decision.at)
+        # held exactly until quiet hours end: a minute earlier was still quiet
+        assert in_quiet_hours(reach, decision.at - timedelta(minutes=1))
+    if decision.placement == Placement.DIGEST:
+        assert now < decision.at <= now + timedelta(hours=50)
+        assert not in_quiet_hours(reach, decision.at)
+        local = decision.at.astimezone(reach.zone).time()
+        assert local == reach.digest_at or reach.quiet_end in (local, None)
+
+
+@given(reach=reaches(), now=moments)
+def test_the_digest_is_the_next_digest_time_not_a_later_one(reach: Reach, now: datetime) -> None:
+    at = next_digest(reach, now)
+    plain = Reach(zone=reach.zone, digest_at=reach.digest_at)
+    first = next_digest(plain, now)
+    assert now < first <= now + timedelta(hours=25)
+    assert first.astimezone(reach.zone).time() == reach.digest_at
+    assert at == quiet_ends(reach, first)
+
+
+PARIS = ZoneInfo("Europe/Paris")
+NIGHT = Reach(zone=PARIS, quiet_start=time(22), quiet_end=time(7), digest_at=time(18))
+
+
+def _paris(day: int, hour: int, minute: int = 0) -> datetime:
+    return datetime(2026, 12, day, hour, minute, tzinfo=PARIS)
+
+
+def test_worked_examples_in_the_persons_zone() -> None:
+    # 23:30 in Paris, quiet until 07:00: an actionable report of an `all` goal waits
+    held = place(policy="all", importance="actionable", reach=NIGHT, now=_paris(4, 23, 30))
+    assert (held.placement, held.at) == (Placement.HOLD, _paris(5, 7))
+    # information of an `actionable` goal at 09:00 goes in the 18:00 digest
+    digest = place(policy="actionable", importance="info", reach=NIGHT, now=_paris(4, 9))
+    assert (digest.placement, digest.at) == (Placement.DIGEST, _paris(4, 18))
+    # ...and after 18:00, in tomorrow's
+    late = place(policy=None, importance="info", reach=NIGHT, now=_paris(4, 18, 1))
+    assert late.at == _paris(5, 18)
+    # a digest time inside quiet hours goes when they end
+    owl = Reach(zone=PARIS, quiet_start=time(22), quiet_end=time(7), digest_at=time(23))
+    assert next_digest(owl, _paris(4, 12)) == _paris(5, 7)
+    # urgent at 03:00 goes at once
+    urgent = place(policy="none", importance="urgent", reach=NIGHT, now=_paris(5, 3))
+    assert urgent.placement == Placement.NOW
+    assert local_words(_paris(5, 9, 30), PARIS) == "Saturday 5 December at 09:30"
+
+
+def test_ids_follow_their_cause() -> None:
+    assert report_id("goal-expired:gol_1") == report_id("goal-expired:gol_1")
+    assert report_id("goal-expired:gol_1") != report_id("goal-expired:gol_2")
+    day = _paris(4, 9).date()
+    assert digest_id("per_1", day) == digest_id("per_1", day)
+    assert digest_id("per_1", day) != digest_id("per_1", day + timedelta(days=1))
