@@ -39,6 +39,7 @@ from steward.domain.skill import Skill, SkillContent
 from steward.domain.webwatch import Condition, ConditionKind, Extract, Extractor, WebWatch
 from steward.memory.skills import SkillLibrary
 from steward.service import Service
+from steward.service.channels import ChannelInfo
 from steward.service.encode import to_jsonable
 from steward.store import Fence, Store
 
@@ -61,6 +62,7 @@ class Tenant:
     memory_pass: MemoryPass
     """A consolidation pass held for review."""
     watch: WebWatch
+    channel: ChannelInfo
     """A web watch waking the goal."""
     token: ApiToken
     control: str
@@ -196,6 +198,10 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
             created_at=now,
         ),
     )
+    # a webhook on this machine's discard port: a test message fails at once, nothing listens
+    channel = await admin.add_apprise_channel(
+        "phone", "json://127.0.0.1:9/hook", private_network=True, person_id=pid
+    )
     return Tenant(
         person=person,
         goal=goal,
@@ -212,6 +218,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         memory=written.memory,
         memory_pass=held,
         watch=watch,
+        channel=channel,
         token=token,
         control=control,
         read=read,
@@ -255,6 +262,7 @@ async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
                 (w, await admin.watch_history(w.id))
                 for w in await admin.list_watches(person_id=pid)
             ],
+            "channels": await admin.list_channels(person_id=pid),
             "audit": [e.hash for e in audit],
         }
     )
@@ -278,5 +286,6 @@ def ids_of(t: Tenant) -> set[str]:
         t.memory.id,
         t.memory_pass.id,
         t.watch.id,
+        t.channel.id,
         t.token.id,
     }

@@ -16,8 +16,9 @@ URL that quietly points Steward at the router is not. See :func:`check_addresses
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from steward.errors import ChannelRefused, NotFound
@@ -88,3 +89,13 @@ async def check_addresses(hosts: Iterable[str], *, private_network: bool) -> Non
             "the service's address is on this machine or a private network, and you did not "
             "confirm it is on your own network when adding the channel; nothing was sent"
         )
+
+
+PRIVATE_PUSH_ENV = "STEWARD_PUSH_PRIVATE_ENDPOINTS"
+"""Set to ``1`` to accept push endpoints on this machine or a private network (tests, a lab
+push server): a browser's push service is always public."""
+
+
+def private_push_endpoints(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether push endpoints on private networks are accepted (:data:`PRIVATE_PUSH_ENV`)."""
+    return (os.environ if environ is None else environ).get(PRIVATE_PUSH_ENV, "") == "1"

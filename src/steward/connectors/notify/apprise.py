@@ -3,8 +3,7 @@ a hundred more services (https://github.com/caronc/apprise).
 
 The channel's Apprise URL carries the service's tokens, so it lives in the vault (see
 :mod:`steward.connectors.notify`); the channel's ``config`` holds the secret's name, the
-service's name (``"ntfy"``, ``"Telegram"``) and the URL with its secrets masked, as Apprise
-itself masks it. Messages, errors and logs never contain the URL.
+service's name (``"ntfy"``, ``"Telegram"``) and the URL reduced to its scheme and server. Messages, errors and logs never contain the URL.
 
 **Addresses.** Apprise opens its own sockets, so the egress broker does not see them. Before
 each send (and when the channel is added) the hosts the URL names are resolved — the host of
@@ -86,7 +85,8 @@ class AppriseTarget:
     service: str
     """Apprise's name for the service (``"ntfy"``, ``"Telegram"``, ``"E-Mail"``)."""
     masked: str
-    """The URL with its secrets masked by Apprise (``tgram://1...f/12345/``), query dropped."""
+    """The URL with all but its scheme and server masked (``ntfys://ntfy.example.org/…``,
+    ``tgram://…``)."""
     hosts: tuple[str, ...]
     """The hosts it connects to that are checked for private addresses."""
 
@@ -112,7 +112,8 @@ def describe(url: str) -> AppriseTarget:
             continue
         if scheme in SELF_HOSTED or "." in value or value == "localhost" or ip_of(value):
             hosts.append(value)
-    masked = str(plugin.url(privacy=True)).partition("?")[0]  # type: ignore[no-untyped-call]
+    # only a server's name is shown: a path, a user or a cloud service's "host" may be a token
+    masked = f"{scheme}://{hosts[0]}/…" if hosts else f"{scheme}://…"
     return AppriseTarget(service=str(plugin.service_name), masked=masked, hosts=tuple(hosts))
 
 
