@@ -23,6 +23,7 @@ from steward.api.guard import CRASHED, BodyTooLarge, Guard, log_crash, too_large
 from steward.api.routes import (
     accounts,
     call,
+    channels,
     codehost,
     memory,
     security,
@@ -61,7 +62,19 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     app.state.service = service
     app.state.streams = stream.Streams(streams_per_person)
     api = APIRouter(prefix=API_PREFIX)
-    routers = (work, security, accounts, watches, memory, skills, stream, webhooks, codehost, call)
+    routers = (
+        work,
+        security,
+        accounts,
+        watches,
+        memory,
+        skills,
+        channels,
+        stream,
+        webhooks,
+        codehost,
+        call,
+    )
     for module in routers:
         api.include_router(module.router)
     app.include_router(api)

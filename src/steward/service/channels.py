@@ -33,7 +33,7 @@ from steward.connectors.notify.webpush import Subscription, VapidKey, WebPushSen
 from steward.domain.channel import Channel, ChannelKind, ChannelSender, OutboundMessage
 from steward.domain.ids import new_id
 from steward.domain.tokens import CONTROL, READ
-from steward.errors import ChannelRefused, ChannelUnavailable, NotFound, UsageError
+from steward.errors import ChannelRefused, ChannelUnavailable, Conflict, NotFound, UsageError
 from steward.service.base import ServiceBase
 
 _NAME_MAX = 60
@@ -236,6 +236,9 @@ class ChannelService(ServiceBase):
         secret_value: str,
         config: dict[str, Any],
     ) -> ChannelInfo:
+        for known in await self.store.channels.list_for(person_id):
+            if known.name.casefold() == name.casefold():
+                raise Conflict(f"there is already a channel named {name!r}; choose another name")
         channel_id = new_id("chn")
         secret = f"channel-{channel_id}"
         await self._seal(person_id, secret, secret_value)

@@ -3,7 +3,8 @@ a hundred more services (https://github.com/caronc/apprise).
 
 The channel's Apprise URL carries the service's tokens, so it lives in the vault (see
 :mod:`steward.connectors.notify`); the channel's ``config`` holds the secret's name, the
-service's name (``"ntfy"``, ``"Telegram"``) and the URL reduced to its scheme and server. Messages, errors and logs never contain the URL.
+service's name (``"ntfy"``, ``"Telegram"``) and the URL reduced to its scheme and server.
+Messages, errors and logs never contain the URL.
 
 **Addresses.** Apprise opens its own sockets, so the egress broker does not see them. Before
 each send (and when the channel is added) the hosts the URL names are resolved — the host of
