@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 from steward.web.pages import (
     accounts,
     auth,
+    channels,
     chat,
     goals,
     home,
@@ -44,7 +45,7 @@ def mount(app: FastAPI) -> None:
     app.state.oauth_authorizing = {}
     for module in (
         *(auth, home, inbox, goals, chat, triggers, watches),
-        *(memory, skills, security, accounts),
+        *(memory, skills, security, accounts, channels),
     ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
