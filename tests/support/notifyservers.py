@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ class Hit:
     headers: dict[str, str]
     """Header names lower-cased."""
     body: bytes
+    at: float = field(default_factory=time.monotonic)
+    """When it arrived (``time.monotonic``)."""
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -106,6 +109,8 @@ class MailSink:
     port: int
     messages: list[EmailMessage] = field(default_factory=list)
     recipients: list[list[str]] = field(default_factory=list)
+    arrived: list[float] = field(default_factory=list)
+    """When each message was accepted (``time.monotonic``)."""
 
 
 @contextmanager
@@ -118,6 +123,7 @@ def mail_sink() -> Iterator[MailSink]:
             parsed = message_from_bytes(data, policy=policy.default)
             sink.messages.append(cast(EmailMessage, parsed))
             sink.recipients.append(list(envelope.rcpt_tos))
+            sink.arrived.append(time.monotonic())
             return "250 OK"
 
     controller = Controller(Handler(), hostname="127.0.0.1", port=sink.port)
