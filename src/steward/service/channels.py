@@ -27,6 +27,7 @@ from steward.connectors.notify import (
     VaultSecrets,
     private_addresses,
     private_push_endpoints,
+    push_contact,
 )
 from steward.connectors.notify.apprise import AppriseSender, describe
 from steward.connectors.notify.webpush import Subscription, VapidKey, WebPushSender
@@ -192,6 +193,7 @@ class ChannelService(ServiceBase):
                 secrets,
                 self._vapid(),
                 clock=self.clock,
+                contact=push_contact(),
                 private_endpoints=private_push_endpoints(),
             ),
         }

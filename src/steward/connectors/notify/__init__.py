@@ -99,3 +99,14 @@ push server): a browser's push service is always public."""
 def private_push_endpoints(environ: Mapping[str, str] | None = None) -> bool:
     """Whether push endpoints on private networks are accepted (:data:`PRIVATE_PUSH_ENV`)."""
     return (os.environ if environ is None else environ).get(PRIVATE_PUSH_ENV, "") == "1"
+
+
+PUSH_CONTACT_ENV = "STEWARD_PUSH_CONTACT"
+"""A ``mailto:`` or ``https:`` address for the VAPID ``sub`` claim: push services contact it
+about problems, and Apple's refuses a signature without a real one."""
+
+
+def push_contact(environ: Mapping[str, str] | None = None) -> str:
+    """The VAPID contact (:data:`PUSH_CONTACT_ENV`, else ``mailto:steward@localhost``)."""
+    given = (os.environ if environ is None else environ).get(PUSH_CONTACT_ENV, "").strip()
+    return given or "mailto:steward@localhost"
