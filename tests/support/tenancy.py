@@ -30,6 +30,7 @@ from steward.domain import (
     TriggerKind,
 )
 from steward.domain.approval import args_hash
+from steward.domain.channel import Channel, ChannelKind
 from steward.domain.clock import Clock
 from steward.domain.ids import new_id
 from steward.domain.memory import Memory, MemoryKind, Source, SourceKind
@@ -39,7 +40,7 @@ from steward.domain.skill import Skill, SkillContent
 from steward.domain.webwatch import Condition, ConditionKind, Extract, Extractor, WebWatch
 from steward.memory.skills import SkillLibrary
 from steward.service import Service
-from steward.service.channels import ChannelInfo
+from steward.service.channels import ChannelInfo, channel_info
 from steward.service.encode import to_jsonable
 from steward.store import Fence, Store
 
@@ -198,9 +199,19 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
             created_at=now,
         ),
     )
-    # a webhook on this machine's discard port: a test message fails at once, nothing listens
-    channel = await admin.add_apprise_channel(
-        "phone", "json://127.0.0.1:9/hook", private_network=True, person_id=pid
+    # a channel without its secret (so the vault holds only what the tests above sealed): a
+    # test message through it is refused, saying the address is missing
+    channel = channel_info(
+        await store.channels.add(
+            Channel(
+                id=new_id("chn"),
+                person_id=pid,
+                kind=ChannelKind.APPRISE,
+                name="phone",
+                config={"service": "ntfy", "masked": "ntfys://…"},
+                created_at=now,
+            )
+        )
     )
     return Tenant(
         person=person,

@@ -124,7 +124,7 @@ class ChannelService(ServiceBase):
             if known.kind is ChannelKind.WEBPUSH and known.config.get("device") == fingerprint:
                 await self._seal(who, str(known.config[SECRET]), parsed.to_json())
                 renewed = await self.store.channels.set_enabled(known.id, enabled=True)
-                return _info(renewed)
+                return channel_info(renewed)
         config: dict[str, Any] = {
             "service": "Web Push",
             "host": parsed.host,
@@ -135,7 +135,7 @@ class ChannelService(ServiceBase):
     async def list_channels(self, *, person_id: str | None = None) -> list[ChannelInfo]:
         """The person's channels, oldest first."""
         who = self._for(person_id, READ)
-        return [_info(c) for c in await self.store.channels.list_for(who)]
+        return [channel_info(c) for c in await self.store.channels.list_for(who)]
 
     async def test_channel(self, channel: str, *, person_id: str | None = None) -> ChannelTest:
         """Send a test message through the channel now (also when it is turned off: the
@@ -155,19 +155,21 @@ class ChannelService(ServiceBase):
         try:
             receipt = await sender.send(found, message)
         except ChannelRefused as exc:
-            return ChannelTest(channel=_info(found), ok=False, said=f"Refused: {exc}.")
+            return ChannelTest(channel=channel_info(found), ok=False, said=f"Refused: {exc}.")
         except ChannelUnavailable as exc:
             return ChannelTest(
-                channel=_info(found), ok=False, said=f"Not delivered: {exc}. Try again later."
+                channel=channel_info(found),
+                ok=False,
+                said=f"Not delivered: {exc}. Try again later.",
             )
-        return ChannelTest(channel=_info(found), ok=True, said=f"Sent ({receipt.detail}).")
+        return ChannelTest(channel=channel_info(found), ok=True, said=f"Sent ({receipt.detail}).")
 
     async def set_channel_enabled(
         self, channel: str, enabled: bool, *, person_id: str | None = None
     ) -> ChannelInfo:
         """Turn a channel off (nothing is sent through it) or on again."""
         found = await self._channel(channel, person_id, CONTROL)
-        return _info(await self.store.channels.set_enabled(found.id, enabled=enabled))
+        return channel_info(await self.store.channels.set_enabled(found.id, enabled=enabled))
 
     async def remove_channel(self, channel: str, *, person_id: str | None = None) -> ChannelInfo:
         """Remove a channel, what waited to go through it, and its secret."""
@@ -179,7 +181,7 @@ class ChannelService(ServiceBase):
                 await self.store.secrets.delete_secret(
                     found.person_id, secret, now=self.clock.now(), actor=self._decider("person")
                 )
-        return _info(removed)
+        return channel_info(removed)
 
     def channel_senders(self) -> dict[ChannelKind, ChannelSender]:
         """The senders of the channel kinds this part manages, opening secrets from the
@@ -259,7 +261,7 @@ class ChannelService(ServiceBase):
                 person_id, secret, now=self.clock.now(), actor=self._decider("person")
             )
             raise
-        return _info(added)
+        return channel_info(added)
 
 
 class _LazyVault:
@@ -282,7 +284,8 @@ def _name(name: str) -> str:
     return label
 
 
-def _info(channel: Channel) -> ChannelInfo:
+def channel_info(channel: Channel) -> ChannelInfo:
+    """A channel as the person sees it."""
     return ChannelInfo(
         id=channel.id,
         name=channel.name,
@@ -305,4 +308,4 @@ def summary(channel: Channel) -> str:
     return channel.kind.value
 
 
-__all__ = ["ChannelInfo", "ChannelService", "ChannelTest"]
+__all__ = ["ChannelInfo", "ChannelService", "ChannelTest", "channel_info", "summary"]
