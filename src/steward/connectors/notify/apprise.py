@@ -174,5 +174,6 @@ class AppriseSender:
 
 
 def _asset() -> AppriseAsset:
-    # secure_logging masks passwords in Apprise's own log lines
-    return AppriseAsset(secure_logging=True)
+    # secure_logging masks passwords in Apprise's own log lines; nothing of a channel is
+    # written to disk by Apprise (its persistent store kept in memory)
+    return AppriseAsset(secure_logging=True, storage_mode="memory")
