@@ -117,3 +117,7 @@ async def test_a_device_subscribes_once_and_a_gone_one_is_told(
         gone = await svc.test_channel("phone", person_id=me)
         assert not gone.ok
         assert "enable push again" in gone.said
+        assert gone.said.endswith("It is turned off.")
+        assert not gone.channel.enabled
+        [off] = await svc.list_channels(person_id=me)
+        assert not off.enabled

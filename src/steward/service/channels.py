@@ -34,7 +34,14 @@ from steward.connectors.notify.webpush import Subscription, VapidKey, WebPushSen
 from steward.domain.channel import Channel, ChannelKind, ChannelSender, OutboundMessage
 from steward.domain.ids import new_id
 from steward.domain.tokens import CONTROL, READ
-from steward.errors import ChannelRefused, ChannelUnavailable, Conflict, NotFound, UsageError
+from steward.errors import (
+    ChannelGone,
+    ChannelRefused,
+    ChannelUnavailable,
+    Conflict,
+    NotFound,
+    UsageError,
+)
 from steward.service.base import ServiceBase
 
 _NAME_MAX = 60
@@ -154,6 +161,11 @@ class ChannelService(ServiceBase):
         )
         try:
             receipt = await sender.send(found, message)
+        except ChannelGone as exc:
+            off = await self.store.channels.set_enabled(found.id, enabled=False)
+            return ChannelTest(
+                channel=channel_info(off), ok=False, said=f"Refused: {exc}. It is turned off."
+            )
         except ChannelRefused as exc:
             return ChannelTest(channel=channel_info(found), ok=False, said=f"Refused: {exc}.")
         except ChannelUnavailable as exc:

@@ -14,7 +14,13 @@ from steward.connectors.notify import SECRET
 from steward.connectors.notify.webpush import Subscription, VapidKey, WebPushSender
 from steward.domain.channel import Channel, ChannelKind, OutboundMessage
 from steward.domain.clock import SimulatedClock
-from steward.errors import ChannelRefused, ChannelUnavailable, ConfigError, UsageError
+from steward.errors import (
+    ChannelGone,
+    ChannelRefused,
+    ChannelUnavailable,
+    ConfigError,
+    UsageError,
+)
 from support.pushservice import push_service
 
 from .test_apprise import Secrets
@@ -94,7 +100,7 @@ async def test_a_gone_subscription_is_refused_and_a_busy_service_may_pass(tmp_pa
     with push_service(expected_key=key.public_key, now=clock.now) as push:
         chan = device(secrets, push.subscribe())
         push.browsers.clear()  # the person removed the app: the service answers 410
-        with pytest.raises(ChannelRefused, match="enable push again"):
+        with pytest.raises(ChannelGone, match="enable push again"):
             await sender.send(chan, message())
         for status in (429, 503):
             push.receiver.check = lambda hit, status=status: status  # type: ignore[misc]

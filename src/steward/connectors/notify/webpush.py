@@ -13,7 +13,8 @@ secret of any one person, so it is not in the per-person vault.
 the vault as JSON; ``Channel.config`` holds the secret's name and the push service's host.
 
 **Outcome.** 404 or 410: the subscription is gone (the app was uninstalled, the permission
-withdrawn) — :class:`~steward.errors.ChannelRefused`, and the person is told to enable push
+withdrawn) — :class:`~steward.errors.ChannelGone` (a ``ChannelRefused``): the channel is
+turned off, and the person is told to enable push
 again on that device; other 4xx (a key mismatch, a payload too large) are refused too. 408, 429,
 5xx, a timeout or a connection failure — :class:`~steward.errors.ChannelUnavailable`.
 
@@ -43,7 +44,13 @@ from pywebpush import WebPusher
 
 from steward.domain.channel import Channel, ChannelKind, DeliveryReceipt, OutboundMessage
 from steward.domain.clock import Clock
-from steward.errors import ChannelRefused, ChannelUnavailable, ConfigError, UsageError
+from steward.errors import (
+    ChannelGone,
+    ChannelRefused,
+    ChannelUnavailable,
+    ConfigError,
+    UsageError,
+)
 
 from . import SECRET, SecretOpener, check_addresses
 
@@ -209,7 +216,7 @@ class WebPushSender:
         if status < 300:
             return DeliveryReceipt(accepted=True, detail=f"taken by {subscription.host}")
         if status in _GONE:
-            raise ChannelRefused(
+            raise ChannelGone(
                 "this device no longer takes notifications (the app was removed or "
                 "notifications were turned off); enable push again on it"
             )
