@@ -91,6 +91,7 @@ class Side:
     memory_pass: str
     watch: str
     channel: str
+    report: str
     token: str
     """The id of the tenant's ``control`` token."""
 
@@ -110,6 +111,7 @@ ID_PARAMS: dict[str, Callable[[Side], str]] = {
     "skill": lambda s: s.skill,
     "watch_id": lambda s: s.watch,
     "channel_id": lambda s: s.channel,
+    "report_id": lambda s: s.report,
 }
 """How a path parameter that names an object is filled from a tenant."""
 
@@ -429,6 +431,8 @@ CASES: list[Case] = [
     ),
     Case("POST", "/accounts/{connection_id}/test", CONTROL, 200),
     Case("DELETE", "/accounts/{connection_id}", CONTROL, 200, params=lambda s: {"forget": "true"}),
+    Case("GET", "/reports", READ, 200, shows=lambda s: s.report),
+    Case("POST", "/reports/{report_id}/read", READ, 204),
     Case("GET", "/watches", READ, 200, shows=lambda s: s.watch),
     Case(
         "POST",
@@ -868,6 +872,7 @@ async def _side(owner: Service, t: Tenant) -> Side:
         memory_pass=t.memory_pass.id,
         watch=t.watch.id,
         channel=t.channel.id,
+        report=t.report.id,
         token=t.token.id,
     )
 

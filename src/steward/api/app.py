@@ -26,6 +26,7 @@ from steward.api.routes import (
     channels,
     codehost,
     memory,
+    reports,
     security,
     skills,
     stream,
@@ -62,19 +63,8 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     app.state.service = service
     app.state.streams = stream.Streams(streams_per_person)
     api = APIRouter(prefix=API_PREFIX)
-    routers = (
-        work,
-        security,
-        accounts,
-        watches,
-        memory,
-        skills,
-        channels,
-        stream,
-        webhooks,
-        codehost,
-        call,
-    )
+    routers = [work, security, accounts, watches, reports, memory, skills, channels, stream]
+    routers += [webhooks, codehost, call]
     for module in routers:
         api.include_router(module.router)
     app.include_router(api)

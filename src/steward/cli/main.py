@@ -39,6 +39,7 @@ from steward.cli.demo import demo
 from steward.cli.login import login, logout
 from steward.cli.manage import effect_app, event_app, goal_app, task_app
 from steward.cli.memory import memory_app
+from steward.cli.reports import reach_app, report_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
 from steward.cli.skills import skill_app
 from steward.cli.triggers import trigger_app
@@ -80,6 +81,8 @@ app.add_typer(skill_app, name="skill")
 app.add_typer(watch_app, name="watch")
 app.add_typer(channel_app, name="channel")
 app.add_typer(codehost_app, name="codehost")
+app.add_typer(report_app, name="report")
+app.add_typer(reach_app, name="reach")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)

@@ -13,7 +13,8 @@ person's accounts), :mod:`~steward.service.memory` (what it remembers about the 
 :mod:`~steward.service.skills` (what it learned to do), :mod:`~steward.service.hooks`
 (signed webhook deliveries), :mod:`~steward.service.channels` (the ways Steward reaches the
 person: Apprise, Web Push), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
-events) and :mod:`~steward.service.webwatches` (watched web pages).
+events), :mod:`~steward.service.webwatches` (watched web pages) and
+:mod:`~steward.service.reports` (reports, quiet hours, the digest's time).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
 from steward.service.hooks import WebhookService
 from steward.service.memory import MemoryService
+from steward.service.reports import ReportService
 from steward.service.security import SecurityService
 from steward.service.skills import SkillService
 from steward.service.triggers import TriggerReport, TriggerService
@@ -55,5 +57,6 @@ class Service(
     SkillService,
     WebhookService,
     WebWatchService,
+    ReportService,
 ):
     """Everything an interface may do, for the owner or for one token's person."""

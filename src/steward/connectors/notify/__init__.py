@@ -1,6 +1,7 @@
-"""Channels out: the senders that carry a message to the person away from the dashboard —
-:mod:`~steward.connectors.notify.apprise` (any service Apprise reaches) and
-:mod:`~steward.connectors.notify.webpush` (the dashboard installed as an app).
+"""Notify: reaching the person through their channels. :mod:`.dispatch` sends the planned
+deliveries (reports, digests, approvals, questions) through the sender of each channel's kind;
+the senders live beside it: :mod:`~steward.connectors.notify.apprise` (any service Apprise
+reaches) and :mod:`~steward.connectors.notify.webpush` (the dashboard installed as an app).
 
 What a channel needs that is secret (an Apprise URL with its tokens, a push subscription's
 keys) is kept in the vault, bound to the host :data:`SEALED_HOST`, which never resolves: the
