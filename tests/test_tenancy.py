@@ -38,6 +38,16 @@ def _pid(t: Tenant) -> str:
     return t.person.id
 
 
+PUSH = {
+    "endpoint": "https://1.1.1.1/push/laptop",
+    "keys": {
+        "p256dh": "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-"
+        "Ts1XbjhazAkj7I99e8QcYP7DkM",
+        "auth": "tBHItJI5svbpez7KI4CCXg",
+    },
+}
+"""A browser's push subscription (a public push service, by address: nothing is looked up)."""
+
 CASES: dict[str, tuple[str, Call]] = {
     "ensure_person": (OWN, lambda s, t: s.ensure_person()),
     "person": (READ, lambda s, t: s.person(_pid(t))),
@@ -237,6 +247,16 @@ CASES: dict[str, tuple[str, Call]] = {
     "watch_history": (READ, lambda s, t: s.watch_history(t.watch.id)),
     "set_watch_enabled": (CONTROL, lambda s, t: s.set_watch_enabled(t.watch.id, False)),
     "remove_watch": (CONTROL, lambda s, t: s.remove_watch(t.watch.id)),
+    "add_apprise_channel": (
+        CONTROL,
+        lambda s, t: s.add_apprise_channel("desk", "ntfy://a-topic", person_id=_pid(t)),
+    ),
+    "push_public_key": (OWN, lambda s, t: s.push_public_key()),
+    "subscribe_push": (CONTROL, lambda s, t: s.subscribe_push("laptop", PUSH, person_id=_pid(t))),
+    "list_channels": (READ, lambda s, t: s.list_channels(person_id=_pid(t))),
+    "test_channel": (CONTROL, lambda s, t: s.test_channel(t.channel.id)),
+    "set_channel_enabled": (CONTROL, lambda s, t: s.set_channel_enabled(t.channel.id, False)),
+    "remove_channel": (CONTROL, lambda s, t: s.remove_channel(t.channel.id)),
 }
 NOT_A_CASE = {
     "authenticate": "how a token becomes a bound service; tested below",

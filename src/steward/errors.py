@@ -174,3 +174,8 @@ class ChannelUnavailable(StewardRuntimeError):
 class ChannelRefused(StewardRuntimeError):
     """A channel refused a message for good (a bad address, a revoked push subscription, an
     unknown room): retrying will not help; the person is told to fix the channel."""
+
+
+class ChannelGone(ChannelRefused):
+    """The channel's far end is gone for good (a push subscription the browser dropped, the
+    app removed): the channel is turned off and the person told to set it up again."""

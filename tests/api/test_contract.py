@@ -90,6 +90,7 @@ class Side:
     """A skill the agent proposed, waiting for the person's decision."""
     memory_pass: str
     watch: str
+    channel: str
     report: str
     token: str
     """The id of the tenant's ``control`` token."""
@@ -109,6 +110,7 @@ ID_PARAMS: dict[str, Callable[[Side], str]] = {
     "pass_id": lambda s: s.memory_pass,
     "skill": lambda s: s.skill,
     "watch_id": lambda s: s.watch,
+    "channel_id": lambda s: s.channel,
     "report_id": lambda s: s.report,
 }
 """How a path parameter that names an object is filled from a tenant."""
@@ -195,6 +197,17 @@ class Case:
         if body is None and self.body is not None:
             body = self.body(side)
         return Request(self.method, path, params, json=body, stream=self.route == "/stream")
+
+
+PUSH_SUBSCRIPTION = {
+    "endpoint": "https://1.1.1.1/push/laptop",
+    "keys": {
+        "p256dh": "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-"
+        "Ts1XbjhazAkj7I99e8QcYP7DkM",
+        "auth": "tBHItJI5svbpez7KI4CCXg",
+    },
+}
+"""A browser's push subscription (a public push service, by address: nothing is looked up)."""
 
 
 def _fixed(value: str) -> Callable[[Side], str]:
@@ -596,6 +609,41 @@ CASES: list[Case] = [
         body=lambda s: {"approve": True},
         path_params={"skill": lambda s: s.proposal},
     ),
+    # --- channels ---
+    Case("GET", "/channels", READ, 200, shows=lambda s: s.channel),
+    Case("GET", "/channels/push-key", READ, 200),
+    Case(
+        "POST",
+        "/channels/apprise",
+        CONTROL,
+        201,
+        body=lambda s: {"name": "desk", "url": "ntfy://a-topic"},
+        refused=(
+            Refusal(400, "Apprise does not understand", {"name": "x", "url": "nonsense://x"}),
+            Refusal(400, "own network", {"name": "x", "url": "json://127.0.0.1:9/h"}),
+            Refusal(409, "already a channel named", {"name": "phone", "url": "ntfy://t"}),
+        ),
+    ),
+    Case(
+        "POST",
+        "/channels/push",
+        CONTROL,
+        201,
+        body=lambda s: {"name": "laptop", "subscription": PUSH_SUBSCRIPTION},
+        refused=(
+            Refusal(
+                400,
+                "not valid",
+                {
+                    "name": "laptop",
+                    "subscription": {**PUSH_SUBSCRIPTION, "keys": {"p256dh": "AA", "auth": "AA"}},
+                },
+            ),
+        ),
+    ),
+    Case("POST", "/channels/{channel_id}/test", CONTROL, 200),
+    Case("PATCH", "/channels/{channel_id}", CONTROL, 200, body=lambda s: {"enabled": False}),
+    Case("DELETE", "/channels/{channel_id}", CONTROL, 200),
     # --- the live stream ---
     Case(
         "GET",
@@ -823,6 +871,7 @@ async def _side(owner: Service, t: Tenant) -> Side:
         proposal=proposed.skill.id,
         memory_pass=t.memory_pass.id,
         watch=t.watch.id,
+        channel=t.channel.id,
         report=t.report.id,
         token=t.token.id,
     )

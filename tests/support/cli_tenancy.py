@@ -131,6 +131,12 @@ TARGETED: dict[str, Argv] = {
     "watch pause": lambda t: ["watch", "pause", t.watch.id],
     "watch resume": lambda t: ["watch", "resume", t.watch.id],
     "watch remove": lambda t: ["watch", "remove", t.watch.id],
+    "channel add apprise": lambda t: ["channel", "add", "apprise", "desk", "--person", t.person.id],
+    "channel list": lambda t: ["channel", "list", "--person", t.person.id],
+    "channel test": lambda t: ["channel", "test", t.channel.id],
+    "channel disable": lambda t: ["channel", "disable", t.channel.id],
+    "channel enable": lambda t: ["channel", "enable", t.channel.id],
+    "channel remove": lambda t: ["channel", "remove", t.channel.id],
 }
 OWNER_ONLY = {
     "prune": ["prune"],
@@ -173,6 +179,7 @@ LISTINGS = [
     ["memory", "passes", "--json"],
     ["memory", "export"],
     ["watch", "list", "--json"],
+    ["channel", "list", "--json"],
     ["report", "list", "--json"],
 ]
 

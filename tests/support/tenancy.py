@@ -30,6 +30,7 @@ from steward.domain import (
     TriggerKind,
 )
 from steward.domain.approval import args_hash
+from steward.domain.channel import Channel, ChannelKind
 from steward.domain.clock import Clock
 from steward.domain.ids import new_id
 from steward.domain.memory import Memory, MemoryKind, Source, SourceKind
@@ -40,6 +41,7 @@ from steward.domain.skill import Skill, SkillContent
 from steward.domain.webwatch import Condition, ConditionKind, Extract, Extractor, WebWatch
 from steward.memory.skills import SkillLibrary
 from steward.service import Service
+from steward.service.channels import ChannelInfo, channel_info
 from steward.service.encode import to_jsonable
 from steward.store import Fence, Store
 
@@ -62,6 +64,7 @@ class Tenant:
     memory_pass: MemoryPass
     """A consolidation pass held for review."""
     watch: WebWatch
+    channel: ChannelInfo
     """A web watch waking the goal."""
     report: Report
     """What the agent told the person about the goal."""
@@ -211,6 +214,20 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
             created_at=now,
         ),
     )
+    # a channel without its secret (so the vault holds only what the tests above sealed): a
+    # test message through it is refused, saying the address is missing
+    channel = channel_info(
+        await store.channels.add(
+            Channel(
+                id=new_id("chn"),
+                person_id=pid,
+                kind=ChannelKind.APPRISE,
+                name="phone",
+                config={"service": "ntfy", "masked": "ntfys://…"},
+                created_at=now,
+            )
+        )
+    )
     return Tenant(
         person=person,
         goal=goal,
@@ -227,6 +244,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         memory=written.memory,
         memory_pass=held,
         watch=watch,
+        channel=channel,
         report=report,
         token=token,
         control=control,
@@ -271,6 +289,7 @@ async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
                 (w, await admin.watch_history(w.id))
                 for w in await admin.list_watches(person_id=pid)
             ],
+            "channels": await admin.list_channels(person_id=pid),
             "reports": await admin.list_reports(person_id=pid, limit=200),
             "audit": [e.hash for e in audit],
         }
@@ -295,6 +314,7 @@ def ids_of(t: Tenant) -> set[str]:
         t.memory.id,
         t.memory_pass.id,
         t.watch.id,
+        t.channel.id,
         t.report.id,
         t.token.id,
     }

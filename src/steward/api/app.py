@@ -23,6 +23,7 @@ from steward.api.guard import CRASHED, BodyTooLarge, Guard, log_crash, too_large
 from steward.api.routes import (
     accounts,
     call,
+    channels,
     codehost,
     memory,
     reports,
@@ -62,8 +63,8 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     app.state.service = service
     app.state.streams = stream.Streams(streams_per_person)
     api = APIRouter(prefix=API_PREFIX)
-    routers = [work, security, accounts, watches, reports, memory, skills, stream, webhooks]
-    routers += [codehost, call]
+    routers = [work, security, accounts, watches, reports, memory, skills, channels, stream]
+    routers += [webhooks, codehost, call]
     for module in routers:
         api.include_router(module.router)
     app.include_router(api)

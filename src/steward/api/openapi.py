@@ -177,6 +177,12 @@ SPECIAL: dict[tuple[str, str], dict[int, Document | Declared]] = {
     ("post", "/skills/{skill}/restore"): {409: _problem(_CHANGED_MEANWHILE)},
     ("post", "/skills/{skill}/archive"): {409: _problem(_CHANGED_MEANWHILE)},
     ("post", "/skills/{skill}/decision"): {409: _problem(_CHANGED_MEANWHILE)},
+    ("post", "/channels/apprise"): {
+        409: _problem("You have a channel by that name already: choose another name."),
+    },
+    ("post", "/channels/push"): {
+        409: _problem("You have a channel by that name already: choose another name."),
+    },
     # --- any facade method by name (the CLI's remote mode): what the method raises
     ("post", "/call/{method}"): {
         409: _problem(

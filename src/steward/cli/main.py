@@ -26,6 +26,7 @@ from steward.app import (
     web_watch_runner,
 )
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
+from steward.cli.channels import channel_app
 from steward.cli.codehost import codehost_app
 from steward.cli.common import (
     DbOption,
@@ -81,6 +82,7 @@ app.add_typer(vault_app, name="vault")
 app.add_typer(memory_app, name="memory")
 app.add_typer(skill_app, name="skill")
 app.add_typer(watch_app, name="watch")
+app.add_typer(channel_app, name="channel")
 app.add_typer(codehost_app, name="codehost")
 app.add_typer(report_app, name="report")
 app.add_typer(reach_app, name="reach")

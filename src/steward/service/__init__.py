@@ -11,7 +11,8 @@ notifications), :mod:`~steward.service.security` (audit, tokens, connections, gr
 the vault), :mod:`~steward.service.connections` (connecting, testing and disconnecting the
 person's accounts), :mod:`~steward.service.memory` (what it remembers about the person),
 :mod:`~steward.service.skills` (what it learned to do), :mod:`~steward.service.hooks`
-(signed webhook deliveries), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
+(signed webhook deliveries), :mod:`~steward.service.channels` (the ways Steward reaches the
+person: Apprise, Web Push), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
 events), :mod:`~steward.service.webwatches` (watched web pages) and
 :mod:`~steward.service.reports` (reports, quiet hours, the digest's time).
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 from steward.sentinel.grants import APPROVAL_SCOPES
 from steward.service.approvals import ApprovalService
 from steward.service.base import Principal, ServiceBase
+from steward.service.channels import ChannelService
 from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
 from steward.service.hooks import WebhookService
@@ -47,6 +49,7 @@ class Service(
     WorkService,
     TriggerService,
     ApprovalService,
+    ChannelService,
     CodeHostService,
     ConnectionService,
     SecurityService,

@@ -20,6 +20,7 @@ from steward.web.logincodes import LoginCodes
 from steward.web.pages import (
     accounts,
     auth,
+    channels,
     chat,
     goals,
     home,
@@ -47,7 +48,7 @@ def mount(app: FastAPI) -> None:
     app.state.login_codes = LoginCodes(lambda: app.state.service.clock.now())
     for module in (
         *(auth, home, inbox, goals, chat, triggers, watches),
-        *(memory, skills, security, accounts),
+        *(memory, skills, security, accounts, channels),
     ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")

@@ -1,0 +1,179 @@
+"""Apprise: one URL reaches ntfy, Telegram, Slack, Discord, Matrix, e-mail, JSON webhooks and
+a hundred more services (https://github.com/caronc/apprise).
+
+The channel's Apprise URL carries the service's tokens, so it lives in the vault (see
+:mod:`steward.connectors.notify`); the channel's ``config`` holds the secret's name, the
+service's name (``"ntfy"``, ``"Telegram"``) and the URL reduced to its scheme and server.
+Messages, errors and logs never contain the URL.
+
+**Addresses.** Apprise opens its own sockets, so the egress broker does not see them. Before
+each send (and when the channel is added) the hosts the URL names are resolved — the host of
+the self-hostable services (JSON/XML/form webhooks, ntfy on one's own server, Gotify, Matrix,
+e-mail's SMTP server…) and any host given as a dotted name or an IP address — and a loopback,
+private or link-local address is refused unless the person confirmed, when adding the channel,
+that the service is on their own network. Cloud services' fixed endpoints (Telegram, Slack,
+ntfy.sh…) are public; their URL's "host" is often a token and is never looked up. What this
+cannot prevent: a name that resolves differently between the check and Apprise's own
+connection (DNS rebinding) — a public name of the person's own choosing, in a URL only the
+person can set.
+
+**Outcome.** A service that answers 4xx (other than 408/429) refused the message for good
+(:class:`~steward.errors.ChannelRefused`); a timeout, a connection failure or a 5xx/429 may
+pass (:class:`~steward.errors.ChannelUnavailable`). Apprise's own log lines are read only for
+the status code; their text (which may name the URL) is never passed on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from apprise import Apprise, AppriseAsset, NotifyType
+
+from steward.domain.channel import Channel, ChannelKind, DeliveryReceipt, OutboundMessage
+from steward.errors import ChannelRefused, ChannelUnavailable, UsageError
+from steward.sentinel.urls import ip_of
+
+from . import PRIVATE_NETWORK, SECRET, SecretOpener, check_addresses, private_addresses
+
+SELF_HOSTED = frozenset(
+    {
+        "json",
+        "jsons",
+        "xml",
+        "xmls",
+        "form",
+        "forms",
+        "ntfy",
+        "ntfys",
+        "gotify",
+        "gotifys",
+        "mailto",
+        "mailtos",
+        "apprise",
+        "apprises",
+        "matrix",
+        "matrixs",
+        "mqtt",
+        "mqtts",
+        "rocket",
+        "rockets",
+        "mmost",
+        "mmosts",
+        "nctalk",
+        "nctalks",
+        "ncloud",
+        "nclouds",
+        "hassio",
+        "hassios",
+        "signal",
+        "signals",
+        "gorush",
+        "gorushs",
+    }
+)
+"""URL schemes whose host is the server to connect to, whatever it looks like."""
+
+_TYPES = {"info": NotifyType.INFO, "actionable": NotifyType.WARNING, "urgent": NotifyType.FAILURE}
+_STATUS = re.compile(r"error=(\d{3})\b")
+_PASSING = frozenset({408, 425, 429})
+
+
+@dataclass(kw_only=True, frozen=True)
+class AppriseTarget:
+    """What an Apprise URL reaches, as far as may be shown and checked."""
+
+    service: str
+    """Apprise's name for the service (``"ntfy"``, ``"Telegram"``, ``"E-Mail"``)."""
+    masked: str
+    """The URL with all but its scheme and server masked (``ntfys://ntfy.example.org/…``,
+    ``tgram://…``)."""
+    hosts: tuple[str, ...]
+    """The hosts it connects to that are checked for private addresses."""
+
+
+def describe(url: str) -> AppriseTarget:
+    """What ``url`` reaches; a URL Apprise cannot use is a :class:`UsageError` that does not
+    repeat it."""
+    text = url.strip()
+    plugin = Apprise.instantiate(text, asset=_asset()) if text else None
+    if plugin is None:
+        raise UsageError(
+            "Apprise does not understand that address: it should look like "
+            "'ntfy://ntfy.example.org/topic', 'tgram://bottoken/chatid' or "
+            "'mailto://user:password@example.org' (see the Apprise wiki for your service)"
+        )
+    scheme = text.partition("://")[0].lower()
+    hosts: list[str] = []
+    for attribute in ("host", "smtp_host"):
+        value = getattr(plugin, attribute, None)
+        if not isinstance(value, str) or not value or value in hosts:
+            continue
+        if scheme.startswith("ntfy") and getattr(plugin, "mode", "") != "private":
+            continue
+        if scheme in SELF_HOSTED or "." in value or value == "localhost" or ip_of(value):
+            hosts.append(value)
+    # only a server's name is shown: a path, a user or a cloud service's "host" may be a token
+    masked = f"{scheme}://{hosts[0]}/…" if hosts else f"{scheme}://…"
+    return AppriseTarget(service=str(plugin.service_name), masked=masked, hosts=tuple(hosts))
+
+
+async def needs_private_network(url: str) -> bool:
+    """Whether a host of ``url`` is on this machine or a private network (the person must
+    then confirm the service is theirs)."""
+    return bool(await private_addresses(describe(url).hosts))
+
+
+class AppriseSender:
+    """:class:`~steward.domain.channel.ChannelSender` for :attr:`ChannelKind.APPRISE`."""
+
+    kind = ChannelKind.APPRISE
+
+    def __init__(
+        self, secrets: SecretOpener, *, base_url: str | None = None, timeout: float = 30.0
+    ) -> None:
+        self._secrets = secrets
+        self._base_url = base_url.rstrip("/") if base_url else None
+        self._timeout = timeout
+
+    async def send(self, channel: Channel, message: OutboundMessage) -> DeliveryReceipt:
+        secret = channel.config.get(SECRET)
+        if not isinstance(secret, str):
+            raise ChannelRefused("this channel has no address; add it again")
+        url = await self._secrets.open(channel.person_id, secret)
+        try:
+            target = describe(url)
+        except UsageError:
+            raise ChannelRefused("Apprise no longer understands this channel's address") from None
+        confirmed = bool(channel.config.get(PRIVATE_NETWORK))
+        await check_addresses(target.hosts, private_network=confirmed)
+        sender = Apprise(asset=_asset())
+        if not sender.add(url):
+            raise ChannelRefused("Apprise no longer understands this channel's address")
+        result = await sender.async_notify(
+            title=message.title,
+            body=self._body(message),
+            notify_type=_TYPES.get(message.importance, NotifyType.INFO),
+            timeout=self._timeout,
+        )
+        if result:
+            return DeliveryReceipt(accepted=True, detail=f"taken by {target.service}")
+        codes = [int(code) for entry in result.logs() for code in _STATUS.findall(entry.message)]
+        refused = [c for c in codes if 400 <= c < 500 and c not in _PASSING]
+        if refused:
+            raise ChannelRefused(
+                f"{target.service} refused the message (it answered {refused[-1]}); check the "
+                "channel's address"
+            )
+        raise ChannelUnavailable(f"{target.service} did not take the message this time")
+
+    def _body(self, message: OutboundMessage) -> str:
+        if message.link and self._base_url:
+            return f"{message.body}\n\n{self._base_url}{message.link}"
+        return message.body
+
+
+def _asset() -> AppriseAsset:
+    # secure_logging masks passwords in Apprise's own log lines; nothing of a channel is
+    # written to disk by Apprise (its persistent store kept in memory)
+    return AppriseAsset(secure_logging=True, storage_mode="memory")
