@@ -24,6 +24,7 @@ from steward.app import (
     web_watch_runner,
 )
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
+from steward.cli.channel import channel_app
 from steward.cli.codehost import codehost_app
 from steward.cli.common import (
     DbOption,
@@ -54,6 +55,7 @@ from steward.runtime.outage import DatabaseOutage
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.runtime.simulate import Outage, run_simulation
 from steward.service import Service
+from steward.service.mailchannel import answer_by_mail
 from steward.store import Store, migrate
 
 app = typer.Typer(
@@ -78,6 +80,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(skill_app, name="skill")
 app.add_typer(watch_app, name="watch")
 app.add_typer(codehost_app, name="codehost")
+app.add_typer(channel_app, name="channel")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
@@ -133,6 +136,8 @@ async def _serve(
         embedder=embedder_from(settings),
         task_kinds=task_kinds(),
     )
+    if watcher is not None:  # the person's own mail to the agent's mailbox goes to them
+        watcher.env.person_mail = service
     person = await starting.retry(service.ensure_person)
     # nightly, once per person
     await starting.retry(lambda: schedule_consolidation(store, clock, person_id=person.id))
@@ -158,6 +163,8 @@ async def _serve(
                     roles.create_task(watcher.run(runtime.stop_event))
                 if web_watches is not None:
                     roles.create_task(web_watches.run(runtime.stop_event))
+                if config.scheduler:  # the agent's answers to conversations held by mail
+                    roles.create_task(answer_by_mail(service, runtime.stop_event))
     finally:
         await store.close()
     if banner:
