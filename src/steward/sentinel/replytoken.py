@@ -68,10 +68,9 @@ def text_of(key: str, token: ReplyToken) -> str:
     return f"[st:{token.id}.{signature(key, token)}]"
 
 
-def found_in(text: str) -> tuple[str, str] | None:
-    """The first token written in ``text``: (id, signature), or None."""
-    match = TOKEN.search(text)
-    return (match.group(1), match.group(2)) if match else None
+def found_in(text: str) -> list[tuple[str, str]]:
+    """The tokens written in ``text``: (id, signature) each."""
+    return [(m.group(1), m.group(2)) for m in TOKEN.finditer(text)]
 
 
 def refusal(
@@ -131,9 +130,9 @@ class ReplyTokens:
 
     async def issue(self, *, channel_id: str, approval: Approval) -> str:
         """A new token deciding ``approval`` through channel ``channel_id``; its text. It
-        lasts until the approval's own deadline, or :attr:`lifetime` when it has none."""
+        lasts :attr:`lifetime`, or until the approval's own deadline when that comes first."""
         now = self.clock.now()
-        expires = approval.expires_at or now + self.lifetime
+        expires = min(d for d in (approval.expires_at, now + self.lifetime) if d is not None)
         token = ReplyToken(
             id=new_token_id(),
             person_id=approval.person_id,

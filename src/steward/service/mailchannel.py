@@ -92,8 +92,8 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
         account = await self._named(person_id, connection)
         if account.kind != KIND:
             raise UsageError(
-                f"{account.name} is a {account.kind} account, not a mail account: name the "
-                "connected mail account the agent writes from"
+                f"{account.name} is not a mail account: name the connected mail account "
+                "(IMAP and SMTP) the agent writes from"
             )
         ours = {
             a.casefold()
@@ -134,7 +134,10 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
         ):
             return "taken before"
         await self.store.channels.touch_last_used(channel.id, now)
-        if letter.token is not None:
+        if len(letter.tokens) > 1:
+            await self._say(channel, letter, REFUSED["forged"])
+            return "several approval links in one reply: nothing decided"
+        if letter.tokens:
             return await self._reply_to_approval(channel, letter, now)
         conversation = await self.store.mailchannel.conversation_of(
             channel.person_id, letter.thread
@@ -186,8 +189,7 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
     async def _reply_to_approval(
         self, channel: Channel, letter: PersonLetter, now: datetime
     ) -> str:
-        assert letter.token is not None
-        token_id, given = letter.token
+        [(token_id, given)] = letter.tokens
         tokens = ReplyTokens(store=self.store, vault=await self._vault(), clock=self.clock)
         token = await self.store.mailchannel.get_token(token_id)
         approval: Approval | None = None

@@ -52,8 +52,10 @@ class PersonLetter:
     """Its text without the quoted lines of earlier messages."""
     thread: tuple[str, ...]
     """The Message-IDs it answers (its In-Reply-To, then its References), nearest first."""
-    token: tuple[str, str] | None
-    """A reply token written in its subject or body (id, signature), if any."""
+    tokens: tuple[tuple[str, str], ...]
+    """The reply tokens written in its subject and body (id, signature), each once: a reply
+    to an approval mail has one (its quote may repeat it); several different ones decide
+    nothing."""
 
 
 class PersonMail(Protocol):
@@ -71,7 +73,7 @@ def letter_of(channel: Channel, raw: bytes, *, fallback_id: str) -> PersonLetter
     subject = " ".join(str(message.get("Subject", "")).split())
     parent = message_ids(message.get("In-Reply-To"))
     refs = tuple(reversed(message_ids(message.get("References"))))
-    token = found_in(subject) or found_in(full)
+    tokens = tuple(dict.fromkeys([*found_in(subject), *found_in(full)]))
     own = next(iter(message_ids(message.get("Message-ID"))), "") or fallback_id
     sender = next(iter(addresses(message, "From")), "")
     return PersonLetter(
@@ -81,7 +83,7 @@ def letter_of(channel: Channel, raw: bytes, *, fallback_id: str) -> PersonLetter
         subject=subject,
         text=unquoted(full)[:TEXT_CHARS],
         thread=tuple(dict.fromkeys([*parent, *refs])),
-        token=token,
+        tokens=tokens,
     )
 
 
