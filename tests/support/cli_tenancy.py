@@ -128,6 +128,10 @@ TARGETED: dict[str, Argv] = {
     "watch pause": lambda t: ["watch", "pause", t.watch.id],
     "watch resume": lambda t: ["watch", "resume", t.watch.id],
     "watch remove": lambda t: ["watch", "remove", t.watch.id],
+    "channel add email": lambda t: [
+        *("channel", "add", "email", "email", "--connection", t.connection.name),
+        *("--address", "me@x.io", "--person", t.person.id),
+    ],
 }
 OWNER_ONLY = {
     "prune": ["prune"],
