@@ -77,6 +77,13 @@ CASES: dict[str, tuple[str, Call]] = {
     ),
     "trigger_reports": (READ, lambda s, t: s.trigger_reports(person_id=_pid(t))),
     "follow_ups": (READ, lambda s, t: s.follow_ups(t.goal.id)),
+    "list_reports": (READ, lambda s, t: s.list_reports(person_id=_pid(t))),
+    "mark_reports_read": (READ, lambda s, t: s.mark_reports_read([t.report.id])),
+    "set_quiet_hours": (
+        CONTROL,
+        lambda s, t: s.set_quiet_hours("22:00-07:00", person_id=_pid(t)),
+    ),
+    "set_digest_time": (CONTROL, lambda s, t: s.set_digest_time("19:30", person_id=_pid(t))),
     "send_event": (CONTROL, lambda s, t: s.send_event(person_id=_pid(t), type="ping")),
     "list_events": (READ, lambda s, t: s.list_events(person_id=_pid(t))),
     "list_effects": (READ, lambda s, t: s.list_effects(task_id=t.task.id)),

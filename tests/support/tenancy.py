@@ -35,6 +35,7 @@ from steward.domain.ids import new_id
 from steward.domain.memory import Memory, MemoryKind, Source, SourceKind
 from steward.domain.memory_pass import MemoryPass, PassStatus
 from steward.domain.outcome import Retry
+from steward.domain.report import Report, report_id
 from steward.domain.skill import Skill, SkillContent
 from steward.domain.webwatch import Condition, ConditionKind, Extract, Extractor, WebWatch
 from steward.memory.skills import SkillLibrary
@@ -62,6 +63,8 @@ class Tenant:
     """A consolidation pass held for review."""
     watch: WebWatch
     """A web watch waking the goal."""
+    report: Report
+    """What the agent told the person about the goal."""
     token: ApiToken
     control: str
     """Plain text of a ``control`` token."""
@@ -129,6 +132,18 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         conditions=[Condition(kind=ConditionKind.BELOW, threshold=Decimal(1000))],
         name=f"{name}'s laptop",
         goal_id=goal.id,
+    )
+    report = await store.reports.add(
+        Report(
+            id=report_id(f"tenant:{name}"),
+            person_id=pid,
+            goal_id=goal.id,
+            task_id=task.id,
+            origin="agent",
+            what=f"{name}'s laptop is cheaper",
+            importance="actionable",
+            created_at=now,
+        )
     )
     token, control = await admin.create_token(person_id=pid, name="phone", scopes=["control"])
     _, read = await admin.create_token(person_id=pid, name="dashboard", scopes=["read"])
@@ -212,6 +227,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         memory=written.memory,
         memory_pass=held,
         watch=watch,
+        report=report,
         token=token,
         control=control,
         read=read,
@@ -255,6 +271,7 @@ async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:
                 (w, await admin.watch_history(w.id))
                 for w in await admin.list_watches(person_id=pid)
             ],
+            "reports": await admin.list_reports(person_id=pid, limit=200),
             "audit": [e.hash for e in audit],
         }
     )
@@ -278,5 +295,6 @@ def ids_of(t: Tenant) -> set[str]:
         t.memory.id,
         t.memory_pass.id,
         t.watch.id,
+        t.report.id,
         t.token.id,
     }

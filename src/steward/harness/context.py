@@ -217,6 +217,13 @@ def assemble(inputs: ContextInputs, budget: ContextBudget) -> Context:
     return Context(messages=messages, parts=parts)
 
 
+_POLICY_WORDS = {
+    "all": "report each thing you find",
+    "actionable": "report what needs the person now; the rest as info, for their digest",
+    "none": "report only what is urgent",
+}
+
+
 def _render_goal(goal: Goal) -> str:
     lines = [f"## Goal: {goal.title}"]
     if goal.instructions:
@@ -227,7 +234,9 @@ def _render_goal(goal: Goal) -> str:
         lines.append(f"Deadline: {goal.deadline.isoformat(timespec='minutes')}")
     if goal.stop_condition:
         lines.append(f"Done when: {goal.stop_condition}")
-    lines.append(f"Report policy: {goal.report_policy}")
+    lines.append(
+        f"Report policy: {goal.report_policy} — {_POLICY_WORDS.get(goal.report_policy, '')}"
+    )
     if goal.sources:
         lines.append("Sources: " + ", ".join(goal.sources))
     if goal.state:

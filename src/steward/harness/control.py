@@ -1,7 +1,7 @@
 """Control tools: how the model steers its own task. Each validates its arguments and returns a
 :class:`Directive`; the agent loop carries it out with the task's fenced handle (finish, fail,
 suspend on a wait, spawn a subtask, write into the goal, save progress, propose a memory,
-load or propose a skill, set a follow-up)."""
+load or propose a skill, set a follow-up, report to the person)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from steward.domain import WaitCondition
 from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
 from steward.harness.followup import FollowUpLater, follow_up_tool
+from steward.harness.report import ReportToPerson, report_tool
 from steward.harness.tools import Tool, ToolArgumentError, ToolContext, tool
 
 
@@ -136,6 +137,7 @@ Directive = (
     | LoadSkill
     | ProposeSkill
     | FollowUpLater
+    | ReportToPerson
 )
 
 _Json = dict[str, Any]
@@ -395,5 +397,6 @@ def control_tools() -> list[Tool]:
         load_skill_tool,
         propose_skill_tool,
         follow_up_tool,
+        report_tool,
     ]
     return [replace(t, source="control") for t in tools]

@@ -1,6 +1,6 @@
 """Carrying out the directives of control tools (finish, fail, wait, spawn a subtask, write the
-goal, save progress, propose a memory, skills, read an artifact, set a follow-up): one handler
-per directive type, looked up in :data:`HANDLERS`."""
+goal, save progress, propose a memory, skills, read an artifact, set a follow-up, report to the
+person): one handler per directive type, looked up in :data:`HANDLERS`."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from steward.harness.control import (
     Suspend,
 )
 from steward.harness.followup import FollowUpLater
+from steward.harness.report import ReportToPerson
 from steward.harness.state import Waiting
 from steward.models.base import ToolCall
 from steward.sentinel import provenance
@@ -87,6 +88,21 @@ async def _follow_up(act: Activation, call: ToolCall, later: FollowUpLater) -> O
             "instead, or ask the person to add a heartbeat to the goal",
         )
     return await act.observe(call, f"follow-up set for {later.at.isoformat()}")
+
+
+async def _report(act: Activation, call: ToolCall, said: ReportToPerson) -> Outcome | None:
+    stored = await act.run.report(
+        what=said.what, why=said.why, todo=said.todo, importance=said.importance
+    )
+    where = {
+        "pending": "it goes to the person now",
+        "held": "it goes to the person when their quiet hours end",
+        "digest": "it goes in the person's daily digest",
+        "dropped": "it waits on the person's dashboard (not sent by the goal's report policy)",
+        "delivered": "it has reached the person",
+        "digested": "it went in the person's digest",
+    }[stored.state.value]
+    return await act.observe(call, f"reported: {where}")
 
 
 async def _progress(act: Activation, call: ToolCall, directive: Progress) -> Outcome | None:
@@ -195,5 +211,6 @@ HANDLERS: dict[type[Any], Handler] = {
     LoadSkill: _skill,
     ProposeSkill: _skill,
     FollowUpLater: _follow_up,
+    ReportToPerson: _report,
 }
 """The handler of each directive type."""

@@ -50,12 +50,14 @@ from steward.domain import (
     Task,
     TaskSpec,
 )
+from steward.domain.channel import Importance
 from steward.domain.clock import Clock
 from steward.domain.followup import FollowUp
 from steward.domain.goal import GoalRecordKind
 from steward.domain.ids import effect_key
 from steward.domain.journal import APPLIED_RESULT_UNKNOWN
 from steward.domain.outcome import Claim
+from steward.domain.report import Report, report_id
 from steward.domain.wake import WakeReason
 from steward.errors import (
     DatabaseUnavailable,
@@ -122,6 +124,7 @@ class TaskRun:
         self._spawned_in_step = 0
         self._goal_writes_in_step = 0
         self._follow_ups_in_step = 0
+        self._reports_in_step = 0
         self._usage_dirty = False
         self.final_step: FinalStep | None = None
         """Set by :meth:`decide`; the worker commits it with the outcome."""
@@ -161,6 +164,7 @@ class TaskRun:
         self._spawned_in_step = 0
         self._goal_writes_in_step = 0
         self._follow_ups_in_step = 0
+        self._reports_in_step = 0
         if control is not None:
             raise StopRequested(control)
         if self.draining is not None and self.draining.is_set():
@@ -346,6 +350,30 @@ class TaskRun:
                 task_id=self.task.id,
                 due_at=due_at,
                 note=note,
+                created_at=self.clock.now(),
+            ),
+            fence=self.fence,
+            lease_now=self.clock.lease_now(),
+        )
+
+    async def report(
+        self, *, what: str, why: str, todo: str | None, importance: Importance
+    ) -> Report:
+        """Tell the person something (fenced). Its id derives from this step, so replaying
+        the step after a crash reports once; the goal's policy decides when it reaches them."""
+        cause = f"agent:{self.task.id}.{self.seq + 1}.{self._reports_in_step}"
+        self._reports_in_step += 1
+        return await self.store.reports.add(
+            Report(
+                id=report_id(cause),
+                person_id=self.task.person_id,
+                goal_id=self.task.goal_id,
+                task_id=self.task.id,
+                origin="agent",
+                what=what,
+                why=why,
+                todo=todo,
+                importance=importance,
                 created_at=self.clock.now(),
             ),
             fence=self.fence,

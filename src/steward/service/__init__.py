@@ -12,7 +12,8 @@ the vault), :mod:`~steward.service.connections` (connecting, testing and disconn
 person's accounts), :mod:`~steward.service.memory` (what it remembers about the person),
 :mod:`~steward.service.skills` (what it learned to do), :mod:`~steward.service.hooks`
 (signed webhook deliveries), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
-events) and :mod:`~steward.service.webwatches` (watched web pages) and
+events), :mod:`~steward.service.webwatches` (watched web pages),
+:mod:`~steward.service.reports` (reports, quiet hours, the digest's time) and
 :mod:`~steward.service.mailchannel` (talking to the agent by e-mail).
 """
 
@@ -26,6 +27,7 @@ from steward.service.connections import ConnectionService
 from steward.service.hooks import WebhookService
 from steward.service.mailchannel import MailChannelService
 from steward.service.memory import MemoryService
+from steward.service.reports import ReportService
 from steward.service.security import SecurityService
 from steward.service.skills import SkillService
 from steward.service.triggers import TriggerReport, TriggerService
@@ -55,5 +57,6 @@ class Service(
     SkillService,
     WebhookService,
     WebWatchService,
+    ReportService,
 ):
     """Everything an interface may do, for the owner or for one token's person."""

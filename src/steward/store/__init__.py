@@ -21,6 +21,7 @@ from steward.store.audit import AuditRepository
 from steward.store.authority import AuthorityRepository
 from steward.store.backend import Backend, DatabaseLimits
 from steward.store.channels import ChannelRepository
+from steward.store.deliveries import DeliveryRepository
 from steward.store.effects import EffectRepository
 from steward.store.feed import FeedRepository
 from steward.store.fencing import Fence
@@ -32,6 +33,7 @@ from steward.store.memory import MemoryRepository
 from steward.store.memory_passes import MemoryPassRepository
 from steward.store.memory_search import MemorySearchRepository
 from steward.store.persons import PersonRepository
+from steward.store.reports import ReportRepository
 from steward.store.schedule import ScheduleRepository
 from steward.store.skills import SkillRepository
 from steward.store.tasks import TaskRepository
@@ -67,6 +69,8 @@ class Store:
     watches: WatchRepository
     webwatches: WebWatchRepository
     channels: ChannelRepository
+    reports: ReportRepository
+    deliveries: DeliveryRepository
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -91,6 +95,8 @@ class Store:
         self.watches = WatchRepository(backend)
         self.webwatches = WebWatchRepository(backend)
         self.channels = ChannelRepository(backend)
+        self.reports = ReportRepository(backend)
+        self.deliveries = DeliveryRepository(backend)
 
     @classmethod
     async def open(

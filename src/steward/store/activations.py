@@ -24,11 +24,13 @@ from sqlalchemy import (
 
 from steward.domain import Activation, Task, TaskStatus
 from steward.domain.outcome import Outcome
+from steward.domain.runtime_reports import task_failed
 from steward.errors import LeaseLost
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.fencing import Fence, fenced, hold
+from steward.store.planning import record_report_in
 from steward.store.schema import activations, steps, tasks
 from steward.store.tasks import close_effects_of_ended, load_task
 from steward.store.waking import (
@@ -317,6 +319,17 @@ class ActivationRepository:
                 task_id=fence.task_id,
                 data={"outcome": label, "steps": steps_taken},
             )
+            if ended.status in (TaskStatus.FAILED, TaskStatus.DEAD_LETTERED) and parent_id is None:
+                failed = task_failed(
+                    person_id=person_id,
+                    goal_id=goal_id,
+                    task_id=fence.task_id,
+                    title=title or task_kind,
+                    error=ended.error or "",
+                    gave_up=ended.status == TaskStatus.DEAD_LETTERED,
+                    now=now,
+                )
+                record_report_in(conn, self.backend, failed)
             return ended
 
         return await self.backend.write(op)

@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, insert, select, update
 
 from steward.domain import Budget, Goal, GoalRecord, GoalStatus, check_goal_transition
 from steward.domain.goal import GoalRecordKind
 from steward.domain.ids import new_id
+from steward.domain.runtime_reports import goal_ended
 from steward.errors import NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.fencing import Fence, touch_fenced
 from steward.store.persons import load_person
+from steward.store.planning import record_report_in
 from steward.store.schema import goal_records, goals, tasks, triggers
 from steward.store.tasks import close_effects_of_ended
 
@@ -94,7 +97,7 @@ class GoalRepository:
         def op(conn: Connection) -> Goal:
             goal = _get_goal(conn, goal_id)
             check_goal_transition(goal.status, status)
-            _apply_goal_status(conn, goal_id, status, now_f)
+            _apply_goal_status(self.backend, conn, goal_id, status, now_f)
             return _get_goal(conn, goal_id)
 
         return await self.backend.write(op)
@@ -128,7 +131,7 @@ class GoalRepository:
                 .all()
             )
             for goal_id in due:
-                _apply_goal_status(conn, goal_id, GoalStatus.EXPIRED, now_f)
+                _apply_goal_status(self.backend, conn, goal_id, GoalStatus.EXPIRED, now_f)
             return list(due)
 
         return await self.backend.write(op)
@@ -200,7 +203,9 @@ def _get_goal(conn: Connection, goal_id: str) -> Goal:
     return rows.goal(row)
 
 
-def _apply_goal_status(conn: Connection, goal_id: str, status: GoalStatus, now_f: float) -> None:
+def _apply_goal_status(
+    backend: Backend, conn: Connection, goal_id: str, status: GoalStatus, now_f: float
+) -> None:
     conn.execute(
         update(goals).where(goals.c.id == goal_id).values(status=status.value, updated_at=now_f)
     )
@@ -225,3 +230,15 @@ def _apply_goal_status(conn: Connection, goal_id: str, status: GoalStatus, now_f
         .where(triggers.c.goal_id == goal_id)
         .values(enabled=False, next_fire_at=None)
     )
+    # the final report, in the same transaction as the end it reports (the feed lock last)
+    goal = _get_goal(conn, goal_id)
+    person = load_person(conn, goal.person_id)
+    final = goal_ended(
+        person_id=goal.person_id,
+        goal_id=goal_id,
+        title=goal.title,
+        status=status,
+        now=rows.dt(now_f),
+        zone=ZoneInfo(person.timezone),
+    )
+    record_report_in(conn, backend, final)

@@ -17,6 +17,7 @@ from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.fencing import Fence, touch_fenced
 from steward.store.mailchannel import spend_token_in
+from steward.store.planning import plan_waiting_in
 from steward.store.schema import approvals, artifacts, notifications, tasks
 from steward.store.waking import wake_in
 
@@ -321,6 +322,8 @@ def insert_notification(backend: Backend, conn: Connection, item: Notification) 
             ref=item.id,
             data={"kind": item.kind},
         )
+        if item.kind in ("approval", "question"):
+            plan_waiting_in(conn, backend, item)
 
 
 def _goal_of(conn: Connection, task_id: str) -> str | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, time
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, update
 
 from steward.domain import Person
 from steward.domain.ids import new_id
@@ -46,6 +46,28 @@ class PersonRepository:
 
     async def get_person(self, person_id: str) -> Person:
         return await self.backend.read(lambda conn: load_person(conn, person_id))
+
+    async def set_reach(
+        self,
+        person_id: str,
+        *,
+        quiet_start: time | None,
+        quiet_end: time | None,
+        digest_at: time,
+    ) -> Person:
+        """Set a person's quiet hours (both or neither) and digest time, local times."""
+        values = {
+            "quiet_start": rows.hhmm(quiet_start),
+            "quiet_end": rows.hhmm(quiet_end),
+            "digest_at": rows.hhmm(digest_at),
+        }
+
+        def op(conn: Connection) -> Person:
+            load_person(conn, person_id)
+            conn.execute(update(persons).where(persons.c.id == person_id).values(values))
+            return load_person(conn, person_id)
+
+        return await self.backend.write(op)
 
     async def list_persons(self) -> list[Person]:
         query = select(persons).order_by(persons.c.created_at)

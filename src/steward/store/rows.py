@@ -33,7 +33,9 @@ from steward.domain import (
     TriggerKind,
     WaitCondition,
 )
+from steward.domain.delivery import Delivery, DeliveryStatus, Message
 from steward.domain.followup import FollowUp
+from steward.domain.report import Report, ReportState
 from steward.domain.roles import Role
 from steward.domain.trigger import ActiveHours, TriggerBudget
 
@@ -324,4 +326,41 @@ def artifact(row: Row[Any]) -> Artifact:
         sha256=m["sha256"],
         media_type=m["media_type"],
         created_at=dt(m["created_at"]),
+    )
+
+
+def report(row: Row[Any]) -> Report:
+    m = row._mapping
+    return Report(
+        id=m["id"],
+        person_id=m["person_id"],
+        goal_id=m["goal_id"],
+        task_id=m["task_id"],
+        origin=m["origin"],
+        what=m["what"],
+        why=m["why"],
+        todo=m["todo"],
+        importance=m["importance"],
+        created_at=dt(m["created_at"]),
+        state=ReportState(m["state"]),
+        hold_until=dt_opt(m["hold_until"]),
+        read_at=dt_opt(m["read_at"]),
+    )
+
+
+def delivery(row: Row[Any]) -> Delivery:
+    m = row._mapping
+    return Delivery(
+        id=m["id"],
+        person_id=m["person_id"],
+        channel_id=m["channel_id"],
+        ref=m["ref"],
+        key=m["key"],
+        message=Message(**json.loads(m["message"])),
+        status=DeliveryStatus(m["status"]),
+        attempts=m["attempts"],
+        next_attempt_at=dt(m["next_attempt_at"]),
+        error=m["error"],
+        created_at=dt(m["created_at"]),
+        updated_at=dt(m["updated_at"]),
     )

@@ -23,12 +23,15 @@ from sqlalchemy import (
 from steward.domain import Activation, EffectStatus, Task, TaskSpec, TaskStatus
 from steward.domain.ids import new_id
 from steward.domain.outcome import Claim
+from steward.domain.report import Report
+from steward.domain.runtime_reports import task_failed
 from steward.domain.wake import wake_from_json
 from steward.errors import InvalidTransition, LeaseLost, NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.fencing import Fence, fenced, lease_clock, touch_fenced
+from steward.store.planning import record_report_in
 from steward.store.schema import activations, effects, goals, persons, tasks
 from steward.store.waking import (
     TERMINAL,
@@ -406,6 +409,10 @@ class TaskRepository:
                         tasks.c.control,
                         tasks.c.parent_id,
                         tasks.c.wake,
+                        tasks.c.person_id,
+                        tasks.c.goal_id,
+                        tasks.c.title,
+                        tasks.c.kind,
                     )
                     .where(
                         tasks.c.status == TaskStatus.RUNNING.value,
@@ -414,7 +421,9 @@ class TaskRepository:
                     .limit(limit)
                 )
             ).all()
-            for task_id, epoch, attempts, max_attempts, control, parent_id, wake in expired:
+            gave_up: list[Report] = []
+            for row in expired:
+                task_id, epoch, attempts, max_attempts, control, parent_id, wake = row[:7]
                 values: dict[str, Any] = {
                     "attempts": attempts + 1,
                     "lease_owner": None,
@@ -456,6 +465,20 @@ class TaskRepository:
                     close_effects_of_ended(conn, [task_id], values["status"], now_f)
                     if parent_id is not None:
                         _wake_parent_if_children_done(conn, parent_id, now_f)
+                if values["status"] == "dead_lettered" and parent_id is None:
+                    gave_up.append(
+                        task_failed(
+                            person_id=row.person_id,
+                            goal_id=row.goal_id,
+                            task_id=task_id,
+                            title=row.title or row.kind,
+                            error="the work kept stopping before it could finish",
+                            gave_up=True,
+                            now=rows.dt(now_f),
+                        )
+                    )
+            for report in gave_up:  # the feed last
+                record_report_in(conn, self.backend, report)
             return [row[0] for row in expired]
 
         return await self.backend.write(op)

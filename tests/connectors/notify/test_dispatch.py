@@ -1,0 +1,173 @@
+"""The dispatcher over a simulated week (policies, quiet hours, digests) and against channels
+that are unavailable or refuse; a real sender class records what reached the person."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import time, timedelta
+from zoneinfo import ZoneInfo
+
+from steward.connectors.notify.dispatch import Dispatcher
+from steward.domain.channel import Channel, ChannelKind, Importance
+from steward.domain.clock import SimulatedClock
+from steward.domain.delivery import DeliveryStatus
+from steward.domain.ids import new_id
+from steward.domain.report import Reach, Report, in_quiet_hours, report_id
+from steward.store import Store
+from support.notify_recording import RecordingSender
+
+PARIS = ZoneInfo("Europe/Paris")
+
+
+async def _setup(
+    store: Store, clock: SimulatedClock, sender: RecordingSender
+) -> tuple[str, Dispatcher]:
+    person = await store.persons.create_person(name="Ada", now=clock.now(), timezone="Europe/Paris")
+    await store.persons.set_reach(
+        person.id, quiet_start=time(22), quiet_end=time(7), digest_at=time(18)
+    )
+    await store.channels.add(
+        Channel(
+            id=new_id("chn"),
+            person_id=person.id,
+            kind=ChannelKind.APPRISE,
+            name="phone",
+            created_at=clock.now(),
+        )
+    )
+    dispatcher = Dispatcher(store=store, senders={sender.kind: sender}, clock=clock, holder="d1")
+    return person.id, dispatcher
+
+
+async def _drain(dispatcher: Dispatcher) -> None:
+    while await dispatcher.run_once():
+        pass
+
+
+def _report(
+    person: str, goal: str | None, what: str, importance: Importance, clock: SimulatedClock
+) -> Report:
+    return Report(
+        id=report_id(what),
+        person_id=person,
+        goal_id=goal,
+        origin="agent",
+        what=what,
+        why="Because.",
+        todo="Look." if importance != "info" else None,
+        importance=importance,
+        created_at=clock.now(),
+    )
+
+
+async def test_a_simulated_week_follows_policy_quiet_hours_and_the_digest(
+    store: Store, clock: SimulatedClock
+) -> None:
+    sender = RecordingSender(clock=clock)
+    person, dispatcher = await _setup(store, clock, sender)
+    goals = {}
+    for policy in ("all", "actionable", "none"):
+        goal = await store.goals.create_goal(
+            person_id=person, title=f"Goal {policy}", now=clock.now(), report_policy=policy
+        )
+        goals[policy] = goal.id
+    made: dict[str, Report] = {}
+    # Monday 09:00 in Paris, for seven days, every half hour
+    for _ in range(7 * 48):
+        local = clock.now().astimezone(PARIS)
+        if (local.hour, local.minute) in ((9, 0), (13, 0), (23, 0)):
+            for policy, goal_id in goals.items():
+                for importance in ("info", "actionable"):
+                    what = f"{policy} {importance} {local:%a %H:%M}"
+                    made[what] = await store.reports.add(
+                        _report(person, goal_id, what, importance, clock)
+                    )
+            if (local.weekday(), local.hour) == (2, 23):
+                what = f"none urgent {local:%a %H:%M}"
+                made[what] = await store.reports.add(
+                    _report(person, goals["none"], what, "urgent", clock)
+                )
+        await _drain(dispatcher)
+        clock.advance(timedelta(minutes=30))
+
+    # never the same message twice
+    keys = Counter(s.message.key for s in sender.sent)
+    assert max(keys.values()) == 1
+    reach = Reach(zone=PARIS, quiet_start=time(22), quiet_end=time(7))
+    reports = [s for s in sender.sent if s.message.kind == "report"]
+    digests = [s for s in sender.sent if s.message.kind == "digest"]
+    sent_titles = {s.message.title for s in reports}
+    # all: every report, each once; none in quiet hours (23:00 ones at 07:00 next morning)
+    all_made = {w for w in made if w.startswith("all ")}
+    assert {w for w in sent_titles if w.startswith("all ")} == all_made
+    for s in reports:
+        if s.message.importance != "urgent":
+            assert not in_quiet_hours(reach, s.at), (s.message.title, s.at)
+    late = [s for s in reports if s.message.title == "all info Mon 23:00"]
+    assert [s.at.astimezone(PARIS).strftime("%a %H:%M") for s in late] == ["Tue 07:00"]
+    # actionable: actionable ones individually, information only in the daily digest
+    assert {w for w in sent_titles if w.startswith("actionable ")} == {
+        w for w in made if w.startswith("actionable actionable")
+    }
+    digest_lines = [line for s in digests for line in s.message.body.splitlines()]
+    infos = {w for w in made if w.startswith("actionable info")}
+    # the last day's 23:00 information waits for the next digest, after the week
+    assert {line.removeprefix("- ") for line in digest_lines if line.startswith("- ")} == infos - {
+        "actionable info Sun 23:00"
+    }
+    assert {line for line in digest_lines if not line.startswith("- ")} == {"Goal actionable:"}
+    # one digest a day, at 18:00 in Paris
+    days = [s.at.astimezone(PARIS).strftime("%a %H:%M") for s in digests]
+    assert days == [f"{d} 18:00" for d in ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")]
+    assert digests[1].message.title == "Your digest for Tuesday 6 January: 3 updates"
+    # none: nothing but the urgent one, at once in the night
+    assert {w for w in sent_titles if w.startswith("none ")} == {"none urgent Wed 23:00"}
+    [urgent] = [s for s in reports if s.message.title == "none urgent Wed 23:00"]
+    assert urgent.at.astimezone(PARIS).strftime("%a %H:%M") == "Wed 23:00"
+
+
+async def test_an_unavailable_channel_is_retried_then_the_person_is_told(
+    store: Store, clock: SimulatedClock
+) -> None:
+    sender = RecordingSender(clock=clock, unavailable=2)
+    person, dispatcher = await _setup(store, clock, sender)
+    clock.advance(timedelta(hours=1))  # 10:00 in Paris: not quiet
+    first = await store.reports.add(_report(person, None, "Twice down", "actionable", clock))
+    await _drain(dispatcher)
+    assert sender.sent == []
+    clock.advance(timedelta(seconds=dispatcher.backoff_seconds))
+    await _drain(dispatcher)
+    assert sender.sent == []  # the second wait is longer
+    clock.advance(timedelta(seconds=2 * dispatcher.backoff_seconds))
+    await _drain(dispatcher)
+    assert [s.message.ref for s in sender.sent] == [first.id]
+    [delivery] = await store.deliveries.list_for(ref=first.id)
+    assert (delivery.status, delivery.attempts) == (DeliveryStatus.DELIVERED, 3)
+
+    # always down: after the last try, failed, and a notice in words
+    sender.unavailable = 100
+    down = await store.reports.add(_report(person, None, "Always down", "actionable", clock))
+    for _ in range(dispatcher.max_attempts + 2):
+        await _drain(dispatcher)
+        clock.advance(timedelta(seconds=dispatcher.max_backoff_seconds))
+    [failed] = await store.deliveries.list_for(ref=down.id)
+    assert (failed.status, failed.attempts) == (DeliveryStatus.FAILED, dispatcher.max_attempts)
+    titles = [n.title for n in await store.inbox.list_notifications(person_id=person)]
+    assert "Your channel 'phone': it could not be reached: the service is down" in titles
+
+
+async def test_a_refusal_fails_at_once_with_a_notice(store: Store, clock: SimulatedClock) -> None:
+    sender = RecordingSender(clock=clock, refuse="unknown topic")
+    person, dispatcher = await _setup(store, clock, sender)
+    report = await store.reports.add(_report(person, None, "Refused", "urgent", clock))
+    await _drain(dispatcher)
+    clock.advance(timedelta(hours=2))
+    await _drain(dispatcher)
+    assert sender.calls == 1
+    [delivery] = await store.deliveries.list_for(ref=report.id)
+    assert delivery.status == DeliveryStatus.FAILED
+    [notice] = [
+        n for n in await store.inbox.list_notifications(person_id=person) if n.kind == "channel"
+    ]
+    assert notice.title == "Your channel 'phone': it refused a message: unknown topic"
+    assert notice.body == "The message was: Refused. It is still on your dashboard."
