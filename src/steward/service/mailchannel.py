@@ -294,6 +294,8 @@ def _answer_of(task: Task) -> str | None:
     """What the agent has to say in a conversation now, if anything."""
     status = task.status
     if status is TaskStatus.WAITING and task.wait is not None and task.wait.kind == "input":
+        if (task.wait.ref or "").startswith("q."):
+            return None  # a question: delivered as one (the dispatcher), in this thread
         return task.wait.prompt or None
     if status is TaskStatus.SUCCEEDED:
         result = task.result

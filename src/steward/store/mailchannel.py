@@ -117,8 +117,10 @@ class MailChannelRepository:
         message_id: str,
         references: tuple[str, ...],
         now: datetime,
+        mailed_seq: int = 0,
     ) -> MailConversation:
-        """A conversation begun by the person's message ``message_id`` (claimed already)."""
+        """A conversation begun by the message ``message_id``: the person's (claimed already),
+        or the agent's question mailed to them (``mailed_seq``: the step it asked at)."""
         now_f = rows.ts(now)
 
         def op(conn: Connection) -> MailConversation:
@@ -130,11 +132,13 @@ class MailChannelRepository:
                     subject=subject,
                     last_message_id=message_id,
                     thread_refs=json.dumps([*references, message_id]),
-                    mailed_seq=0,
+                    mailed_seq=mailed_seq,
                     created_at=now_f,
                     updated_at=now_f,
                 )
             )
+            row = {"person_id": person_id, "message_id": message_id, "created_at": now_f}
+            conn.execute(self.backend.insert_ignore(mail_thread_messages, row | {"task_id": None}))
             _link(conn, person_id, message_id, task_id)
             return _conversation_in(conn, task_id)
 
@@ -192,6 +196,17 @@ class MailChannelRepository:
             return _conversation_in(conn, task_id)
 
         return await self.backend.write(op)
+
+    async def conversation_for(self, task_id: str) -> MailConversation | None:
+        """The conversation held by mail that is task ``task_id``, if any."""
+
+        def op(conn: Connection) -> MailConversation | None:
+            row = conn.execute(
+                select(mail_conversations).where(mail_conversations.c.task_id == task_id)
+            ).first()
+            return None if row is None else _conversation(row)
+
+        return await self.backend.read(op)
 
     async def conversations(
         self, person_id: str | None, *, limit: int = 100

@@ -52,6 +52,12 @@ def agent(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelRespon
             to = [f"dana@{DOMAIN}"]
             return call_tool("mail_send", to=to, subject="Thursday", body="Thursday at 10 works")
         return call_tool("finish", result="wrote to Dana")
+    if "Plan dinner" in asked:
+        done = [c.name for m in messages if m.role == "assistant" for c in m.tool_calls]
+        if not done:
+            return call_tool("ask_person", question="Which day suits you?")
+        said = [m.content for m in messages if m.role == "tool" and m.content][-1]
+        return call_tool("finish", result=f"Dinner booked; you said: {said}")
     turns = len([m for m in messages if m.role == "user"])
     return ModelResponse(content=f"{ANSWER} (turn {turns})")
 
@@ -297,3 +303,43 @@ async def test_refused_tokens_change_nothing(setup: Setup) -> None:
 
 async def _sql(store: Store, stmt: Update, **values: object) -> None:
     await store.backend.write(lambda conn: conn.execute(stmt.values(**values)))
+
+
+async def test_a_question_mailed_is_answered_by_reply(setup: Setup) -> None:
+    """The agent's question, mailed as the dispatcher would, is answered by replying to it;
+    the task ends and its result comes in the same thread."""
+    svc = setup.svc
+    task = await svc.ask_agent(person_id=setup.mb.person_id, instructions="Plan dinner")
+    await setup.worker.run_until_idle()
+    waiting = await svc.get_task(task.id)
+    assert waiting.wait is not None
+    assert waiting.wait.ref is not None
+    assert await svc.mail_answers() == 0  # a question is the dispatcher's to deliver
+    await setup.sender().send(
+        setup.channel,
+        OutboundMessage(
+            key=f"{waiting.wait.ref}:{setup.channel.id}",
+            person_id=setup.mb.person_id,
+            kind="question",
+            title="Which day suits you?",
+            body="Which day suits you?",
+            ref=waiting.wait.ref,
+        ),
+    )
+    [asked] = await setup.inbox()
+    assert asked["Subject"] == "Which day suits you?"
+    reply = await setup.write(
+        "Re: Which day suits you?",
+        "Friday works.\n\nOn Monday, Steward wrote:\n> Which day suits you?",
+        In_Reply_To=asked["Message-ID"],
+    )
+    await setup.worker.run_until_idle()
+    done = await svc.get_task(task.id)
+    assert done.status is TaskStatus.SUCCEEDED
+    assert "Friday works." in str(done.result)
+    assert await svc.mail_answers() == 1
+    result = (await setup.inbox())[-1]
+    assert result["Subject"] == "Re: Which day suits you?"
+    assert result["In-Reply-To"] == reply
+    assert "Dinner booked" in text(result)
+    assert len(await setup.mb.store.tasks.list_tasks(person_id=setup.mb.person_id)) == 1

@@ -14,6 +14,7 @@ in a conversation carries In-Reply-To and References, so it lands in the thread.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -30,6 +31,8 @@ from steward.domain.channel import Channel, ChannelKind, DeliveryReceipt, Outbou
 from steward.errors import ChannelRefused, ChannelUnavailable, NotSent
 from steward.sentinel.replytoken import ReplyTokens
 
+QUESTION = re.compile(r"q\.(tsk_[0-9a-f]+)\.\d+")
+"""The reference of an agent's question (``q.<task>.<step>``): the task waits for the answer."""
 REFUSED_WORDS = ("refused the recipient", "refused the message", "cannot take this message")
 """A refusal of the message itself (not of the sign-in or the connection): retrying will not
 help."""
@@ -95,9 +98,54 @@ class EmailSender:
             subject = f"{subject} {token}"
             body = approval_body(message, token)
             headers[TOKEN_HEADER] = token
+        question = QUESTION.fullmatch(message.ref or "") if message.kind == "question" else None
+        if question is not None:
+            return await self._question(channel, message, question.group(1), body)
         letter = await self._letter(connection, message.key, to, subject, body, headers)
         await deliver(self.env, connection, letter, [to])
         return DeliveryReceipt(accepted=True, detail=str(letter["Message-ID"]))
+
+    async def _question(
+        self, channel: Channel, message: OutboundMessage, task_id: str, body: str
+    ) -> DeliveryReceipt:
+        """A question of the agent's: in the thread of the conversation held by mail it arose
+        in, else a new mail that begins one — either way the person's reply answers it."""
+        store, now = self.env.store, self.env.clock.now()
+        task = await store.tasks.get_task(task_id)
+        held = await store.mailchannel.conversation_for(task_id)
+        text = f"{body}\n\nReply to this mail to answer."
+        if held is not None:
+            message_id = await reply_in_thread(
+                self.env,
+                channel,
+                key=message.key,
+                subject=held.subject,
+                body=text,
+                answering=held.last_message_id,
+                references=held.references,
+            )
+            await store.mailchannel.mark_mailed(
+                task_id, seq=task.step_seq, message_id=message_id, now=now
+            )
+            return DeliveryReceipt(accepted=True, detail=message_id)
+        connection = await agent_account(self.env, channel)
+        subject = message.title.strip() or "A question from Steward"
+        letter = await self._letter(
+            connection, message.key, channel_address(channel), subject, text, {}
+        )
+        await deliver(self.env, connection, letter, [channel_address(channel)])
+        message_id = str(letter["Message-ID"])
+        await store.mailchannel.start_conversation(
+            task_id=task_id,
+            person_id=channel.person_id,
+            channel_id=channel.id,
+            subject=subject,
+            message_id=message_id,
+            references=(),
+            now=now,
+            mailed_seq=task.step_seq,
+        )
+        return DeliveryReceipt(accepted=True, detail=message_id)
 
     async def _letter(
         self,
