@@ -134,17 +134,21 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
         ):
             return "taken before"
         await self.store.channels.touch_last_used(channel.id, now)
-        if len(letter.tokens) > 1:
-            await self._say(channel, letter, REFUSED["forged"])
-            return "several approval links in one reply: nothing decided"
-        if letter.tokens:
-            return await self._reply_to_approval(channel, letter, now)
-        conversation = await self.store.mailchannel.conversation_of(
-            channel.person_id, letter.thread
-        )
-        if conversation is not None:
-            return await self._continue(channel, conversation, letter, now)
-        return await self._start(channel, letter, now)
+        try:
+            if len(letter.tokens) > 1:
+                await self._say(channel, letter, REFUSED["forged"])
+                return "several approval links in one reply: nothing decided"
+            if letter.tokens:
+                return await self._reply_to_approval(channel, letter, now)
+            conversation = await self.store.mailchannel.conversation_of(
+                channel.person_id, letter.thread
+            )
+            if conversation is not None:
+                return await self._continue(channel, conversation, letter, now)
+            return await self._start(channel, letter, now)
+        except UsageError as exc:  # too long, say: the person hears why (it is not retried)
+            await self._say(channel, letter, f"I could not take this message: {exc}.")
+            return f"refused: {exc}"
 
     async def mail_answers(self, *, person_id: str | None = None) -> int:
         """Mail the agent's new answers in conversations held by mail (a chat reply, a
