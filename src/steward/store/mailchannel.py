@@ -82,8 +82,10 @@ class MailChannelRepository:
         }
 
         def op(conn: Connection) -> bool:
-            stmt = self.backend.insert_ignore(mail_thread_messages, values)
-            return bool(conn.execute(stmt).rowcount)
+            stmt = self.backend.insert_ignore(mail_thread_messages, values).returning(
+                mail_thread_messages.c.message_id
+            )
+            return conn.execute(stmt).first() is not None
 
         return await self.backend.write(op)
 
