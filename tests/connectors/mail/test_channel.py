@@ -24,7 +24,7 @@ from steward.connectors.watch import Watcher
 from steward.domain import ApprovalStatus, TaskStatus
 from steward.domain.channel import Channel, OutboundMessage
 from steward.domain.clock import SimulatedClock
-from steward.errors import UsageError
+from steward.errors import ChannelRefused, ChannelUnavailable, UsageError
 from steward.harness.agent import AgentHarness
 from steward.models import Message, ModelResponse, ScriptedModel, ToolSpec
 from steward.models.scripted import call_tool
@@ -37,7 +37,7 @@ from steward.store import Store
 from steward.store.schema import approvals, channel_tokens
 from support.agents import agent_worker
 from support.mailbox import Mailbox, mailbox_of
-from support.mailserver import DOMAIN, MailServer, message
+from support.mailserver import DOMAIN, NOWHERE, MailServer, free_port, message
 
 ANSWER = "Your dentist is on Tuesday at 10:00."
 
@@ -343,3 +343,25 @@ async def test_a_question_mailed_is_answered_by_reply(setup: Setup) -> None:
     assert result["In-Reply-To"] == reply
     assert "Dinner booked" in text(result)
     assert len(await setup.mb.store.tasks.list_tasks(person_id=setup.mb.person_id)) == 1
+
+
+async def test_send_failures_are_the_channels_errors(setup: Setup) -> None:
+    """A refused address is for good; a server that does not answer is for later; an account
+    disconnected is for good (the person fixes the channel)."""
+    svc, who, sender = setup.svc, setup.mb.person_id, setup.sender()
+    note = OutboundMessage(key="n1", person_id=who, kind="notice", title="Hi", body="Hello")
+    nowhere = await svc.add_email_channel(
+        person_id=who, name="bad", connection="Agent", address=f"ana@{NOWHERE}"
+    )
+    with pytest.raises(ChannelRefused, match="refused the recipient"):
+        await sender.send(nowhere, note)
+    down = await setup.mb.connect(name="Down", settings=setup.mb.settings(smtp_port=free_port()))
+    unreachable = await svc.add_email_channel(
+        person_id=who, name="down", connection=down.id, address=setup.me
+    )
+    with pytest.raises(ChannelUnavailable, match="cannot connect to the mail server"):
+        await sender.send(unreachable, note)
+    await svc.disconnect_account("Down", person_id=who)
+    with pytest.raises(ChannelRefused, match="no longer connected"):
+        await sender.send(unreachable, note)
+    assert await setup.inbox() == []
