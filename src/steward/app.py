@@ -11,11 +11,13 @@ from steward.config import Settings
 from steward.connectors import registry
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.http import http_tool
+from steward.connectors.notify.dispatch import Dispatcher
 from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
 from steward.connectors.watch import Watcher
 from steward.connectors.web.fetch import Fetcher
 from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
+from steward.domain.channel import ChannelKind, ChannelSender
 from steward.domain.clock import Clock
 from steward.errors import ConfigError
 from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
@@ -186,6 +188,14 @@ async def web_watch_runner(
         holder=default_worker_name(),
         on_events=on_events,
     )
+
+
+def notify_dispatcher(settings: Settings, store: Store, clock: Clock) -> Dispatcher:
+    """The dispatcher of every person's deliveries (reports, digests, approvals, questions),
+    claimed in batches under a lease, through the sender of each channel kind configured
+    here; a channel whose kind has no sender here fails with a notice to the person."""
+    senders: dict[ChannelKind, ChannelSender] = {}
+    return Dispatcher(store=store, senders=senders, clock=clock, holder=default_worker_name())
 
 
 async def build_harness(

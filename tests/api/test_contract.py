@@ -90,6 +90,7 @@ class Side:
     """A skill the agent proposed, waiting for the person's decision."""
     memory_pass: str
     watch: str
+    report: str
     token: str
     """The id of the tenant's ``control`` token."""
 
@@ -108,6 +109,7 @@ ID_PARAMS: dict[str, Callable[[Side], str]] = {
     "pass_id": lambda s: s.memory_pass,
     "skill": lambda s: s.skill,
     "watch_id": lambda s: s.watch,
+    "report_id": lambda s: s.report,
 }
 """How a path parameter that names an object is filled from a tenant."""
 
@@ -416,6 +418,8 @@ CASES: list[Case] = [
     ),
     Case("POST", "/accounts/{connection_id}/test", CONTROL, 200),
     Case("DELETE", "/accounts/{connection_id}", CONTROL, 200, params=lambda s: {"forget": "true"}),
+    Case("GET", "/reports", READ, 200, shows=lambda s: s.report),
+    Case("POST", "/reports/{report_id}/read", READ, 204),
     Case("GET", "/watches", READ, 200, shows=lambda s: s.watch),
     Case(
         "POST",
@@ -819,6 +823,7 @@ async def _side(owner: Service, t: Tenant) -> Side:
         proposal=proposed.skill.id,
         memory_pass=t.memory_pass.id,
         watch=t.watch.id,
+        report=t.report.id,
         token=t.token.id,
     )
 

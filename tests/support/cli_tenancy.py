@@ -123,6 +123,9 @@ TARGETED: dict[str, Argv] = {
         *("--person", t.person.id),
     ],
     "watch list": lambda t: ["watch", "list", "--person", t.person.id],
+    "report list": lambda t: ["report", "list", "--person", t.person.id],
+    "reach quiet": lambda t: ["reach", "quiet", "22:00-07:00", "--person", t.person.id],
+    "reach digest": lambda t: ["reach", "digest", "19:00", "--person", t.person.id],
     "watch show": lambda t: ["watch", "show", t.watch.id],
     "watch history": lambda t: ["watch", "history", t.watch.id],
     "watch pause": lambda t: ["watch", "pause", t.watch.id],
@@ -174,6 +177,7 @@ LISTINGS = [
     ["memory", "passes", "--json"],
     ["memory", "export"],
     ["watch", "list", "--json"],
+    ["report", "list", "--json"],
 ]
 
 

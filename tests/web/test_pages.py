@@ -118,7 +118,8 @@ async def test_pages_show_what_the_person_must_see(site: Site) -> None:
     assert "external action" in inbox  # why it asks
     assert "Approve once" in inbox
     home = (await me.get("/")).text
-    assert "happened since your last visit" in home
+    assert "1 unread report." in home
+    assert "ann&#39;s laptop is cheaper" in home  # the tenant's report, in words
     assert "Waiting for you" in home
     assert "$0.0000" in home  # what the goal cost
     security = (await me.get("/security")).text
@@ -128,8 +129,13 @@ async def test_pages_show_what_the_person_must_see(site: Site) -> None:
     assert f"task:{a.task.id}" in memory  # where it came from
     assert "private" in memory  # who may hear it
     again = (await me.get("/")).text
-    assert "Nothing new since your last visit" in again
+    assert "1 unread report." in again  # a reload empties nothing
     assert "Waiting for you" in again  # what waits is shown until it is decided
+    read = await me.post(f"/reports/{a.report.id}/read")
+    assert read.status_code == 303, read.text
+    after = (await me.get("/")).text
+    assert "unread report" not in after
+    assert "ann&#39;s laptop is cheaper" in after  # read, still there
 
 
 async def test_every_form_post_needs_the_csrf_token(site: Site) -> None:

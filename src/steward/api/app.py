@@ -25,6 +25,7 @@ from steward.api.routes import (
     call,
     codehost,
     memory,
+    reports,
     security,
     skills,
     stream,
@@ -61,7 +62,8 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     app.state.service = service
     app.state.streams = stream.Streams(streams_per_person)
     api = APIRouter(prefix=API_PREFIX)
-    routers = (work, security, accounts, watches, memory, skills, stream, webhooks, codehost, call)
+    routers = [work, security, accounts, watches, reports, memory, skills, stream, webhooks]
+    routers += [codehost, call]
     for module in routers:
         api.include_router(module.router)
     app.include_router(api)

@@ -20,6 +20,7 @@ from steward.app import (
     connection_watcher,
     database_limits,
     embedder_from,
+    notify_dispatcher,
     task_kinds,
     web_watch_runner,
 )
@@ -39,6 +40,7 @@ from steward.cli.demo import demo
 from steward.cli.login import login, logout
 from steward.cli.manage import effect_app, event_app, goal_app, task_app
 from steward.cli.memory import memory_app
+from steward.cli.reports import reach_app, report_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
 from steward.cli.skills import skill_app
 from steward.cli.triggers import trigger_app
@@ -81,6 +83,8 @@ app.add_typer(skill_app, name="skill")
 app.add_typer(watch_app, name="watch")
 app.add_typer(codehost_app, name="codehost")
 app.add_typer(channel_app, name="channel")
+app.add_typer(report_app, name="report")
+app.add_typer(reach_app, name="reach")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
@@ -128,6 +132,8 @@ async def _serve(
         if config.scheduler
         else None
     )
+    # reports, digests, approvals and questions reach the person's channels from here
+    notify = notify_dispatcher(settings, store, clock) if config.scheduler else None
     service = Service(
         store,
         clock,
@@ -165,6 +171,8 @@ async def _serve(
                     roles.create_task(web_watches.run(runtime.stop_event))
                 if config.scheduler:  # the agent's answers to conversations held by mail
                     roles.create_task(answer_by_mail(service, runtime.stop_event))
+                if notify is not None:
+                    roles.create_task(notify.run(runtime.stop_event))
     finally:
         await store.close()
     if banner:

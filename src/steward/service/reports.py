@@ -13,7 +13,7 @@ from steward.domain.tokens import CONTROL, READ
 from steward.errors import UsageError
 from steward.service.base import ServiceBase
 
-MAX_PAGE = 200
+MAX_PAGE = 500
 """Reports in one page."""
 _CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 

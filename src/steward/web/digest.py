@@ -1,18 +1,25 @@
-""" "While you were away": what happened since the person last looked, grouped by goal — what
-was done, what was decided, and what waits for them."""
+""" "While you were away": the reports Steward wrote for the person and what waits for them
+(approvals, questions), grouped by goal, newest first. Steps stay in the goal's timeline."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from steward.domain import Approval, Goal, Task
-from steward.domain.feed import FeedEntry
+from steward.domain.report import Report
 
-DECIDED = frozenset({"approval.decided"})
-ASKED = frozenset({"approval.requested", "notification"})
-"""Asking is shown once, as what waits now (the feed's line would repeat it)."""
+STATES = {
+    "pending": "sending now",
+    "held": "held for your quiet hours",
+    "digest": "in your next digest",
+    "digested": "sent in your digest",
+    "delivered": "sent to you",
+    "dropped": "here only",
+}
+"""Where a report went, in words."""
 
 
 @dataclass(kw_only=True)
@@ -21,8 +28,8 @@ class GoalDigest:
     """None: work under no goal."""
     usage: Mapping[str, Any] | None = None
     """What the goal has spent so far."""
-    done: list[FeedEntry] = field(default_factory=list)
-    decided: list[FeedEntry] = field(default_factory=list)
+    reports: list[Report] = field(default_factory=list)
+    """Newest first."""
     approvals: list[Approval] = field(default_factory=list)
     """Pending: the person's decision is needed."""
     questions: list[Task] = field(default_factory=list)
@@ -33,35 +40,44 @@ class GoalDigest:
         return len(self.approvals) + len(self.questions)
 
     @property
-    def quiet(self) -> bool:
-        return not (self.done or self.decided or self.waiting)
+    def unread(self) -> int:
+        return sum(1 for r in self.reports if r.read_at is None)
+
+    @property
+    def newest(self) -> datetime | None:
+        return max((r.created_at for r in self.reports), default=None)
 
 
 def digest(
     *,
     goals: Iterable[Goal],
     usage: Mapping[str, Mapping[str, Any]],
-    entries: Iterable[FeedEntry],
+    reports: Iterable[Report],
     approvals: Iterable[Approval],
     questions: Iterable[Task],
 ) -> list[GoalDigest]:
-    """One digest per goal (goals with something waiting first, then those with news, then
-    quiet ones), and one for work under no goal if there is any."""
-    by_goal: dict[str | None, GoalDigest] = {
-        g.id: GoalDigest(goal=g, usage=usage.get(g.id)) for g in goals
-    }
+    """One group per goal with something to show — those with something waiting first, then
+    by their newest report — and one for work under no goal if there is any."""
+    known = {g.id: g for g in goals}
+    groups: dict[str | None, GoalDigest] = {}
 
     def of(goal_id: str | None) -> GoalDigest:
-        # a goal not listed (over the listing's limit) still has its news shown, unnamed
-        return by_goal.setdefault(goal_id if goal_id in by_goal else None, GoalDigest(goal=None))
+        key = goal_id if goal_id in known else None
+        if key not in groups:
+            groups[key] = GoalDigest(
+                goal=known.get(key) if key else None, usage=usage.get(key) if key else None
+            )
+        return groups[key]
 
-    for entry in entries:
-        if entry.kind in DECIDED:
-            of(entry.goal_id).decided.append(entry)
-        elif entry.kind not in ASKED:
-            of(entry.goal_id).done.append(entry)
+    for report in sorted(reports, key=lambda r: (r.created_at, r.id), reverse=True):
+        of(report.goal_id).reports.append(report)
     for approval in approvals:
         of(approval.goal_id).approvals.append(approval)
     for task in questions:
         of(task.goal_id).questions.append(task)
-    return sorted(by_goal.values(), key=lambda d: (not d.waiting, d.quiet))
+
+    def order(d: GoalDigest) -> tuple[bool, float]:
+        newest = d.newest
+        return (not d.waiting, -newest.timestamp() if newest else 0.0)
+
+    return sorted(groups.values(), key=order)

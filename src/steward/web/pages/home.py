@@ -1,54 +1,68 @@
-"""``/``: while you were away — since the last visit (the ``steward_seen`` cookie), per goal:
-what was done and decided, what waits for the person, and what each goal has cost."""
+"""``/``: while you were away — the reports Steward wrote and what waits for the person, per
+goal, newest first, in their time zone. A report stays until the person marks it read (a
+reload shows the same page); steps stay in each goal's timeline."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 from fastapi import Query, Request, Response
 
 from steward.domain import TaskStatus
-from steward.domain.limits import MAX_SEQ
-from steward.web import feed
-from steward.web.digest import digest
+from steward.domain.report import local_words
+from steward.web.digest import STATES, digest
+from steward.web.forms import done, posted
 from steward.web.render import page
 from steward.web.routing import pages
-from steward.web.session import Viewer, set_cookie
+from steward.web.session import Viewer
 
 router = pages()
 
-SEEN_COOKIE = "steward_seen"
-MOST_SHOWN = 500
-YEAR = 365 * 24 * 3600
+PAGE = 50
+"""Reports per page."""
 
 
 @router.get("/")
 async def home(
-    request: Request, svc: Viewer, since: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None
+    request: Request, svc: Viewer, older: Annotated[int, Query(ge=0, le=100_000)] = 0
 ) -> Response:
-    seen = feed.cookie_seq(request, SEEN_COOKIE) if since is None else since
-    entries = await feed.since(svc, seen, most=MOST_SHOWN)
+    person = await svc.person(None)
+    zone = ZoneInfo(person.timezone)
+    found = await svc.list_reports(person_id="", limit=PAGE + 1, offset=older)
+    shown = found[:PAGE]
     goals = await svc.list_goals(person_id="")
     usage: dict[str, dict[str, Any]] = {g.id: (await svc.goal_detail(g.id))["usage"] for g in goals}
     waiting = await svc.list_tasks(status=TaskStatus.WAITING.value, limit=200)
     questions = [t for t in waiting if t.wait is not None and t.wait.kind == "input"]
-    newest = entries[-1].seq if entries else seen
-    response = page(
+
+    def local(moment: datetime) -> str:
+        return local_words(moment, zone)
+
+    groups = digest(
+        goals=goals,
+        usage=usage,
+        reports=shown,
+        approvals=await svc.list_approvals(person_id=""),
+        questions=questions,
+    )
+    return page(
         request,
         "home.html",
         title="While you were away",
-        digests=digest(
-            goals=goals,
-            usage=usage,
-            entries=entries,
-            approvals=await svc.list_approvals(person_id=""),
-            questions=questions,
-        ),
-        seen=seen,
-        refresh=f"/?since={seen}",  # a live update shows the same span, not just the newest
-        news=len(entries),
-        after=newest,
+        digests=groups,
+        unread=sum(d.unread for d in groups),
+        waiting=sum(d.waiting for d in groups),
+        local=local,
+        states=STATES,
+        older=older + PAGE if len(found) > PAGE else None,
+        newer=max(older - PAGE, 0) if older else None,
     )
-    # the next visit shows what happens after this one
-    set_cookie(request, response, SEEN_COOKIE, str(newest), max_age=YEAR)
-    return response
+
+
+@router.post("/reports/{report_id}/read")
+async def mark_read(request: Request, svc: Viewer, report_id: str) -> Response:
+    await posted(request)
+    await svc.mark_reports_read([report_id])
+    return done(request, "/", "Marked read.")
