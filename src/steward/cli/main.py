@@ -20,6 +20,7 @@ from steward.app import (
     connection_watcher,
     database_limits,
     embedder_from,
+    mail_channel_sender,
     notify_dispatcher,
     task_kinds,
     web_watch_runner,
@@ -133,7 +134,16 @@ async def _serve(
         else None
     )
     # reports, digests, approvals and questions reach the person's channels from here
-    notify = notify_dispatcher(settings, store, clock) if config.scheduler else None
+    notify = (
+        notify_dispatcher(
+            settings,
+            store,
+            clock,
+            also=[await starting.retry(lambda: mail_channel_sender(settings, store, clock))],
+        )
+        if config.scheduler
+        else None
+    )
     service = Service(
         store,
         clock,
