@@ -10,6 +10,7 @@ case here.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -19,11 +20,14 @@ from typing import Any
 
 import pytest
 
+from steward.connectors.mail.person import PersonLetter
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
+from steward.domain.channel import Channel, ChannelKind
 from steward.domain.clock import SimulatedClock
+from steward.domain.ids import new_id
 from steward.domain.trigger import TriggerBudget
 from steward.domain.webwatch import Extract, Extractor
-from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
+from steward.errors import Conflict, Forbidden, NotFound, StewardError, Unauthorized
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Store
@@ -257,7 +261,42 @@ CASES: dict[str, tuple[str, Call]] = {
     "test_channel": (CONTROL, lambda s, t: s.test_channel(t.channel.id)),
     "set_channel_enabled": (CONTROL, lambda s, t: s.set_channel_enabled(t.channel.id, False)),
     "remove_channel": (CONTROL, lambda s, t: s.remove_channel(t.channel.id)),
+    "add_email_channel": (
+        CONTROL,
+        lambda s, t: s.add_email_channel(
+            person_id=_pid(t), name="email", connection=t.connection.name, address="me@x.io"
+        ),
+    ),
+    "take_person_mail": (CONTROL, lambda s, t: _person_mail(s, t)),
+    "mail_answers": (READ, lambda s, t: s.mail_answers(person_id=_pid(t))),
 }
+
+
+async def _person_mail(s: Service, t: Tenant) -> str:
+    """A message from the tenant's mail channel's address (the channel made here: the
+    tenants have none)."""
+    channel = Channel(
+        id=f"chn_{t.person.id}",
+        person_id=t.person.id,
+        kind=ChannelKind.EMAIL,
+        name="email",
+        config={"connection": t.connection.id, "address": "me@x.io"},
+        created_at=t.task.created_at,
+    )
+    with contextlib.suppress(Conflict):
+        await s.store.channels.add(channel)
+    letter = PersonLetter(
+        channel=channel,
+        message_id=f"<{new_id('m')}@x.io>",
+        sender="me@x.io",
+        subject="Hello",
+        text="What is on today?",
+        thread=(),
+        tokens=(),
+    )
+    return await s.take_person_mail(letter)
+
+
 NOT_A_CASE = {
     "authenticate": "how a token becomes a bound service; tested below",
     "receive_webhook": "its credential is the delivery's signature: tests/api/test_webhooks.py",

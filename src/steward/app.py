@@ -11,6 +11,7 @@ from steward.config import Settings
 from steward.connectors import registry
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.http import http_tool
+from steward.connectors.mail.channel import EmailSender
 from steward.connectors.notify.dispatch import Dispatcher
 from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
@@ -41,6 +42,7 @@ from steward.runtime.stepfn import StepHarness
 from steward.runtime.worker import default_worker_name
 from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
+from steward.sentinel.replytoken import ReplyTokens
 from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import DatabaseLimits, Store
 
@@ -193,11 +195,23 @@ async def web_watch_runner(
     )
 
 
-def notify_dispatcher(settings: Settings, store: Store, clock: Clock) -> Dispatcher:
+async def mail_channel_sender(settings: Settings, store: Store, clock: Clock) -> EmailSender:
+    """The e-mail channel's sender: from the agent's connected mailbox, approval mails with a
+    reply token signed by the person's key in the vault."""
+    vault = Vault(
+        VaultKeys.load(settings.data_dir, stored_secrets=await store.secrets.count_secrets())
+    )
+    env = await connector_env(settings, store, clock)
+    return EmailSender(env=env, tokens=ReplyTokens(store=store, vault=vault, clock=clock))
+
+
+def notify_dispatcher(
+    settings: Settings, store: Store, clock: Clock, *, also: Sequence[ChannelSender] = ()
+) -> Dispatcher:
     """The dispatcher of every person's deliveries (reports, digests, approvals, questions),
     claimed in batches under a lease, through the sender of each channel kind configured
     here; a channel whose kind has no sender here fails with a notice to the person."""
-    senders: dict[ChannelKind, ChannelSender] = {}
+    senders: dict[ChannelKind, ChannelSender] = {sender.kind: sender for sender in also}
     return Dispatcher(store=store, senders=senders, clock=clock, holder=default_worker_name())
 
 

@@ -12,6 +12,7 @@ from steward.testing.store_conformance.control import *  # noqa: E402, F403
 from steward.testing.store_conformance.effects import *  # noqa: E402, F403
 from steward.testing.store_conformance.goals import *  # noqa: E402, F403
 from steward.testing.store_conformance.history import *  # noqa: E402, F403
+from steward.testing.store_conformance.mailchannel import *  # noqa: E402, F403
 from steward.testing.store_conformance.reports import *  # noqa: E402, F403
 from steward.testing.store_conformance.schedule import *  # noqa: E402, F403
 from steward.testing.store_conformance.tasks import *  # noqa: E402, F403

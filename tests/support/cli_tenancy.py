@@ -137,6 +137,10 @@ TARGETED: dict[str, Argv] = {
     "channel disable": lambda t: ["channel", "disable", t.channel.id],
     "channel enable": lambda t: ["channel", "enable", t.channel.id],
     "channel remove": lambda t: ["channel", "remove", t.channel.id],
+    "channel add email": lambda t: [
+        *("channel", "add", "email", "email", "--connection", t.connection.name),
+        *("--address", "me@x.io", "--person", t.person.id),
+    ],
 }
 OWNER_ONLY = {
     "prune": ["prune"],

@@ -12,6 +12,7 @@ import sys
 
 import typer
 
+from steward.cli.channel_email import add_email
 from steward.cli.common import (
     DbOption,
     JsonOption,
@@ -26,10 +27,12 @@ from steward.errors import UsageError
 from steward.service import Service
 
 channel_app = typer.Typer(
-    help="Channels: how Steward reaches you (Apprise services, Web Push).", no_args_is_help=True
+    help="Channels: how Steward reaches you (Apprise services, Web Push, e-mail).",
+    no_args_is_help=True,
 )
 add_app = typer.Typer(help="Add a channel.", no_args_is_help=True)
 channel_app.add_typer(add_app, name="add")
+add_app.command("email")(add_email)
 
 ChannelArgument = typer.Argument(..., help="The channel's name or id (chn_…).")
 _COLUMNS = ["name", "kind", "summary", "enabled", "created_at"]

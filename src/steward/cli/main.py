@@ -21,6 +21,7 @@ from steward.app import (
     connection_watcher,
     database_limits,
     embedder_from,
+    mail_channel_sender,
     notify_dispatcher,
     task_kinds,
     web_watch_runner,
@@ -59,6 +60,7 @@ from steward.runtime.outage import DatabaseOutage
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.runtime.simulate import Outage, run_simulation
 from steward.service import Service
+from steward.service.mailchannel import answer_by_mail
 from steward.store import Store, migrate
 
 app = typer.Typer(
@@ -134,7 +136,16 @@ async def _serve(
         else None
     )
     # reports, digests, approvals and questions reach the person's channels from here
-    notify = notify_dispatcher(settings, store, clock) if config.scheduler else None
+    notify = (
+        notify_dispatcher(
+            settings,
+            store,
+            clock,
+            also=[await starting.retry(lambda: mail_channel_sender(settings, store, clock))],
+        )
+        if config.scheduler
+        else None
+    )
     service = Service(
         store,
         clock,
@@ -143,6 +154,8 @@ async def _serve(
         embedder=embedder_from(settings),
         task_kinds=task_kinds(),
     )
+    if watcher is not None:  # the person's own mail to the agent's mailbox goes to them
+        watcher.env.person_mail = service
     person = await starting.retry(service.ensure_person)
     # nightly, once per person
     await starting.retry(lambda: schedule_consolidation(store, clock, person_id=person.id))
@@ -166,6 +179,8 @@ async def _serve(
                     roles.create_task(watcher.run(runtime.stop_event))
                 if web_watches is not None:
                     roles.create_task(web_watches.run(runtime.stop_event))
+                if config.scheduler:  # the agent's answers to conversations held by mail
+                    roles.create_task(answer_by_mail(service, runtime.stop_event))
                 if notify is not None:
                     roles.create_task(notify.run(runtime.stop_event))
     finally:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,6 +34,9 @@ from steward.harness.tools import Tool, ToolError
 from steward.harness.workspace import Workspace
 from steward.sentinel.egress import EgressBroker, Login
 from steward.store import Store
+
+if TYPE_CHECKING:
+    from steward.connectors.mail.person import PersonMail
 
 
 class ConnectionFailed(UsageError):
@@ -85,6 +88,9 @@ class ConnectorEnv:
     """Every time read."""
     workspace: Workspace
     """Where fetched files (attachments) are kept, per person."""
+    person_mail: PersonMail | None = None
+    """Takes the person's own mail to the agent's mailbox of a mail channel (approval replies,
+    conversation); None: such mail is an ordinary ``mail.received`` event."""
 
     async def connection(self, person_id: str, kind: str, account: str | None) -> Connection:
         """The person's active connection of ``kind`` named ``account`` (the only one, when

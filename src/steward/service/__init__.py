@@ -13,8 +13,9 @@ person's accounts), :mod:`~steward.service.memory` (what it remembers about the 
 :mod:`~steward.service.skills` (what it learned to do), :mod:`~steward.service.hooks`
 (signed webhook deliveries), :mod:`~steward.service.channels` (the ways Steward reaches the
 person: Apprise, Web Push), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
-events), :mod:`~steward.service.webwatches` (watched web pages) and
-:mod:`~steward.service.reports` (reports, quiet hours, the digest's time).
+events), :mod:`~steward.service.webwatches` (watched web pages),
+:mod:`~steward.service.reports` (reports, quiet hours, the digest's time) and
+:mod:`~steward.service.mailchannel` (talking to the agent by e-mail).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from steward.service.channels import ChannelService
 from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
 from steward.service.hooks import WebhookService
+from steward.service.mailchannel import MailChannelService
 from steward.service.memory import MemoryService
 from steward.service.reports import ReportService
 from steward.service.security import SecurityService
@@ -46,6 +48,7 @@ __all__ = [
 
 
 class Service(
+    MailChannelService,
     WorkService,
     TriggerService,
     ApprovalService,

@@ -46,6 +46,7 @@ class ApprovalService(ServiceBase):
         note: str | None = None,
         scope: str = "once",
         hours: float | None = None,
+        spend_token: str | None = None,
     ) -> Approval:
         """Approve or deny exactly the action that was asked about; the task resumes.
 
@@ -57,7 +58,10 @@ class ApprovalService(ServiceBase):
         bound — the action names no recipient or URL, or one of them (or the amount) cannot be
         read unambiguously (a display name, a host that is not plainly a host) — the lasting
         scope is refused with a :class:`~steward.errors.UsageError` and nothing changes; the
-        person can still approve it once."""
+        person can still approve it once.
+
+        ``spend_token``: the reply token (of an approval mail) that decides it, spent in the
+        decision's transaction: a token spent already decides nothing."""
         check_text(note or "", "a decision's note")
         approval = await self._approval(approval_id, CONTROL)
         decided_by = self._decider(decided_by)
@@ -68,11 +72,21 @@ class ApprovalService(ServiceBase):
         if grant is not None:
             # one transaction: a grant never outlives a decision that failed
             decided = await self.store.authority.approve_granting(
-                approval_id, grant, decided_by=decided_by, now=now, note=note
+                approval_id,
+                grant,
+                decided_by=decided_by,
+                now=now,
+                note=note,
+                spend_token=spend_token,
             )
         else:
             decided = await self.store.inbox.decide_approval(
-                approval_id, approve=approve, decided_by=decided_by, now=now, note=note
+                approval_id,
+                approve=approve,
+                decided_by=decided_by,
+                now=now,
+                note=note,
+                spend_token=spend_token,
             )
         self._nudge()
         return decided

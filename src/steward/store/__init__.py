@@ -28,6 +28,7 @@ from steward.store.fencing import Fence
 from steward.store.goals import GoalRepository
 from steward.store.heartbeats import HeartbeatRepository
 from steward.store.inbox import InboxRepository
+from steward.store.mailchannel import MailChannelRepository
 from steward.store.memory import MemoryRepository
 from steward.store.memory_passes import MemoryPassRepository
 from steward.store.memory_search import MemorySearchRepository
@@ -55,6 +56,7 @@ class Store:
     heartbeats: HeartbeatRepository
     effects: EffectRepository
     inbox: InboxRepository
+    mailchannel: MailChannelRepository
     audit: AuditRepository
     feed: FeedRepository
     tokens: TokenRepository
@@ -80,6 +82,7 @@ class Store:
         self.heartbeats = HeartbeatRepository(backend)
         self.effects = EffectRepository(backend)
         self.inbox = InboxRepository(backend)
+        self.mailchannel = MailChannelRepository(backend)
         self.audit = AuditRepository(backend)
         self.feed = FeedRepository(backend)
         self.tokens = TokenRepository(backend)

@@ -56,6 +56,7 @@ from steward.store.authority_sql import (
 )
 from steward.store.backend import Backend
 from steward.store.inbox import decide_in
+from steward.store.mailchannel import spend_token_in
 from steward.store.schema import (
     connections,
     grant_uses,
@@ -257,14 +258,24 @@ class AuthorityRepository:
         return await self.backend.write(self._grant_writer(grant))
 
     async def approve_granting(
-        self, approval_id: str, grant: Grant, *, decided_by: str, now: datetime, note: str | None
+        self,
+        approval_id: str,
+        grant: Grant,
+        *,
+        decided_by: str,
+        now: datetime,
+        note: str | None,
+        spend_token: str | None = None,
     ) -> Approval:
         """Approve a pending approval and record the lasting grant made from it, in one
         transaction: either both happen or neither (refused as :meth:`add_grant` and
-        :meth:`decide_approval` refuse)."""
+        :meth:`decide_approval` refuse). ``spend_token``: the reply token that decides it,
+        spent in the same transaction."""
         write_grant = self._grant_writer(grant)
 
         def op(conn: SqlConnection) -> Approval:
+            if spend_token is not None:
+                spend_token_in(conn, spend_token, now)
             write_grant(conn)
             return decide_in(
                 conn,

@@ -16,6 +16,7 @@ from steward.store.audit import append_in
 from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.fencing import Fence, touch_fenced
+from steward.store.mailchannel import spend_token_in
 from steward.store.planning import plan_waiting_in
 from steward.store.schema import approvals, artifacts, notifications, tasks
 from steward.store.waking import wake_in
@@ -116,11 +117,17 @@ class InboxRepository:
         decided_by: str,
         now: datetime,
         note: str | None = None,
+        spend_token: str | None = None,
     ) -> Approval:
         """Decide a pending approval and wake the task waiting on it. Deciding twice, or after
-        it expired, is an :class:`InvalidTransition`."""
-        return await self.backend.write(
-            lambda conn: decide_in(
+        it expired, is an :class:`InvalidTransition`. ``spend_token``: the reply token that
+        decides it, spent in the same transaction (spent already: a :class:`Conflict`, and
+        nothing is decided)."""
+
+        def op(conn: Connection) -> Approval:
+            if spend_token is not None:
+                spend_token_in(conn, spend_token, now)
+            return decide_in(
                 conn,
                 self.backend,
                 approval_id,
@@ -129,7 +136,8 @@ class InboxRepository:
                 now=now,
                 note=note,
             )
-        )
+
+        return await self.backend.write(op)
 
     async def expire_approval(
         self,

@@ -737,3 +737,48 @@ deliveries = Table(
     Index("ix_deliveries_due", "status", "next_attempt_at"),
     Index("ix_deliveries_ref", "ref"),
 )
+
+channel_tokens = Table(
+    "channel_tokens",
+    metadata,
+    # the reply tokens of approval mails: each bound to one approval as it was asked (its
+    # arguments' hash), one person and one expiry; spent once, in the decision's transaction
+    Column("id", String(32), primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("channel_id", ID, ForeignKey("channels.id", ondelete="CASCADE"), nullable=False),
+    Column("approval_id", ID, nullable=False),
+    Column("args_hash", String(128), nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("used_at", Float),
+    Index("ix_channel_tokens_approval", "approval_id"),
+)
+
+mail_conversations = Table(
+    "mail_conversations",
+    metadata,
+    # a conversation with the agent held by mail: its task, and how far its answers were mailed
+    Column("task_id", ID, primary_key=True),
+    Column("person_id", ID, ForeignKey("persons.id"), nullable=False),
+    Column("channel_id", ID, ForeignKey("channels.id", ondelete="CASCADE"), nullable=False),
+    Column("subject", Text, nullable=False),
+    # the person's latest message in it: the agent's next answer replies to it
+    Column("last_message_id", Text, nullable=False),
+    Column("thread_refs", Text, nullable=False),
+    # the step whose answer was last mailed (0: none yet)
+    Column("mailed_seq", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_mail_conversations_person", "person_id", "updated_at"),
+)
+
+mail_thread_messages = Table(
+    "mail_thread_messages",
+    metadata,
+    # every Message-ID of a conversation (the person's and the agent's), so a reply finds its
+    # conversation; the person's are recorded as taken, so one message is handled once
+    Column("person_id", ID, ForeignKey("persons.id"), primary_key=True),
+    Column("message_id", String(500), primary_key=True),
+    Column("task_id", ID),
+    Column("created_at", Float, nullable=False),
+)

@@ -17,6 +17,10 @@ To and Cc address: a filter on one address holds when one of them is it), ``subj
 (``{"contains": "invoice"}``), ``folder``, ``has_attachment`` (true or false), and, to read
 on, ``message`` (for ``mail_read``), ``date``, ``sender_name``, ``snippet`` and ``account``.
 All of it is others' text: ``untrusted`` is true.
+
+Except the person's own: on the agent's mailbox of a mail channel, a message from the
+channel's address is handed to the mail channel (:mod:`steward.connectors.mail.person`) — an
+approval decided by reply, a turn in a conversation with the agent — and is no event.
 """
 
 from __future__ import annotations
@@ -27,20 +31,28 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import structlog
+
 from steward.connectors.base import ConnectorEnv, Poll
 from steward.connectors.mail.access import open_mailbox, settings_of
 from steward.connectors.mail.failures import MailError
 from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.message import parse, snippet
 from steward.connectors.mail.model import Header
+from steward.connectors.mail.person import letter_of
 from steward.domain.authority import Connection
+from steward.domain.channel import Channel, ChannelKind
 from steward.domain.watch import Found
+
+log = structlog.get_logger(__name__)
 
 RECEIVED = "mail.received"
 PER_POLL = 200
 """The most messages one poll reports per folder (the rest come with the next poll)."""
 SNIPPET_BYTES = 64 * 1024
 """Messages larger than this are reported without a snippet (the body is not fetched)."""
+PERSON_BYTES = 10 * 1024 * 1024
+"""The person's messages larger than this are not taken (logged and left in the mailbox)."""
 IDLE_LIMIT = 24 * 60.0
 """Longest IDLE (seconds): servers end one after 30 minutes (RFC 2177), so it is re-issued."""
 REBUILT_MARGIN = timedelta(days=1)
@@ -80,6 +92,7 @@ class ReceivedSource:
         after: dict[str, Any] = {}
         found: list[Found] = []
         self._behind.discard(connection.id)
+        person = await self._person(connection)
         async with await open_mailbox(self.env, connection) as acct:
             for index, folder in enumerate(settings_of(connection).watch_folders):
                 before = stored.get(folder)
@@ -100,8 +113,46 @@ class ReceivedSource:
                     top = headers[-1].ref.uid if headers else last
                     after[folder] = {"uidvalidity": validity, "last_uid": top}
                 for header in headers:
-                    found.append(await self._found(connection, acct, header))
+                    channel = person.get(header.sender.casefold())
+                    if channel is not None and self.env.person_mail is not None:
+                        await self._hand_over(connection, channel, acct, header)
+                    else:
+                        found.append(await self._found(connection, acct, header))
         return Poll(found=found, cursor={"folders": after, "checked_at": now.isoformat()})
+
+    async def _person(self, connection: Connection) -> dict[str, Channel]:
+        """The person's mail channels whose agent mailbox is ``connection``, by the person's
+        address (lower-case): mail from there is theirs."""
+        if self.env.person_mail is None:
+            return {}
+        found: dict[str, Channel] = {}
+        for channel in await self.env.store.channels.list_for(connection.person_id):
+            address = str(channel.config.get("address", "")).casefold()
+            if (
+                channel.kind is ChannelKind.EMAIL
+                and channel.enabled
+                and channel.config.get("connection") == connection.id
+                and address
+            ):
+                found.setdefault(address, channel)
+        return found
+
+    async def _hand_over(
+        self, connection: Connection, channel: Channel, acct: IMAPAccount, header: Header
+    ) -> None:
+        """Hand the person's message to the mail channel. A failure to take it (the
+        database, say) fails the poll: the cursor stays and it is taken on the next one."""
+        assert self.env.person_mail is not None
+        if header.size > PERSON_BYTES:
+            log.warning("person's mail too large to take", channel=channel.id, size=header.size)
+            return
+        try:
+            raw = await acct.raw(header.ref)
+        except MailError:
+            return  # gone meanwhile
+        letter = letter_of(channel, raw, fallback_id=f"<{dedupe_key(connection, header)}>")
+        said = await self.env.person_mail.take_person_mail(letter)
+        log.info("person's mail taken", channel=channel.id, outcome=said)
 
     async def _rebuilt(self, acct: IMAPAccount, folder: str, since: datetime) -> list[Header]:
         listed, _ = await acct.search(folder, ["SINCE", since.date()], limit=PER_POLL)

@@ -16,7 +16,7 @@ head revision) and ``clock`` (a :class:`~steward.runtime.clock.SimulatedClock`):
 
 Times come from the simulated ``clock``; lease expiry is judged by ``clock.lease_now()`` so no
 test waits. The tests are grouped by aggregate, one module each: ``goals``, ``tasks``,
-``channels``, ``reports``, ``control``, ``effects``, ``schedule``, ``history``,
+``channels``, ``mailchannel``, ``reports``, ``control``, ``effects``, ``schedule``, ``history``,
 ``watches`` (``helpers``
 holds what they share).
 """
