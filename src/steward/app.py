@@ -11,6 +11,7 @@ from steward.config import Settings
 from steward.connectors import registry
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.http import http_tool
+from steward.connectors.matrix.listen import MatrixListener, MatrixPeople
 from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
 from steward.connectors.watch import Watcher
@@ -186,6 +187,14 @@ async def web_watch_runner(
         holder=default_worker_name(),
         on_events=on_events,
     )
+
+
+async def matrix_listener(
+    settings: Settings, store: Store, clock: Clock, *, people: MatrixPeople
+) -> MatrixListener:
+    """The long-poll sync of every Matrix channel's rooms: the person's messages go to
+    ``people`` (the facade), which posts the agent's answers."""
+    return MatrixListener(env=await connector_env(settings, store, clock), people=people)
 
 
 async def build_harness(

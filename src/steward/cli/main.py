@@ -20,10 +20,12 @@ from steward.app import (
     connection_watcher,
     database_limits,
     embedder_from,
+    matrix_listener,
     task_kinds,
     web_watch_runner,
 )
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
+from steward.cli.channel import channel_app
 from steward.cli.codehost import codehost_app
 from steward.cli.common import (
     DbOption,
@@ -78,6 +80,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(skill_app, name="skill")
 app.add_typer(watch_app, name="watch")
 app.add_typer(codehost_app, name="codehost")
+app.add_typer(channel_app, name="channel")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
@@ -158,6 +161,9 @@ async def _serve(
                     roles.create_task(watcher.run(runtime.stop_event))
                 if web_watches is not None:
                     roles.create_task(web_watches.run(runtime.stop_event))
+                if config.scheduler:  # the person's Matrix rooms
+                    listener = await matrix_listener(settings, store, clock, people=service)
+                    roles.create_task(listener.run(runtime.stop_event))
     finally:
         await store.close()
     if banner:

@@ -12,7 +12,8 @@ the vault), :mod:`~steward.service.connections` (connecting, testing and disconn
 person's accounts), :mod:`~steward.service.memory` (what it remembers about the person),
 :mod:`~steward.service.skills` (what it learned to do), :mod:`~steward.service.hooks`
 (signed webhook deliveries), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
-events) and :mod:`~steward.service.webwatches` (watched web pages).
+events) and :mod:`~steward.service.webwatches` (watched web pages) and
+:mod:`~steward.service.matrixchannel` (talking to the agent in Matrix rooms).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from steward.service.base import Principal, ServiceBase
 from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
 from steward.service.hooks import WebhookService
+from steward.service.matrixchannel import MatrixChannelService
 from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
 from steward.service.skills import SkillService
@@ -42,6 +44,7 @@ __all__ = [
 
 
 class Service(
+    MatrixChannelService,
     WorkService,
     TriggerService,
     ApprovalService,

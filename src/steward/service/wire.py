@@ -22,9 +22,12 @@ from pydantic import TypeAdapter, ValidationError
 from steward.errors import NotFound, UsageError
 from steward.service import Service
 
-NOT_REMOTE = frozenset({"authenticate", "receive_webhook", "receive_codehost"})
+NOT_REMOTE = frozenset(
+    {"authenticate", "receive_webhook", "receive_codehost", "take_matrix_message"}
+)
 """Public facade methods no remote call may name: the server binds the caller's token itself,
-and webhook deliveries have their own signed route."""
+and webhook deliveries have their own signed route, as the person's Matrix messages have the
+listener."""
 
 
 class BadArguments(UsageError):

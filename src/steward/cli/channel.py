@@ -1,0 +1,68 @@
+"""``steward channel``: the ways the agent reaches the person away from the dashboard."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.text import Text
+
+from steward.cli.common import DbOption, JsonOption, PersonOption, console, run, service
+from steward.domain.channel import Channel
+from steward.service.encode import to_jsonable
+
+channel_app = typer.Typer(
+    help="Channels: how the agent reaches you away from the dashboard.", no_args_is_help=True
+)
+add_app = typer.Typer(help="Add a channel.", no_args_is_help=True)
+channel_app.add_typer(add_app, name="add")
+
+
+@add_app.command("matrix")
+def add_matrix(
+    name: str = typer.Argument(..., help="What you call it (matrix, chat)."),
+    homeserver: str = typer.Option(
+        ..., "--homeserver", help="The bot account's homeserver (https://matrix.example.org)."
+    ),
+    user: str = typer.Option(..., "--user", help="The bot's user id (@steward:example.org)."),
+    me: str = typer.Option(..., "--person", help="Your own user id (@ana:example.org)."),
+    room: str | None = typer.Option(
+        None, "--room", help="A room you and the bot are in (default: a new direct room)."
+    ),
+    person: str | None = PersonOption,
+    db: str | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Talk to the agent in Matrix through a bot account of its own: the bot's access token is
+    read from standard input (its first line) and kept in the vault. Without --room the bot
+    opens a direct room and invites you; in a room with other people too, the agent keeps
+    what is private to you to itself."""
+    token = sys.stdin.readline().strip() if not sys.stdin.isatty() else ""
+    if not token:
+        token = typer.prompt("The bot's access token", hide_input=True)
+
+    async def main() -> Channel:
+        async with service(db) as svc:
+            who = await svc.person(person)
+            return await svc.add_matrix_channel(
+                person_id=who.id,
+                name=name,
+                homeserver=homeserver,
+                user=user,
+                person=me,
+                token=token,
+                room=room,
+            )
+
+    channel = run(main)
+    if as_json:
+        print(json.dumps(to_jsonable(channel), indent=2))
+        return
+    invited = "" if room else " It opened a direct room with you: accept its invitation."
+    console.print(
+        Text(
+            f"Added the Matrix channel {channel.name}: {channel.config['user']} writes to "
+            f"{channel.config['person']}.{invited}"
+        )
+    )
