@@ -10,6 +10,7 @@ case here.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -19,11 +20,14 @@ from typing import Any
 
 import pytest
 
+from steward.connectors.matrix.room import RoomMessage
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
+from steward.domain.channel import Channel, ChannelKind
 from steward.domain.clock import SimulatedClock
+from steward.domain.ids import new_id
 from steward.domain.trigger import TriggerBudget
 from steward.domain.webwatch import Extract, Extractor
-from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
+from steward.errors import Conflict, Forbidden, NotFound, StewardError, Unauthorized
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Store
@@ -230,7 +234,55 @@ CASES: dict[str, tuple[str, Call]] = {
     "watch_history": (READ, lambda s, t: s.watch_history(t.watch.id)),
     "set_watch_enabled": (CONTROL, lambda s, t: s.set_watch_enabled(t.watch.id, False)),
     "remove_watch": (CONTROL, lambda s, t: s.remove_watch(t.watch.id)),
+    "add_matrix_channel": (
+        CONTROL,
+        lambda s, t: s.add_matrix_channel(
+            person_id=_pid(t),
+            name="matrix",
+            homeserver="http://127.0.0.1:9",  # nothing listens: refused on its merits
+            user="@bot:x.io",
+            person="@me:x.io",
+            token="syt_x",
+        ),
+    ),
+    "take_matrix_message": (CONTROL, lambda s, t: _matrix_message(s, t)),
+    "matrix_answers": (CONTROL, lambda s, t: _matrix_answers(s, t)),
 }
+
+
+async def _matrix_channel(s: Service, t: Tenant) -> Channel:
+    """The tenant's Matrix channel (made here, through the store: the tenants have none)."""
+    channel = Channel(
+        id=f"chn_mx_{t.person.id}",
+        person_id=t.person.id,
+        kind=ChannelKind.MATRIX,
+        name="matrix",
+        config={"user": "@bot:x.io", "person": "@me:x.io", "room": "!dm:x.io"},
+        created_at=t.task.created_at,
+    )
+    with contextlib.suppress(Conflict):
+        await s.store.channels.add(channel)
+    return channel
+
+
+async def _matrix_message(s: Service, t: Tenant) -> str:
+    """A message the person wrote in a room (a new conversation: no homeserver is asked)."""
+    channel = await _matrix_channel(s, t)
+    message = RoomMessage(
+        channel_id=channel.id,
+        room_id="!dm:x.io",
+        event_id=f"${new_id('e')}",
+        sender="@me:x.io",
+        text="What is on today?",
+        members=frozenset({"@bot:x.io", "@me:x.io"}),
+    )
+    return await s.take_matrix_message(message)
+
+
+async def _matrix_answers(s: Service, t: Tenant) -> int:
+    return await s.matrix_answers(channel_id=(await _matrix_channel(s, t)).id)
+
+
 NOT_A_CASE = {
     "authenticate": "how a token becomes a bound service; tested below",
     "receive_webhook": "its credential is the delivery's signature: tests/api/test_webhooks.py",

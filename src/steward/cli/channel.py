@@ -8,7 +8,7 @@ import sys
 import typer
 from rich.text import Text
 
-from steward.cli.common import DbOption, JsonOption, PersonOption, console, run, service
+from steward.cli.common import DbOption, JsonOption, console, run, service
 from steward.domain.channel import Channel
 from steward.service.encode import to_jsonable
 
@@ -30,7 +30,12 @@ def add_matrix(
     room: str | None = typer.Option(
         None, "--room", help="A room you and the bot are in (default: a new direct room)."
     ),
-    person: str | None = PersonOption,
+    person: str | None = typer.Option(
+        None,
+        "--for",
+        envvar="STEWARD_PERSON",
+        help="Person id (Steward's; --person is your Matrix user id here).",
+    ),
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -38,13 +43,15 @@ def add_matrix(
     read from standard input (its first line) and kept in the vault. Without --room the bot
     opens a direct room and invites you; in a room with other people too, the agent keeps
     what is private to you to itself."""
-    token = sys.stdin.readline().strip() if not sys.stdin.isatty() else ""
-    if not token:
-        token = typer.prompt("The bot's access token", hide_input=True)
 
     async def main() -> Channel:
         async with service(db) as svc:
-            who = await svc.person(person)
+            who = await svc.person(person)  # looked up before the token is read
+            token = (
+                typer.prompt("The bot's access token", hide_input=True)
+                if sys.stdin.isatty()
+                else sys.stdin.readline().strip()
+            )
             return await svc.add_matrix_channel(
                 person_id=who.id,
                 name=name,
