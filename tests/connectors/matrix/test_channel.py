@@ -349,3 +349,28 @@ async def test_a_refusing_homeserver_is_a_refused_channel(setup: Setup) -> None:
     )
     with pytest.raises(ChannelRefused, match="refused"):
         await MatrixSender(env=setup.env).send(channel, message)
+
+
+async def test_the_listener_follows_the_rooms_and_answers_on_its_own(setup: Setup) -> None:
+    """What ``steward up`` runs: the long poll takes the message, the answer loop posts the
+    agent's answer, both stop when told to."""
+    store = setup.store
+    listener = MatrixListener(env=setup.env, people=setup.svc, poll_seconds=1.0, answer_seconds=0.2)
+    stop = asyncio.Event()
+    running = asyncio.create_task(listener.run(stop))
+    try:
+        await setup.say(setup.me, setup.dm, "When is my dentist appointment?")
+
+        async def asked() -> bool:
+            return bool(await store.tasks.list_tasks(person_id=setup.person_id, kind="agent"))
+
+        await eventually(asked, "the message to be taken", seconds=scaled(60))
+        await setup.worker.run_until_idle()
+
+        async def answered() -> bool:
+            return (await setup.last_from_bot(setup.dm)).startswith(ANSWER)
+
+        await eventually(answered, "the answer in the room", seconds=scaled(60), every=0.2)
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, scaled(30))
