@@ -22,6 +22,7 @@ import structlog
 
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.matrix.client import (
+    BotAccount,
     bot_account,
     checked,
     connected,
@@ -98,14 +99,23 @@ class MatrixListener:
     async def follow(self, channel_id: str, stop: asyncio.Event) -> None:
         """Sync one channel and post its answers until ``stop`` is set."""
         answering = asyncio.create_task(self._answer(channel_id, stop))
+        # the bot's token is opened once (each opening is audited), and again after a failure
+        account: BotAccount | None = None
         try:
             while not stop.is_set():
                 try:
-                    await self.sync_once(channel_id, wait_seconds=self.poll_seconds)
+                    if account is None:
+                        account = await bot_account(
+                            self.env, await self.env.store.channels.get(channel_id)
+                        )
+                    await self.sync_once(
+                        channel_id, wait_seconds=self.poll_seconds, account=account
+                    )
                     continue
                 except NotFound:
                     return  # the channel was removed
                 except (ChannelUnavailable, ChannelRefused) as exc:
+                    account = None
                     log.warning("Matrix channel not synced", channel=channel_id, error=str(exc))
                 except Exception as exc:  # the database, most likely
                     log.warning("Matrix sync failed", channel=channel_id, error=str(exc))
@@ -126,16 +136,19 @@ class MatrixListener:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.answer_seconds)
 
-    async def sync_once(self, channel_id: str, *, wait_seconds: float = 0.0) -> int:
+    async def sync_once(
+        self, channel_id: str, *, wait_seconds: float = 0.0, account: BotAccount | None = None
+    ) -> int:
         """One sync of a channel (waiting up to ``wait_seconds`` on the homeserver for something
-        new): the person's invitations accepted, their messages handed over; how many."""
+        new): the person's invitations accepted, their messages handed over; how many.
+        ``account``: the bot's account opened already (else it is opened from the vault)."""
         channel = await self.env.store.channels.get(channel_id)
         if channel.kind is not ChannelKind.MATRIX or not channel.enabled:
             return 0
         since = channel.config.get("since")
         bot = str(channel.config.get("user", ""))
         person = str(channel.config.get("person", ""))
-        async with connected(await bot_account(self.env, channel)) as client:
+        async with connected(account or await bot_account(self.env, channel)) as client:
             async with reaching("sync"):
                 response = await client.sync(
                     timeout=int(wait_seconds * 1000) if since else 0,
