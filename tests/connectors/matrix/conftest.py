@@ -9,9 +9,6 @@ import pytest
 
 from support.matrixserver import MatrixServer, running_synapse, skip_or_fail, synapse_missing
 
-STARTS: list[float] = []
-"""How long the session's Synapse took to answer (the report at the end prints it)."""
-
 
 @pytest.fixture(scope="session")
 def matrix_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MatrixServer]:
@@ -19,6 +16,5 @@ def matrix_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MatrixSe
     if missing is not None:
         skip_or_fail(missing)
     with running_synapse(tmp_path_factory.mktemp("synapse")) as server:
-        STARTS.append(server.started_seconds)
         print(f"\nSynapse answered {server.started_seconds:.1f} s after it was started")
         yield server
