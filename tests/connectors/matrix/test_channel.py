@@ -353,11 +353,22 @@ async def test_a_refusing_homeserver_is_a_refused_channel(setup: Setup) -> None:
 
 async def test_the_listener_follows_the_rooms_and_answers_on_its_own(setup: Setup) -> None:
     """What ``steward up`` runs: the long poll takes the message, the answer loop posts the
-    agent's answer, both stop when told to."""
+    agent's answer, both stop when told to. Two processes: one follows the channel."""
     store = setup.store
-    listener = MatrixListener(env=setup.env, people=setup.svc, poll_seconds=1.0, answer_seconds=0.2)
+    one, two = (
+        MatrixListener(
+            env=setup.env, people=setup.svc, poll_seconds=1.0, answer_seconds=0.2, holder=name
+        )
+        for name in ("one", "two")
+    )
     stop = asyncio.Event()
-    running = asyncio.create_task(listener.run(stop))
+    running = [asyncio.create_task(one.run(stop))]
+
+    async def following() -> bool:
+        return setup.channel.id in one._holding
+
+    await eventually(following, "the first listener to follow the channel", seconds=scaled(30))
+    running.append(asyncio.create_task(two.run(stop)))
     try:
         await setup.say(setup.me, setup.dm, "When is my dentist appointment?")
 
@@ -371,6 +382,10 @@ async def test_the_listener_follows_the_rooms_and_answers_on_its_own(setup: Setu
             return (await setup.last_from_bot(setup.dm)).startswith(ANSWER)
 
         await eventually(answered, "the answer in the room", seconds=scaled(60), every=0.2)
+        assert len(await store.tasks.list_tasks(person_id=setup.person_id, kind="agent")) == 1
+        said = [m for m in await setup.room(setup.dm) if m["sender"] == setup.bot.user_id]
+        assert len(said) == 1
+        assert not two._holding  # the other process never followed it
     finally:
         stop.set()
-        await asyncio.wait_for(running, scaled(30))
+        await asyncio.wait_for(asyncio.gather(*running), scaled(30))

@@ -1,7 +1,8 @@
 """The Matrix channel inbound: a long-poll sync of the bot's rooms, per Matrix channel, that
 hands the person's messages over and has the agent's answers posted.
 
-Only messages from the person's own user id are handed over (:class:`MatrixPeople`), with the
+One process follows each channel, under a lease in the database. Only messages from the
+person's own user id are handed over (:class:`MatrixPeople`), with the
 room's members as read then (the room's audience follows from them); what others write in a
 group room is never taken as the person's words. The bot joins a room when the person invites
 it, and no one else's invitation. The sync position is saved in the channel before the messages
@@ -22,6 +23,7 @@ import structlog
 
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.matrix.client import (
+    REQUEST_SECONDS,
     BotAccount,
     bot_account,
     checked,
@@ -32,6 +34,7 @@ from steward.connectors.matrix.client import (
 from steward.connectors.matrix.room import RoomMessage, own_words, reply_target
 from steward.domain.channel import Channel, ChannelKind
 from steward.errors import ChannelRefused, ChannelUnavailable, NotFound
+from steward.runtime.worker import default_worker_name
 
 log = structlog.get_logger(__name__)
 
@@ -60,7 +63,15 @@ class MatrixListener:
     """How often channels added or removed are looked for."""
     retry_seconds: float = 15.0
     """Wait after a homeserver that could not be reached or refused."""
+    holder: str = field(default_factory=default_worker_name)
+    """This process's name in the channels' leases: one process follows each channel."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _holding: set[str] = field(default_factory=set)
+
+    @property
+    def lease_seconds(self) -> float:
+        """A channel's lease outlives one long poll and a retry, with margin."""
+        return 2 * (self.poll_seconds + REQUEST_SECONDS + self.retry_seconds)
 
     def _lock(self, channel_id: str) -> asyncio.Lock:
         """One writer of a channel's settings at a time (the sync position, the rooms)."""
@@ -101,9 +112,19 @@ class MatrixListener:
         answering = asyncio.create_task(self._answer(channel_id, stop))
         # the bot's token is opened once (each opening is audited), and again after a failure
         account: BotAccount | None = None
+        lease = f"matrix:{channel_id}"
         try:
             while not stop.is_set():
                 try:
+                    held = await self.env.store.schedule.acquire_lease(
+                        lease, holder=self.holder, ttl_seconds=self.lease_seconds
+                    )
+                    if held is None:  # another process follows it; look again later
+                        self._holding.discard(channel_id)
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(stop.wait(), self.refresh_seconds)
+                        continue
+                    self._holding.add(channel_id)
                     if account is None:
                         account = await bot_account(
                             self.env, await self.env.store.channels.get(channel_id)
@@ -122,15 +143,19 @@ class MatrixListener:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.retry_seconds)
         finally:
+            self._holding.discard(channel_id)
             answering.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await answering
+            with contextlib.suppress(Exception):
+                await self.env.store.schedule.release_lease(lease, holder=self.holder)
 
     async def _answer(self, channel_id: str, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
-                async with self._lock(channel_id):
-                    await self.people.matrix_answers(channel_id=channel_id)
+                if channel_id in self._holding:  # the process following the channel answers
+                    async with self._lock(channel_id):
+                        await self.people.matrix_answers(channel_id=channel_id)
             except Exception as exc:  # the database or the homeserver: next time
                 log.warning("Matrix answers not posted", channel=channel_id, error=str(exc))
             with contextlib.suppress(TimeoutError):
