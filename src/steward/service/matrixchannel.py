@@ -159,7 +159,11 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
         now = self.clock.now()
         await self.store.channels.touch_last_used(channel.id, now)
         if message.reply_to is not None:
-            target = await self._event(channel, message.room_id, message.reply_to)
+            try:
+                target = await self._event(channel, message.room_id, message.reply_to)
+            except (ChannelUnavailable, ChannelRefused) as exc:  # not a turn: it may be a decision
+                log.warning("replied-to message not read", channel=channel.id, error=str(exc))
+                return "the message it answers could not be read: nothing taken"
             if target is not None and target[0] == bot and REF_FIELD in target[1]:
                 return await self._decide(channel, message, target[1])
         audience = audience_of(
