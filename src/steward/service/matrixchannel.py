@@ -6,6 +6,7 @@ direct room of the two, where notifications go. The listener
 (:class:`~steward.connectors.matrix.listen.MatrixListener`) hands every message the person writes
 in a room the bot is in to :meth:`MatrixChannelService.take_matrix_message`, which takes it as:
 
+- a reply to a question Steward sent (it names the task that asks): its answer;
 - a reply to an approval message Steward sent (it names the approval): "approve" or "deny"
   decides it through :meth:`~steward.service.approvals.ApprovalService.decide_approval`, with
   the same scopes as the dashboard, when the approval is the person's, still waiting and asks
@@ -165,6 +166,9 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
                 log.warning("replied-to message not read", channel=channel.id, error=str(exc))
                 return "the message it answers could not be read: nothing taken"
             if target is not None and target[0] == bot and REF_FIELD in target[1]:
+                ref = str(target[1][REF_FIELD])
+                if ref.startswith("tsk_"):
+                    return await self._answer_question(channel, message, ref)
                 return await self._decide(channel, message, target[1])
         audience = audience_of(
             message.room_id, members=set(message.members), bot=bot, person=person
@@ -234,6 +238,27 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
         said = "Approved" if decided.status is ApprovalStatus.APPROVED else "Denied"
         await self._reply(channel, message, f"{said}: {decided.headline}.")
         return f"approval {decided.id} {decided.status.value} in Matrix"
+
+    async def _answer_question(self, channel: Channel, message: RoomMessage, task_id: str) -> str:
+        """The person's reply to a question a task asked: its answer. The task's later answers
+        are posted in this room (it becomes the room's conversation)."""
+        try:
+            task = await self.store.tasks.get_task(task_id)
+        except NotFound:
+            task = None
+        if task is None or task.person_id != channel.person_id:
+            await self._reply(channel, message, "I do not recognise this question.")
+            return "question reply refused (unknown)"
+        if task.status is not TaskStatus.WAITING or task.wait is None or task.wait.kind != "input":
+            await self._reply(channel, message, "This question is no longer waiting for an answer.")
+            return "question reply refused (not waiting)"
+        await self.answer_task(task.id, message.text or "(an empty message)")
+        await self._keep(
+            channel.id,
+            message.room_id,
+            {"task": task.id, "seq": task.step_seq, "audience": str(Audience.of_task(task.input))},
+        )
+        return f"question of {task.id} answered in Matrix"
 
     async def _converse(self, channel: Channel, message: RoomMessage, audience: Audience) -> str:
         held = _rooms(channel).get(message.room_id)

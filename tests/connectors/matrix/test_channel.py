@@ -389,3 +389,42 @@ async def test_the_listener_follows_the_rooms_and_answers_on_its_own(setup: Setu
     finally:
         stop.set()
         await asyncio.wait_for(asyncio.gather(*running), scaled(30))
+
+
+async def test_a_question_sent_to_the_room_is_answered_by_a_reply(setup: Setup) -> None:
+    svc = setup.svc
+    task = await svc.ask_agent(
+        person_id=setup.person_id, instructions="When is my dentist appointment?", chat=True
+    )
+    await setup.worker.run_until_idle()
+    asking = await svc.get_task(task.id)
+    assert asking.wait is not None
+    assert asking.wait.kind == "input"
+    receipt = await MatrixSender(env=setup.env).send(
+        setup.channel,
+        OutboundMessage(
+            key=f"question:{task.id}:{asking.step_seq}",
+            person_id=setup.person_id,
+            kind="question",
+            title="The agent asks",
+            body=asking.wait.prompt or "",
+            importance="actionable",
+            link=f"/chat/{task.id}",
+            ref=task.id,
+        ),
+    )
+    assert "Reply to this message to answer." in await setup.last_from_bot(setup.dm)
+
+    await setup.say(setup.me, setup.dm, "Which floor?", reply_to=receipt.detail)
+    await setup.taken()
+    await setup.worker.run_until_idle()
+    assert any("Which floor?" in str(s.output) for s in await svc.steps(task.id))
+    assert await svc.matrix_answers(channel_id=setup.channel.id) == 1
+    assert (await setup.last_from_bot(setup.dm)).startswith(f"{ANSWER} (turn 2)")
+
+    # a reply once the question no longer waits (its conversation was cancelled): said so
+    await svc.control_task(task.id, "cancel")
+    await setup.say(setup.me, setup.dm, "Third floor?", reply_to=receipt.detail)
+    await setup.taken()
+    assert "no longer waiting for an answer" in await setup.last_from_bot(setup.dm)
+    assert len(await setup.store.tasks.list_tasks(person_id=setup.person_id, kind="agent")) == 1

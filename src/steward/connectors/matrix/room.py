@@ -13,7 +13,8 @@ from steward.domain.audience import PRIVATE, Audience, AudienceKind
 from steward.domain.channel import OutboundMessage
 
 REF_FIELD = "org.steward.ref"
-"""The field of a message Steward sent naming what it is about (an approval's id)."""
+"""The field of a message Steward sent naming what it is about (an approval's id, or the id of
+the task that asks a question)."""
 ARGS_FIELD = "org.steward.args_hash"
 """The field naming the arguments an approval message asked about (their hash)."""
 
@@ -108,6 +109,8 @@ def plain_text(message: OutboundMessage) -> str:
         lines += ["", message.body.strip()]
     if message.kind == "approval":
         lines += ["", 'Reply to this message with "approve" or "deny" to decide.']
+    elif message.kind == "question" and message.ref:
+        lines += ["", "Reply to this message to answer."]
     if message.link:
         lines += ["", f"Details in the dashboard: {message.link}"]
     return "\n".join(lines)
