@@ -167,7 +167,7 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
                 return "the message it answers could not be read: nothing taken"
             if target is not None and target[0] == bot and REF_FIELD in target[1]:
                 ref = str(target[1][REF_FIELD])
-                if ref.startswith("tsk_"):
+                if ref.startswith(("q.", "tsk_")):
                     return await self._answer_question(channel, message, ref)
                 return await self._decide(channel, message, target[1])
         audience = audience_of(
@@ -239,9 +239,12 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
         await self._reply(channel, message, f"{said}: {decided.headline}.")
         return f"approval {decided.id} {decided.status.value} in Matrix"
 
-    async def _answer_question(self, channel: Channel, message: RoomMessage, task_id: str) -> str:
-        """The person's reply to a question a task asked: its answer. The task's later answers
-        are posted in this room (it becomes the room's conversation)."""
+    async def _answer_question(self, channel: Channel, message: RoomMessage, ref: str) -> str:
+        """The person's reply to a question a task asked (``q.<task>.<step>``, the question's
+        own reference, or the task's id): its answer, when the task still waits for it. The
+        task's later answers are posted in this room (it becomes the room's conversation)."""
+        asked = ref.split(".")[1] if ref.startswith("q.") and ref.count(".") == 2 else None
+        task_id = asked or ref
         try:
             task = await self.store.tasks.get_task(task_id)
         except NotFound:
@@ -249,7 +252,13 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
         if task is None or task.person_id != channel.person_id:
             await self._reply(channel, message, "I do not recognise this question.")
             return "question reply refused (unknown)"
-        if task.status is not TaskStatus.WAITING or task.wait is None or task.wait.kind != "input":
+        wait = task.wait
+        if (
+            task.status is not TaskStatus.WAITING
+            or wait is None
+            or wait.kind != "input"
+            or (asked is not None and wait.ref != ref)  # it asks something else now
+        ):
             await self._reply(channel, message, "This question is no longer waiting for an answer.")
             return "question reply refused (not waiting)"
         await self.answer_task(task.id, message.text or "(an empty message)")

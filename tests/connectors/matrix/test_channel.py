@@ -48,8 +48,13 @@ SECRET = "my door code is 4711"
 
 def agent(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
     """Answers in a chat, repeating any door code it was given to recall; asked to write to
-    Dana, sends her an email (which waits for the person's approval), then finishes."""
+    Dana, sends her an email (which waits for the person's approval), then finishes; asked to
+    book the dentist, asks the person which day, then finishes."""
     asked = " ".join(m.content for m in messages if m.role == "user" and m.content)
+    if "Book the dentist" in asked:
+        if messages[-1].role != "tool":
+            return call_tool("ask_person", question="Which day suits you?")
+        return call_tool("finish", result=f"Booked: {messages[-1].content}")
     if "Dana" in asked:
         if not [c for m in messages if m.role == "assistant" for c in m.tool_calls]:
             return call_tool("send_email", to="dana@example.org", body="Thursday works")
@@ -393,38 +398,37 @@ async def test_the_listener_follows_the_rooms_and_answers_on_its_own(setup: Setu
 
 async def test_a_question_sent_to_the_room_is_answered_by_a_reply(setup: Setup) -> None:
     svc = setup.svc
-    task = await svc.ask_agent(
-        person_id=setup.person_id, instructions="When is my dentist appointment?", chat=True
-    )
+    task = await svc.ask_agent(person_id=setup.person_id, instructions="Book the dentist")
     await setup.worker.run_until_idle()
     asking = await svc.get_task(task.id)
     assert asking.wait is not None
     assert asking.wait.kind == "input"
+    assert asking.wait.ref is not None  # the question's own reference, q.<task>.<step>
     receipt = await MatrixSender(env=setup.env).send(
         setup.channel,
         OutboundMessage(
-            key=f"question:{task.id}:{asking.step_seq}",
+            key=f"{asking.wait.ref}:{setup.channel.id}",
             person_id=setup.person_id,
             kind="question",
-            title="The agent asks",
-            body=asking.wait.prompt or "",
+            title="Which day suits you?",
+            body="",
             importance="actionable",
-            link=f"/chat/{task.id}",
-            ref=task.id,
+            link="/inbox",
+            ref=asking.wait.ref,
         ),
     )
     assert "Reply to this message to answer." in await setup.last_from_bot(setup.dm)
 
-    await setup.say(setup.me, setup.dm, "Which floor?", reply_to=receipt.detail)
+    await setup.say(setup.me, setup.dm, "Thursday", reply_to=receipt.detail)
     await setup.taken()
     await setup.worker.run_until_idle()
-    assert any("Which floor?" in str(s.output) for s in await svc.steps(task.id))
+    done = await svc.get_task(task.id)
+    assert done.status is TaskStatus.SUCCEEDED
     assert await svc.matrix_answers(channel_id=setup.channel.id) == 1
-    assert (await setup.last_from_bot(setup.dm)).startswith(f"{ANSWER} (turn 2)")
+    assert (await setup.last_from_bot(setup.dm)).endswith("answered: Thursday")
 
-    # a reply once the question no longer waits (its conversation was cancelled): said so
-    await svc.control_task(task.id, "cancel")
-    await setup.say(setup.me, setup.dm, "Third floor?", reply_to=receipt.detail)
+    # a reply once the question no longer waits: said so, nothing else happens
+    await setup.say(setup.me, setup.dm, "Friday?", reply_to=receipt.detail)
     await setup.taken()
     assert "no longer waiting for an answer" in await setup.last_from_bot(setup.dm)
     assert len(await setup.store.tasks.list_tasks(person_id=setup.person_id, kind="agent")) == 1

@@ -4,7 +4,7 @@ room with the bot (:class:`~steward.domain.channel.ChannelSender`).
 A message carries a plain body and a simple formatted one (its title in bold); one about an
 approval also names the approval and the arguments it asks about (:data:`.room.REF_FIELD`,
 :data:`.room.ARGS_FIELD`), so a reply to it can decide exactly that approval; one with a
-question names the task that asks, so a reply answers it. Its transaction id
+question names it (``q.<task>.<step>``), so a reply answers it. Its transaction id
 is derived from the delivery's key: a retried delivery is one message in the room.
 """
 
@@ -40,7 +40,7 @@ class MatrixSender:
                 raise ChannelRefused("the approval this message is about is gone") from exc
             extra = {REF_FIELD: approval.id, ARGS_FIELD: approval.args_hash}
         elif message.kind == "question" and message.ref:
-            extra = {REF_FIELD: message.ref}  # the task that asks: a reply answers it
+            extra = {REF_FIELD: message.ref}  # the question (q.<task>.<step>): a reply answers it
         content = text_content(plain_text(message), title=True, **extra)
         txn = hashlib.sha256(f"steward:{message.key}".encode()).hexdigest()[:32]
         async with connected(await bot_account(self.env, channel)) as client:
