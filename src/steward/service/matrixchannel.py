@@ -181,9 +181,10 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
         A homeserver that cannot take one now is tried again next time."""
         channel = await self.store.channels.get(channel_id)
         self._for(channel.person_id, CONTROL)
-        rooms = _rooms(channel)
+        if channel.kind is not ChannelKind.MATRIX or not channel.enabled:
+            return 0
         posted = 0
-        for room_id, held in rooms.items():
+        for room_id, held in _rooms(channel).items():
             try:
                 task = await self.store.tasks.get_task(str(held.get("task")))
             except NotFound:

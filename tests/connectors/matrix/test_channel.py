@@ -237,6 +237,14 @@ async def test_the_person_talks_with_the_agent_in_the_direct_room(setup: Setup) 
     assert await again.sync_once(setup.channel.id) == 0
     assert len(await store.tasks.list_tasks(person_id=setup.person_id, kind="agent")) == 1
 
+    # a channel switched off takes nothing and posts nothing
+    await store.channels.set_enabled(setup.channel.id, enabled=False)
+    await setup.say(setup.me, setup.dm, "Are you there?")
+    assert await again.sync_once(setup.channel.id, wait_seconds=scaled(1)) == 0
+    assert await svc.matrix_answers(channel_id=setup.channel.id) == 0
+    steps = await svc.steps(task.id)
+    assert not any("Are you there?" in str(s.output) for s in steps)
+
 
 async def test_a_group_room_hears_nothing_private_and_others_are_not_the_person(
     setup: Setup,
