@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run test lint typecheck bench
+.PHONY: install run test lint typecheck bench matrix-venv
 
 install: $(VENV)/.installed
 
@@ -16,6 +16,17 @@ $(VENV)/.installed: pyproject.toml
 	URLLIB3_NO_OVERRIDE=1 $(BIN)/pip install -q --no-binary=urllib3-future -e '.[dev]'
 	touch $@
 
+# Synapse, the Matrix homeserver the Matrix channel's tests start, in a venv of its own (its
+# pins would fight ours); PyPI only
+MATRIX_VENV ?= .venv-matrix
+matrix-venv: $(MATRIX_VENV)/.installed
+
+$(MATRIX_VENV)/.installed:
+	$(PYTHON) -m venv $(MATRIX_VENV)
+	$(MATRIX_VENV)/bin/pip install -q --upgrade pip
+	$(MATRIX_VENV)/bin/pip install -q 'matrix-synapse>=1.100'
+	touch $@
+
 run: install
 	$(BIN)/steward up
 
@@ -26,7 +37,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck matrix-venv
 	$(BIN)/pytest
 
 bench: install

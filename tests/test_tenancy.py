@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from steward.connectors.mail.person import PersonLetter
+from steward.connectors.matrix.room import RoomMessage
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
 from steward.domain.channel import Channel, ChannelKind
 from steward.domain.clock import SimulatedClock
@@ -269,6 +270,19 @@ CASES: dict[str, tuple[str, Call]] = {
     ),
     "take_person_mail": (CONTROL, lambda s, t: _person_mail(s, t)),
     "mail_answers": (READ, lambda s, t: s.mail_answers(person_id=_pid(t))),
+    "add_matrix_channel": (
+        CONTROL,
+        lambda s, t: s.add_matrix_channel(
+            person_id=_pid(t),
+            name="matrix",
+            homeserver="http://127.0.0.1:9",  # nothing listens: refused on its merits
+            user="@bot:x.io",
+            person="@me:x.io",
+            token="syt_x",
+        ),
+    ),
+    "take_matrix_message": (CONTROL, lambda s, t: _matrix_message(s, t)),
+    "matrix_answers": (CONTROL, lambda s, t: _matrix_answers(s, t)),
 }
 
 
@@ -295,6 +309,39 @@ async def _person_mail(s: Service, t: Tenant) -> str:
         tokens=(),
     )
     return await s.take_person_mail(letter)
+
+
+async def _matrix_channel(s: Service, t: Tenant) -> Channel:
+    """The tenant's Matrix channel (made here, through the store: the tenants have none)."""
+    channel = Channel(
+        id=f"chn_mx_{t.person.id}",
+        person_id=t.person.id,
+        kind=ChannelKind.MATRIX,
+        name="matrix",
+        config={"user": "@bot:x.io", "person": "@me:x.io", "room": "!dm:x.io"},
+        created_at=t.task.created_at,
+    )
+    with contextlib.suppress(Conflict):
+        await s.store.channels.add(channel)
+    return channel
+
+
+async def _matrix_message(s: Service, t: Tenant) -> str:
+    """A message the person wrote in a room (a new conversation: no homeserver is asked)."""
+    channel = await _matrix_channel(s, t)
+    message = RoomMessage(
+        channel_id=channel.id,
+        room_id="!dm:x.io",
+        event_id=f"${new_id('e')}",
+        sender="@me:x.io",
+        text="What is on today?",
+        members=frozenset({"@bot:x.io", "@me:x.io"}),
+    )
+    return await s.take_matrix_message(message)
+
+
+async def _matrix_answers(s: Service, t: Tenant) -> int:
+    return await s.matrix_answers(channel_id=(await _matrix_channel(s, t)).id)
 
 
 NOT_A_CASE = {

@@ -12,6 +12,8 @@ from steward.connectors import registry
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.http import http_tool
 from steward.connectors.mail.channel import EmailSender
+from steward.connectors.matrix.listen import MatrixListener, MatrixPeople
+from steward.connectors.matrix.sender import MatrixSender
 from steward.connectors.notify.dispatch import Dispatcher
 from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
@@ -213,6 +215,19 @@ def notify_dispatcher(
     here; a channel whose kind has no sender here fails with a notice to the person."""
     senders: dict[ChannelKind, ChannelSender] = {sender.kind: sender for sender in also}
     return Dispatcher(store=store, senders=senders, clock=clock, holder=default_worker_name())
+
+
+async def matrix_channel_sender(settings: Settings, store: Store, clock: Clock) -> MatrixSender:
+    """The Matrix channel's sender: the bot's token opened from the vault by the broker."""
+    return MatrixSender(env=await connector_env(settings, store, clock))
+
+
+async def matrix_listener(
+    settings: Settings, store: Store, clock: Clock, *, people: MatrixPeople
+) -> MatrixListener:
+    """The long-poll sync of every Matrix channel's rooms: the person's messages go to
+    ``people`` (the facade), which posts the agent's answers."""
+    return MatrixListener(env=await connector_env(settings, store, clock), people=people)
 
 
 async def build_harness(

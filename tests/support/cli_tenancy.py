@@ -64,6 +64,11 @@ TARGETED: dict[str, Argv] = {
     ],
     "token list": lambda t: ["token", "list", "--person", t.person.id],
     "token revoke": lambda t: ["token", "revoke", t.token.id, "--person", t.person.id],
+    # the person is looked up before the token is read: for A, the empty one is refused
+    "channel add matrix": lambda t: [
+        *("channel", "add", "matrix", "matrix", "--homeserver", "http://127.0.0.1:9"),
+        *("--user", "@bot:x.io", "--person", "@me:x.io", "--for", t.person.id),
+    ],
     "connection add": lambda t: [
         *("connection", "add", "x", "--kind", "x", "--scope", "x.read"),
         *("--person", t.person.id),

@@ -13,6 +13,7 @@ import sys
 import typer
 
 from steward.cli.channel_email import add_email
+from steward.cli.channel_matrix import add_matrix
 from steward.cli.common import (
     DbOption,
     JsonOption,
@@ -33,6 +34,7 @@ channel_app = typer.Typer(
 add_app = typer.Typer(help="Add a channel.", no_args_is_help=True)
 channel_app.add_typer(add_app, name="add")
 add_app.command("email")(add_email)
+add_app.command("matrix")(add_matrix)
 
 ChannelArgument = typer.Argument(..., help="The channel's name or id (chn_…).")
 _COLUMNS = ["name", "kind", "summary", "enabled", "created_at"]

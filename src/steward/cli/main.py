@@ -22,6 +22,8 @@ from steward.app import (
     database_limits,
     embedder_from,
     mail_channel_sender,
+    matrix_channel_sender,
+    matrix_listener,
     notify_dispatcher,
     task_kinds,
     web_watch_runner,
@@ -135,17 +137,6 @@ async def _serve(
         if config.scheduler
         else None
     )
-    # reports, digests, approvals and questions reach the person's channels from here
-    notify = (
-        notify_dispatcher(
-            settings,
-            store,
-            clock,
-            also=[await starting.retry(lambda: mail_channel_sender(settings, store, clock))],
-        )
-        if config.scheduler
-        else None
-    )
     service = Service(
         store,
         clock,
@@ -156,6 +147,22 @@ async def _serve(
     )
     if watcher is not None:  # the person's own mail to the agent's mailbox goes to them
         watcher.env.person_mail = service
+    # reports, digests, approvals and questions reach the person's channels from here: Apprise
+    # and Web Push (the facade's vault), e-mail and Matrix (the connected accounts)
+    notify = (
+        notify_dispatcher(
+            settings,
+            store,
+            clock,
+            also=[
+                *service.channel_senders().values(),
+                await starting.retry(lambda: mail_channel_sender(settings, store, clock)),
+                await starting.retry(lambda: matrix_channel_sender(settings, store, clock)),
+            ],
+        )
+        if config.scheduler
+        else None
+    )
     person = await starting.retry(service.ensure_person)
     # nightly, once per person
     await starting.retry(lambda: schedule_consolidation(store, clock, person_id=person.id))
@@ -183,6 +190,9 @@ async def _serve(
                     roles.create_task(answer_by_mail(service, runtime.stop_event))
                 if notify is not None:
                     roles.create_task(notify.run(runtime.stop_event))
+                if config.scheduler:  # the person's Matrix rooms
+                    listener = await matrix_listener(settings, store, clock, people=service)
+                    roles.create_task(listener.run(runtime.stop_event))
     finally:
         await store.close()
     if banner:

@@ -14,8 +14,9 @@ person's accounts), :mod:`~steward.service.memory` (what it remembers about the 
 (signed webhook deliveries), :mod:`~steward.service.channels` (the ways Steward reaches the
 person: Apprise, Web Push), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
 events), :mod:`~steward.service.webwatches` (watched web pages),
-:mod:`~steward.service.reports` (reports, quiet hours, the digest's time) and
-:mod:`~steward.service.mailchannel` (talking to the agent by e-mail).
+:mod:`~steward.service.reports` (reports, quiet hours, the digest's time),
+:mod:`~steward.service.mailchannel` (talking to the agent by e-mail) and
+:mod:`~steward.service.matrixchannel` (talking to the agent in Matrix rooms).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
 from steward.service.hooks import WebhookService
 from steward.service.mailchannel import MailChannelService
+from steward.service.matrixchannel import MatrixChannelService
 from steward.service.memory import MemoryService
 from steward.service.reports import ReportService
 from steward.service.security import SecurityService
@@ -49,6 +51,7 @@ __all__ = [
 
 class Service(
     MailChannelService,
+    MatrixChannelService,
     WorkService,
     TriggerService,
     ApprovalService,

@@ -22,9 +22,18 @@ from pydantic import TypeAdapter, ValidationError
 from steward.errors import NotFound, UsageError
 from steward.service import Service
 
-NOT_REMOTE = frozenset({"authenticate", "receive_webhook", "receive_codehost", "take_person_mail"})
+NOT_REMOTE = frozenset(
+    {
+        "authenticate",
+        "receive_webhook",
+        "receive_codehost",
+        "take_person_mail",
+        "take_matrix_message",
+    }
+)
 """Public facade methods no remote call may name: the server binds the caller's token itself,
-and webhook deliveries have their own signed route, as the person's mail has the mail watch."""
+webhook deliveries have their own signed route, the person's mail the mail watch and their
+Matrix messages the listener."""
 
 
 class BadArguments(UsageError):
