@@ -10,7 +10,6 @@ case here.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -23,12 +22,12 @@ import pytest
 from steward.connectors.mail.person import PersonLetter
 from steward.connectors.matrix.room import RoomMessage
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
-from steward.domain.channel import Channel, ChannelKind
+from steward.domain.channel import Channel
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.domain.trigger import TriggerBudget
 from steward.domain.webwatch import Extract, Extractor
-from steward.errors import Conflict, Forbidden, NotFound, StewardError, Unauthorized
+from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Store
@@ -287,18 +286,8 @@ CASES: dict[str, tuple[str, Call]] = {
 
 
 async def _person_mail(s: Service, t: Tenant) -> str:
-    """A message from the tenant's mail channel's address (the channel made here: the
-    tenants have none)."""
-    channel = Channel(
-        id=f"chn_{t.person.id}",
-        person_id=t.person.id,
-        kind=ChannelKind.EMAIL,
-        name="email",
-        config={"connection": t.connection.id, "address": "me@x.io"},
-        created_at=t.task.created_at,
-    )
-    with contextlib.suppress(Conflict):
-        await s.store.channels.add(channel)
+    """A message from the address of the tenant's mail channel."""
+    channel = await s.store.channels.get(f"chn_{t.person.id}")
     letter = PersonLetter(
         channel=channel,
         message_id=f"<{new_id('m')}@x.io>",
@@ -312,18 +301,8 @@ async def _person_mail(s: Service, t: Tenant) -> str:
 
 
 async def _matrix_channel(s: Service, t: Tenant) -> Channel:
-    """The tenant's Matrix channel (made here, through the store: the tenants have none)."""
-    channel = Channel(
-        id=f"chn_mx_{t.person.id}",
-        person_id=t.person.id,
-        kind=ChannelKind.MATRIX,
-        name="matrix",
-        config={"user": "@bot:x.io", "person": "@me:x.io", "room": "!dm:x.io"},
-        created_at=t.task.created_at,
-    )
-    with contextlib.suppress(Conflict):
-        await s.store.channels.add(channel)
-    return channel
+    """The tenant's Matrix channel."""
+    return await s.store.channels.get(f"chn_mx_{t.person.id}")
 
 
 async def _matrix_message(s: Service, t: Tenant) -> str:

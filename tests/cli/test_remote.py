@@ -111,8 +111,9 @@ def test_every_command_does_the_same_remotely_as_on_the_database(
     assert differences == []
     # most succeed; the rest fail the same way (connect and connection test, for one: no server
     # answers there; channel add apprise reads no URL, and the tenant's channel has no address
-    # for channel test)
-    assert succeeded >= len(TARGETED) - 16
+    # for channel test; channel add email names an account that is not a mailbox, channel add
+    # matrix a homeserver nobody runs)
+    assert succeeded >= len(TARGETED) - 18
 
 
 def test_listings_print_the_same_through_the_server(served: Served) -> None:

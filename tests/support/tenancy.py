@@ -228,6 +228,31 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
             )
         )
     )
+    # the person's own mail and Matrix channels, with ids the mail and Matrix cases find them by
+    for kind, channel_id, name, config in (
+        (
+            ChannelKind.EMAIL,
+            f"chn_{pid}",
+            "mail",
+            {"connection": connection.id, "address": "me@x.io"},
+        ),
+        (
+            ChannelKind.MATRIX,
+            f"chn_mx_{pid}",
+            "chat",
+            {"user": "@bot:x.io", "person": "@me:x.io", "room": "!dm:x.io"},
+        ),
+    ):
+        await store.channels.add(
+            Channel(
+                id=channel_id,
+                person_id=pid,
+                kind=kind,
+                name=name,
+                config=config,
+                created_at=now,
+            )
+        )
     return Tenant(
         person=person,
         goal=goal,
