@@ -218,9 +218,11 @@ def _banner(
     address: str | None,
     login: str | None = None,
 ) -> None:
-    roles = (["scheduler", "account watches"] if config.scheduler else []) + [
-        f"{config.workers} worker(s)"
-    ]
+    roles = (
+        ["scheduler", "account and page watches", "deliveries to your channels"]
+        if config.scheduler
+        else []
+    ) + [f"{config.workers} worker(s)"]
     where = store.url
     if store.dialect == "sqlite":
         where = f"{store.backend.path} (SQLite, WAL)"  # type: ignore[attr-defined]
