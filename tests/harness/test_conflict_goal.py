@@ -102,9 +102,10 @@ def overlapping(events: list[dict[str, str]]) -> tuple[dict[str, str], dict[str,
     return None
 
 
-def conflict_model(clock: SimulatedClock) -> ScriptedModel:
+def conflict_model(clock: SimulatedClock, seen: list[tuple[date, int]]) -> ScriptedModel:
     """Sets up the goal when asked in chat; on each run reads today's calendar and reports
-    only when two events in the tool's result overlap."""
+    only when two events in the tool's result overlap (noting in ``seen`` the day and how
+    many events the calendar's answer held)."""
 
     def answer(messages: Sequence[Message], specs: Sequence[ToolSpec]) -> ModelResponse:
         said = " ".join(str(m.content) for m in messages if m.role == "user")
@@ -118,7 +119,9 @@ def conflict_model(clock: SimulatedClock) -> ScriptedModel:
             tomorrow = today + timedelta(days=1)
             return call_tool("calendar_events", start=str(today), end=str(tomorrow))
         if len(results) == 1:
-            pair = overlapping(events_seen(results[0]))
+            events = events_seen(results[0])
+            seen.append((clock.now().astimezone(ZURICH).date(), len(events)))
+            pair = overlapping(events)
             if pair is not None:
                 first, second = pair
                 return call_tool(
@@ -175,7 +178,8 @@ async def test_two_weeks_of_weekday_checks_report_exactly_the_planted_conflicts(
         )
     )
     dispatcher = Dispatcher(store=store, senders={sender.kind: sender}, clock=clock, holder="d1")
-    model = conflict_model(clock)
+    seen: list[tuple[date, int]] = []
+    model = conflict_model(clock, seen)
     harness = await build_harness(Settings(data_dir=tmp_path), store, clock, model=model)
 
     chat = await svc.ask_agent(person_id=person.id, instructions=ASKED, chat=True)
@@ -222,8 +226,9 @@ async def test_two_weeks_of_weekday_checks_report_exactly_the_planted_conflicts(
         local = run.created_at.astimezone(ZURICH)
         assert (local.weekday() < 5, local.hour, local.minute) == (True, 8, 0)
         assert run.status is TaskStatus.SUCCEEDED
-    read = sum(1 for request in model.requests if request[0][-1].role == "tool")
-    assert read >= 10  # every run saw the calendar's answer before deciding
+    # every run decided from the calendar's answer: three events a day, four on conflict days
+    days = sorted(run.created_at.astimezone(ZURICH).date() for run in runs)
+    assert seen == [(day, 4 if day in CONFLICT_DAYS else 3) for day in days]
 
     reports = await svc.list_reports(person_id=person.id)
     assert len(reports) == 2
