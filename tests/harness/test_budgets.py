@@ -10,6 +10,8 @@ import pytest
 
 from steward.domain import Budget, Person, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
+from steward.domain.goal import Overrun
+from steward.domain.runtime_reports import goal_budget_reached
 from steward.harness.agent import AgentHarness
 from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
@@ -18,6 +20,7 @@ from steward.models.scripted import call_tool
 from steward.runtime.worker import Worker
 from steward.store import Store
 from support.agents import agent_worker
+from support.clock import START
 
 S = TaskStatus
 PRICE = Price(input_per_mtok=1000.0, output_per_mtok=1000.0)
@@ -241,3 +244,67 @@ async def test_usage_is_summed_per_activation_and_per_goal(
     assert spent["tokens"] == sum(a.usage["tokens"] for a in activations)
     assert spent["cost_usd"] == pytest.approx(sum(a.usage["cost_usd"] for a in activations))
     assert spent["cost_usd"] > 0
+
+
+async def test_a_goal_budget_that_stops_work_reports_it_once_per_cap_in_words(
+    store: Store, clock: SimulatedClock, person: Person, workspace: Workspace
+) -> None:
+    """The goal's cost cap pauses its task: one runtime report, actionable, in words, written
+    with the pause. Its next task, refused by the same cap, reports nothing more (nor a task
+    failure); a raised cap reached again is a new stop and says so again."""
+    model = runaway(PRICE)
+    harness = AgentHarness(model=model, workspace=workspace, tools=[poke])
+    goal = await store.goals.create_goal(
+        person_id=person.id,
+        title="Laptop price",
+        now=clock.now(),
+        budget=Budget(max_cost_usd=3.0),
+    )
+    first = await create(store, clock, person, goal_id=goal.id, budget={"max_steps": 500})
+    worker = agent_worker(store, harness, clock)
+    await worker.run_until_idle()
+    assert (await store.tasks.get_task(first)).status is S.WAITING
+    [report] = await store.reports.list_for(person.id)
+    assert (report.what, report.why, report.todo) == (
+        "Your goal 'Laptop price' reached its budget of $3.00",
+        "I stopped working on it.",
+        "Raise the budget to continue.",
+    )
+    assert (report.importance, report.origin) == ("actionable", "runtime")
+    assert (report.goal_id, report.task_id) == (goal.id, first)
+
+    second = await create(store, clock, person, goal_id=goal.id)
+    await worker.run_until_idle()
+    refused = await store.tasks.get_task(second)
+    assert (refused.status, refused.error) == (S.FAILED, "goal budget exhausted: $3.00")
+    assert [r.id for r in await store.reports.list_for(person.id)] == [report.id]
+
+    await store.goals.set_goal_budget(goal.id, Budget(max_cost_usd=6.0), now=clock.now())
+    await store.inbox.answer_input(first, "go on", now=clock.now())
+    await worker.run_until_idle()
+    assert (await store.tasks.get_task(first)).status is S.WAITING
+    assert sorted(r.what for r in await store.reports.list_for(person.id)) == [
+        "Your goal 'Laptop price' reached its budget of $3.00",
+        "Your goal 'Laptop price' reached its budget of $6.00",
+    ]
+
+
+def test_a_goal_budget_report_names_the_cap_in_words() -> None:
+    """Each kind of cap, as the person set it."""
+    words = {
+        Overrun(measure="seconds", cap=2400): "40 minutes of work",
+        Overrun(measure="seconds", cap=7200): "2 hours of work",
+        Overrun(measure="tokens", cap=8000): "8000 tokens",
+        Overrun(measure="steps", cap=1): "1 step",
+        Overrun(measure="activations", cap=5): "5 runs",
+    }
+    for overrun, amount in words.items():
+        report = goal_budget_reached(
+            person_id="p",
+            goal_id="g",
+            task_id="t",
+            title="Watch",
+            overrun=overrun,
+            now=START,
+        )
+        assert report.what == f"Your goal 'Watch' reached its budget of {amount}"

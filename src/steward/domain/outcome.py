@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from steward.domain.goal import Overrun
 from steward.domain.journal import Activation
 from steward.domain.task import Task, WaitCondition
 from steward.domain.wake import NotWoken, WakeReason
@@ -24,6 +25,8 @@ class Fail:
     kind: Literal["fail"] = "fail"
     reason: str
     """Why, for the person."""
+    budget: Overrun | None = None
+    """The goal's budget cap that refused the work, when one did (the runtime reports it)."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -44,6 +47,8 @@ class Wait:
     kind: Literal["wait"] = "wait"
     condition: WaitCondition
     """What wakes the task."""
+    budget: Overrun | None = None
+    """The goal's budget cap that stopped the work, when one did (the runtime reports it)."""
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 from steward.domain.channel import Importance
 from steward.domain.delivery import shorten
-from steward.domain.goal import GoalStatus
+from steward.domain.goal import GoalStatus, Overrun
 from steward.domain.report import Report, local_day_words, report_id
 
 _ENDED: dict[GoalStatus, tuple[str, str, Importance]] = {
@@ -94,5 +94,48 @@ def effect_in_doubt(
         why="The connection broke while it was being done; doing it again could do it twice.",
         todo="Check whether it happened, then tell me on the dashboard (Inbox).",
         importance="urgent",
+        created_at=now,
+    )
+
+
+def _budget_words(overrun: Overrun) -> str:
+    """The cap as the person set it: ``$3.00``, ``8000 tokens``, ``40 minutes of work``."""
+    cap = overrun.cap
+    match overrun.measure:
+        case "cost_usd":
+            return f"${cap:.2f}"
+        case "seconds":
+            if cap >= 3600 and cap % 3600 == 0:
+                hours = cap / 3600
+                return f"{hours:g} hour{'s' if hours != 1 else ''} of work"
+            minutes = cap / 60
+            return f"{minutes:g} minute{'s' if minutes != 1 else ''} of work"
+        case "activations":
+            return f"{cap:g} run{'s' if cap != 1 else ''}"
+        case measure:
+            return f"{cap:g} {measure if cap != 1 else measure[:-1]}"
+
+
+def goal_budget_reached(
+    *,
+    person_id: str,
+    goal_id: str,
+    task_id: str,
+    title: str,
+    overrun: Overrun,
+    now: datetime,
+) -> Report:
+    """A goal's budget stopped its work. Once per goal and cap: its tasks stopped by the same
+    cap, and a replayed stop, report it once; a raised cap reached again reports again."""
+    return Report(
+        id=report_id(f"goal-budget:{goal_id}:{overrun.measure}:{overrun.cap!r}"),
+        person_id=person_id,
+        goal_id=goal_id,
+        task_id=task_id,
+        origin="runtime",
+        what=f"Your goal '{shorten(title, 60)}' reached its budget of {_budget_words(overrun)}",
+        why="I stopped working on it.",
+        todo="Raise the budget to continue.",
+        importance="actionable",
         created_at=now,
     )

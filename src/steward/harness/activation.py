@@ -26,7 +26,7 @@ from steward.domain.outcome import Outcome, Succeed, Wait
 from steward.domain.personal import Recalled
 from steward.domain.roles import DataClass, Role
 from steward.harness import skilluse
-from steward.harness.budget import ActivationBudget, exhausted
+from steward.harness.budget import ActivationBudget, Exhausted, exhausted
 from steward.harness.compaction import choose_cut, compact
 from steward.harness.config import Equipment
 from steward.harness.context import (
@@ -202,7 +202,7 @@ class Activation:
             cost_usd=usage.cost_usd,
         )
 
-    def over_budget(self) -> str | None:
+    def over_budget(self) -> Exhausted | None:
         return exhausted(
             self.budget,
             self.goal.budget if self.goal is not None else None,

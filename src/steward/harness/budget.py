@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from steward.domain import Budget
+from steward.domain.goal import Overrun
 from steward.errors import UsageError
 
 
@@ -38,6 +39,16 @@ class ActivationBudget:
         return cls(**data)
 
 
+@dataclass(kw_only=True, frozen=True)
+class Exhausted:
+    """A budget the activation reached."""
+
+    reason: str
+    """Why it stops spending, in words."""
+    goal: Overrun | None = None
+    """The goal's cap, when it was the goal's budget (None: this activation's own)."""
+
+
 def exhausted(
     budget: ActivationBudget,
     goal_budget: Budget | None,
@@ -46,19 +57,19 @@ def exhausted(
     usage: dict[str, float],
     elapsed: float,
     goal_spent: dict[str, float],
-) -> str | None:
+) -> Exhausted | None:
     """Why the activation must stop spending, or None. ``steps``, ``usage`` and ``elapsed``
     (seconds) are this activation's; ``goal_spent`` is what the goal's earlier activations
     spent."""
     b = budget
     if b.max_steps is not None and steps >= b.max_steps:
-        return f"activation step budget reached ({b.max_steps} steps)"
+        return Exhausted(reason=f"activation step budget reached ({b.max_steps} steps)")
     if b.max_tokens is not None and usage.get("tokens", 0) >= b.max_tokens:
-        return f"activation token budget reached ({b.max_tokens} tokens)"
+        return Exhausted(reason=f"activation token budget reached ({b.max_tokens} tokens)")
     if b.max_cost_usd is not None and usage.get("cost_usd", 0) >= b.max_cost_usd:
-        return f"activation cost budget reached (${b.max_cost_usd:.2f})"
+        return Exhausted(reason=f"activation cost budget reached (${b.max_cost_usd:.2f})")
     if b.max_seconds is not None and elapsed >= b.max_seconds:
-        return f"activation time budget reached ({b.max_seconds:g}s)"
+        return Exhausted(reason=f"activation time budget reached ({b.max_seconds:g}s)")
     if goal_budget is None:
         return None
     # the goal's own check (the worker refuses an activation by it too); the activation count
@@ -71,4 +82,4 @@ def exhausted(
             "seconds": goal_spent.get("seconds", 0) + elapsed,
         }
     )
-    return None if overrun is None else overrun.paused()
+    return None if overrun is None else Exhausted(reason=overrun.paused(), goal=overrun)

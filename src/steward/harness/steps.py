@@ -117,9 +117,9 @@ class Loop(Node):
         ran = skilluse.workflow_result(act.state)
         if ran is not None:  # every call of the skill's workflow succeeded: no model needed
             return await act.finish(Finish(result=ran, data={}))
-        reason = act.over_budget()
-        if reason is not None:
-            return await suspend.for_budget(act, reason)
+        stop = act.over_budget()
+        if stop is not None:
+            return await suspend.for_budget(act, stop)
         return THINK
 
 

@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from steward.domain import Approval, ApprovalStatus, WaitCondition, args_hash
-from steward.domain.outcome import Outcome
+from steward.domain.outcome import Outcome, Wait
 from steward.harness.activation import Activation
+from steward.harness.budget import Exhausted
 from steward.harness.control import Suspend
 from steward.harness.state import Waiting
 from steward.harness.tools import Tool
@@ -79,8 +80,10 @@ async def hand_off(
     return act.suspend_on(Waiting(kind="handoff", call_id=call.id, condition=condition))
 
 
-async def for_budget(act: Activation, reason: str) -> Outcome:
-    """Stop spending and ask the person whether to go on."""
+async def for_budget(act: Activation, stop: Exhausted) -> Outcome:
+    """Stop spending and ask the person whether to go on (the goal's cap, when it was that,
+    goes with the outcome: the runtime reports it in the same transaction)."""
+    reason = stop.reason
     ref = f"b.{act.task.id}.{act.run.seq + 1}"
     await act.notify(
         "budget",
@@ -91,4 +94,5 @@ async def for_budget(act: Activation, reason: str) -> Outcome:
         "ran out), or cancel it.",
     )
     condition = WaitCondition(kind="input", ref=ref, prompt=f"Budget reached: {reason}")
-    return act.suspend_on(Waiting(kind="budget", reason=reason, condition=condition))
+    act.suspend_on(Waiting(kind="budget", reason=reason, condition=condition))
+    return Wait(condition=condition, budget=stop.goal)

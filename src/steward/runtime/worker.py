@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 
 from steward.domain.clock import Clock
-from steward.domain.goal import Budget
+from steward.domain.goal import Budget, Overrun
 from steward.domain.outcome import Claim, Fail, Outcome, Requeue, Retry, Stop, Wait
 from steward.domain.task import WaitCondition
 from steward.domain.wake import Again
@@ -237,9 +237,9 @@ class Worker:
 
     async def _activate(self, run: TaskRun) -> Outcome:
         try:
-            refusal = await self._over_budget(run)
-            if refusal is not None:
-                return Fail(reason=refusal)
+            overrun = await self._over_budget(run)
+            if overrun is not None:
+                return Fail(reason=overrun.refused(), budget=overrun)
             return await self.harness.activate(run)
         except StopRequested as stop:
             if stop.kind == "shutdown":
@@ -261,8 +261,8 @@ class Worker:
             delay = backoff_seconds(run.task.attempts, base=self.retry_base_seconds)
             return Retry(reason=f"{type(exc).__name__}: {exc}", delay_seconds=delay)
 
-    async def _over_budget(self, run: TaskRun) -> str | None:
-        """Why the goal's budget refuses this activation before it runs (its count includes
+    async def _over_budget(self, run: TaskRun) -> Overrun | None:
+        """The goal's cap that refuses this activation before it runs (its count includes
         this one), or None."""
         goal_id = run.task.goal_id
         if goal_id is None:
@@ -270,8 +270,7 @@ class Worker:
         budget = (await self.store.goals.get_goal(goal_id)).budget
         if budget == Budget():
             return None
-        overrun = budget.overrun(await self.store.activations.goal_usage(goal_id))
-        return None if overrun is None else overrun.refused()
+        return budget.overrun(await self.store.activations.goal_usage(goal_id))
 
     async def _heartbeat(self, fence: Fence, work: asyncio.Future[Outcome]) -> None:
         interval = self.lease_seconds / 3

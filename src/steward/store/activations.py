@@ -23,15 +23,15 @@ from sqlalchemy import (
 )
 
 from steward.domain import Activation, Task, TaskStatus
-from steward.domain.outcome import Outcome
-from steward.domain.runtime_reports import task_failed
+from steward.domain.outcome import Fail, Outcome, Wait
+from steward.domain.runtime_reports import goal_budget_reached, task_failed
 from steward.errors import LeaseLost
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.fencing import Fence, fenced, hold
 from steward.store.planning import record_report_in
-from steward.store.schema import activations, steps, tasks
+from steward.store.schema import activations, goals, steps, tasks
 from steward.store.tasks import close_effects_of_ended, load_task
 from steward.store.waking import (
     TERMINAL,
@@ -319,7 +319,23 @@ class ActivationRepository:
                 task_id=fence.task_id,
                 data={"outcome": label, "steps": steps_taken},
             )
-            if ended.status in (TaskStatus.FAILED, TaskStatus.DEAD_LETTERED) and parent_id is None:
+            overrun = outcome.budget if isinstance(outcome, Fail | Wait) else None
+            failed_for_good = ended.status in (TaskStatus.FAILED, TaskStatus.DEAD_LETTERED)
+            if overrun is not None and goal_id is not None:
+                # the goal's budget stopped it: said once per goal and cap, with the stop
+                goal_title = conn.execute(
+                    select(goals.c.title).where(goals.c.id == goal_id)
+                ).scalar_one()
+                stopped = goal_budget_reached(
+                    person_id=person_id,
+                    goal_id=goal_id,
+                    task_id=fence.task_id,
+                    title=goal_title,
+                    overrun=overrun,
+                    now=now,
+                )
+                record_report_in(conn, self.backend, stopped)
+            elif failed_for_good and parent_id is None:
                 failed = task_failed(
                     person_id=person_id,
                     goal_id=goal_id,
