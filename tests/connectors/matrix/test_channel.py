@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -440,3 +441,30 @@ async def test_a_question_sent_to_the_room_is_answered_by_a_reply(setup: Setup) 
     await setup.taken()
     assert "no longer waiting for an answer" in await setup.last_from_bot(setup.dm)
     assert len(await setup.store.tasks.list_tasks(person_id=setup.person_id, kind="agent")) == 1
+
+
+async def test_nothing_is_sent_to_the_room_once_someone_else_is_in_it(setup: Setup) -> None:
+    """Notifications (reports, approvals, questions) are for the person alone: when someone
+    else joins (or is invited to) the channel's room, the channel refuses to send there."""
+    server, dm = setup.server, setup.dm
+    path = f"/_matrix/client/v3/rooms/{quote(dm, safe='')}/invite"
+    await asyncio.to_thread(
+        server.call, "POST", path, {"user_id": setup.eve.user_id}, token=setup.me.token
+    )
+    report = OutboundMessage(
+        key="report:private",
+        person_id=setup.person_id,
+        kind="report",
+        title="Your blood test results",
+        body=f"You told me: {SECRET}.",
+        importance="info",
+        link="/",
+    )
+    with pytest.raises(ChannelRefused, match="someone else"):
+        await MatrixSender(env=setup.env).send(setup.channel, report)
+    await asyncio.to_thread(server.join, setup.eve, dm)
+    with pytest.raises(ChannelRefused, match="someone else"):
+        await MatrixSender(env=setup.env).send(setup.channel, report)
+    for message in await setup.room(dm, setup.eve):
+        assert "4711" not in str(message["content"])
+        assert "blood test" not in str(message["content"])
