@@ -468,3 +468,28 @@ async def test_nothing_is_sent_to_the_room_once_someone_else_is_in_it(setup: Set
     for message in await setup.room(dm, setup.eve):
         assert "4711" not in str(message["content"])
         assert "blood test" not in str(message["content"])
+
+
+async def test_a_private_answer_is_not_posted_once_someone_joined_the_room(setup: Setup) -> None:
+    """The person asks in the direct room (a private conversation); before the answer is
+    posted, someone else joins: the answer, which may tell what is private, stays out of the
+    room, and the room hears a plain sentence saying where to read it."""
+    store, svc, server, dm = setup.store, setup.svc, setup.server, setup.dm
+    await svc.remember(person_id=setup.person_id, content=SECRET, audience="private")
+    await setup.say(setup.me, dm, "What is my door code?")
+    await setup.taken()
+    [task] = await store.tasks.list_tasks(person_id=setup.person_id, kind="agent")
+    assert task.input["audience"] == str(PRIVATE)
+    await setup.worker.run_until_idle()
+    path = f"/_matrix/client/v3/rooms/{quote(dm, safe='')}/invite"
+    await asyncio.to_thread(
+        server.call, "POST", path, {"user_id": setup.eve.user_id}, token=setup.me.token
+    )
+    await asyncio.to_thread(server.join, setup.eve, dm)
+    await svc.matrix_answers(channel_id=setup.channel.id)
+    assert await svc.matrix_answers(channel_id=setup.channel.id) == 0  # said once
+    for message in await setup.room(dm, setup.eve):
+        assert "4711" not in str(message["content"])
+    said = await setup.last_from_bot(dm)
+    assert "someone else is in this room" in said
+    assert "dashboard" in said
