@@ -493,3 +493,29 @@ async def test_a_private_answer_is_not_posted_once_someone_joined_the_room(setup
     said = await setup.last_from_bot(dm)
     assert "someone else is in this room" in said
     assert "dashboard" in said
+
+
+async def test_the_bot_joins_only_rooms_the_person_invited_it_to(setup: Setup) -> None:
+    """Someone else's invitation is declined even to a room the person created and named (its
+    state, shown with the invitation, names the person as the one who named it)."""
+    server, bot = setup.server, setup.bot
+    room = await asyncio.to_thread(server.create_room, setup.me, [setup.eve.user_id], direct=False)
+    named = f"/_matrix/client/v3/rooms/{quote(room, safe='')}/state/m.room.name/"
+    await asyncio.to_thread(server.call, "PUT", named, {"name": "Family"}, token=setup.me.token)
+    await asyncio.to_thread(server.join, setup.eve, room)
+    path = f"/_matrix/client/v3/rooms/{quote(room, safe='')}/invite"
+    await asyncio.to_thread(
+        server.call, "POST", path, {"user_id": bot.user_id}, token=setup.eve.token
+    )
+    await setup.listener.sync_once(setup.channel.id)
+    joined = await asyncio.to_thread(
+        server.call, "GET", "/_matrix/client/v3/joined_rooms", token=bot.token
+    )
+    assert room not in joined["joined_rooms"]
+    # the person's own invitation is accepted
+    other = await asyncio.to_thread(server.create_room, setup.me, [bot.user_id], direct=False)
+    await setup.listener.sync_once(setup.channel.id)
+    joined = await asyncio.to_thread(
+        server.call, "GET", "/_matrix/client/v3/joined_rooms", token=bot.token
+    )
+    assert other in joined["joined_rooms"]
