@@ -348,8 +348,8 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
 
 
 async def _checked_room(account: BotAccount, person: str, room: str | None) -> str:
-    """The room the channel talks in: ``room`` (joined; the person must be in it), else a new
-    direct room with the person invited. The token must be the bot's."""
+    """The room the channel talks in: ``room`` (joined; the person must be in it, and no one
+    else), else a new direct room with the person invited. The token must be the bot's."""
     async with connected(account) as client:
         async with reaching("check the bot's account"):
             whoami = checked(await client.whoami(), "accept the bot's access token")
@@ -369,8 +369,14 @@ async def _checked_room(account: BotAccount, person: str, room: str | None) -> s
             return str(made.room_id)
         async with reaching("join the room"):
             checked(await client.join(room), f"let the bot join {room}")
-        if person not in await room_members(client, room):
+        members = await room_members(client, room)
+        if person not in members:
             raise ChannelRefused(f"{person} is not in the room {room}: invite them first")
+        if not members <= {account.user_id, person}:
+            raise ChannelRefused(
+                f"someone else is in the room {room}, and what Steward tells you there is for "
+                "you alone: give a room of just you and the bot, or no room (a new one is made)"
+            )
         return room
 
 

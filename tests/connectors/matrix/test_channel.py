@@ -183,7 +183,11 @@ async def test_adding_a_channel_is_checked_with_the_homeserver(setup: Setup) -> 
         "person": setup.me.user_id,
         "token": setup.bot.token,
     }
+    shared = await asyncio.to_thread(
+        server.create_room, setup.me, [setup.bot.user_id, setup.eve.user_id], direct=False
+    )
     for bad, words in [
+        ({"room": shared}, "someone else"),  # what Steward says there is for the person alone
         ({"user": "bot"}, "not a Matrix user id"),
         ({"person": setup.bot.user_id}, "two different"),
         ({"homeserver": "ftp://x"}, "not a homeserver URL"),
