@@ -7,7 +7,7 @@ other senders stay untrusted ``mail.received`` events). A message there is, in o
 
 - a reply to an approval mail, when it carries a reply token: the token is checked (its
   signature, expiry, single use, the approval still waiting with the same arguments, the
-  person's own channel) and the first line decides — "approve" or "deny" — through
+  channel it was mailed through) and the first line decides — "approve" or "deny" — through
   :meth:`~steward.service.approvals.ApprovalService.decide_approval`, exactly as the dashboard
   decides, the token spent in the decision's transaction; any failed check changes nothing and
   is answered in a plain sentence;
@@ -200,8 +200,8 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
         why: Refusal | None
         if token is None:
             why = "unknown"
-        elif token.person_id != channel.person_id:
-            why = "stranger"
+        elif token.person_id != channel.person_id or token.channel_id != channel.id:
+            why = "stranger"  # another person's, or mailed through another of their channels
         else:
             try:
                 approval = await self.store.inbox.get_approval(token.approval_id)

@@ -16,7 +16,9 @@ in a room the bot is in to :meth:`MatrixChannelService.take_matrix_message`, whi
   so what the agent keeps private is not disclosed there. A room whose audience changed (someone
   joined) starts a new conversation.
 
-:meth:`MatrixChannelService.matrix_answers` posts the agent's answers in their rooms, once each.
+:meth:`MatrixChannelService.matrix_answers` posts the agent's answers in their rooms, once each;
+an answer of a private conversation is not posted in a room someone else has joined since (a
+sentence says where to read it).
 What others write in a room is never handed over: it is not the person's word.
 """
 
@@ -49,7 +51,7 @@ from steward.connectors.matrix.room import (
     text_content,
 )
 from steward.domain import Approval, ApprovalStatus, Task, TaskStatus
-from steward.domain.audience import Audience
+from steward.domain.audience import PRIVATE, Audience
 from steward.domain.channel import Channel, ChannelKind
 from steward.domain.ids import new_id
 from steward.domain.tokens import CONTROL
@@ -70,6 +72,10 @@ UNCLEAR = (
 BUSY = "I am still working on your last message here; I will answer it first."
 UNKNOWN = "I do not recognise this approval; open the dashboard to decide."
 CHANGED = "What this approval asks has changed since I wrote; open the dashboard to decide."
+NOT_ALONE = (
+    "I have an answer to your private question, but someone else is in this room now, so I "
+    "will not post it here; read it in the dashboard."
+)
 
 
 class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
@@ -196,6 +202,8 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
                 continue
             key = f"answer:{task.id}:{task.step_seq}"
             try:
+                if held.get("audience") == str(PRIVATE) and not await self._alone(channel, room_id):
+                    text = NOT_ALONE  # the answer may tell what is private
                 await self._post(channel, room_id, text, key=key)
             except (ChannelUnavailable, ChannelRefused) as exc:
                 log.warning("answer not posted", task=task.id, error=str(exc))
@@ -307,6 +315,13 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
         async with connected(account) as client:
             return await room_event(client, room_id, event_id)
 
+    async def _alone(self, channel: Channel, room_id: str) -> bool:
+        """Whether only the bot and the person are in the room now (joined or invited)."""
+        alone = {str(channel.config.get("user")), str(channel.config.get("person"))}
+        account = await bot_account(await self._connector_env(), channel)
+        async with connected(account) as client:
+            return await room_members(client, room_id) <= alone
+
     async def _post(
         self, channel: Channel, room_id: str, text: str, *, key: str, reply_to: str = ""
     ) -> str:
@@ -333,8 +348,8 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
 
 
 async def _checked_room(account: BotAccount, person: str, room: str | None) -> str:
-    """The room the channel talks in: ``room`` (joined; the person must be in it), else a new
-    direct room with the person invited. The token must be the bot's."""
+    """The room the channel talks in: ``room`` (joined; the person must be in it, and no one
+    else), else a new direct room with the person invited. The token must be the bot's."""
     async with connected(account) as client:
         async with reaching("check the bot's account"):
             whoami = checked(await client.whoami(), "accept the bot's access token")
@@ -354,8 +369,14 @@ async def _checked_room(account: BotAccount, person: str, room: str | None) -> s
             return str(made.room_id)
         async with reaching("join the room"):
             checked(await client.join(room), f"let the bot join {room}")
-        if person not in await room_members(client, room):
+        members = await room_members(client, room)
+        if person not in members:
             raise ChannelRefused(f"{person} is not in the room {room}: invite them first")
+        if not members <= {account.user_id, person}:
+            raise ChannelRefused(
+                f"someone else is in the room {room}, and what Steward tells you there is for "
+                "you alone: give a room of just you and the bot, or no room (a new one is made)"
+            )
         return room
 
 

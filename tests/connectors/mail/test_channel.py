@@ -365,3 +365,22 @@ async def test_send_failures_are_the_channels_errors(setup: Setup) -> None:
     with pytest.raises(ChannelRefused, match="no longer connected"):
         await sender.send(unreachable, note)
     assert await setup.inbox() == []
+
+
+async def test_a_token_works_only_through_the_channel_it_was_mailed_to(setup: Setup) -> None:
+    """The token is bound (and signed) to its channel: the person's other mail channel, whose
+    address may be a mailbox others read too, cannot spend it."""
+    svc = setup.svc
+    approval_id, subject, token = await _approval_mailed(setup)
+    shared_user = setup.mb.server.add_user()
+    shared = f"{shared_user}@{DOMAIN}"
+    await svc.add_email_channel(
+        person_id=setup.mb.person_id, name="family", connection="agent", address=shared
+    )
+    await setup.write(f"Re: {subject}", f"approve\n{token}", sender=shared)
+    assert (await svc.get_approval(approval_id)).status is ApprovalStatus.PENDING
+    [(_, said)] = await setup.mb.folder("INBOX", shared_user)
+    assert b"not yours to use" in said
+    # through its own channel it still decides
+    await setup.write(f"Re: {subject}", f"approve\n{token}")
+    assert (await svc.get_approval(approval_id)).status is ApprovalStatus.APPROVED

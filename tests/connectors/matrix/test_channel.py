@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -182,7 +183,11 @@ async def test_adding_a_channel_is_checked_with_the_homeserver(setup: Setup) -> 
         "person": setup.me.user_id,
         "token": setup.bot.token,
     }
+    shared = await asyncio.to_thread(
+        server.create_room, setup.me, [setup.bot.user_id, setup.eve.user_id], direct=False
+    )
     for bad, words in [
+        ({"room": shared}, "someone else"),  # what Steward says there is for the person alone
         ({"user": "bot"}, "not a Matrix user id"),
         ({"person": setup.bot.user_id}, "two different"),
         ({"homeserver": "ftp://x"}, "not a homeserver URL"),
@@ -440,3 +445,81 @@ async def test_a_question_sent_to_the_room_is_answered_by_a_reply(setup: Setup) 
     await setup.taken()
     assert "no longer waiting for an answer" in await setup.last_from_bot(setup.dm)
     assert len(await setup.store.tasks.list_tasks(person_id=setup.person_id, kind="agent")) == 1
+
+
+async def test_nothing_is_sent_to_the_room_once_someone_else_is_in_it(setup: Setup) -> None:
+    """Notifications (reports, approvals, questions) are for the person alone: when someone
+    else joins (or is invited to) the channel's room, the channel refuses to send there."""
+    server, dm = setup.server, setup.dm
+    path = f"/_matrix/client/v3/rooms/{quote(dm, safe='')}/invite"
+    await asyncio.to_thread(
+        server.call, "POST", path, {"user_id": setup.eve.user_id}, token=setup.me.token
+    )
+    report = OutboundMessage(
+        key="report:private",
+        person_id=setup.person_id,
+        kind="report",
+        title="Your blood test results",
+        body=f"You told me: {SECRET}.",
+        importance="info",
+        link="/",
+    )
+    with pytest.raises(ChannelRefused, match="someone else"):
+        await MatrixSender(env=setup.env).send(setup.channel, report)
+    await asyncio.to_thread(server.join, setup.eve, dm)
+    with pytest.raises(ChannelRefused, match="someone else"):
+        await MatrixSender(env=setup.env).send(setup.channel, report)
+    for message in await setup.room(dm, setup.eve):
+        assert "4711" not in str(message["content"])
+        assert "blood test" not in str(message["content"])
+
+
+async def test_a_private_answer_is_not_posted_once_someone_joined_the_room(setup: Setup) -> None:
+    """The person asks in the direct room (a private conversation); before the answer is
+    posted, someone else joins: the answer, which may tell what is private, stays out of the
+    room, and the room hears a plain sentence saying where to read it."""
+    store, svc, server, dm = setup.store, setup.svc, setup.server, setup.dm
+    await svc.remember(person_id=setup.person_id, content=SECRET, audience="private")
+    await setup.say(setup.me, dm, "What is my door code?")
+    await setup.taken()
+    [task] = await store.tasks.list_tasks(person_id=setup.person_id, kind="agent")
+    assert task.input["audience"] == str(PRIVATE)
+    await setup.worker.run_until_idle()
+    path = f"/_matrix/client/v3/rooms/{quote(dm, safe='')}/invite"
+    await asyncio.to_thread(
+        server.call, "POST", path, {"user_id": setup.eve.user_id}, token=setup.me.token
+    )
+    await asyncio.to_thread(server.join, setup.eve, dm)
+    await svc.matrix_answers(channel_id=setup.channel.id)
+    assert await svc.matrix_answers(channel_id=setup.channel.id) == 0  # said once
+    for message in await setup.room(dm, setup.eve):
+        assert "4711" not in str(message["content"])
+    said = await setup.last_from_bot(dm)
+    assert "someone else is in this room" in said
+    assert "dashboard" in said
+
+
+async def test_the_bot_joins_only_rooms_the_person_invited_it_to(setup: Setup) -> None:
+    """Someone else's invitation is declined even to a room the person created and named (its
+    state, shown with the invitation, names the person as the one who named it)."""
+    server, bot = setup.server, setup.bot
+    room = await asyncio.to_thread(server.create_room, setup.me, [setup.eve.user_id], direct=False)
+    named = f"/_matrix/client/v3/rooms/{quote(room, safe='')}/state/m.room.name/"
+    await asyncio.to_thread(server.call, "PUT", named, {"name": "Family"}, token=setup.me.token)
+    await asyncio.to_thread(server.join, setup.eve, room)
+    path = f"/_matrix/client/v3/rooms/{quote(room, safe='')}/invite"
+    await asyncio.to_thread(
+        server.call, "POST", path, {"user_id": bot.user_id}, token=setup.eve.token
+    )
+    await setup.listener.sync_once(setup.channel.id)
+    joined = await asyncio.to_thread(
+        server.call, "GET", "/_matrix/client/v3/joined_rooms", token=bot.token
+    )
+    assert room not in joined["joined_rooms"]
+    # the person's own invitation is accepted
+    other = await asyncio.to_thread(server.create_room, setup.me, [bot.user_id], direct=False)
+    await setup.listener.sync_once(setup.channel.id)
+    joined = await asyncio.to_thread(
+        server.call, "GET", "/_matrix/client/v3/joined_rooms", token=bot.token
+    )
+    assert other in joined["joined_rooms"]

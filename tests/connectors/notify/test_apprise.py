@@ -142,6 +142,21 @@ async def test_a_private_address_needs_the_persons_confirmation() -> None:
         assert len(rx.hits) == 1
 
 
+async def test_every_self_hosted_service_is_checked_however_its_host_is_spelled() -> None:
+    """A server's host that is one word (``nas``) or a number (``2130706433`` is 127.0.0.1)
+    on a self-hosted service the list of schemes does not name (Kodi, Synology, Mastodon)."""
+    secrets = Secrets()
+    sender = AppriseSender(secrets)
+    with receiving() as rx:
+        for url in (f"kodi://2130706433:{rx.port}", f"synology://2130706433:{rx.port}/token"):
+            assert await needs_private_network(url)
+            with pytest.raises(ChannelRefused, match="private network"):
+                await sender.send(channel(secrets, url, private=False), message())
+        assert rx.hits == []
+    assert describe("kodi://nas").hosts == ("nas",)
+    assert describe("mastodon://token@nas").hosts == ("nas",)
+
+
 async def test_what_an_apprise_url_reaches_is_shown_masked() -> None:
     telegram = describe("tgram://123456789:AAHsecretbottoken/987654")
     assert telegram.service == "Telegram"

@@ -188,7 +188,7 @@ class MatrixListener:
                     channel_id, {**current.config, "since": synced.next_batch}
                 )
             for room_id, invite in synced.rooms.invite.items():
-                if any(getattr(e, "sender", None) == person for e in invite.invite_state):
+                if _invited_by(invite.invite_state, bot=bot) == person:
                     async with reaching("join a room"):
                         checked(await client.join(room_id), "join the room")
             if not since:
@@ -219,6 +219,20 @@ class MatrixListener:
                     log.info("Matrix message taken", channel=channel_id, outcome=said)
                     taken += 1
             return taken
+
+
+def _invited_by(state: list[Any], *, bot: str) -> str | None:
+    """Who invited the bot, from the state shown with an invitation: the sender of the bot's
+    own ``invite`` membership (the room's other state — its name, say — may have been set by
+    anyone in it, the person included)."""
+    for event in state:
+        if (
+            isinstance(event, nio.InviteMemberEvent)
+            and event.state_key == bot
+            and event.membership == "invite"
+        ):
+            return str(event.sender)
+    return None
 
 
 def _words(source: dict[str, Any], *, bot: str) -> tuple[str, str, str | None, str] | None:

@@ -6,6 +6,10 @@ approval also names the approval and the arguments it asks about (:data:`.room.R
 :data:`.room.ARGS_FIELD`), so a reply to it can decide exactly that approval; one with a
 question names it (``q.<task>.<step>``), so a reply answers it. Its transaction id
 is derived from the delivery's key: a retried delivery is one message in the room.
+
+What is sent is for the person alone (a report may tell what they keep private): the room's
+members are read before each message, and a room anyone else has joined or been invited to is
+refused (:class:`~steward.errors.ChannelRefused`), nothing sent.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import hashlib
 from dataclasses import dataclass
 
 from steward.connectors.base import ConnectorEnv
-from steward.connectors.matrix.client import bot_account, connected, send_text
+from steward.connectors.matrix.client import bot_account, connected, room_members, send_text
 from steward.connectors.matrix.room import ARGS_FIELD, REF_FIELD, plain_text, text_content
 from steward.domain.channel import Channel, ChannelKind, DeliveryReceipt, OutboundMessage
 from steward.errors import ChannelRefused, NotFound
@@ -43,6 +47,13 @@ class MatrixSender:
             extra = {REF_FIELD: message.ref}  # the question (q.<task>.<step>): a reply answers it
         content = text_content(plain_text(message), title=True, **extra)
         txn = hashlib.sha256(f"steward:{message.key}".encode()).hexdigest()[:32]
+        alone = {str(channel.config.get("user", "")), str(channel.config.get("person", ""))}
         async with connected(await bot_account(self.env, channel)) as client:
+            if not await room_members(client, room) <= alone:
+                raise ChannelRefused(
+                    f"someone else is in the room of the Matrix channel {channel.name} now, "
+                    "and what Steward tells you there is for you alone: nothing was sent. "
+                    "Remove them from the room, or add the channel again with a room of your own"
+                )
             event_id = await send_text(client, room, content, txn=txn)
         return DeliveryReceipt(accepted=True, detail=event_id)

@@ -9,10 +9,12 @@ Messages, errors and logs never contain the URL.
 **Addresses.** Apprise opens its own sockets, so the egress broker does not see them. Before
 each send (and when the channel is added) the hosts the URL names are resolved — the host of
 the self-hostable services (JSON/XML/form webhooks, ntfy on one's own server, Gotify, Matrix,
-e-mail's SMTP server…) and any host given as a dotted name or an IP address — and a loopback,
-private or link-local address is refused unless the person confirmed, when adding the channel,
-that the service is on their own network. Cloud services' fixed endpoints (Telegram, Slack,
-ntfy.sh…) are public; their URL's "host" is often a token and is never looked up. What this
+e-mail's SMTP server…, and any service whose plugin takes a "host", however it is spelled:
+``kodi://nas``, ``synology://2130706433``) and any host given as a dotted name or an IP
+address — and a loopback, private or link-local address is refused unless the person
+confirmed, when adding the channel, that the service is on their own network. Cloud
+services' fixed endpoints (Telegram, Slack, ntfy.sh…) are public; their URL's "host" is often
+a token and is never looked up. What this
 cannot prevent: a name that resolves differently between the check and Apprise's own
 connection (DNS rebinding) — a public name of the person's own choosing, in a URL only the
 person can set.
@@ -111,7 +113,13 @@ def describe(url: str) -> AppriseTarget:
             continue
         if scheme.startswith("ntfy") and getattr(plugin, "mode", "") != "private":
             continue
-        if scheme in SELF_HOSTED or "." in value or value == "localhost" or ip_of(value):
+        if (
+            scheme in SELF_HOSTED
+            or attribute in getattr(plugin, "template_tokens", {})  # the plugin's server
+            or "." in value
+            or value == "localhost"
+            or ip_of(value)
+        ):
             hosts.append(value)
     # only a server's name is shown: a path, a user or a cloud service's "host" may be a token
     masked = f"{scheme}://{hosts[0]}/…" if hosts else f"{scheme}://…"
