@@ -33,9 +33,12 @@ async def test_a_client_that_reconnects_after_its_last_event_id_misses_nothing(
 ) -> None:
     a, b = api.a, api.b
     history = await store.feed.feed_since(person_id=a.person.id)
-    # the world's task: created, retried once (its send failed), then asking for approval
+    # the world's task: created, reported on (the world's report, and the runtime's about its
+    # send in doubt), retried once (its send failed), then asking for approval
     assert [e.kind for e in history] == [
         "task.created",
+        "report",
+        "report",
         "task.pending",
         "notification",
         "approval.requested",
