@@ -3,6 +3,7 @@ runtime's own reports, digests, and deliveries claimed, sent once, retried, fail
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, time, timedelta
 
 from steward.domain import (
@@ -387,3 +388,25 @@ async def test_a_question_of_an_ended_task_is_not_sent(store: Store, clock: Simu
     assert stopped.delivery.message.kind == "report"
     [withdrawn] = await store.deliveries.list_for(ref=ref)
     assert withdrawn.status == DeliveryStatus.WITHDRAWN
+
+
+async def test_a_report_recorded_late_for_a_digest_already_sent_gets_its_own(
+    store: Store, clock: SimulatedClock
+) -> None:
+    person = (await new_person(store, clock)).id
+    await _channel(store, clock, person, "phone")
+    goal = await new_goal(store, clock, person, report_policy="actionable")
+    made_at = clock.now()
+    await store.reports.add(_report(person, clock, "early", "info", goal.id))
+    at = await store.reports.next_digest_at()
+    assert at is not None
+    [first] = await store.reports.release_digests(now=at)
+    # a report made before the digest time whose transaction ended after the digest went
+    # (another worker): same digest time, yet it must reach the person
+    late = replace(_report(person, clock, "late", "info", goal.id), created_at=made_at)
+    await store.reports.add(late)
+    [second] = await store.reports.release_digests(now=at)
+    assert second != first
+    [delivery] = await store.deliveries.list_for(ref=second)
+    assert delivery.message.title.endswith(": 1 update")
+    assert "Found late" in delivery.message.body
