@@ -88,6 +88,7 @@ CASES: dict[str, tuple[str, Call]] = {
     "trigger_reports": (READ, lambda s, t: s.trigger_reports(person_id=_pid(t))),
     "follow_ups": (READ, lambda s, t: s.follow_ups(t.goal.id)),
     "list_reports": (READ, lambda s, t: s.list_reports(person_id=_pid(t))),
+    "goal_usages": (READ, lambda s, t: s.goal_usages(person_id=_pid(t))),
     "mark_reports_read": (READ, lambda s, t: s.mark_reports_read([t.report.id])),
     "set_quiet_hours": (
         CONTROL,

@@ -119,5 +119,6 @@ def test_ids_follow_their_cause() -> None:
     assert report_id("goal-expired:gol_1") == report_id("goal-expired:gol_1")
     assert report_id("goal-expired:gol_1") != report_id("goal-expired:gol_2")
     day = _paris(4, 9).date()
-    assert digest_id("per_1", day) == digest_id("per_1", day)
-    assert digest_id("per_1", day) != digest_id("per_1", day + timedelta(days=1))
+    assert digest_id("per_1", day, ["r1", "r2"]) == digest_id("per_1", day, ["r2", "r1"])
+    assert digest_id("per_1", day, ["r1"]) != digest_id("per_1", day + timedelta(days=1), ["r1"])
+    assert digest_id("per_1", day, ["r1"]) != digest_id("per_1", day, ["r2"])

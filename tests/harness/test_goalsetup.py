@@ -447,6 +447,19 @@ async def test_another_persons_goal_cannot_be_changed_and_changes_read_as_senten
         update.summary(args)
         == "Change your standing goal 'Parcel': pause it; go on without telling you."
     )
+    # a time in words, not an ISO string; a schedule by what it is, not its id
+    args = update.parse_arguments(
+        json.dumps({"goal": "Parcel", "deadline": "2027-01-31T23:59:00+01:00"})
+    )
+    assert update.summary(args) == (
+        "Change your standing goal 'Parcel': set its deadline to Sun 31 Jan 2027 23:59."
+    )
+    schedule = harness.tools.get("schedule_goal")
+    assert schedule is not None
+    args = schedule.parse_arguments(
+        json.dumps({"goal": "Parcel", "stop_trigger": "trg_01abcdef0123456789"})
+    )
+    assert schedule.summary(args) == "Stop one of the schedules of your goal 'Parcel'."
 
 
 async def test_every_goal_tool_is_offered_journalled_and_asked_about_by_default(

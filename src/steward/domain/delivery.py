@@ -34,6 +34,8 @@ class DeliveryStatus(StrEnum):
     """Refused, or unavailable too many times."""
     IN_DOUBT = "in_doubt"
     """The dispatcher died while the channel was called: it may have arrived; not sent again."""
+    WITHDRAWN = "withdrawn"
+    """Not sent: the approval was decided, or the asking task ended, before it went out."""
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -20,6 +20,7 @@ report's importance, the person's quiet hours and digest time, and ``now``:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
@@ -124,9 +125,12 @@ def report_id(cause: str) -> str:
     return "rep_" + hashlib.sha256(cause.encode()).hexdigest()[:26]
 
 
-def digest_id(person_id: str, day: date) -> str:
-    """The id of a person's digest for one local day: one digest per person-day."""
-    return "dig_" + hashlib.sha256(f"{person_id}:{day.isoformat()}".encode()).hexdigest()[:26]
+def digest_id(person_id: str, day: date, report_ids: Iterable[str]) -> str:
+    """The id of a person's digest of one local day holding ``report_ids``: the same reports
+    gathered again are the same digest, and a report recorded too late for a digest already
+    gathered makes another one rather than being folded into one already sent."""
+    cause = f"{person_id}:{day.isoformat()}:{','.join(sorted(report_ids))}"
+    return "dig_" + hashlib.sha256(cause.encode()).hexdigest()[:26]
 
 
 def in_quiet_hours(reach: Reach, moment: datetime) -> bool:

@@ -4,6 +4,7 @@ cause, so the transaction that records the cause, replayed, records the report o
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -46,6 +47,38 @@ def goal_ended(
     )
 
 
+_GAVE_UP = re.compile(r"^gave up after \d+ attempts?:\s*")
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Z]\w*)(?::|$)")
+_ID = re.compile(r"\b[a-z]{2,4}_[0-9a-z]{8,}\b")
+_INSIDE = "something went wrong inside Steward"
+_KINDS = (
+    (("timeout", "timedout"), "it took too long"),
+    (
+        ("connect", "unavailable", "network", "oserror", "http", "socket", "dns"),
+        "a service it needed could not be reached",
+    ),
+    (("budget",), "it reached its spending limit"),
+)
+REASON_CHARS = 100
+"""A failure's reason, at most."""
+
+
+def plain_reason(error: str) -> str:
+    """A task's raw error as a short reason in words: an exception becomes what kind of
+    trouble it was, a structure or a traceback "something went wrong inside Steward", ids
+    "another task"; a reason already in words stays, cut at a word."""
+    text = _GAVE_UP.sub("", " ".join(error.split())).strip()
+    exception = _EXCEPTION.match(text)
+    if exception is not None or text.startswith("Traceback"):
+        name = (exception.group(1) if exception else text).lower()
+        return next((words for keys, words in _KINDS if any(k in name for k in keys)), _INSIDE)
+    if "task kind" in text:
+        return "Steward does not know how to do this kind of work"
+    if not text or any(mark in text for mark in "{}[]<>"):
+        return _INSIDE
+    return shorten(_ID.sub("another task", text), REASON_CHARS)
+
+
 def task_failed(
     *,
     person_id: str,
@@ -56,16 +89,16 @@ def task_failed(
     gave_up: bool,
     now: datetime,
 ) -> Report:
-    """A task that failed, or that was retried until Steward gave up."""
-    what = f"I could not finish '{shorten(title, 60)}'"
+    """A task that failed, or that was retried until Steward gave up: which task stopped and
+    why, in words (the raw error stays in the task's timeline)."""
     return Report(
         id=report_id(f"task-failed:{task_id}"),
         person_id=person_id,
         goal_id=goal_id,
         task_id=task_id,
         origin="runtime",
-        what=what + (" after several tries" if gave_up else ""),
-        why=f"What went wrong: {shorten(error, 200)}",
+        what=f"The task '{shorten(title, 60)}' stopped: {plain_reason(error)}",
+        why="I tried several times before giving up." if gave_up else "",
         todo="Look at the task and try it again if it still matters.",
         importance="actionable",
         created_at=now,

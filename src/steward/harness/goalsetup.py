@@ -65,6 +65,15 @@ def describe_schedule(schedule: Schedule, zone: str | None) -> str:
     return _cron_words(schedule.spec) + where
 
 
+def _when_words(iso: str) -> str:
+    """An ISO time as the person reads it, in the offset it was given: ``Sun 31 Jan 2027
+    23:59`` (as it is when it cannot be read; the arguments were checked before)."""
+    try:
+        return f"{datetime.fromisoformat(iso):%a %d %b %Y %H:%M}"
+    except ValueError:
+        return iso
+
+
 def _span(seconds: float) -> str:
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size and seconds % size == 0:
@@ -255,7 +264,7 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
             changes.append(
                 "remove its deadline"
                 if args["deadline"] == "none"
-                else f"set its deadline to {args['deadline']}"
+                else f"set its deadline to {_when_words(str(args['deadline']))}"
             )
         if args.get("report_policy"):
             changes.append(f"go on {_POLICY_WORDS[str(args['report_policy'])]}")
@@ -315,7 +324,7 @@ def goal_tools(work: StandingWork, clock: Clock) -> list[Tool]:
 
     def summarize_schedule(args: Mapping[str, Any]) -> str:
         if args.get("stop_trigger"):
-            return f"Stop the schedule {args['stop_trigger']} of your goal '{args['goal']}'."
+            return f"Stop one of the schedules of your goal '{args['goal']}'."
         zone = args.get("timezone")
         when = describe_schedule(Schedule.parse(str(args["add"]), timezone=zone or "UTC"), zone)
         return f"Also run your goal '{args['goal']}' {when}."

@@ -56,6 +56,12 @@ class ReportService(ServiceBase):
             raise UsageError("the offset cannot be negative")
         return await self.store.reports.list_for(pid, limit=limit, offset=offset, unread=unread)
 
+    async def goal_usages(self, *, person_id: str | None = None) -> dict[str, dict[str, float]]:
+        """What each of the person's goals has spent so far (as :meth:`goal_detail` gives one
+        goal's), by goal id, in one read."""
+        pid = self._for(person_id, READ)
+        return await self.store.activations.usage_by_goal(pid)
+
     async def mark_reports_read(
         self, report_ids: Sequence[str], *, person_id: str | None = None
     ) -> int:

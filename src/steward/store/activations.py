@@ -396,6 +396,53 @@ class ActivationRepository:
 
         return await self.backend.read(op)
 
+    async def usage_by_goal(self, person_id: str) -> dict[str, dict[str, float]]:
+        """:meth:`goal_usage` of every goal of a person, in one read (a page listing goals
+        asks once, not once per goal)."""
+        of_person = activations.c.goal_id.in_(
+            select(goals.c.id).where(goals.c.person_id == person_id)
+        )
+
+        def op(conn: Connection) -> dict[str, dict[str, float]]:
+            found: dict[str, dict[str, float]] = {
+                goal_id: {
+                    "activations": 0,
+                    "steps": 0,
+                    "cost_usd": 0.0,
+                    "tokens": 0.0,
+                    "seconds": 0.0,
+                }
+                for (goal_id,) in conn.execute(
+                    select(goals.c.id).where(goals.c.person_id == person_id)
+                )
+            }
+            for goal_id, n_act, n_steps, seconds in conn.execute(
+                select(
+                    activations.c.goal_id,
+                    func.count(),
+                    func.coalesce(func.sum(activations.c.steps), 0),
+                    func.coalesce(func.sum(activations.c.ended_at - activations.c.started_at), 0.0),
+                )
+                .where(of_person)
+                .group_by(activations.c.goal_id)
+            ):
+                found[goal_id] |= {
+                    "activations": n_act,
+                    "steps": n_steps,
+                    "seconds": float(seconds),
+                }
+            for goal_id, usage in conn.execute(
+                select(activations.c.goal_id, activations.c.usage).where(
+                    of_person, activations.c.usage != "{}"
+                )
+            ):
+                spent = rows.load(usage)
+                found[goal_id]["tokens"] += float(spent.get("tokens", 0.0))
+                found[goal_id]["cost_usd"] += float(spent.get("cost_usd", 0.0))
+            return found
+
+        return await self.backend.read(op)
+
 
 # --- shared transaction pieces ----------------------------------------------------------
 

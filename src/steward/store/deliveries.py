@@ -9,13 +9,14 @@ sent again. A delivery claimed but not yet ``sent`` when its dispatcher died is 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, or_, select, update
 
-from steward.domain import Notification
+from steward.domain import ApprovalStatus, Notification
 from steward.domain.channel import Channel
 from steward.domain.delivery import Delivery, DeliveryStatus
 from steward.domain.report import ReportState
@@ -24,10 +25,13 @@ from steward.store.backend import Backend
 from steward.store.channels import load_channel
 from steward.store.fencing import lease_clock
 from steward.store.inbox import insert_notification
-from steward.store.schema import channels, deliveries, reports
+from steward.store.schema import approvals, channels, deliveries, reports, tasks
+from steward.store.waking import TERMINAL
 
 MAX_ERROR = 500
 """Characters of a failure kept."""
+_QUESTION = re.compile(r"q\.([^.]+)\.\d+")
+"""A question's ref: its task and step."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -38,6 +42,26 @@ class Claimed:
     """What to send."""
     channel: Channel
     """Through which channel."""
+
+
+def _still_asked(conn: Connection, kind: str, ref: str) -> bool:
+    """Whether an approval or a question still waits for the person: an approval not
+    decided nor expired, a question whose task has not ended (a question is asked while its
+    task still runs). Anything else is always still to be sent."""
+    if kind == "approval":
+        status = conn.execute(
+            select(approvals.c.status).where(approvals.c.id == ref)
+        ).scalar_one_or_none()
+        return status is None or status == ApprovalStatus.PENDING.value
+    if kind == "question":
+        asked = _QUESTION.fullmatch(ref)
+        if asked is None:
+            return True
+        status = conn.execute(
+            select(tasks.c.status).where(tasks.c.id == asked.group(1))
+        ).scalar_one_or_none()
+        return status not in TERMINAL
+    return True
 
 
 class DeliveryRepository:
@@ -82,18 +106,27 @@ class DeliveryRepository:
                     updated_at=now_f,
                 )
             )
-            ids = [
-                r[0]
-                for r in conn.execute(
-                    self.backend.lock_rows(
-                        select(deliveries.c.id)
-                        .join(channels, channels.c.id == deliveries.c.channel_id)
-                        .where(due, channels.c.enabled.is_(True))
-                        .order_by(deliveries.c.next_attempt_at, deliveries.c.id)
-                        .limit(limit)
+            found_due = conn.execute(
+                self.backend.lock_rows(
+                    select(deliveries.c.id, deliveries.c.kind, deliveries.c.ref)
+                    .join(channels, channels.c.id == deliveries.c.channel_id)
+                    .where(due, channels.c.enabled.is_(True))
+                    .order_by(deliveries.c.next_attempt_at, deliveries.c.id)
+                    .limit(limit)
+                )
+            ).all()
+            stale = [r.id for r in found_due if not _still_asked(conn, r.kind, r.ref)]
+            if stale:
+                conn.execute(
+                    update(deliveries)
+                    .where(deliveries.c.id.in_(stale))
+                    .values(
+                        status=DeliveryStatus.WITHDRAWN.value,
+                        error="answered before it went out",
+                        updated_at=now_f,
                     )
                 )
-            ]
+            ids = [r.id for r in found_due if r.id not in stale]
             if not ids:
                 return []
             claimed = conn.execute(

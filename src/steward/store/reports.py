@@ -112,7 +112,7 @@ class ReportRepository:
             for (person_id, _), items in groups.items():
                 zone = zones[person_id]
                 at = max(r.hold_until or now for r in items)
-                digest = digest_id(person_id, at.astimezone(zone).date())
+                digest = digest_id(person_id, at.astimezone(zone).date(), (r.id for r in items))
                 goal_ids = {r.goal_id for r in items if r.goal_id}
                 titles = {
                     g.id: g.title

@@ -724,7 +724,7 @@ deliveries = Table(
     Column("key", String(400), nullable=False),
     # the OutboundMessage, JSON, written when planned
     Column("message", Text, nullable=False),
-    # planned, sent, delivered, failed, in_doubt
+    # planned, sent, delivered, failed, in_doubt, withdrawn
     Column("status", String(16), nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("next_attempt_at", Float, nullable=False),

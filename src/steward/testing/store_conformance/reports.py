@@ -3,9 +3,17 @@ runtime's own reports, digests, and deliveries claimed, sent once, retried, fail
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, time, timedelta
 
-from steward.domain import EffectStatus, GoalStatus, Notification
+from steward.domain import (
+    Approval,
+    ApprovalStatus,
+    EffectStatus,
+    GoalStatus,
+    Notification,
+    args_hash,
+)
 from steward.domain.channel import Channel, ChannelKind, Importance
 from steward.domain.clock import SimulatedClock
 from steward.domain.delivery import DeliveryStatus
@@ -222,12 +230,11 @@ async def test_runtime_reports_come_with_their_cause(store: Store, clock: Simula
     c = await claim_one(store, clock)
     await finish(store, clock, c, Fail(reason="the shop's page was gone"))
     expired, failed = sorted(
-        await store.reports.list_for(person), key=lambda r: r.what.startswith("I could")
+        await store.reports.list_for(person), key=lambda r: r.what.startswith("The task")
     )
     assert expired.what == "Your goal 'Laptop price' expired on Monday 5 January"
     assert expired.origin == "runtime"
-    assert failed.what == "I could not finish 'Compare prices'"
-    assert "the shop's page was gone" in failed.why
+    assert failed.what == "The task 'Compare prices' stopped: the shop's page was gone"
     # no channel: on the dashboard only
     assert failed.state == ReportState.DROPPED
 
@@ -295,3 +302,111 @@ async def test_an_effect_in_doubt_is_reported_at_once(store: Store, clock: Simul
     assert (report.importance, report.state) == ("urgent", ReportState.PENDING)
     [delivery] = await store.deliveries.list_for(ref=report.id)
     assert (delivery.channel_id, delivery.next_attempt_at) == (phone.id, clock.now())
+
+
+async def test_an_approval_decided_before_it_went_out_is_not_sent(
+    store: Store, clock: SimulatedClock
+) -> None:
+    person = (await new_person(store, clock)).id
+    await _channel(store, clock, person, "phone")
+    # 08:00 now: quiet until 09:30, so the approval's delivery waits for then
+    await store.persons.set_reach(
+        person, quiet_start=time(7), quiet_end=time(9, 30), digest_at=time(18)
+    )
+    await new_task(store, clock, person, title="Send the invoice")
+    c = await claim_one(store, clock)
+    approval_id = new_id("apr")
+    approval = await store.inbox.request_approval(
+        Fence.of(c),
+        Approval(
+            id=approval_id,
+            person_id=person,
+            task_id=c.task.id,
+            goal_id=None,
+            step_seq=1,
+            tool="send_email",
+            args={"to": "dana@example.test"},
+            args_hash=args_hash("send_email", {"to": "dana@example.test"}),
+            reason="external action",
+            scopes=("email.send",),
+            status=ApprovalStatus.PENDING,
+            created_at=clock.now(),
+        ),
+        Notification(
+            id=new_id("ntf"),
+            person_id=person,
+            kind="approval",
+            title="Send it?",
+            body="",
+            task_id=c.task.id,
+            ref=approval_id,
+            created_at=clock.now(),
+        ),
+        lease_now=clock.lease_now(),
+    )
+    [planned] = await store.deliveries.list_for(ref=approval.id)
+    # answered on the dashboard during quiet hours: the phone must not ask again at 09:30
+    await store.inbox.decide_approval(
+        approval.id, approve=True, decided_by="person", now=clock.now()
+    )
+    end = clock.now().replace(hour=9, minute=30)
+    assert await _due(store, clock, "d1", end) == []
+    [withdrawn] = await store.deliveries.list_for(ref=approval.id)
+    assert withdrawn.id == planned.id
+    assert withdrawn.status == DeliveryStatus.WITHDRAWN
+    assert await store.deliveries.next_due() is None
+
+
+async def test_a_question_of_an_ended_task_is_not_sent(store: Store, clock: SimulatedClock) -> None:
+    person = (await new_person(store, clock)).id
+    await _channel(store, clock, person, "phone")
+    task = await new_task(store, clock, person, title="Pick a laptop")
+    c = await claim_one(store, clock)
+    ref = f"q.{task.id}.1"
+    await store.inbox.notify(
+        Notification(
+            id=new_id("ntf"),
+            person_id=person,
+            kind="question",
+            title="Which laptop?",
+            body="",
+            task_id=task.id,
+            ref=ref,
+            created_at=clock.now(),
+        )
+    )
+    # still running (the question is asked before the task is put to sleep): it goes
+    assert [d.delivery.ref for d in await _due(store, clock, "d1")] == [ref]
+    [asked] = await store.deliveries.list_for(ref=ref)
+    assert await store.deliveries.mark_sent(asked.id, holder="d1", now=clock.now())
+    assert await store.deliveries.retry(
+        asked.id, holder="d1", error="later", at=clock.now(), now=clock.now()
+    )
+    await finish(store, clock, c, Fail(reason="the person cancelled it"))
+    # only the report that the task stopped goes out
+    [stopped] = await _due(store, clock, "d2")
+    assert stopped.delivery.message.kind == "report"
+    [withdrawn] = await store.deliveries.list_for(ref=ref)
+    assert withdrawn.status == DeliveryStatus.WITHDRAWN
+
+
+async def test_a_report_recorded_late_for_a_digest_already_sent_gets_its_own(
+    store: Store, clock: SimulatedClock
+) -> None:
+    person = (await new_person(store, clock)).id
+    await _channel(store, clock, person, "phone")
+    goal = await new_goal(store, clock, person, report_policy="actionable")
+    made_at = clock.now()
+    await store.reports.add(_report(person, clock, "early", "info", goal.id))
+    at = await store.reports.next_digest_at()
+    assert at is not None
+    [first] = await store.reports.release_digests(now=at)
+    # a report made before the digest time whose transaction ended after the digest went
+    # (another worker): same digest time, yet it must reach the person
+    late = replace(_report(person, clock, "late", "info", goal.id), created_at=made_at)
+    await store.reports.add(late)
+    [second] = await store.reports.release_digests(now=at)
+    assert second != first
+    [delivery] = await store.deliveries.list_for(ref=second)
+    assert delivery.message.title.endswith(": 1 update")
+    assert "Found late" in delivery.message.body

@@ -4,7 +4,7 @@ reload shows the same page); steps stay in each goal's timeline."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Query, Request, Response
 
@@ -28,7 +28,7 @@ async def home(
     found = await svc.list_reports(person_id="", limit=PAGE + 1, offset=older)
     shown = found[:PAGE]
     goals = await svc.list_goals(person_id="")
-    usage: dict[str, dict[str, Any]] = {g.id: (await svc.goal_detail(g.id))["usage"] for g in goals}
+    usage = await svc.goal_usages(person_id="")
     waiting = await svc.list_tasks(status=TaskStatus.WAITING.value, limit=200)
     questions = [t for t in waiting if t.wait is not None and t.wait.kind == "input"]
 
