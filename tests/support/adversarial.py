@@ -236,6 +236,9 @@ CONTROL_TOOLS = {
     # stores a time and a note on the task's own goal; its heartbeat starts a task with the
     # goal's authority only
     "follow_up",
+    # stores a report for the person, placed by the goal's policy; it reaches their channels
+    # as the agent's words (never as an approval, a grant or a rule, and never decides one)
+    "report",
 }
 """Every tool the harness adds by itself. None of them touches approvals, grants or rules: a new
 one must be reviewed for that and added here."""
