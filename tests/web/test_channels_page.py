@@ -31,8 +31,8 @@ async def test_add_test_turn_off_and_remove_an_apprise_channel(site: Site) -> No
         page = html.unescape((await me.get("/channels")).text)
         assert "Added 'desk': JSON (json://127.0.0.1/…), on your own network." in page
         assert "t0ken" not in page
-        desk = [c for c in await site.owner.list_channels(person_id=site.a.person.id)][-1]
-        assert desk.name == "desk"
+        channels = await site.owner.list_channels(person_id=site.a.person.id)
+        [desk] = [c for c in channels if c.name == "desk"]
 
         await me.post(f"/channels/{desk.id}", action="test")
         page = html.unescape((await me.get("/channels")).text)
@@ -66,7 +66,8 @@ async def test_this_device_subscribes_as_channels_js_posts_it(
         page = html.unescape((await me.get("/channels")).text)
         assert "Notifications on: 'ann's phone' will get them." in page
         assert "Notifications on a device, through 127.0.0.1" in page
-        phone = [c for c in await site.owner.list_channels(person_id=site.a.person.id)][-1]
+        channels = await site.owner.list_channels(person_id=site.a.person.id)
+        [phone] = [c for c in channels if c.name == "ann's phone"]
         await me.post(f"/channels/{phone.id}", action="test")
         [payload] = push.delivered
         assert payload["title"] == "Test from Steward"
