@@ -296,7 +296,7 @@ async def _remove_group(group: Path) -> None:
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
         try:
-            group.rmdir()
+            os.rmdir(group)
             return
         except OSError:  # its last processes are still being reaped
             await asyncio.sleep(0.01)
