@@ -74,9 +74,11 @@ async def test_a_long_file_is_read_in_pages(data: Path) -> None:
     text = "".join(f"line {n}\n" for n in range(30_000))
     await call(data, "workspace_write", path="long.txt", content=text)
     first = await call(data, "workspace_read", path="long.txt")
-    assert len(first["text"]) == 200_000 and "offset=200000" in first["more"]
+    assert len(first["text"]) == 200_000
+    assert "offset=200000" in first["more"]
     rest = await call(data, "workspace_read", path="long.txt", offset=200_000)
-    assert first["text"] + rest["text"] == text and "more" not in rest
+    assert first["text"] + rest["text"] == text
+    assert "more" not in rest
 
 
 @pytest.mark.parametrize(
@@ -114,7 +116,8 @@ async def test_links_out_are_not_followed(data: Path) -> None:
         await call(data, "workspace_write", path="ben/diary.txt", content="overwritten")
     # writing over a link replaces the link itself, never what it points to
     await call(data, "workspace_write", path="key", content="mine")
-    assert (ana / "key").read_text() == "mine" and not (ana / "key").is_symlink()
+    assert (ana / "key").read_text() == "mine"
+    assert not (ana / "key").is_symlink()
     assert (data / "vault.key").read_text() == "the vault key"
     assert (data / "workspace" / "ben" / "diary.txt").read_text() == "ben's private diary"
     listed = await call(data, "workspace_list", path="")

@@ -57,9 +57,7 @@ def test_the_workspace_needs_no_connection_and_no_approval() -> None:
 
 
 def test_a_rule_can_make_every_command_ask() -> None:
-    ask = Rule(
-        id="rul_1", person_id=ME, pattern="workspace.run", mode=RuleMode.ASK, created_at=NOW
-    )
+    ask = Rule(id="rul_1", person_id=ME, pattern="workspace.run", mode=RuleMode.ASK, created_at=NOW)
     assert decide("workspace_shell", rules=(ask,)).verdict is Verdict.ASK
     assert decide("workspace_write", rules=(ask,)).verdict is Verdict.ALLOW
 
