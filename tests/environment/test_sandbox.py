@@ -170,3 +170,15 @@ async def test_output_is_kept_up_to_its_limit(box: Sandbox, data_dir: Path) -> N
     assert ran.status == 0
     assert len(ran.output) == 1000
     assert ran.dropped == len("\n".join(str(n) for n in range(1, 100001))) + 1 - 1000
+
+
+async def test_a_link_in_place_of_the_stored_outputs_leads_nowhere(
+    box: Sandbox, data_dir: Path
+) -> None:
+    """The read-only mount of ``artifacts`` is made from the directory itself: a link the
+    sandbox left in its place is not followed on the machine's side."""
+    ana = workspace_of(data_dir, "ana")
+    assert (await box.run(ana, "ln -s / artifacts")).status == 0
+    ran = await box.run(ana, f"cat artifacts{data_dir / 'vault.key'}")
+    assert ran.status != 0
+    assert "vault key" not in ran.output

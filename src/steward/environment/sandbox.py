@@ -28,7 +28,7 @@ import contextlib
 import os
 import signal
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +54,9 @@ else: no accounts, no host names, no configuration of this machine's services.""
 PIDS_CGROUPS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 """Where a ``pids`` control group may be made when running as root (v1, then v2)."""
 READ_ONLY_INSIDE = "artifacts"
+PATH_ONLY = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""How the directories mounted into the sandbox are opened: as themselves, never through a
+link."""
 """The workspace folder the command may read but not change: stored tool outputs."""
 
 
@@ -134,13 +137,34 @@ class Sandbox:
         if "\x00" in command:
             raise UsageError("a command cannot contain a NUL character")
         private_dir(workspace)
-        async with _process_cap(limits.processes) as wrap:
-            argv = [*wrap, *bwrap_args(workspace, limits), SHELL, "-c", command]
-            return await _supervise(argv, limits)
+        with _opened(workspace) as (where, stored):
+            async with _process_cap(limits.processes) as wrap:
+                argv = [*wrap, *bwrap_args(where, stored, limits), SHELL, "-c", command]
+                kept = tuple(fd for fd in (where, stored) if fd is not None)
+                return await _supervise(argv, limits, kept)
 
 
-def bwrap_args(workspace: Path, limits: Limits) -> list[str]:
-    """The bubblewrap command line (through ``prlimit``) up to the command itself."""
+@contextlib.contextmanager
+def _opened(workspace: Path) -> Iterator[tuple[int, int | None]]:
+    """The workspace directory, and its ``artifacts`` folder if it is one, opened without
+    following a link: bubblewrap mounts these very directories (by descriptor), so a link the
+    sandbox put in a folder's place between a check and the mount cannot lead it elsewhere."""
+    where = os.open(workspace, PATH_ONLY)
+    stored = None
+    try:
+        with contextlib.suppress(OSError):  # missing, or a link: not mounted read-only
+            stored = os.open(READ_ONLY_INSIDE, PATH_ONLY, dir_fd=where)
+        yield where, stored
+    finally:
+        os.close(where)
+        if stored is not None:
+            os.close(stored)
+
+
+def bwrap_args(workspace: int, stored: int | None, limits: Limits) -> list[str]:
+    """The bubblewrap command line (through ``prlimit``) up to the command itself, mounting
+    the workspace from the descriptor ``workspace`` and its stored outputs read-only from
+    ``stored``."""
     args = [
         BWRAP,
         "--unshare-all",
@@ -175,9 +199,9 @@ def bwrap_args(workspace: Path, limits: Limits) -> list[str]:
     for path in ETC_FILES:
         args += ["--ro-bind-try", path, path]
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
-    args += ["--bind", str(workspace), "/workspace"]
-    if (workspace / READ_ONLY_INSIDE).is_dir() and not (workspace / READ_ONLY_INSIDE).is_symlink():
-        args += ["--ro-bind", str(workspace / READ_ONLY_INSIDE), f"/workspace/{READ_ONLY_INSIDE}"]
+    args += ["--bind-fd", str(workspace), "/workspace"]
+    if stored is not None:
+        args += ["--ro-bind-fd", str(stored), f"/workspace/{READ_ONLY_INSIDE}"]
     args += ["--chdir", "/workspace", PRLIMIT]
     args += [
         f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",  # SIGXCPU, then SIGKILL
@@ -190,7 +214,7 @@ def bwrap_args(workspace: Path, limits: Limits) -> list[str]:
     return args
 
 
-async def _supervise(argv: list[str], limits: Limits) -> Ran:
+async def _supervise(argv: list[str], limits: Limits, fds: tuple[int, ...]) -> Ran:
     """Start ``argv`` in a process group of its own, keep its output up to the limit, and kill
     the group at the deadline (or when the caller gives up on it)."""
     process = await asyncio.create_subprocess_exec(
@@ -199,6 +223,7 @@ async def _supervise(argv: list[str], limits: Limits) -> Ran:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=fds,
     )
     assert process.stdout is not None
     kept = bytearray()
