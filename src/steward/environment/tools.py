@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 
 def describe_list(args: Mapping[str, Any]) -> str:
-    return f"List {args['path'] or 'the workspace'} in the workspace"
+    return f"List {args['path']} in the workspace" if args["path"] else "List the workspace"
 
 
 def describe_read(args: Mapping[str, Any]) -> str:
