@@ -28,7 +28,8 @@ from pydantic import Field
 from steward.domain.actions import EffectClass
 from steward.domain.roles import Role
 from steward.environment import files
-from steward.environment.sandbox import Ran, Sandbox, SandboxUnavailable
+from steward.environment.sandbox import Ran, Sandbox
+from steward.errors import UsageError
 from steward.harness.tools import Tool, ToolContext, ToolError, tool
 
 READ = "workspace.read"
@@ -151,7 +152,7 @@ def workspace_tools(sandbox: Sandbox | None) -> list[Tool]:
         """Run a command in the workspace sandbox (described in ``about``)."""
         try:
             ran = await sandbox.run(Path(ctx.workspace), command)
-        except SandboxUnavailable as exc:
+        except UsageError as exc:  # not installed here, or a command that cannot be run
             raise ToolError(str(exc)) from None
         return shown(ran)
 
