@@ -45,12 +45,16 @@ ALLOWED: dict[str, set[str]] = {
     "harness": GROUND | {"sentinel", "runtime", "models"},
     "memory": GROUND | {"store", "sentinel", "runtime", "models"},
     "connectors": GROUND | {"store", "sentinel", "runtime", "harness"},
+    # the person's workspace and sandbox: its files are reached as the folder connector's are
+    "environment": GROUND | {"store", "sentinel", "runtime", "harness", "connectors"},
     # connecting an account runs its connector's login check (in the connector's environment)
-    "service": GROUND | {"store", "sentinel", "runtime", "memory", "connectors", "harness"},
+    "service": GROUND
+    | {"store", "sentinel", "runtime", "memory", "connectors", "harness", "environment"},
     "web": GROUND | {"service"},
     "api": GROUND | {"service", "web"},
     # the composition roots: they wire every layer together
-    "app": GROUND | {"store", "sentinel", "runtime", "models", "harness", "memory", "connectors"},
+    "app": GROUND
+    | {"store", "sentinel", "runtime", "models", "harness", "memory", "connectors", "environment"},
     "cli": GROUND | {"store", "runtime", "memory", "service", "api", "app", "demo"},
     "demo": GROUND
     | {"store", "sentinel", "runtime", "models", "memory", "connectors", "service", "api", "app"},

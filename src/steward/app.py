@@ -23,6 +23,8 @@ from steward.connectors.web.goalwatch import watch_page_tool
 from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.channel import ChannelKind, ChannelSender
 from steward.domain.clock import Clock
+from steward.environment import sandbox
+from steward.environment.tools import workspace_tools
 from steward.errors import ConfigError
 from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
 from steward.harness.budget import ActivationBudget
@@ -249,6 +251,8 @@ async def build_harness(
     # the person's standing work, set up from conversation (each call asks them by default)
     standing = StandingWork(store, clock)
     tools += [*goal_tools(standing, clock), watch_page_tool(store, standing, clock)]
+    # the person's workspace files, and its shell where bubblewrap is installed
+    tools += workspace_tools(sandbox.Sandbox() if sandbox.available() else None)
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
         from steward.harness.mcp import McpServerConfig, load_mcp_tools

@@ -19,11 +19,11 @@ Precedence — the first step that decides, decides:
    read and keep private notes: a tool that is not READ/LOCAL, needs a scope that writes
    (``….send``, ``….write``, ``….delete``, ``….post``...) or drives a browser → **deny**,
    whatever grants or rules exist.
-3. **Connection bound** — every scope the tool needs must be offered, exactly, by an active
-   connection of the person (``email.read`` is not ``email.send``), and when every connection
-   offering a scope names hosts, each URL host of the action must be one of them (a URL that
-   cannot be read is not) → else **deny**, whatever rules or grants say. Tools with no scopes
-   skip this step.
+3. **Connection bound** — every scope the tool needs (but those of the person's own workspace,
+   :data:`OWN_SCOPES`) must be offered, exactly, by an active connection of the person
+   (``email.read`` is not ``email.send``), and when every connection offering a scope names
+   hosts, each URL host of the action must be one of them (a URL that cannot be read is not)
+   → else **deny**, whatever rules or grants say. Tools with no scopes skip this step.
 4. **Rules** whose pattern (``*`` matches anything) matches the tool name or one of its scopes:
    the highest priority wins, ties go to the stricter mode (deny > handoff > ask >
    do_if_preapproved > do), then to the smaller rule id. ``do`` allows; ``do_if_preapproved``
@@ -77,6 +77,10 @@ from steward.sentinel.grants import covering_grant, covers
 from steward.sentinel.index import ActionKeys, PolicyCache, PolicyReader, PolicySnapshot
 from steward.sentinel.urls import UrlRefused, host_key, parse_url, recipient_key
 
+OWN_SCOPES = ("workspace",)
+"""Scopes of the person's own environment (their sandboxed workspace): no connection offers
+them and none is needed (step 3 passes them); hard limits, read-only modes, rules and the data
+flow step apply as to any other."""
 HARD_PAYMENT_CEILING = 500.0
 """Payments above this amount (in the payment's own currency) are always handed back."""
 
@@ -358,10 +362,11 @@ def _connection_bound(
     if request.connector is not None:
         return _account_bound(request, active)
     hosts: list[str] | None = None
-    for scope in request.scopes:
+    needed = [s for s in request.scopes if not _in_category(s, OWN_SCOPES)]
+    for scope in needed:
         offering = [c for c in active if scope in c.scopes]
         if not offering:
-            missing = [s for s in request.scopes if not any(s in c.scopes for c in active)]
+            missing = [s for s in needed if not any(s in c.scopes for c in active)]
             return PolicyDecision(
                 verdict=Verdict.DENY,
                 reason=f"no connection allows {', '.join(missing)}",
