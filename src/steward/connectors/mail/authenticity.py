@@ -10,8 +10,8 @@ before the setting existed gets ``dkim``):
   counts for nothing: anyone could add text after them.
 - ``authserv:<id>``: the receiving server checked the message and said so in the
   ``Authentication-Results`` header (RFC 8601) it added, under its authserv-id ``<id>``:
-  ``dmarc=pass``, or ``dkim=pass`` with an aligned ``header.d``. Only the topmost headers with
-  that id count (a server adds its own above those the message came with, and RFC 8601 has it
+  ``dmarc=pass``, or ``dkim=pass`` with an aligned ``header.d``. Only the topmost header with
+  that id counts (a server adds its own above those the message came with, and RFC 8601 has it
   remove those claiming its name): one the sender wrote lower down counts for nothing.
 - ``none``: nothing is checked, for a private mailbox whose server takes mail only from its
   owner. Anyone who can put mail there with the person's address as From speaks as them.
@@ -160,31 +160,25 @@ def _signed(raw: bytes, domain: str, dns: DnsTxt | None) -> Verdict:
 
 
 def _server_said(headers: Sequence[object], domain: str, check: SenderCheck) -> Verdict:
-    """The topmost ``Authentication-Results`` of the configured server say DMARC passed, or
+    """The topmost ``Authentication-Results`` of the configured server says DMARC passed, or
     an aligned DKIM signature did."""
-    ours: list[authres.core.AuthenticationResultsHeader] = []
     for header in headers:  # top first, as the message has them
         try:
             parsed = authres.all_features().parse_value(" ".join(str(header).split()))
         except authres.core.AuthResError:
-            if ours:
-                break
             continue
         if parsed.authserv_id == check.authserv_id:
-            ours.append(parsed)
-        elif ours:
-            break  # below the server's own: the message came with these
-    if not ours:
+            break  # the server's own: any below it came with the message
+    else:
         return Verdict(trusted=False, why=f"no Authentication-Results of {check.authserv_id}")
-    for parsed in ours:
-        for result in parsed.results:
-            if getattr(result, "result", "") != "pass":
-                continue
-            said = {(p.type, p.name): str(p.value or "").casefold() for p in result.properties}
-            if result.method == "dmarc" and said.get(("header", "from"), domain) == domain:
-                return Verdict(trusted=True, why=f"{check.authserv_id} says dmarc=pass")
-            if result.method == "dkim" and aligned(domain, said.get(("header", "d"), "")):
-                return Verdict(trusted=True, why=f"{check.authserv_id} says dkim=pass, aligned")
+    for result in parsed.results:
+        if getattr(result, "result", "") != "pass":
+            continue
+        said = {(p.type, p.name): str(p.value or "").casefold() for p in result.properties}
+        if result.method == "dmarc" and said.get(("header", "from"), domain) == domain:
+            return Verdict(trusted=True, why=f"{check.authserv_id} says dmarc=pass")
+        if result.method == "dkim" and aligned(domain, said.get(("header", "d"), "")):
+            return Verdict(trusted=True, why=f"{check.authserv_id} says dkim=pass, aligned")
     return Verdict(trusted=False, why=f"{check.authserv_id} says neither dmarc nor dkim passed")
 
 
