@@ -25,8 +25,12 @@ class DkimDomain:
     """Signs mail for ``domain`` with selector ``selector``; ``txt`` answers the key lookup."""
 
     domain: str
+    """The domain it signs for (``d=``)."""
     selector: str = "mail"
+    """Its selector (``s=``): where under ``_domainkey`` its key is published."""
     key: rsa.RSAPrivateKey = field(default_factory=_rsa_key)
+    """The signing key (the session's one: a forger's domain has the same key, published under
+    its own name, which is all a verifier can tell apart)."""
     published: dict[bytes, bytes] = field(default_factory=dict)
     """The TXT records served, by name (``sel._domainkey.example.test.``)."""
     lookups: list[bytes] = field(default_factory=list)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from steward.connectors.mail.authenticity import (
     DKIM,
@@ -61,6 +62,18 @@ async def test_a_signature_of_another_domain_is_not_proof(provider: DkimDomain) 
     # nor is a parent that merely ends like it
     lookalike = DkimDomain("ample.test")
     assert not (await check(lookalike.sign(letter()), keys=lookalike)).trusted
+
+
+async def test_a_signature_claiming_the_persons_domain_with_another_key_is_refused(
+    provider: DkimDomain,
+) -> None:
+    """The forger writes ``d=example.test`` but signs with their own key: the key published
+    for example.test does not verify it."""
+    theirs = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    forged = DkimDomain("example.test", key=theirs).sign(letter())
+    got = await check(forged, keys=provider)
+    assert not got.trusted
+    assert got.why == "DKIM: example.test: invalid"
 
 
 async def test_a_body_altered_after_signing_is_refused(provider: DkimDomain) -> None:
