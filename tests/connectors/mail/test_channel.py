@@ -431,6 +431,7 @@ async def test_mail_that_only_claims_to_be_the_persons_does_nothing_and_they_are
     events = [e for e in await store.schedule.list_events(person_id=who) if e.type == RECEIVED]
     assert [e.payload["from"] for e in events] == [setup.me] * 3
     assert all(e.payload["untrusted"] is True for e in events)
+    assert any("my dentist appointment?" in e.payload["snippet"] for e in events)
     reports = await store.reports.list_for(who)
     assert len(reports) == 3
     assert all(r.importance == "actionable" and r.origin == "runtime" for r in reports)

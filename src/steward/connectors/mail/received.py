@@ -177,7 +177,7 @@ class ReceivedSource:
                     now=self.env.clock.now(),
                 )
             )
-            return await self._found(connection, acct, header)
+            return await self._found(connection, acct, header, raw)
         letter = letter_of(channel, raw, fallback_id=f"<{key}>")
         said = await self.env.person_mail.take_person_mail(letter)
         log.info("person's mail taken", channel=channel.id, outcome=said, proof=proof.why)
@@ -189,11 +189,14 @@ class ReceivedSource:
             (h for h in listed if h.date is None or h.date >= since), key=lambda h: h.ref.uid
         )
 
-    async def _found(self, connection: Connection, acct: IMAPAccount, header: Header) -> Found:
+    async def _found(
+        self, connection: Connection, acct: IMAPAccount, header: Header, raw: bytes | None = None
+    ) -> Found:
+        """The message's event (``raw``: its bytes, when fetched already)."""
         text = ""
         if header.size <= SNIPPET_BYTES:  # a large message is not fetched for a snippet
             with contextlib.suppress(MailError):  # gone meanwhile: without a snippet
-                text = snippet(parse(await acct.raw(header.ref)))
+                text = snippet(parse(raw if raw is not None else await acct.raw(header.ref)))
         zone = acct.settings.zone
         return Found(
             type=RECEIVED,
