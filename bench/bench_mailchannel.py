@@ -4,10 +4,13 @@ suite's ``tests/support/mailserver.py``): ``.venv/bin/python bench/bench_mailcha
 - **approval → in the person's inbox**: an approval mail (its reply token issued and signed,
   the mail handed to the SMTP server, which delivers it into Dovecot) until the person's INBOX
   holds it, read over IMAP every 5 ms.
-- **reply → decided**: the person's "approve" reply handed to the SMTP server until the
-  approval is approved, with the real watcher holding the agent's mailbox in IMAP IDLE (as
-  ``steward up`` runs it): the token checked and spent with the decision, the confirmation
-  mailed.
+- **reply → decided**: the person's "approve" reply (DKIM-signed by their provider, a
+  2048-bit RSA key whose DNS record the watch's lookup is served) handed to the SMTP server
+  until the approval is approved, with the real watcher holding the agent's mailbox in IMAP
+  IDLE (as ``steward up`` runs it): the signature verified, the token checked and spent with
+  the decision, the confirmation mailed.
+- **DKIM check**: :func:`~steward.connectors.mail.authenticity.verdict` on one signed message,
+  ``--checks`` times in a row (off the event loop, as the watch runs it).
 
 Each over ``--approvals`` approvals made one at a time by a scripted agent asking to send mail.
 SQLite store in a temporary directory; wall clock throughout.
@@ -31,6 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests"), str(Path(__file__).resolve().parent)]
 
 from bench_support import percentile, quiet_logs  # noqa: E402
+from steward.connectors.mail.authenticity import DKIM, verdict  # noqa: E402
 from steward.connectors.mail.channel import EmailSender  # noqa: E402
 from steward.connectors.mail.connector import CONNECTOR  # noqa: E402
 from steward.connectors.mail.received import RECEIVED  # noqa: E402
@@ -47,6 +51,7 @@ from steward.sentinel.replytoken import ReplyTokens  # noqa: E402
 from steward.sentinel.vault import Vault, VaultKeys  # noqa: E402
 from steward.service import Service  # noqa: E402
 from steward.store import Store  # noqa: E402
+from support.dkimkeys import DkimDomain  # noqa: E402
 from support.mailbox import mailbox_of  # noqa: E402
 from support.mailserver import DOMAIN, MailServer, message, running_mail  # noqa: E402
 
@@ -86,6 +91,8 @@ async def run(server: MailServer, root: Path, n: int) -> dict[str, float]:
         person_id=box.person_id, name="email", connection="Agent", address=f"{me}@{DOMAIN}"
     )
     box.env.person_mail = svc
+    provider = DkimDomain(DOMAIN)
+    box.env.dkim_keys = provider.txt
     harness = AgentHarness(
         model=ScriptedModel(agent),
         workspace=box.env.workspace,
@@ -123,12 +130,14 @@ async def run(server: MailServer, root: Path, n: int) -> dict[str, float]:
                 await asyncio.sleep(0.005)
             to_inbox.append(time.perf_counter() - began)
             mailed = await asyncio.to_thread(_last, server, me)
-            reply = message(
-                sender=f"{me}@{DOMAIN}",
-                to=box.address,
-                subject=f"Re: {mailed['Subject']}",
-                body="approve",
-                extra=f"In-Reply-To: {mailed['Message-ID']}\r\n",
+            reply = provider.sign(
+                message(
+                    sender=f"{me}@{DOMAIN}",
+                    to=box.address,
+                    subject=f"Re: {mailed['Subject']}",
+                    body="approve",
+                    extra=f"In-Reply-To: {mailed['Message-ID']}\r\n",
+                )
             )
             began = time.perf_counter()
             await smtp.sendmail(f"{me}@{DOMAIN}", [box.address], reply)
@@ -147,6 +156,20 @@ async def run(server: MailServer, root: Path, n: int) -> dict[str, float]:
     }
 
 
+async def checks(n: int) -> dict[str, float]:
+    """One signed message verified ``n`` times."""
+    provider = DkimDomain(DOMAIN)
+    me = f"ana@{DOMAIN}"
+    raw = provider.sign(message(sender=me, to=f"agent@{DOMAIN}", subject="Hi", body="x" * 2000))
+    took = []
+    for _ in range(n):
+        began = time.perf_counter()
+        found = await verdict(raw, address=me, check=DKIM, dns=provider.txt)
+        took.append(time.perf_counter() - began)
+        assert found.trusted, found.why
+    return _stats(took)
+
+
 def _stats(took: list[float]) -> dict[str, float]:
     return {
         "p50_ms": percentile(took, 50) * 1000,
@@ -159,6 +182,7 @@ async def main(args: argparse.Namespace) -> None:
     quiet_logs()
     with tempfile.TemporaryDirectory() as tmp, running_mail(Path(tmp) / "mail") as server:
         found = await run(server, Path(tmp), args.approvals)
+    checked = await checks(args.checks)
     n = args.approvals
     print(
         f"approval mail -> person's inbox, n={n}: p50 {found['inbox_p50_ms']:.0f} ms, "
@@ -168,9 +192,14 @@ async def main(args: argparse.Namespace) -> None:
         f"'approve' reply -> approval decided (IDLE), n={n}: p50 {found['decided_p50_ms']:.0f} "
         f"ms, p99 {found['decided_p99_ms']:.0f} ms, max {found['decided_max_ms']:.0f} ms"
     )
+    print(
+        f"DKIM check of one signed message, n={args.checks}: p50 {checked['p50_ms']:.2f} ms, "
+        f"p99 {checked['p99_ms']:.2f} ms, max {checked['max_ms']:.2f} ms"
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--approvals", type=int, default=30)
+    parser.add_argument("--checks", type=int, default=200)
     asyncio.run(main(parser.parse_args()))

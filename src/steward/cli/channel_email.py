@@ -19,6 +19,17 @@ def add_email(
         ..., "--connection", help="The connected mail account the agent writes from."
     ),
     address: str = typer.Option(..., "--address", help="Your own address (ana@example.com)."),
+    verify: str = typer.Option(
+        "dkim",
+        "--verify",
+        help=(
+            "How the agent knows mail from your address is yours: dkim (your mail provider's "
+            "signature, the default), authserv:<id> (what your agent mailbox's server wrote in "
+            "its Authentication-Results header under <id>, e.g. authserv:mx.example.com), or "
+            "none (nothing: anyone who can put mail in this mailbox with your address as From "
+            "can speak as you)."
+        ),
+    ),
     person: str | None = PersonOption,
     db: str | None = DbOption,
     as_json: bool = JsonOption,
@@ -31,7 +42,11 @@ def add_email(
         async with service(db) as svc:
             who = await svc.person(person)
             return await svc.add_email_channel(
-                person_id=who.id, name=name, connection=connection, address=address
+                person_id=who.id,
+                name=name,
+                connection=connection,
+                address=address,
+                verify=verify,
             )
 
     channel = run(main)
@@ -42,6 +57,26 @@ def add_email(
         Text(
             f"Added the e-mail channel {channel.name}: the agent writes to "
             f"{channel.config['address']} from {connection}, and mail from that address to "
-            "its mailbox reaches it."
+            "its mailbox reaches it when " + proven_by(str(channel.config["verify"]))
         )
+    )
+
+
+def proven_by(verify: str) -> str:
+    """What makes mail from the person's address theirs, in words (ends the sentence), for the
+    channel's stored check (``dkim``, ``authserv:<id>``, ``none``)."""
+    how, _, server = verify.partition(":")
+    if how == "authserv":
+        return (
+            f"{server}, the server that received it, says it passed DMARC or DKIM; other mail "
+            "from your address is not acted on."
+        )
+    if how == "none":
+        return (
+            "nothing more is checked: anyone who can put mail in this mailbox with your "
+            "address as From can speak as you."
+        )
+    return (
+        "it carries your mail provider's signature (DKIM); other mail from your address is "
+        "not acted on."
     )

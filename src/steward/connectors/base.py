@@ -36,6 +36,7 @@ from steward.sentinel.egress import EgressBroker, Login
 from steward.store import Store
 
 if TYPE_CHECKING:
+    from steward.connectors.mail.authenticity import DnsTxt
     from steward.connectors.mail.person import PersonMail
 
 
@@ -91,6 +92,9 @@ class ConnectorEnv:
     person_mail: PersonMail | None = None
     """Takes the person's own mail to the agent's mailbox of a mail channel (approval replies,
     conversation); None: such mail is an ordinary ``mail.received`` event."""
+    dkim_keys: DnsTxt | None = None
+    """Where the DKIM keys that prove the person's mail are looked up (dkimpy's ``dnsfunc``);
+    None: DNS. Tests serve their own signing key here."""
 
     async def connection(self, person_id: str, kind: str, account: str | None) -> Connection:
         """The person's active connection of ``kind`` named ``account`` (the only one, when

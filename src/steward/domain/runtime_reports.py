@@ -172,3 +172,35 @@ def goal_budget_reached(
         importance="actionable",
         created_at=now,
     )
+
+
+SUBJECT_CHARS = 60
+"""The most of an unverified message's subject a report quotes."""
+
+
+def unverified_mail(*, person_id: str, message_key: str, subject: str, now: datetime) -> Report:
+    """A message to the agent's mailbox that names the person as its sender but did not prove
+    it: they hear it once per message (``message_key`` names it). Its subject is anyone's text:
+    cut short, on one line, and kept inside its quotes."""
+    printable = "".join(c if c.isprintable() else " " for c in subject).replace('"', "'")
+    quoted = shorten(printable, SUBJECT_CHARS) or "(none)"
+    return Report(
+        id=report_id(f"unverified-mail:{message_key}"),
+        person_id=person_id,
+        origin="runtime",
+        what=(
+            f'A message that claims to be from you (subject "{quoted}") arrived at the '
+            "agent's mailbox but could not be verified as yours, so I did not act on it"
+        ),
+        why=(
+            "It could not be verified as yours, so I did not act on it: anyone can write your "
+            "address as a message's sender, and this one lacked the proof your mail provider "
+            "gives the mail you send."
+        ),
+        todo=(
+            "If you wrote it, send it again from your usual mail account; if not, someone "
+            "tried to speak as you and nothing came of it."
+        ),
+        importance="actionable",
+        created_at=now,
+    )

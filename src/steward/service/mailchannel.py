@@ -1,9 +1,13 @@
 """The facade's mail channel part: the person talks to the agent by e-mail.
 
 A mail channel (:mod:`steward.connectors.mail.channel`) names a connected mail account — the
-agent's mailbox — and the person's own address. The mail watch of that account hands every
-message from that address to :meth:`MailChannelService.take_person_mail` (and nothing else:
-other senders stay untrusted ``mail.received`` events). A message there is, in order:
+agent's mailbox —, the person's own address, and how a message from that address proves it is
+theirs (:mod:`steward.connectors.mail.authenticity`: a DKIM signature of their domain by
+default, the receiving server's Authentication-Results, or — chosen explicitly — nothing). The
+mail watch of that account hands every message from that address that proves it to
+:meth:`MailChannelService.take_person_mail` (and nothing else: other senders, and mail that
+only claims the person's address, stay untrusted ``mail.received`` events). A message there
+is, in order:
 
 - a reply to an approval mail, when it carries a reply token: the token is checked (its
   signature, expiry, single use, the approval still waiting with the same arguments, the
@@ -30,6 +34,7 @@ import structlog
 
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.mail.access import KIND
+from steward.connectors.mail.authenticity import DKIM, sender_check
 from steward.connectors.mail.channel import reply_in_thread
 from steward.connectors.mail.person import PersonLetter, decision_in
 from steward.connectors.mail.settings import plain_address
@@ -76,12 +81,20 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
     answers."""
 
     async def add_email_channel(
-        self, *, person_id: str, name: str, connection: str, address: str
+        self,
+        *,
+        person_id: str,
+        name: str,
+        connection: str,
+        address: str,
+        verify: str = DKIM.text,
     ) -> Channel:
         """A mail channel: the agent writes to ``address`` from the connected mail account
         ``connection`` (its name or id), and takes mail from ``address`` to that account as
-        the person's. Refused, with nothing stored, when the account is not a connected mail
-        account or the address is not one plain address."""
+        the person's when it proves it by ``verify`` (``dkim``, ``authserv:<id>`` or ``none``:
+        see :mod:`steward.connectors.mail.authenticity`). Refused, with nothing stored, when
+        the account is not a connected mail account, the address is not one plain address or
+        ``verify`` names no check."""
         person_id = self._for(person_id, CONTROL)
         label = name.strip()
         if not label:
@@ -89,6 +102,7 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
         bare = plain_address(address.strip())
         if bare is None:
             raise UsageError(f'"{address}" is not one plain e-mail address (ana@example.com)')
+        check = sender_check(verify)
         account = await self._named(person_id, connection)
         if account.kind != KIND:
             raise UsageError(
@@ -111,7 +125,7 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
                 person_id=person_id,
                 kind=ChannelKind.EMAIL,
                 name=label,
-                config={"connection": account.id, "address": bare},
+                config={"connection": account.id, "address": bare, "verify": check.text},
                 created_at=self.clock.now(),
             )
         )
@@ -119,7 +133,8 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
     async def take_person_mail(self, letter: PersonLetter) -> str:
         """Take one message the person wrote to the agent's mailbox (see the module): an
         approval decided by reply, an answer in a conversation, or a new conversation. What
-        was done, in words. The channel is read again and the sender checked against its
+        was done, in words. The mail watch hands over only messages that proved to be from
+        the channel's address; the channel is read again and the sender checked against its
         address: a message from anyone else is refused and changes nothing."""
         channel = await self.store.channels.get(letter.channel.id)
         self._for(channel.person_id, CONTROL)

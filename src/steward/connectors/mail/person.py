@@ -1,13 +1,14 @@
 """Mail from the person to the agent's mailbox (the account a mail channel names): what it
 says, and whom it is handed to.
 
-Such a message is the person speaking only when both hold: it arrived on the agent's account
-the channel names, and its From is the channel's address. Nothing else is checked: there is no
-DKIM or SPF verification here, so a forged From on a message that reaches that mailbox passes
-this test; what it can then do is bounded — a reply to an approval also needs that approval's
-signed, unexpired, unused token, which only the mail sent to the person carries. Everything
-else that arrives stays an untrusted ``mail.received`` event.
-"""
+Such a message is the person speaking only when all hold: it arrived on the agent's account
+the channel names, its From is the channel's address, and it proves it is theirs by the
+channel's check (:mod:`steward.connectors.mail.authenticity`: a DKIM signature of their
+domain, or the receiving server's Authentication-Results — or nothing, when the person chose
+that for a mailbox only they can write to). A message that fails the check stays an untrusted
+``mail.received`` event and the person is told of it. On top of that, a reply to an approval
+also needs that approval's signed, unexpired, unused token, which only the mail sent to the
+person carries. Everything else that arrives stays an untrusted ``mail.received`` event."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ class PersonLetter:
     message_id: str
     """Its Message-ID (``<…>``); a made-up one when it had none."""
     sender: str
-    """Its From address (the channel's)."""
+    """Its From address (the channel's, proven by the channel's check)."""
     subject: str
     """Its subject."""
     text: str

@@ -19,8 +19,11 @@ on, ``message`` (for ``mail_read``), ``date``, ``sender_name``, ``snippet`` and 
 All of it is others' text: ``untrusted`` is true.
 
 Except the person's own: on the agent's mailbox of a mail channel, a message from the
-channel's address is handed to the mail channel (:mod:`steward.connectors.mail.person`) — an
-approval decided by reply, a turn in a conversation with the agent — and is no event.
+channel's address that proves it is theirs (:mod:`steward.connectors.mail.authenticity`, by
+the channel's check) is handed to the mail channel (:mod:`steward.connectors.mail.person`) — an
+approval decided by reply, a turn in a conversation with the agent — and is no event. One that
+names them as its sender without proof is an event like any stranger's mail, and the person is
+told of it once (a runtime report): nothing is done or answered for it.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import structlog
 
 from steward.connectors.base import ConnectorEnv, Poll
 from steward.connectors.mail.access import open_mailbox, settings_of
+from steward.connectors.mail.authenticity import check_of, verdict
 from steward.connectors.mail.failures import MailError
 from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.message import parse, snippet
@@ -42,6 +46,7 @@ from steward.connectors.mail.model import Header
 from steward.connectors.mail.person import letter_of
 from steward.domain.authority import Connection
 from steward.domain.channel import Channel, ChannelKind
+from steward.domain.runtime_reports import unverified_mail
 from steward.domain.watch import Found
 
 log = structlog.get_logger(__name__)
@@ -115,7 +120,9 @@ class ReceivedSource:
                 for header in headers:
                     channel = person.get(header.sender.casefold())
                     if channel is not None and self.env.person_mail is not None:
-                        await self._hand_over(connection, channel, acct, header)
+                        doubted = await self._hand_over(connection, channel, acct, header)
+                        if doubted is not None:
+                            found.append(doubted)
                     else:
                         found.append(await self._found(connection, acct, header))
         return Poll(found=found, cursor={"folders": after, "checked_at": now.isoformat()})
@@ -139,20 +146,42 @@ class ReceivedSource:
 
     async def _hand_over(
         self, connection: Connection, channel: Channel, acct: IMAPAccount, header: Header
-    ) -> None:
-        """Hand the person's message to the mail channel. A failure to take it (the
+    ) -> Found | None:
+        """Hand the person's message to the mail channel when it proves to be theirs; else
+        it is an ordinary event (returned), and the person is told. A failure to take it (the
         database, say) fails the poll: the cursor stays and it is taken on the next one."""
         assert self.env.person_mail is not None
         if header.size > PERSON_BYTES:
             log.warning("person's mail too large to take", channel=channel.id, size=header.size)
-            return
+            return None
         try:
             raw = await acct.raw(header.ref)
         except MailError:
-            return  # gone meanwhile
-        letter = letter_of(channel, raw, fallback_id=f"<{dedupe_key(connection, header)}>")
+            return None  # gone meanwhile
+        key = dedupe_key(connection, header)
+        proof = await verdict(
+            raw,
+            address=str(channel.config.get("address", "")),
+            check=check_of(channel),
+            dns=self.env.dkim_keys,
+        )
+        if not proof.trusted:
+            log.warning(
+                "mail from the person's address unverified", channel=channel.id, why=proof.why
+            )
+            await self.env.store.reports.add(
+                unverified_mail(
+                    person_id=channel.person_id,
+                    message_key=key,
+                    subject=header.subject,
+                    now=self.env.clock.now(),
+                )
+            )
+            return await self._found(connection, acct, header, raw)
+        letter = letter_of(channel, raw, fallback_id=f"<{key}>")
         said = await self.env.person_mail.take_person_mail(letter)
-        log.info("person's mail taken", channel=channel.id, outcome=said)
+        log.info("person's mail taken", channel=channel.id, outcome=said, proof=proof.why)
+        return None
 
     async def _rebuilt(self, acct: IMAPAccount, folder: str, since: datetime) -> list[Header]:
         listed, _ = await acct.search(folder, ["SINCE", since.date()], limit=PER_POLL)
@@ -160,11 +189,14 @@ class ReceivedSource:
             (h for h in listed if h.date is None or h.date >= since), key=lambda h: h.ref.uid
         )
 
-    async def _found(self, connection: Connection, acct: IMAPAccount, header: Header) -> Found:
+    async def _found(
+        self, connection: Connection, acct: IMAPAccount, header: Header, raw: bytes | None = None
+    ) -> Found:
+        """The message's event (``raw``: its bytes, when fetched already)."""
         text = ""
         if header.size <= SNIPPET_BYTES:  # a large message is not fetched for a snippet
             with contextlib.suppress(MailError):  # gone meanwhile: without a snippet
-                text = snippet(parse(await acct.raw(header.ref)))
+                text = snippet(parse(raw if raw is not None else await acct.raw(header.ref)))
         zone = acct.settings.zone
         return Found(
             type=RECEIVED,
