@@ -12,7 +12,7 @@ from steward.domain.channel import Channel, ChannelKind, Importance
 from steward.domain.clock import SimulatedClock
 from steward.domain.delivery import DeliveryStatus
 from steward.domain.ids import new_id
-from steward.domain.report import Reach, Report, in_quiet_hours, report_id
+from steward.domain.report import Reach, Report, ReportOrigin, in_quiet_hours, report_id
 from steward.store import Store
 from support.notify_recording import RecordingSender
 
@@ -45,13 +45,18 @@ async def _drain(dispatcher: Dispatcher) -> None:
 
 
 def _report(
-    person: str, goal: str | None, what: str, importance: Importance, clock: SimulatedClock
+    person: str,
+    goal: str | None,
+    what: str,
+    importance: Importance,
+    clock: SimulatedClock,
+    origin: ReportOrigin = "agent",
 ) -> Report:
     return Report(
         id=report_id(what),
         person_id=person,
         goal_id=goal,
-        origin="agent",
+        origin=origin,
         what=what,
         why="Because.",
         todo="Look." if importance != "info" else None,
@@ -83,7 +88,12 @@ async def test_a_simulated_week_follows_policy_quiet_hours_and_the_digest(
                         _report(person, goal_id, what, importance, clock)
                     )
             if (local.weekday(), local.hour) == (2, 23):
+                # an effect in doubt (the runtime's), and the agent pleading: only one goes
                 what = f"none urgent {local:%a %H:%M}"
+                made[what] = await store.reports.add(
+                    _report(person, goals["none"], what, "urgent", clock, "runtime")
+                )
+                what = f"none pleading {local:%a %H:%M}"
                 made[what] = await store.reports.add(
                     _report(person, goals["none"], what, "urgent", clock)
                 )
@@ -120,7 +130,7 @@ async def test_a_simulated_week_follows_policy_quiet_hours_and_the_digest(
     days = [s.at.astimezone(PARIS).strftime("%a %H:%M") for s in digests]
     assert days == [f"{d} 18:00" for d in ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")]
     assert digests[1].message.title == "Your digest for Tuesday 6 January: 3 updates"
-    # none: nothing but the urgent one, at once in the night
+    # none: nothing but the runtime's urgent one, at once in the night
     assert {w for w in sent_titles if w.startswith("none ")} == {"none urgent Wed 23:00"}
     [urgent] = [s for s in reports if s.message.title == "none urgent Wed 23:00"]
     assert urgent.at.astimezone(PARIS).strftime("%a %H:%M") == "Wed 23:00"
