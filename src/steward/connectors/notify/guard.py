@@ -22,8 +22,8 @@ the guard records it, and the sender turns it into a
 :class:`~steward.errors.ChannelRefused` in words (never the URL: it may carry tokens).
 
 **Cost.** Outside a guard, the hook returns after comparing the event's name (every audited
-event of the process goes through it): see ``bench/outbound_guard.py`` and
-``docs/benchmarks.md``.
+event of the process goes through it): about 0.3 µs per audited event, a local TCP connect
+unchanged within noise (``bench/bench_outbound_guard.py``, ``docs/channels.md``).
 """
 
 from __future__ import annotations
