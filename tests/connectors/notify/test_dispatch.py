@@ -8,12 +8,16 @@ from datetime import time, timedelta
 from zoneinfo import ZoneInfo
 
 from steward.connectors.notify.dispatch import Dispatcher
+from steward.domain import Notification, WaitCondition
 from steward.domain.channel import Channel, ChannelKind, Importance
 from steward.domain.clock import SimulatedClock
 from steward.domain.delivery import DeliveryStatus
 from steward.domain.ids import new_id
+from steward.domain.outcome import Wait
 from steward.domain.report import Reach, Report, ReportOrigin, in_quiet_hours, report_id
-from steward.store import Store
+from steward.service import Service
+from steward.store import Fence, Store
+from steward.testing.store_conformance.helpers import checkpoint, claim_one, finish, new_task
 from support.notify_recording import RecordingSender
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -181,3 +185,41 @@ async def test_a_refusal_fails_at_once_with_a_notice(store: Store, clock: Simula
     ]
     assert notice.title == "Your channel 'phone': it refused a message: unknown topic"
     assert notice.body == "The message was: Refused. It is still on your dashboard."
+
+
+async def test_a_question_answered_in_quiet_hours_is_never_sent(
+    store: Store, clock: SimulatedClock
+) -> None:
+    sender = RecordingSender(clock=clock)
+    person, dispatcher = await _setup(store, clock, sender)
+    local = clock.now().astimezone(PARIS)
+    clock.advance(local.replace(hour=23, minute=0) - local)  # 23:00 in Paris: quiet until 07:00
+    refs = {}
+    for title in ("Which laptop?", "Which colour?"):
+        task = await new_task(store, clock, person, title=title)
+        c = await claim_one(store, clock)
+        refs[title] = f"q.{task.id}.1"
+        await store.inbox.notify(
+            Notification(
+                id=new_id("ntf"),
+                person_id=person,
+                kind="question",
+                title=title,
+                body="",
+                task_id=task.id,
+                ref=refs[title],
+                created_at=clock.now(),
+            )
+        )
+        await checkpoint(store, clock, Fence.of(c), 1, {})
+        await finish(store, clock, c, Wait(condition=WaitCondition(kind="input", ref=refs[title])))
+        await _drain(dispatcher)
+    assert sender.sent == []  # quiet hours
+    # the person answers one on the dashboard at midnight
+    clock.advance(timedelta(hours=1))
+    await Service(store, clock).answer_task(refs["Which laptop?"].split(".")[1], "The lighter one")
+    clock.advance(timedelta(hours=7))  # 08:00: quiet hours are over
+    await _drain(dispatcher)
+    assert [s.message.title for s in sender.sent] == ["Which colour?"]
+    [withdrawn] = await store.deliveries.list_for(ref=refs["Which laptop?"])
+    assert withdrawn.status == DeliveryStatus.WITHDRAWN
