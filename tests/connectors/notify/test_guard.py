@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from steward.connectors.notify.apprise import AppriseSender
-from steward.connectors.notify.guard import GuardRefused, exempt, guarded
+from steward.connectors.notify.guard import Guard, GuardRefused, exempt, guarded
 from steward.connectors.notify.webpush import VapidKey, WebPushSender
 from steward.domain.clock import SimulatedClock
 from steward.errors import ChannelRefused
+from steward.sentinel.urls import is_public
 from support.notifyservers import receiving
 from support.pushservice import push_service
 
@@ -104,3 +108,22 @@ async def test_connects_are_checked_only_inside_a_guard_and_in_the_threads_it_re
             connect(rx.port)
         assert confirmed.refused == []
         connect(rx.port)  # the guard ended with its block
+
+
+@settings(max_examples=300)
+@given(
+    address=st.ip_addresses(),
+    port=st.integers(min_value=1, max_value=65535),
+    confirmed=st.booleans(),
+)
+def test_the_guard_lets_through_exactly_public_addresses_unless_confirmed(
+    address: IPv4Address | IPv6Address, port: int, confirmed: bool
+) -> None:
+    guard = Guard(private_network=confirmed, exempt=frozenset({("127.0.0.1", 8470)}))
+    allowed = guard.allows((str(address), port))
+    assert allowed == (
+        confirmed or is_public(address) or (str(address), port) == ("127.0.0.1", 8470)
+    )
+    assert bool(guard.refused) == (not allowed)
+    # a name is never let through unconfirmed: its address could not be checked
+    assert Guard(private_network=confirmed).allows(("example.org", port)) == confirmed
