@@ -9,7 +9,9 @@ another address by the time the library connects (DNS rebinding). So every send 
 address that is not public (:func:`~steward.sentinel.urls.is_public`: loopback, private,
 link-local, shared, reserved…) unless the person confirmed the service is on their own
 network. A connect by name rather than by address is refused too: its address cannot be
-checked. Unix sockets are not network connections and pass.
+checked. Unix sockets are not network connections and pass. Name lookups
+(``socket.getaddrinfo``) are not checked: a lookup sends nothing to the address it finds, and
+the connect that follows is what is checked, with the address it really uses.
 
 **Context.** The guard is a :mod:`contextvars` variable: asyncio tasks and
 :func:`asyncio.to_thread` inherit it, and Apprise (2.x) runs each service's send in a thread
