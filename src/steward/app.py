@@ -199,14 +199,20 @@ async def web_watch_runner(
     )
 
 
-async def mail_channel_sender(settings: Settings, store: Store, clock: Clock) -> EmailSender:
+async def mail_channel_sender(
+    settings: Settings, store: Store, clock: Clock, *, dashboard_url: str | None = None
+) -> EmailSender:
     """The e-mail channel's sender: from the agent's connected mailbox, approval mails with a
-    reply token signed by the person's key in the vault."""
+    reply token signed by the person's key in the vault, links on ``dashboard_url``."""
     vault = Vault(
         VaultKeys.load(settings.data_dir, stored_secrets=await store.secrets.count_secrets())
     )
     env = await connector_env(settings, store, clock)
-    return EmailSender(env=env, tokens=ReplyTokens(store=store, vault=vault, clock=clock))
+    return EmailSender(
+        env=env,
+        tokens=ReplyTokens(store=store, vault=vault, clock=clock),
+        dashboard_url=dashboard_url,
+    )
 
 
 def notify_dispatcher(
@@ -219,9 +225,14 @@ def notify_dispatcher(
     return Dispatcher(store=store, senders=senders, clock=clock, holder=default_worker_name())
 
 
-async def matrix_channel_sender(settings: Settings, store: Store, clock: Clock) -> MatrixSender:
-    """The Matrix channel's sender: the bot's token opened from the vault by the broker."""
-    return MatrixSender(env=await connector_env(settings, store, clock))
+async def matrix_channel_sender(
+    settings: Settings, store: Store, clock: Clock, *, dashboard_url: str | None = None
+) -> MatrixSender:
+    """The Matrix channel's sender: the bot's token opened from the vault by the broker,
+    links on ``dashboard_url``."""
+    return MatrixSender(
+        env=await connector_env(settings, store, clock), dashboard_url=dashboard_url
+    )
 
 
 async def matrix_listener(

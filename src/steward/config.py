@@ -10,11 +10,13 @@ Precedence: flags, then environment variables, then the config file (``$STEWARD_
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from platformdirs import user_config_dir, user_data_dir
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -64,6 +66,11 @@ class Settings(BaseSettings):
     other devices, e.g. a phone on the home network; put TLS in front for anything wider)."""
     port: int = Field(default=8470, ge=0, le=65535)
     """Its port (0: any free one)."""
+    dashboard_url: str | None = None
+    """The dashboard's address as the person reaches it from their phone
+    (``https://steward.home.example``): the links in the messages Steward sends (a report's,
+    an approval's) start with it. Unset: ``http://<host>:<port>`` of ``steward up`` (this
+    machine's name when it serves on every interface)."""
 
     model: str | None = None
     """Model name (``gpt-4o-mini``, ``llama3.1``...); unset: agent tasks fail with a message
@@ -122,6 +129,19 @@ class Settings(BaseSettings):
     embeddings_api_key: SecretStr | None = None
     """For ``openai``: the key; unset: :attr:`model_api_key`."""
 
+    @field_validator("dashboard_url")
+    @classmethod
+    def _dashboard_address(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                "dashboard_url must be the dashboard's http(s) address, like "
+                "'https://steward.home.example'"
+            )
+        return value.strip().rstrip("/")
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -138,6 +158,18 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'steward.db'}"
+
+    def resolved_dashboard_url(self, *, host: str | None = None, port: int | None = None) -> str:
+        """:attr:`dashboard_url`, else where ``steward up`` serves: :attr:`host` and
+        :attr:`port`, or the ``host`` and ``port`` it was given and bound."""
+        if self.dashboard_url:
+            return self.dashboard_url
+        host = self.host if host is None else host
+        if host in ("", "0.0.0.0", "::"):  # every interface: this machine's name reaches it
+            host = socket.gethostname()
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{port or self.port}"
 
     @property
     def workspace_dir(self) -> Path:

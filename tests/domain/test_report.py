@@ -3,6 +3,7 @@ where a report goes (properties over random settings and moments, and worked exa
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -11,10 +12,14 @@ from hypothesis import strategies as st
 
 from steward.domain.channel import Importance
 from steward.domain.report import (
+    AGENT_URGENT_PER_DAY,
+    Decision,
     Placement,
     Reach,
+    ReportOrigin,
     digest_id,
     in_quiet_hours,
+    local_midnight,
     local_words,
     next_digest,
     place,
@@ -47,10 +52,11 @@ policies = st.sampled_from(["all", "actionable", "none", None])
 
 @settings(max_examples=400)
 @given(policy=policies, importance=st.sampled_from(IMPORTANCE), reach=reaches(), now=moments)
-def test_placement_follows_the_rules(
+def test_the_runtimes_reports_follow_the_rules(
     policy: str | None, importance: Importance, reach: Reach, now: datetime
 ) -> None:
     decision = place(policy=policy, importance=importance, reach=reach, now=now)
+    assert decision.importance == importance  # the runtime's word is kept
     if importance == "urgent":
         # urgent goes now, whatever the policy and the hour
         assert (decision.placement, decision.at) == (Placement.NOW, now)
@@ -58,6 +64,55 @@ def test_placement_follows_the_rules(
     if policy == "none":
         assert decision.placement == Placement.DROP
         return
+    _follows_policy_and_quiet_hours(decision, policy, importance, reach, now)
+
+
+@settings(max_examples=600)
+@given(
+    policy=policies,
+    importance=st.sampled_from(IMPORTANCE),
+    reach=reaches(),
+    now=moments,
+    urgent_today=st.integers(min_value=0, max_value=2 * AGENT_URGENT_PER_DAY),
+)
+def test_the_agents_reports_never_override_the_person(
+    policy: str | None, importance: Importance, reach: Reach, now: datetime, urgent_today: int
+) -> None:
+    decision = place(
+        policy=policy,
+        importance=importance,
+        reach=reach,
+        now=now,
+        origin="agent",
+        urgent_today=urgent_today,
+    )
+    if policy == "none":
+        # "none" means none: the agent cannot plead its way out
+        assert decision.placement == Placement.DROP
+        return
+    if decision.importance == "urgent":
+        # urgent only as the agent said, and only within the day's allowance
+        assert importance == "urgent"
+        assert urgent_today < AGENT_URGENT_PER_DAY
+    elif importance == "urgent":
+        assert urgent_today >= AGENT_URGENT_PER_DAY
+        assert decision.importance == "actionable"
+    else:
+        assert decision.importance == importance
+    if decision.placement == Placement.NOW and in_quiet_hours(reach, now):
+        # only a goal set to tell everything may wake the person, and only by urgent
+        assert policy == "all"
+        assert decision.importance == "urgent"
+        return
+    if decision.importance == "urgent" and decision.placement == Placement.NOW:
+        assert decision.at == now
+        return
+    _follows_policy_and_quiet_hours(decision, policy, decision.importance, reach, now)
+
+
+def _follows_policy_and_quiet_hours(
+    decision: Decision, policy: str | None, importance: Importance, reach: Reach, now: datetime
+) -> None:
     if decision.placement == Placement.NOW:
         assert decision.at == now
         assert not in_quiet_hours(reach, now)
@@ -76,6 +131,39 @@ def test_placement_follows_the_rules(
         assert not in_quiet_hours(reach, decision.at)
         local = decision.at.astimezone(reach.zone).time()
         assert local == reach.digest_at or reach.quiet_end in (local, None)
+
+
+@given(
+    origin=st.sampled_from(["agent", "runtime"]),
+    policy=policies,
+    reach=reaches(),
+    now=moments,
+    before=st.integers(min_value=0, max_value=AGENT_URGENT_PER_DAY),
+)
+def test_more_urgency_already_spent_never_makes_a_report_louder(
+    origin: ReportOrigin, policy: str | None, reach: Reach, now: datetime, before: int
+) -> None:
+    """Monotone: a report placed after more urgent ones goes no sooner and no louder."""
+    first, later = (
+        place(
+            policy=policy,
+            importance="urgent",
+            reach=reach,
+            now=now,
+            origin=origin,
+            urgent_today=n,
+        )
+        for n in (before, before + 1)
+    )
+    assert later.at >= first.at
+    assert not (later.importance == "urgent" and first.importance != "urgent")
+
+
+@given(reach=reaches(), now=moments)
+def test_the_day_starts_at_local_midnight(reach: Reach, now: datetime) -> None:
+    start = local_midnight(reach, now)
+    assert start <= now < start + timedelta(hours=25)
+    assert start.astimezone(reach.zone).date() == now.astimezone(reach.zone).date()
 
 
 @given(reach=reaches(), now=moments)
@@ -109,9 +197,16 @@ def test_worked_examples_in_the_persons_zone() -> None:
     # a digest time inside quiet hours goes when they end
     owl = Reach(zone=PARIS, quiet_start=time(22), quiet_end=time(7), digest_at=time(23))
     assert next_digest(owl, _paris(4, 12)) == _paris(5, 7)
-    # urgent at 03:00 goes at once
+    # the runtime's urgent at 03:00 goes at once
     urgent = place(policy="none", importance="urgent", reach=NIGHT, now=_paris(5, 3))
     assert urgent.placement == Placement.NOW
+    # the agent's waits for 07:00 unless the goal tells everything, three times a day
+    agent = functools.partial(place, importance="urgent", reach=NIGHT, now=_paris(5, 3))
+    assert agent(policy="actionable", origin="agent").at == _paris(5, 7)
+    assert agent(policy="all", origin="agent", urgent_today=2).placement == Placement.NOW
+    fourth = agent(policy="all", origin="agent", urgent_today=3)
+    assert (fourth.at, fourth.importance) == (_paris(5, 7), "actionable")
+    assert agent(policy="none", origin="agent").placement == Placement.DROP
     assert local_words(_paris(5, 9, 30), PARIS) == "Saturday 5 December at 09:30"
 
 

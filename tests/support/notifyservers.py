@@ -8,7 +8,8 @@ server (aiosmtpd) that records every message.
         assert hit.json()["title"] == "Hello"
 
 ``rx.status`` is what the receiver answers (200 by default); ``rx.check`` may inspect each
-request first and return a status of its own (a push service verifying a VAPID signature).
+request first and return a status of its own (a push service verifying a VAPID signature);
+``rx.location`` is where a 3xx answer redirects to.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class Receiver:
     """What it answers every request."""
     check: Callable[[Hit], int | None] | None = None
     """Looks at each request first; a status it returns is answered instead of ``status``."""
+    location: str | None = None
+    """Where a 3xx answer redirects to."""
     arrived: threading.Condition = field(default_factory=threading.Condition)
 
     @property
@@ -84,6 +87,8 @@ def receiving() -> Iterator[Receiver]:
             body = b'{"id":"msg-1"}' if answer < 300 else b'{"error":"no"}'
             self.send_response(answer)
             self.send_header("Content-Type", "application/json")
+            if 300 <= answer < 400 and receiver.location:
+                self.send_header("Location", receiver.location)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

@@ -147,22 +147,6 @@ async def _serve(
     )
     if watcher is not None:  # the person's own mail to the agent's mailbox goes to them
         watcher.env.person_mail = service
-    # reports, digests, approvals and questions reach the person's channels from here: Apprise
-    # and Web Push (the facade's vault), e-mail and Matrix (the connected accounts)
-    notify = (
-        notify_dispatcher(
-            settings,
-            store,
-            clock,
-            also=[
-                *service.channel_senders().values(),
-                await starting.retry(lambda: mail_channel_sender(settings, store, clock)),
-                await starting.retry(lambda: matrix_channel_sender(settings, store, clock)),
-            ],
-        )
-        if config.scheduler
-        else None
-    )
     person = await starting.retry(service.ensure_person)
     # nightly, once per person
     await starting.retry(lambda: schedule_consolidation(store, clock, person_id=person.id))
@@ -178,6 +162,35 @@ async def _serve(
                     serving(served, host=http[0], port=http[1])
                 )
                 login = await _login_link(service, served, person, address)
+            # reports, digests, approvals and questions reach the person's channels from
+            # here: Apprise and Web Push (the facade's vault), e-mail and Matrix (the connected
+            # accounts); their links start with the dashboard's address
+            dashboard = settings.resolved_dashboard_url(
+                host=http[0] if http else None,
+                port=int(address.rpartition(":")[2]) if address else None,
+            )
+            notify = (
+                notify_dispatcher(
+                    settings,
+                    store,
+                    clock,
+                    also=[
+                        *service.channel_senders(dashboard_url=dashboard).values(),
+                        await starting.retry(
+                            lambda: mail_channel_sender(
+                                settings, store, clock, dashboard_url=dashboard
+                            )
+                        ),
+                        await starting.retry(
+                            lambda: matrix_channel_sender(
+                                settings, store, clock, dashboard_url=dashboard
+                            )
+                        ),
+                    ],
+                )
+                if config.scheduler
+                else None
+            )
             if banner:
                 _banner(settings, store, harness.model.name, person, config, address, login)
             async with asyncio.TaskGroup() as roles:

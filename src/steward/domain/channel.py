@@ -73,11 +73,23 @@ class OutboundMessage:
     importance: Importance = "info"
     """How much it needs the person."""
     link: str | None = None
-    """Path of the dashboard page with the details (``/inbox/apr_…``), if any."""
+    """Path of the dashboard page with the details (``/inbox/apr_…``), if any; a sender
+    shows it as :func:`dashboard_link`."""
     ref: str | None = None
     """The report, approval or question it is about."""
     goal_id: str | None = None
     """The goal concerned, if any."""
+
+
+def dashboard_link(dashboard_url: str | None, path: str | None) -> str | None:
+    """The link a person opens from a message read anywhere (a phone's mail app, a chat):
+    ``path`` on the dashboard's address (``https://steward.home.example/inbox/apr_…``); the
+    bare path when the address is not known; None without a path."""
+    if not path:
+        return None
+    if not dashboard_url:
+        return path
+    return f"{dashboard_url.rstrip('/')}/{path.lstrip('/')}"
 
 
 @dataclass(kw_only=True, frozen=True)

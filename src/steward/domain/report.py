@@ -3,18 +3,34 @@
 A report comes from the agent (the ``report`` control tool) or from the runtime itself (a goal
 finished, expired or was cancelled; a task failed; a budget stopped work; an effect is in
 doubt). Every report stays on the dashboard; whether and when it also goes out through the
-person's channels is decided by :func:`place`, a pure function of the goal's report policy, the
-report's importance, the person's quiet hours and digest time, and ``now``:
+person's channels is decided by :func:`place`, a pure function of who made the report, the
+goal's report policy, the report's importance, the person's quiet hours and digest time, and
+``now``.
 
-- ``urgent`` always goes at once, whatever the policy and even in quiet hours: an urgent report
-  is something the person must hear now (an effect in doubt, money at stake). A goal set to
-  ``none`` still reaches the person for these — silence there would be worse than noise.
+**The runtime's reports** are facts Steward itself vouches for:
+
+- ``urgent`` (an effect in doubt, money at stake) always goes at once, whatever the policy and
+  even in quiet hours: silence there would be worse than noise.
 - ``none``: nothing else goes out; the report waits on the dashboard.
 - ``actionable`` (also work without a goal): actionable reports go at once, information waits
   for the next daily digest.
 - ``all``: every report goes at once.
 - Quiet hours hold everything that would go at once, except urgent, until they end; a digest
   that falls in quiet hours goes when they end.
+
+**The agent's reports** are the agent's words, and what it read (a page, a mail) can steer
+them: a stranger's mail must not be able to wake the person at 3 am, nor mark everything
+urgent. So the person's settings bind the agent where they do not bind the runtime:
+
+- ``none`` means none: an agent report never goes out, whatever it calls itself.
+- ``urgent`` goes out as urgent at most :data:`AGENT_URGENT_PER_DAY` times per goal (for work
+  without a goal, per person) and local day; past that it is ``actionable``: it still goes out
+  under ``all`` and ``actionable``, without the urgent mark (no high-priority push).
+- In quiet hours an agent's urgent report is held until they end, like an actionable one,
+  unless the goal's policy is ``all``: a person who asked to hear everything a goal finds has
+  said that goal may reach them any time (a flight watch, a parcel at the door), and even then
+  at most :data:`AGENT_URGENT_PER_DAY` times a day. Under the default ``actionable`` the agent
+  never wakes the person: what it found waits for the end of quiet hours.
 """
 
 from __future__ import annotations
@@ -35,6 +51,9 @@ DEFAULT_POLICY: ReportPolicy = "actionable"
 """The policy of work that belongs to no goal."""
 
 ReportOrigin = Literal["agent", "runtime"]
+
+AGENT_URGENT_PER_DAY = 3
+"""Most agent reports that go out as urgent, per goal and local day (see the rules above)."""
 
 
 class ReportState(StrEnum):
@@ -117,6 +136,9 @@ class Decision:
     """Now, held, into the digest, or the dashboard only."""
     at: datetime
     """When it goes out (``now`` for NOW and DROP)."""
+    importance: Importance
+    """The importance it goes out with: an agent's urgent report past the day's allowance is
+    ``actionable``."""
 
 
 def report_id(cause: str) -> str:
@@ -168,18 +190,44 @@ def next_digest(reach: Reach, moment: datetime) -> datetime:
     return quiet_ends(reach, moment + timedelta(days=1))  # not reached
 
 
-def place(*, policy: str | None, importance: Importance, reach: Reach, now: datetime) -> Decision:
-    """Decide where a report goes (see the module's rules). ``policy`` None: no goal."""
+def place(
+    *,
+    policy: str | None,
+    importance: Importance,
+    reach: Reach,
+    now: datetime,
+    origin: ReportOrigin = "runtime",
+    urgent_today: int = 0,
+) -> Decision:
+    """Decide where a report goes (see the module's rules). ``policy`` None: no goal;
+    ``urgent_today``: the agent's reports of the same goal that went out as urgent since the
+    person's local midnight (:func:`local_midnight`)."""
     chosen = policy if policy in REPORT_POLICIES else DEFAULT_POLICY
+    if origin == "agent":
+        if chosen == "none":
+            return Decision(placement=Placement.DROP, at=now, importance=importance)
+        if importance == "urgent" and urgent_today >= AGENT_URGENT_PER_DAY:
+            importance = "actionable"
+        if importance == "urgent" and chosen != "all" and in_quiet_hours(reach, now):
+            return Decision(
+                placement=Placement.HOLD, at=quiet_ends(reach, now), importance=importance
+            )
     if importance == "urgent":
-        return Decision(placement=Placement.NOW, at=now)
+        return Decision(placement=Placement.NOW, at=now, importance=importance)
     if chosen == "none":
-        return Decision(placement=Placement.DROP, at=now)
+        return Decision(placement=Placement.DROP, at=now, importance=importance)
     if chosen == "actionable" and importance == "info":
-        return Decision(placement=Placement.DIGEST, at=next_digest(reach, now))
+        return Decision(
+            placement=Placement.DIGEST, at=next_digest(reach, now), importance=importance
+        )
     if in_quiet_hours(reach, now):
-        return Decision(placement=Placement.HOLD, at=quiet_ends(reach, now))
-    return Decision(placement=Placement.NOW, at=now)
+        return Decision(placement=Placement.HOLD, at=quiet_ends(reach, now), importance=importance)
+    return Decision(placement=Placement.NOW, at=now, importance=importance)
+
+
+def local_midnight(reach: Reach, moment: datetime) -> datetime:
+    """The start of ``moment``'s local day (the day :data:`AGENT_URGENT_PER_DAY` counts)."""
+    return _at(reach, moment.astimezone(reach.zone).date(), time(0, 0))
 
 
 def _at(reach: Reach, day: date, clock: time) -> datetime:

@@ -54,7 +54,8 @@ async def report_tool(
         Literal["info", "actionable", "urgent"],
         Field(
             description="info: good to know (may wait for the daily digest); actionable: the "
-            "person should do something; urgent: they must know now, even at night."
+            "person should do something; urgent: they must know now (in quiet hours only for a "
+            "goal whose policy is 'all'; three a goal a day at most)."
         ),
     ] = "info",
 ) -> ReportToPerson:

@@ -195,14 +195,17 @@ class ChannelService(ServiceBase):
                 )
         return channel_info(removed)
 
-    def channel_senders(self) -> dict[ChannelKind, ChannelSender]:
+    def channel_senders(
+        self, *, dashboard_url: str | None = None
+    ) -> dict[ChannelKind, ChannelSender]:
         """The senders of the channel kinds this part manages, opening secrets from the
-        vault."""
+        vault; links start with ``dashboard_url`` (Web Push keeps the path: the app opens it
+        on its own origin)."""
         if self.data_dir is None:
             raise UsageError("no data directory is configured, so there is no vault")
         secrets = _LazyVault(self)
         return {
-            ChannelKind.APPRISE: AppriseSender(secrets),
+            ChannelKind.APPRISE: AppriseSender(secrets, dashboard_url=dashboard_url),
             ChannelKind.WEBPUSH: WebPushSender(
                 secrets,
                 self._vapid(),

@@ -30,7 +30,7 @@ from steward.store.waking import TERMINAL
 
 MAX_ERROR = 500
 """Characters of a failure kept."""
-_QUESTION = re.compile(r"q\.([^.]+)\.\d+")
+_QUESTION = re.compile(r"q\.([^.]+)\.(\d+)")
 """A question's ref: its task and step."""
 
 
@@ -46,8 +46,12 @@ class Claimed:
 
 def _still_asked(conn: Connection, kind: str, ref: str) -> bool:
     """Whether an approval or a question still waits for the person: an approval not
-    decided nor expired, a question whose task has not ended (a question is asked while its
-    task still runs). Anything else is always still to be sent."""
+    decided nor expired; a question (``q.<task>.<step>``) whose task has not ended and has
+    not been answered. A question is asked while its task still runs, before the task records
+    the step that waits for the answer: the task is then still before that step. Once it
+    sleeps on the question its wait names it; answered (on the dashboard, by mail, in a
+    room), the wait is gone and the task is past that step. Anything else is always still to
+    be sent."""
     if kind == "approval":
         status = conn.execute(
             select(approvals.c.status).where(approvals.c.id == ref)
@@ -57,10 +61,16 @@ def _still_asked(conn: Connection, kind: str, ref: str) -> bool:
         asked = _QUESTION.fullmatch(ref)
         if asked is None:
             return True
-        status = conn.execute(
-            select(tasks.c.status).where(tasks.c.id == asked.group(1))
-        ).scalar_one_or_none()
-        return status not in TERMINAL
+        task = conn.execute(
+            select(tasks.c.status, tasks.c.step_seq, tasks.c.wait).where(
+                tasks.c.id == asked.group(1)
+            )
+        ).first()
+        if task is None or task.status in TERMINAL:
+            return False
+        if task.step_seq < int(asked.group(2)):
+            return True  # not asleep on it yet
+        return bool((rows.load(task.wait) or {}).get("ref") == ref)
     return True
 
 

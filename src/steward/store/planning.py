@@ -10,12 +10,20 @@ from dataclasses import asdict
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from steward.domain import Notification, Person
 from steward.domain.channel import Channel, MessageKind
 from steward.domain.delivery import DeliveryStatus, Message, report_message
-from steward.domain.report import Placement, Reach, Report, ReportState, place, quiet_ends
+from steward.domain.report import (
+    Placement,
+    Reach,
+    Report,
+    ReportState,
+    local_midnight,
+    place,
+    quiet_ends,
+)
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.channels import enabled_channels
@@ -53,11 +61,14 @@ def record_report_in(conn: Connection, backend: Backend, report: Report) -> Repo
         goal = conn.execute(
             select(goals.c.title, goals.c.report_policy).where(goals.c.id == report.goal_id)
         ).first()
+    reach = reach_of(person)
     decision = place(
         policy=None if goal is None else goal.report_policy,
         importance=report.importance,
-        reach=reach_of(person),
+        reach=reach,
         now=report.created_at,
+        origin=report.origin,
+        urgent_today=_agent_urgent_since(conn, report, local_midnight(reach, report.created_at)),
     )
     channels = enabled_channels(conn, person.id)
     state = _STATE[decision.placement]
@@ -74,7 +85,7 @@ def record_report_in(conn: Connection, backend: Backend, report: Report) -> Repo
             what=report.what,
             why=report.why,
             todo=report.todo,
-            importance=report.importance,
+            importance=decision.importance,
             created_at=rows.ts(report.created_at),
             state=state.value,
             hold_until=rows.ts_opt(hold),
@@ -101,6 +112,26 @@ def record_report_in(conn: Connection, backend: Backend, report: Report) -> Repo
         data={"importance": report.importance, "origin": report.origin},
     )
     return stored
+
+
+def _agent_urgent_since(conn: Connection, report: Report, since: datetime) -> int:
+    """The agent's urgent reports of ``report``'s goal (or of the person's work without a
+    goal) made since ``since``; 0 for anything else than an agent's urgent report."""
+    if report.origin != "agent" or report.importance != "urgent":
+        return 0
+    same_goal = (
+        reports.c.goal_id.is_(None)
+        if report.goal_id is None
+        else reports.c.goal_id == report.goal_id
+    )
+    query = select(func.count()).where(
+        reports.c.person_id == report.person_id,
+        same_goal,
+        reports.c.origin == "agent",
+        reports.c.importance == "urgent",
+        reports.c.created_at >= rows.ts(since),
+    )
+    return int(conn.execute(query).scalar() or 0)
 
 
 def plan_waiting_in(conn: Connection, backend: Backend, item: Notification) -> None:

@@ -60,7 +60,7 @@ def message(**changes: str) -> OutboundMessage:
 
 async def test_a_json_webhook_receives_the_title_and_body() -> None:
     secrets = Secrets()
-    sender = AppriseSender(secrets, base_url="https://steward.example.org/")
+    sender = AppriseSender(secrets, dashboard_url="https://steward.example.org/")
     with receiving() as rx:
         chan = channel(secrets, f"json://127.0.0.1:{rx.port}/hook")
         receipt = await sender.send(chan, message())
@@ -86,7 +86,8 @@ async def test_an_ntfy_server_receives_the_title_and_body() -> None:
     sent = hit.json()
     assert sent["topic"] == "steward-alerts"
     assert sent["title"] == "Invoice from Acme is due Friday"
-    assert sent["message"] == "€1,200 to Acme Ltd.\nPay it before Friday noon."
+    # no dashboard address given: the path alone (``steward up`` always gives one)
+    assert sent["message"] == "€1,200 to Acme Ltd.\nPay it before Friday noon.\n\n/away#rep_1"
 
 
 async def test_an_smtp_server_receives_the_mail() -> None:

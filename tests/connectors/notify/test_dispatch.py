@@ -8,12 +8,16 @@ from datetime import time, timedelta
 from zoneinfo import ZoneInfo
 
 from steward.connectors.notify.dispatch import Dispatcher
+from steward.domain import Notification, WaitCondition
 from steward.domain.channel import Channel, ChannelKind, Importance
 from steward.domain.clock import SimulatedClock
 from steward.domain.delivery import DeliveryStatus
 from steward.domain.ids import new_id
-from steward.domain.report import Reach, Report, in_quiet_hours, report_id
-from steward.store import Store
+from steward.domain.outcome import Wait
+from steward.domain.report import Reach, Report, ReportOrigin, in_quiet_hours, report_id
+from steward.service import Service
+from steward.store import Fence, Store
+from steward.testing.store_conformance.helpers import checkpoint, claim_one, finish, new_task
 from support.notify_recording import RecordingSender
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -45,13 +49,18 @@ async def _drain(dispatcher: Dispatcher) -> None:
 
 
 def _report(
-    person: str, goal: str | None, what: str, importance: Importance, clock: SimulatedClock
+    person: str,
+    goal: str | None,
+    what: str,
+    importance: Importance,
+    clock: SimulatedClock,
+    origin: ReportOrigin = "agent",
 ) -> Report:
     return Report(
         id=report_id(what),
         person_id=person,
         goal_id=goal,
-        origin="agent",
+        origin=origin,
         what=what,
         why="Because.",
         todo="Look." if importance != "info" else None,
@@ -83,7 +92,12 @@ async def test_a_simulated_week_follows_policy_quiet_hours_and_the_digest(
                         _report(person, goal_id, what, importance, clock)
                     )
             if (local.weekday(), local.hour) == (2, 23):
+                # an effect in doubt (the runtime's), and the agent pleading: only one goes
                 what = f"none urgent {local:%a %H:%M}"
+                made[what] = await store.reports.add(
+                    _report(person, goals["none"], what, "urgent", clock, "runtime")
+                )
+                what = f"none pleading {local:%a %H:%M}"
                 made[what] = await store.reports.add(
                     _report(person, goals["none"], what, "urgent", clock)
                 )
@@ -120,7 +134,7 @@ async def test_a_simulated_week_follows_policy_quiet_hours_and_the_digest(
     days = [s.at.astimezone(PARIS).strftime("%a %H:%M") for s in digests]
     assert days == [f"{d} 18:00" for d in ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")]
     assert digests[1].message.title == "Your digest for Tuesday 6 January: 3 updates"
-    # none: nothing but the urgent one, at once in the night
+    # none: nothing but the runtime's urgent one, at once in the night
     assert {w for w in sent_titles if w.startswith("none ")} == {"none urgent Wed 23:00"}
     [urgent] = [s for s in reports if s.message.title == "none urgent Wed 23:00"]
     assert urgent.at.astimezone(PARIS).strftime("%a %H:%M") == "Wed 23:00"
@@ -171,3 +185,41 @@ async def test_a_refusal_fails_at_once_with_a_notice(store: Store, clock: Simula
     ]
     assert notice.title == "Your channel 'phone': it refused a message: unknown topic"
     assert notice.body == "The message was: Refused. It is still on your dashboard."
+
+
+async def test_a_question_answered_in_quiet_hours_is_never_sent(
+    store: Store, clock: SimulatedClock
+) -> None:
+    sender = RecordingSender(clock=clock)
+    person, dispatcher = await _setup(store, clock, sender)
+    local = clock.now().astimezone(PARIS)
+    clock.advance(local.replace(hour=23, minute=0) - local)  # 23:00 in Paris: quiet until 07:00
+    refs = {}
+    for title in ("Which laptop?", "Which colour?"):
+        task = await new_task(store, clock, person, title=title)
+        c = await claim_one(store, clock)
+        refs[title] = f"q.{task.id}.1"
+        await store.inbox.notify(
+            Notification(
+                id=new_id("ntf"),
+                person_id=person,
+                kind="question",
+                title=title,
+                body="",
+                task_id=task.id,
+                ref=refs[title],
+                created_at=clock.now(),
+            )
+        )
+        await checkpoint(store, clock, Fence.of(c), 1, {})
+        await finish(store, clock, c, Wait(condition=WaitCondition(kind="input", ref=refs[title])))
+        await _drain(dispatcher)
+    assert sender.sent == []  # quiet hours
+    # the person answers one on the dashboard at midnight
+    clock.advance(timedelta(hours=1))
+    await Service(store, clock).answer_task(refs["Which laptop?"].split(".")[1], "The lighter one")
+    clock.advance(timedelta(hours=7))  # 08:00: quiet hours are over
+    await _drain(dispatcher)
+    assert [s.message.title for s in sender.sent] == ["Which colour?"]
+    [withdrawn] = await store.deliveries.list_for(ref=refs["Which laptop?"])
+    assert withdrawn.status == DeliveryStatus.WITHDRAWN

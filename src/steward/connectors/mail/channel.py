@@ -27,7 +27,13 @@ from steward.connectors.mail.message import compose, message_id_for, reply_subje
 from steward.connectors.mail.person import TOKEN_HEADER
 from steward.connectors.mail.settings import plain_address
 from steward.domain.authority import Connection
-from steward.domain.channel import Channel, ChannelKind, DeliveryReceipt, OutboundMessage
+from steward.domain.channel import (
+    Channel,
+    ChannelKind,
+    DeliveryReceipt,
+    OutboundMessage,
+    dashboard_link,
+)
 from steward.errors import ChannelRefused, ChannelUnavailable, NotSent
 from steward.sentinel.replytoken import ReplyTokens
 
@@ -58,23 +64,27 @@ async def agent_account(env: ConnectorEnv, channel: Channel) -> Connection:
     )
 
 
-def approval_body(message: OutboundMessage, token: str) -> str:
-    """An approval mail's text: what is asked, and how to answer by reply."""
+def approval_body(message: OutboundMessage, token: str, dashboard_url: str | None = None) -> str:
+    """An approval mail's text: what is asked, how to answer by reply, and the dashboard page
+    with the details (:func:`~steward.domain.channel.dashboard_link`)."""
     lines = [message.body.strip(), ""]
     lines += [
         'Reply with "approve" or "deny" on the first line to decide.',
         '("approve for this task" or "approve always" give lasting permission.)',
     ]
-    if message.link:
-        lines += ["", f"Details in the dashboard: {message.link}"]
+    link = dashboard_link(dashboard_url, message.link)
+    if link:
+        lines += ["", f"Details in the dashboard: {link}"]
     lines += ["", f"Reference: {token}"]
     return "\n".join(lines)
 
 
-def plain_body(message: OutboundMessage) -> str:
+def plain_body(message: OutboundMessage, dashboard_url: str | None = None) -> str:
+    """A mail's text: the message's body and the dashboard page with the details."""
     lines = [message.body.strip()]
-    if message.link:
-        lines += ["", f"Details in the dashboard: {message.link}"]
+    link = dashboard_link(dashboard_url, message.link)
+    if link:
+        lines += ["", f"Details in the dashboard: {link}"]
     return "\n".join(lines)
 
 
@@ -86,17 +96,23 @@ class EmailSender:
     """The mail connector's environment (the account's credentials, by the egress broker)."""
     tokens: ReplyTokens
     """Issues the reply token of an approval's mail."""
+    dashboard_url: str | None = None
+    """The dashboard's address the links in mails start with (None: the bare path)."""
     kind: ChannelKind = ChannelKind.EMAIL
 
     async def send(self, channel: Channel, message: OutboundMessage) -> DeliveryReceipt:
         connection = await agent_account(self.env, channel)
         to = channel_address(channel)
-        subject, body, headers = message.title.strip() or "Steward", plain_body(message), {}
+        subject, body, headers = (
+            message.title.strip() or "Steward",
+            plain_body(message, self.dashboard_url),
+            {},
+        )
         if message.kind == "approval" and message.ref:
             approval = await self.env.store.inbox.get_approval(message.ref)
             token = await self.tokens.issue(channel_id=channel.id, approval=approval)
             subject = f"{subject} {token}"
-            body = approval_body(message, token)
+            body = approval_body(message, token, self.dashboard_url)
             headers[TOKEN_HEADER] = token
         question = QUESTION.fullmatch(message.ref or "") if message.kind == "question" else None
         if question is not None:

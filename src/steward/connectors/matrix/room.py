@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from steward.domain.audience import PRIVATE, Audience, AudienceKind
-from steward.domain.channel import OutboundMessage
+from steward.domain.channel import OutboundMessage, dashboard_link
 
 REF_FIELD = "org.steward.ref"
 """The field of a message Steward sent naming what it is about (an approval's id, or the id of
@@ -101,9 +101,9 @@ def decision_in(text: str) -> tuple[Decision, str] | None:
     return None
 
 
-def plain_text(message: OutboundMessage) -> str:
+def plain_text(message: OutboundMessage, dashboard_url: str | None = None) -> str:
     """A notification as plain text: its title, its body, how to answer an approval, and the
-    dashboard page with the details."""
+    dashboard page with the details (:func:`~steward.domain.channel.dashboard_link`)."""
     lines = [message.title.strip()]
     if message.body.strip():
         lines += ["", message.body.strip()]
@@ -111,8 +111,9 @@ def plain_text(message: OutboundMessage) -> str:
         lines += ["", 'Reply to this message with "approve" or "deny" to decide.']
     elif message.kind == "question" and message.ref:
         lines += ["", "Reply to this message to answer."]
-    if message.link:
-        lines += ["", f"Details in the dashboard: {message.link}"]
+    link = dashboard_link(dashboard_url, message.link)
+    if link:
+        lines += ["", f"Details in the dashboard: {link}"]
     return "\n".join(lines)
 
 

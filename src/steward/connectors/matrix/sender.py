@@ -30,6 +30,8 @@ class MatrixSender:
 
     env: ConnectorEnv
     """The store (approvals, channels) and the broker opening the bot's token."""
+    dashboard_url: str | None = None
+    """The dashboard's address the links in messages start with (None: the bare path)."""
     kind: ChannelKind = ChannelKind.MATRIX
 
     async def send(self, channel: Channel, message: OutboundMessage) -> DeliveryReceipt:
@@ -45,7 +47,7 @@ class MatrixSender:
             extra = {REF_FIELD: approval.id, ARGS_FIELD: approval.args_hash}
         elif message.kind == "question" and message.ref:
             extra = {REF_FIELD: message.ref}  # the question (q.<task>.<step>): a reply answers it
-        content = text_content(plain_text(message), title=True, **extra)
+        content = text_content(plain_text(message, self.dashboard_url), title=True, **extra)
         txn = hashlib.sha256(f"steward:{message.key}".encode()).hexdigest()[:32]
         alone = {str(channel.config.get("user", "")), str(channel.config.get("person", ""))}
         async with connected(await bot_account(self.env, channel)) as client:

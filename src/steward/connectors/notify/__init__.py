@@ -1,7 +1,8 @@
 """Notify: reaching the person through their channels. :mod:`.dispatch` sends the planned
 deliveries (reports, digests, approvals, questions) through the sender of each channel's kind;
 the senders live beside it: :mod:`~steward.connectors.notify.apprise` (any service Apprise
-reaches) and :mod:`~steward.connectors.notify.webpush` (the dashboard installed as an app).
+reaches) and :mod:`~steward.connectors.notify.webpush` (the dashboard installed as an app),
+both under :mod:`~steward.connectors.notify.guard` (what their sockets may connect to).
 
 What a channel needs that is secret (an Apprise URL with its tokens, a push subscription's
 keys) is kept in the vault, bound to the host :data:`SEALED_HOST`, which never resolves: the
@@ -11,7 +12,9 @@ egress broker can never send it anywhere, only the channel's sender opens it
 **Private networks.** A sender refuses a service whose address is on this machine or a private
 network unless the person confirmed, when adding the channel, that the service is on their own
 network (``config["private_network"]``): a self-hosted ntfy on the home server is legitimate, a
-URL that quietly points Steward at the router is not. See :func:`check_addresses`.
+URL that quietly points Steward at the router is not. :func:`private_addresses` asks when the
+channel is added; the outbound guard (:mod:`.guard`) holds it at every connection a send
+makes, redirects and late DNS answers included.
 """
 
 from __future__ import annotations
@@ -77,19 +80,6 @@ async def private_addresses(hosts: Iterable[str]) -> list[str]:
             candidates = [a for a in (ip_of(str(i[4][0]).partition("%")[0]) for i in infos) if a]
         found.extend(str(a) for a in candidates if not is_public(a))
     return found
-
-
-async def check_addresses(hosts: Iterable[str], *, private_network: bool) -> None:
-    """Refuse (:class:`ChannelRefused`, in words, never naming the host: for some services
-    the "host" of the URL is a token) when a host is on this machine or a private network and
-    the person did not confirm it is theirs."""
-    if private_network:
-        return
-    if await private_addresses(hosts):
-        raise ChannelRefused(
-            "the service's address is on this machine or a private network, and you did not "
-            "confirm it is on your own network when adding the channel; nothing was sent"
-        )
 
 
 PRIVATE_PUSH_ENV = "STEWARD_PUSH_PRIVATE_ENDPOINTS"

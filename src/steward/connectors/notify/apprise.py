@@ -6,18 +6,17 @@ The channel's Apprise URL carries the service's tokens, so it lives in the vault
 service's name (``"ntfy"``, ``"Telegram"``) and the URL reduced to its scheme and server.
 Messages, errors and logs never contain the URL.
 
-**Addresses.** Apprise opens its own sockets, so the egress broker does not see them. Before
-each send (and when the channel is added) the hosts the URL names are resolved — the host of
-the self-hostable services (JSON/XML/form webhooks, ntfy on one's own server, Gotify, Matrix,
-e-mail's SMTP server…, and any service whose plugin takes a "host", however it is spelled:
-``kodi://nas``, ``synology://2130706433``) and any host given as a dotted name or an IP
-address — and a loopback, private or link-local address is refused unless the person
-confirmed, when adding the channel, that the service is on their own network. Cloud
-services' fixed endpoints (Telegram, Slack, ntfy.sh…) are public; their URL's "host" is often
-a token and is never looked up. What this
-cannot prevent: a name that resolves differently between the check and Apprise's own
-connection (DNS rebinding) — a public name of the person's own choosing, in a URL only the
-person can set.
+**Addresses.** Apprise opens its own sockets, so the egress broker does not see them. When the
+channel is added, the hosts the URL names are resolved — the host of the self-hostable
+services (JSON/XML/form webhooks, ntfy on one's own server, Gotify, Matrix, e-mail's SMTP
+server…, and any service whose plugin takes a "host", however it is spelled: ``kodi://nas``,
+``synology://2130706433``) and any host given as a dotted name or an IP address — and a
+loopback, private or link-local address needs the person's confirmation that the service is
+on their own network. Cloud services' fixed endpoints (Telegram, Slack, ntfy.sh…) are public;
+their URL's "host" is often a token and is never looked up. Each send then runs under the
+outbound guard (:mod:`~steward.connectors.notify.guard`), which checks every connection
+Apprise opens at the socket: a redirect, or a name that resolves elsewhere by then, cannot
+reach a private address the person did not confirm.
 
 **Outcome.** A service that answers 4xx (other than 408/429) refused the message for good
 (:class:`~steward.errors.ChannelRefused`); a timeout, a connection failure or a 5xx/429 may
@@ -32,11 +31,18 @@ from dataclasses import dataclass
 
 from apprise import Apprise, AppriseAsset, NotifyType
 
-from steward.domain.channel import Channel, ChannelKind, DeliveryReceipt, OutboundMessage
+from steward.domain.channel import (
+    Channel,
+    ChannelKind,
+    DeliveryReceipt,
+    OutboundMessage,
+    dashboard_link,
+)
 from steward.errors import ChannelRefused, ChannelUnavailable, UsageError
 from steward.sentinel.urls import ip_of
 
-from . import PRIVATE_NETWORK, SECRET, SecretOpener, check_addresses, private_addresses
+from . import PRIVATE_NETWORK, SECRET, SecretOpener, private_addresses
+from .guard import guarded
 
 SELF_HOSTED = frozenset(
     {
@@ -138,10 +144,10 @@ class AppriseSender:
     kind = ChannelKind.APPRISE
 
     def __init__(
-        self, secrets: SecretOpener, *, base_url: str | None = None, timeout: float = 30.0
+        self, secrets: SecretOpener, *, dashboard_url: str | None = None, timeout: float = 30.0
     ) -> None:
         self._secrets = secrets
-        self._base_url = base_url.rstrip("/") if base_url else None
+        self._dashboard_url = dashboard_url
         self._timeout = timeout
 
     async def send(self, channel: Channel, message: OutboundMessage) -> DeliveryReceipt:
@@ -153,17 +159,22 @@ class AppriseSender:
             target = describe(url)
         except UsageError:
             raise ChannelRefused("Apprise no longer understands this channel's address") from None
-        confirmed = bool(channel.config.get(PRIVATE_NETWORK))
-        await check_addresses(target.hosts, private_network=confirmed)
         sender = Apprise(asset=_asset())
         if not sender.add(url):
             raise ChannelRefused("Apprise no longer understands this channel's address")
-        result = await sender.async_notify(
-            title=message.title,
-            body=self._body(message),
-            notify_type=_TYPES.get(message.importance, NotifyType.INFO),
-            timeout=self._timeout,
-        )
+        with guarded(private_network=bool(channel.config.get(PRIVATE_NETWORK))) as guard:
+            result = await sender.async_notify(
+                title=message.title,
+                body=self._body(message),
+                notify_type=_TYPES.get(message.importance, NotifyType.INFO),
+                timeout=self._timeout,
+            )
+        if not result and guard.refused:
+            raise ChannelRefused(
+                f"Steward did not connect to {guard.refused[0]} (the service's own, or one it "
+                "redirected to), and you did not confirm the service is on your own network "
+                "when adding the channel"
+            )
         if result:
             return DeliveryReceipt(accepted=True, detail=f"taken by {target.service}")
         codes = [int(code) for entry in result.logs() for code in _STATUS.findall(entry.message)]
@@ -176,9 +187,8 @@ class AppriseSender:
         raise ChannelUnavailable(f"{target.service} did not take the message this time")
 
     def _body(self, message: OutboundMessage) -> str:
-        if message.link and self._base_url:
-            return f"{message.body}\n\n{self._base_url}{message.link}"
-        return message.body
+        link = dashboard_link(self._dashboard_url, message.link)
+        return f"{message.body}\n\n{link}" if link else message.body
 
 
 def _asset() -> AppriseAsset:

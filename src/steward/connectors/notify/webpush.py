@@ -18,9 +18,15 @@ turned off, and the person is told to enable push
 again on that device; other 4xx (a key mismatch, a payload too large) are refused too. 408, 429,
 5xx, a timeout or a connection failure — :class:`~steward.errors.ChannelUnavailable`.
 
-**Addresses.** Browsers' push services are public (FCM, Mozilla autopush, Apple); an endpoint
-on this machine or a private network is refused unless the sender was made with
-``private_endpoints=True`` (tests, a lab push server).
+**Addresses.** Browsers' push services are public (FCM, Mozilla autopush, Apple); each send
+runs under the outbound guard (:mod:`~steward.connectors.notify.guard`), which refuses a
+connection to this machine or a private network unless the sender was made with
+``private_endpoints=True`` (tests, a lab push server). A push service never redirects, so a
+redirect is not followed: it is refused.
+
+**Links.** The payload's ``url`` stays a path: the service worker opens it on the origin the
+subscription was made from, the one address that device is known to reach (it refuses any
+other origin).
 """
 
 from __future__ import annotations
@@ -52,7 +58,8 @@ from steward.errors import (
     UsageError,
 )
 
-from . import SECRET, SecretOpener, check_addresses
+from . import SECRET, SecretOpener
+from .guard import guarded
 
 KEY_FILE = "vapid.pem"
 """The installation's VAPID private key, in the data directory."""
@@ -183,7 +190,6 @@ class WebPushSender:
             raise ChannelRefused(
                 "this device's push subscription is damaged; enable push again"
             ) from None
-        await check_addresses([subscription.host], private_network=self._private)
         expires = int((self._clock.now() + timedelta(hours=12)).timestamp())
         headers: dict[str, str | int | float] = {
             **self._key.headers(subscription.endpoint, contact=self._contact, expires=expires),
@@ -198,23 +204,38 @@ class WebPushSender:
                 "importance": message.importance,
             }
         )
-        pusher = WebPusher({"endpoint": subscription.endpoint, "keys": subscription.keys()})
-        try:
-            response = await pusher.send_async(
-                payload,
-                headers,
-                ttl=int(self._ttl.total_seconds()),
-                content_encoding="aes128gcm",
-                timeout=aiohttp.ClientTimeout(total=self._timeout),
-            )
-        except (aiohttp.ClientError, TimeoutError, OSError):
-            raise ChannelUnavailable(
-                f"the push service ({subscription.host}) could not be reached"
-            ) from None
+        with guarded(private_network=self._private) as guard:
+            try:
+                async with aiohttp.ClientSession() as session:
+                    pusher = WebPusher(
+                        {"endpoint": subscription.endpoint, "keys": subscription.keys()},
+                        aiohttp_session=_NoRedirects(session),
+                    )
+                    response = await pusher.send_async(
+                        payload,
+                        headers,
+                        ttl=int(self._ttl.total_seconds()),
+                        content_encoding="aes128gcm",
+                        timeout=aiohttp.ClientTimeout(total=self._timeout),
+                    )
+            except (aiohttp.ClientError, TimeoutError, OSError):
+                if guard.refused:
+                    raise ChannelRefused(
+                        f"Steward did not connect to the push service: it is {guard.refused[0]}"
+                        ", and a browser's push service never is"
+                    ) from None
+                raise ChannelUnavailable(
+                    f"the push service ({subscription.host}) could not be reached"
+                ) from None
         assert isinstance(response, aiohttp.ClientResponse)
         status = response.status
         if status < 300:
             return DeliveryReceipt(accepted=True, detail=f"taken by {subscription.host}")
+        if status < 400:
+            raise ChannelRefused(
+                f"the push service answered with a redirect ({status}); a push service never "
+                "redirects, so it was not followed"
+            )
         if status in _GONE:
             raise ChannelGone(
                 "this device no longer takes notifications (the app was removed or "
@@ -223,6 +244,17 @@ class WebPushSender:
         if 400 <= status < 500 and status not in _PASSING:
             raise ChannelRefused(f"the push service refused the message (it answered {status})")
         raise ChannelUnavailable(f"the push service is busy or failing (it answered {status})")
+
+
+class _NoRedirects:
+    """What pywebpush posts through: the session, never following a redirect (pywebpush
+    cannot be told not to)."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+
+    def post(self, url: str, **options: Any) -> Any:
+        return self._session.post(url, allow_redirects=False, **options)
 
 
 def _create(path: Path) -> None:

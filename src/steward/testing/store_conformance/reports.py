@@ -12,18 +12,20 @@ from steward.domain import (
     EffectStatus,
     GoalStatus,
     Notification,
+    WaitCondition,
     args_hash,
 )
 from steward.domain.channel import Channel, ChannelKind, Importance
 from steward.domain.clock import SimulatedClock
 from steward.domain.delivery import DeliveryStatus
 from steward.domain.ids import new_id
-from steward.domain.outcome import Fail
+from steward.domain.outcome import Fail, Wait
 from steward.domain.report import Report, ReportState, report_id
 from steward.store import Fence, Store
 from steward.store.deliveries import Claimed
 from steward.testing.store_conformance.helpers import (
     LEASE,
+    checkpoint,
     claim_one,
     finish,
     new_goal,
@@ -107,10 +109,14 @@ async def test_policy_decides_what_goes_out(store: Store, clock: SimulatedClock)
     quiet = await new_goal(store, clock, person, report_policy="none")
     usual = await new_goal(store, clock, person, report_policy="actionable")
     dropped = await store.reports.add(_report(person, clock, "dropped", "actionable", quiet.id))
-    urgent = await store.reports.add(_report(person, clock, "urgent", "urgent", quiet.id))
+    # the agent calling its report urgent does not break "none"; the runtime's urgent does
+    pleading = await store.reports.add(_report(person, clock, "pleading", "urgent", quiet.id))
+    runtime = replace(_report(person, clock, "urgent", "urgent", quiet.id), origin="runtime")
+    urgent = await store.reports.add(runtime)
     info = await store.reports.add(_report(person, clock, "info", "info", usual.id))
     loose = await store.reports.add(_report(person, clock, "no goal", "info"))
     assert dropped.state == ReportState.DROPPED
+    assert pleading.state == ReportState.DROPPED
     assert urgent.state == ReportState.PENDING
     assert (info.state, loose.state) == (ReportState.DIGEST, ReportState.DIGEST)
     # the person's digest is at 18:00 (UTC here): today's
@@ -410,3 +416,69 @@ async def test_a_report_recorded_late_for_a_digest_already_sent_gets_its_own(
     [delivery] = await store.deliveries.list_for(ref=second)
     assert delivery.message.title.endswith(": 1 update")
     assert "Found late" in delivery.message.body
+
+
+async def test_a_question_answered_before_it_went_out_is_not_sent(
+    store: Store, clock: SimulatedClock
+) -> None:
+    person = (await new_person(store, clock)).id
+    await _channel(store, clock, person, "phone")
+    # 08:00 now: quiet until 09:30, so the questions wait for then
+    await store.persons.set_reach(
+        person, quiet_start=time(7), quiet_end=time(9, 30), digest_at=time(18)
+    )
+    asked: dict[str, str] = {}
+    for title in ("Which laptop?", "Which colour?"):
+        task = await new_task(store, clock, person, title=title)
+        c = await claim_one(store, clock)
+        ref = asked[title] = f"q.{task.id}.1"
+        await store.inbox.notify(
+            Notification(
+                id=new_id("ntf"),
+                person_id=person,
+                kind="question",
+                title=title,
+                body="",
+                task_id=task.id,
+                ref=ref,
+                created_at=clock.now(),
+            )
+        )
+        # the task records the step that waits for the answer, and sleeps on it
+        await checkpoint(store, clock, Fence.of(c), 1, {})
+        await finish(store, clock, c, Wait(condition=WaitCondition(kind="input", ref=ref)))
+    laptop = asked["Which laptop?"].split(".")[1]
+    # answered on the dashboard during quiet hours: the phone must not ask at 09:30
+    await store.inbox.answer_input(laptop, "The lighter one", now=clock.now())
+    end = clock.now().replace(hour=9, minute=30)
+    [due] = await _due(store, clock, "d1", end)
+    assert due.delivery.ref == asked["Which colour?"]  # still waiting for its answer: it goes
+    [withdrawn] = await store.deliveries.list_for(ref=asked["Which laptop?"])
+    assert withdrawn.status == DeliveryStatus.WITHDRAWN
+
+
+async def test_the_agents_urgent_reports_are_bounded_by_the_day_and_quiet_hours(
+    store: Store, clock: SimulatedClock
+) -> None:
+    person = (await new_person(store, clock)).id
+    await _channel(store, clock, person, "phone")
+    # 08:00 now: quiet from 07:00 to 09:30
+    await store.persons.set_reach(
+        person, quiet_start=time(7), quiet_end=time(9, 30), digest_at=time(18)
+    )
+    usual = await new_goal(store, clock, person, report_policy="actionable")
+    everything = await new_goal(store, clock, person, report_policy="all")
+    held = await store.reports.add(_report(person, clock, "night", "urgent", usual.id))
+    assert (held.state, held.importance) == (ReportState.HELD, "urgent")
+    woke = [
+        await store.reports.add(_report(person, clock, f"wake {n}", "urgent", everything.id))
+        for n in range(4)
+    ]
+    # "all" may wake the person, three times a day; the fourth waits like an actionable one
+    assert [(r.state, r.importance) for r in woke] == [(ReportState.PENDING, "urgent")] * 3 + [
+        (ReportState.HELD, "actionable")
+    ]
+    # the next day, the allowance is whole again
+    clock.advance(timedelta(days=1))
+    again = await store.reports.add(_report(person, clock, "next day", "urgent", everything.id))
+    assert (again.state, again.importance) == (ReportState.PENDING, "urgent")
