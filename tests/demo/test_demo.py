@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from steward.cli.demo import demo
 from steward.demo import DemoOptions, RunningDemo, running_demo
-from steward.demo.office import INBOX_PATH, SEND_PATH
+from steward.demo.office import INBOX_PATH
 from steward.demo.script import SKILL
 from steward.demo.seed import HOST
 from support.startup import scaled
@@ -100,9 +100,12 @@ async def check_everything(api: httpx.AsyncClient, running: RunningDemo) -> None
     # (b) the reply waits for the person: an approval bound to the send, nothing sent yet
     [approval] = await items(api, "/approvals")
     assert approval["goal_id"] == running.seeded.reply_goal.id
-    assert approval["tool"] == "http_fetch"
-    assert approval["args"]["url"].endswith(SEND_PATH)
-    assert "{{secret:demo-mail}}" in str(approval["args"]["headers"])
+    assert approval["tool"] == "office_mail_send"
+    assert approval["summary"] == (
+        "Send Dana Park (dana.park@acme.example) an email: “Hi Dana, Thursday at 10:00 works. "
+        "See you then!”"
+    )
+    assert approval["reason"] == "rule 'mail.send' (ask): I read every mail before it goes out"
     assert running.office.sent == []
 
     # (c) memories with provenance of each kind
@@ -145,6 +148,13 @@ async def approving_sends_the_mail(api: httpx.AsyncClient, running: RunningDemo)
 
     await eventually(sent, "the approved mail to be sent", seconds=scaled(20), every=0.2)
     assert [m["to"] for m in running.office.sent] == ["dana.park@acme.example"]
+    # what the agent told the person: Dana's request needs them, and the reply went out
+    reports = {r["what"]: r for r in await items(api, "/reports", limit=100)}
+    [asked] = [r for w, r in reports.items() if w.startswith("Dana Park wrote: “Thursday?”")]
+    assert (asked["importance"], asked["goal_id"]) == ("actionable", running.seeded.inbox_goal.id)
+    assert "waits for your approval" in asked["todo"]
+    told = reports["Sent Dana your reply: Thursday at 10:00 works."]
+    assert (told["importance"], told["goal_id"]) == ("info", running.seeded.reply_goal.id)
 
 
 async def asking_anything_else_says_how_to_use_a_real_model(api: httpx.AsyncClient) -> None:
