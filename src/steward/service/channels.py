@@ -317,6 +317,11 @@ def summary(channel: Channel) -> str:
         return where + (", on your own network" if config.get(PRIVATE_NETWORK) else "")
     if channel.kind is ChannelKind.WEBPUSH:
         return f"notifications on a device, through {config.get('host', 'its push service')}"
+    if channel.kind is ChannelKind.EMAIL:
+        return f"e-mail to {config.get('address', 'your address')}"
+    if channel.kind is ChannelKind.MATRIX:
+        # the channel's room is the person's alone (a room shared with others is refused)
+        return f"Matrix: your direct room with the agent ({config.get('person', 'you')})"
     return channel.kind.value
 
 

@@ -27,6 +27,7 @@ from steward.service.wording import reason_in_words
 from steward.web import words
 from steward.web.forms import FLASH_COOKIE
 from steward.web.session import csrf_token, session_token
+from steward.web.steps import task_status
 
 _env = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
@@ -69,6 +70,7 @@ _env.filters.update(
     actor=words.actor,
     status_words=words.status_words,
     status_class=words.status_class,
+    task_status=task_status,
 )
 
 

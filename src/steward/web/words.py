@@ -113,9 +113,12 @@ STATUS_WORDS = {
     "ask": "asked you",
     "deny": "refused",
     "handoff": "handed to you",
+    "said_no": "stopped: you said no",
 }
 """Each status as the person reads it."""
-BAD = frozenset({"failed", "cancelled", "dead_lettered", "denied", "expired", "abandoned", "deny"})
+BAD = frozenset(
+    {"failed", "cancelled", "dead_lettered", "denied", "expired", "abandoned", "deny", "said_no"}
+)
 """Outcomes shown as failures, never as a success."""
 
 
