@@ -21,7 +21,7 @@ from steward.config import Settings, default_data_dir
 from steward.demo.mail import office_mail_tool
 from steward.demo.office import FakeOffice
 from steward.demo.script import REAL_MODEL_HINT, SECRET_NAME, DemoScript
-from steward.demo.seed import HOST, Seeded, seed
+from steward.demo.seed import HOST, PERSON, Seeded, seed
 from steward.domain.clock import Clock
 from steward.errors import UsageError
 from steward.filemodes import private_dir
@@ -49,12 +49,20 @@ class DemoOptions:
     """Of the API and the dashboard, on loopback; 0 picks a free one."""
     every: float = DEFAULT_EVERY
     """Seconds between scheduled inbox checks."""
+    notify: str | None = None
+    """An Apprise address the person's reports also reach (a phone, a chat), from the start."""
+    notify_private_network: bool = False
+    """``notify`` is a service on this machine or the home network (the person confirms it)."""
 
 
 @dataclass(kw_only=True, frozen=True)
 class RunningDemo:
     url: str
     """Base URL of the API and the dashboard."""
+    login: str
+    """A one-time link that signs a browser in (as ``steward up`` prints on a first start)."""
+    service: Service
+    """The facade, acting for the demo's person and everyone."""
     data_dir: Path
     seeded: Seeded
     office: FakeOffice
@@ -117,6 +125,14 @@ async def running_demo(
             notify = notify_dispatcher(
                 settings, store, clock, also=list(service.channel_senders().values())
             )
+            if options.notify is not None:  # before the first report is made
+                person = await service.ensure_person(PERSON)
+                await service.add_apprise_channel(
+                    "phone",
+                    options.notify,
+                    private_network=options.notify_private_network,
+                    person_id=person.id,
+                )
             seeded = await seed(
                 service, office=office_url, secret=office.secret, every=options.every
             )
@@ -125,11 +141,14 @@ async def running_demo(
             url = await stack.enter_async_context(
                 serving(app, host=HOST, port=options.port, log_level="critical")
             )
+            code: str = app.state.login_codes.issue(seeded.person.id)  # steward.web.logincodes
             running = asyncio.create_task(runtime.run())
             delivering = asyncio.create_task(notify.run(runtime.stop_event))
             try:
                 yield RunningDemo(
                     url=url,
+                    login=f"{url}/login?code={code}",
+                    service=service,
                     data_dir=data_dir,
                     seeded=seeded,
                     office=office,
@@ -177,12 +196,12 @@ async def run_demo(
 def banner(demo: RunningDemo, options: DemoOptions) -> list[str]:
     """What the person reads first: where to look, how to log in, what they will see."""
     token = demo.seeded.token
-    look = f"{demo.url}/login"
     return [
         "Steward demo: everything runs here, offline, with a scripted model (no API key).",
-        f"  open:    {look}",
+        f"  open:    {demo.login}  (a one-time login link, for 15 minutes)",
         f"  token:   {token}",
-        "           (paste it into the login form; for the API: Authorization: Bearer <token>)",
+        f"           (or paste it into {demo.url}/login; for the API: Authorization: Bearer "
+        "<token>)",
         f"  api:     {demo.url}/api/v1  (docs at {demo.url}/api/v1/docs)",
         f"  office:  {demo.office_url}  (a fake mail and calendar the agent calls)",
         f"  data:    {demo.data_dir}  (fresh each run; your own database is untouched)",
