@@ -208,8 +208,7 @@ def banner(demo: RunningDemo, options: DemoOptions) -> list[str]:
         "What you will see:",
         f"  - goal 'Keep an eye on the shared inbox': checked every {options.every:g} s; what "
         "needs you is reported at once, the rest in the evening digest (home page)",
-        "  - goal 'Reply to Dana about Thursday': the mail to Dana waits for your approval "
-        "(Inbox)",
+        "  - goal 'Reply to Dana about Thursday': the mail to Dana waits for your approval (Inbox)",
         "  - add a channel (Channels) and the reports reach your phone too",
         "  - memories with where they came from: yours, the agent's, a mail's (a candidate), "
         "and a city you moved away from",

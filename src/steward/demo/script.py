@@ -237,11 +237,11 @@ def _mail_report(mail: list[dict[str, Any]]) -> dict[str, str]:
             else "Check the SLA numbers before Thursday.",
             "importance": "actionable",
         }
-    listed = "; ".join(f"{_sender(m)}: {m.get('subject')}" for m in mail)
-    count = f"{len(mail)} new mail{'' if len(mail) == 1 else 's'}"
+    listed = "; ".join(f"{_sender(m)} wrote “{m.get('subject')}”" for m in mail)
+    many = f"{len(mail)} new mails: " if len(mail) > 1 else ""
     return {
-        "what": f"{count}, nothing that needs you: {listed}",
-        "why": "Nothing here asks anything of you.",
+        "what": f"{many}{listed}. Nothing for you to do.",
+        "why": "Nothing in it asks anything of you.",
         "importance": "info",
     }
 

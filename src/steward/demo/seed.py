@@ -74,8 +74,10 @@ async def seed(svc: Service, *, office: str, secret: str, every: float) -> Seede
         instructions="Answer Dana's meeting request; I approve what goes out.",
         report_policy="all",
     )
-    await svc.ask_agent(
-        person_id=person.id, instructions=reply_instructions(), goal_id=reply_goal.id
+    await svc.create_task(
+        person_id=person.id,
+        spec=_agent_task(reply_instructions(), REPLY_TITLE),
+        goal_id=reply_goal.id,
     )
     return Seeded(person=person, token=token, inbox_goal=inbox_goal, reply_goal=reply_goal)
 
@@ -191,19 +193,22 @@ async def _inbox_goal(svc: Service, person_id: str, *, office: str, every: float
         sources=[f"{office}{INBOX_PATH}"],
         report_policy="actionable",
     )
-    instructions = check_instructions(office)
+    check = _agent_task(check_instructions(office), CHECK_TITLE)
     await svc.add_trigger(
         person_id=person_id,
         goal_id=goal.id,
         name=f"every {every:g} s",
         kind=TriggerKind.INTERVAL,
         spec=f"{every:g}",
-        task=TaskSpec(
-            kind="agent",
-            input={"instructions": instructions, "audience": str(PRIVATE)},
-            title=CHECK_TITLE,
-        ),
+        task=check,
     )
     # the first check at once, so there is something to see before the timer fires
-    await svc.ask_agent(person_id=person_id, instructions=instructions, goal_id=goal.id)
+    await svc.create_task(person_id=person_id, spec=check, goal_id=goal.id)
     return goal
+
+
+def _agent_task(instructions: str, title: str) -> TaskSpec:
+    """An agent task with a short title (the instructions name URLs and headers)."""
+    return TaskSpec(
+        kind="agent", input={"instructions": instructions, "audience": str(PRIVATE)}, title=title
+    )

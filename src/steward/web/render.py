@@ -71,6 +71,7 @@ _env.filters.update(
     status_words=words.status_words,
     status_class=words.status_class,
     task_status=task_status,
+    timeline_kind=words.timeline_kind,
 )
 
 
@@ -81,6 +82,13 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "same-origin",
 }
+
+
+def _timeline_text(entry: Any, said_no: bool) -> str:
+    return words.timeline_text(entry.kind, entry.summary, entry.data, said_no=said_no)
+
+
+_env.filters["timeline_text"] = _timeline_text
 
 
 def page(request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:

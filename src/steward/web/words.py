@@ -222,3 +222,36 @@ def actor(who: str) -> str:
         "person": "you",
         "system": "Steward",
     }.get(kind, who)
+
+
+TIMELINE_KINDS = {
+    "activation": "worked",
+    "result": "finished",
+    "firing": "timer",
+    "report": "told you",
+}
+"""What each kind of a goal's timeline entry is called (a kind not listed reads as itself)."""
+_WOKE = re.compile(r"^woke for (?P<why>[\w ]+), (?P<steps>\d+) steps?: (?P<ended>.+)$")
+_WHY = {"created": "when it was asked", "timer": "on its schedule", "approval": "after your answer"}
+
+
+def timeline_kind(kind: str) -> str:
+    return TIMELINE_KINDS.get(kind, kind.replace("_", " "))
+
+
+def timeline_text(kind: str, summary: str, data: Mapping[str, Any], *, said_no: bool) -> str:
+    """A goal's timeline entry in words: a result as the text it gave, an activation as when
+    it worked and how it ended — "stopped: you said no" for a task whose action the person
+    denied, never "succeeded"."""
+    if kind == "result" and isinstance(data.get("text"), str):
+        return cut(data["text"], 160)
+    found = _WOKE.match(summary) if kind == "activation" else None
+    if found is None:
+        return summary
+    ended = found["ended"]
+    if said_no and ended == "succeeded":
+        ended = STATUS_WORDS["said_no"]
+    elif ended == "succeeded":
+        ended = "done"
+    why = _WHY.get(found["why"], f"for {found['why']}")
+    return f"worked {why}: {ended}"
