@@ -1,6 +1,7 @@
-"""The Channels page in real Chromium at phone width: it fits the screen, the dashboard's
-manifest is linked, each channel says where it reaches, and the service worker registers with the whole site as its scope (what
-push notifications and "Add to Home Screen" need); a screenshot for the docs."""
+"""The Channels page in real Chromium at phone width: it fits the screen, each channel says
+where it reaches, the dashboard's manifest is linked, and the service worker registers with the
+whole site as its scope (what push notifications and "Add to Home Screen" need); a screenshot
+for the docs."""
 
 from __future__ import annotations
 

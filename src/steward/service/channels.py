@@ -319,10 +319,8 @@ def summary(channel: Channel) -> str:
         return f"notifications on a device, through {config.get('host', 'its push service')}"
     if channel.kind is ChannelKind.EMAIL:
         return f"e-mail to {config.get('address', 'your address')}"
-    if channel.kind is ChannelKind.MATRIX:
-        # the channel's room is the person's alone (a room shared with others is refused)
-        return f"Matrix: your direct room with the agent ({config.get('person', 'you')})"
-    return channel.kind.value
+    # Matrix: the channel's room is the person's alone (a room shared with others is refused)
+    return f"Matrix: your direct room with the agent ({config.get('person', 'you')})"
 
 
 __all__ = ["ChannelInfo", "ChannelService", "ChannelTest", "channel_info", "summary"]

@@ -4,8 +4,8 @@ person answered."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from steward.domain import Step
@@ -72,9 +72,7 @@ def _shown(step: Step) -> ShownStep:
         denied = said_no or observation.startswith(("denied:", "refused:"))
         who = "denied" if denied else ("failed" if output.get("error") else "tool")
         text = f"{output.get('name')}: {observation}"
-        return ShownStep(
-            step=step, who=who, text=_cut(text), failed=who != "tool", said_no=said_no
-        )
+        return ShownStep(step=step, who=who, text=_cut(text), failed=who != "tool", said_no=said_no)
     if isinstance(output, dict) and "result" in output:
         result = output["result"]
         said = result.get("text") if isinstance(result, dict) else result
