@@ -237,7 +237,10 @@ def _mail_report(mail: list[dict[str, Any]]) -> dict[str, str]:
             else "Check the SLA numbers before Thursday.",
             "importance": "actionable",
         }
-    listed = "; ".join(f"{_sender(m)} wrote “{m.get('subject')}”" for m in mail)
+    # a line on a lock screen: the first three, then how many more
+    listed = "; ".join(f"{_sender(m)} wrote “{m.get('subject')}”" for m in mail[:3])
+    if len(mail) > 3:
+        listed += f"; and {len(mail) - 3} more"
     many = f"{len(mail)} new mails: " if len(mail) > 1 else ""
     return {
         "what": f"{many}{listed}. Nothing for you to do.",
