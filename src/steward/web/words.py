@@ -232,7 +232,17 @@ TIMELINE_KINDS = {
 }
 """What each kind of a goal's timeline entry is called (a kind not listed reads as itself)."""
 _WOKE = re.compile(r"^woke for (?P<why>[\w ]+), (?P<steps>\d+) steps?: (?P<ended>.+)$")
-_WHY = {"created": "when it was asked", "timer": "on its schedule", "approval": "after your answer"}
+_WHY = {
+    "created": "when it was asked",
+    "timer": "on its schedule",
+    "timeout": "when its wait ran out",
+    "approval": "after your answer",
+    "input": "after your answer",
+    "retry": "again after a problem",
+    "event": "when something arrived",
+}
+"""Why an activation began, as "worked …" goes on (a reason not listed: "worked for …")."""
+_ENDED = {"succeeded": "done", "running": "working"}
 
 
 def timeline_kind(kind: str) -> str:
@@ -251,7 +261,6 @@ def timeline_text(kind: str, summary: str, data: Mapping[str, Any], *, said_no: 
     ended = found["ended"]
     if said_no and ended == "succeeded":
         ended = STATUS_WORDS["said_no"]
-    elif ended == "succeeded":
-        ended = "done"
+    ended = _ENDED.get(ended, ended)
     why = _WHY.get(found["why"], f"for {found['why']}")
     return f"worked {why}: {ended}"
