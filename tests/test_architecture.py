@@ -52,8 +52,20 @@ ALLOWED: dict[str, set[str]] = {
     # the composition roots: they wire every layer together
     "app": GROUND | {"store", "sentinel", "runtime", "models", "harness", "memory", "connectors"},
     "cli": GROUND | {"store", "runtime", "memory", "service", "api", "app", "demo"},
+    # the demo's office offers its mail as a connector's typed tool (harness.tools)
     "demo": GROUND
-    | {"store", "sentinel", "runtime", "models", "memory", "connectors", "service", "api", "app"},
+    | {
+        "store",
+        "sentinel",
+        "runtime",
+        "models",
+        "harness",
+        "memory",
+        "connectors",
+        "service",
+        "api",
+        "app",
+    },
     "testing": GROUND
     | {"store", "sentinel", "runtime", "models", "memory", "connectors", "api", "app"},
 }
