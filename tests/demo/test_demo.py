@@ -20,6 +20,7 @@ from steward.demo import DemoOptions, RunningDemo, running_demo
 from steward.demo.office import INBOX_PATH
 from steward.demo.script import SKILL
 from steward.demo.seed import HOST
+from steward.store import Store
 from support.startup import scaled
 from support.waiting import eventually
 
@@ -190,6 +191,30 @@ def test_the_command_prints_where_to_look_and_how_to_log_in(tmp_path: Path) -> N
         assert "STEWARD_MODEL" in out
         assert "Ctrl-C" in out
     assert (where / "steward.db").exists()
+
+
+def test_notify_makes_the_persons_channel_before_the_first_report(tmp_path: Path) -> None:
+    where = tmp_path / "demo"
+    hook = "json://127.0.0.1:9/hook"
+    args = ["--data-dir", str(where), "--port", "0", "--seconds", "0.5", "--notify", hook]
+    refused = CliRunner().invoke(command(), args)
+    assert refused.exit_code == 1  # on this machine: the person must say so
+    assert "private network" in refused.output
+    result = CliRunner().invoke(command(), [*args, "--private-network"])
+    assert result.exit_code == 0, result.output
+
+    async def check() -> None:
+        store = await Store.open(f"sqlite:///{where}/steward.db")
+        try:
+            [person] = await store.persons.list_persons()
+            [channel] = await store.channels.list_for(person.id)
+            assert (channel.name, channel.kind.value) == ("phone", "apprise")
+            told = await store.reports.list_for(person.id, limit=50, offset=0, unread=False)
+            assert all(r.created_at >= channel.created_at for r in told)
+        finally:
+            await store.close()
+
+    asyncio.run(check())
 
 
 def test_a_port_in_use_is_one_clear_line(tmp_path: Path) -> None:
