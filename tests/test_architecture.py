@@ -56,8 +56,20 @@ ALLOWED: dict[str, set[str]] = {
     "app": GROUND
     | {"store", "sentinel", "runtime", "models", "harness", "memory", "connectors", "environment"},
     "cli": GROUND | {"store", "runtime", "memory", "service", "api", "app", "demo"},
+    # the demo's office offers its mail as a connector's typed tool (harness.tools)
     "demo": GROUND
-    | {"store", "sentinel", "runtime", "models", "memory", "connectors", "service", "api", "app"},
+    | {
+        "store",
+        "sentinel",
+        "runtime",
+        "models",
+        "harness",
+        "memory",
+        "connectors",
+        "service",
+        "api",
+        "app",
+    },
     "testing": GROUND
     | {"store", "sentinel", "runtime", "models", "memory", "connectors", "api", "app"},
 }

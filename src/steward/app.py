@@ -250,15 +250,19 @@ async def build_harness(
     *,
     model: Model | None = None,
     on_delta: OnDelta | None = None,
+    more_tools: Callable[[EgressBroker], Sequence[Tool]] | None = None,
 ) -> AgentHarness:
     """The agent harness for ``agent`` tasks, with the built-in step functions for the rest;
     every proposed action passes the person's policy (:class:`PolicySentinel`), and web API
-    calls carry credentials only through the egress broker."""
+    calls carry credentials only through the egress broker. ``more_tools`` adds tools made
+    over that broker (the demo's office)."""
     connectors = await connector_env(settings, store, clock)
     broker = connectors.broker
     sentinel = PolicySentinel(store, clock)
     # every connector's tools: one reaches an account only through a connection the person made
     tools: list[Tool] = [http_tool(broker), *registry.tools(connectors)]
+    if more_tools is not None:
+        tools += more_tools(broker)
     # the person's standing work, set up from conversation (each call asks them by default)
     standing = StandingWork(store, clock)
     tools += [*goal_tools(standing, clock), watch_page_tool(store, standing, clock)]

@@ -1,6 +1,7 @@
-"""The Channels page in real Chromium at phone width: it fits the screen, the dashboard's
-manifest is linked, and the service worker registers with the whole site as its scope (what
-push notifications and "Add to Home Screen" need); a screenshot for the docs."""
+"""The Channels page in real Chromium at phone width: it fits the screen, each channel says
+where it reaches, the dashboard's manifest is linked, and the service worker registers with the
+whole site as its scope (what push notifications and "Add to Home Screen" need); a screenshot
+for the docs."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ async def test_the_channels_page_on_a_phone(browser: Browser, web: Site, shots: 
     await page.goto("/channels")
     await expect(page.locator("h1")).to_have_text("Channels")
     await expect(page.locator("#channels")).to_contain_text("Slack (slack://…)")
+    # the person's own mail and Matrix channels say where they reach
+    mail = page.locator("#channels li", has_text="mail")
+    await expect(mail.locator("p.muted")).to_contain_text("E-mail to me@x.io")
+    chat = page.locator("#channels li", has_text="chat")
+    await expect(chat.locator("p.muted")).to_contain_text(
+        "Matrix: your direct room with the agent (@me:x.io)"
+    )
     assert "TIiajkdnlazkcOXrIdevi7FQ" not in await page.content()
     manifest = await page.evaluate("document.querySelector('link[rel=manifest]').href")
     assert manifest == web.url + "/static/manifest.webmanifest"

@@ -8,9 +8,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from steward.domain import Step, TaskStatus
 from steward.domain.task import WaitCondition
 from steward.service.wording import reason_in_words
 from steward.web import words
+from steward.web.steps import ShownStep, shown, task_status
 
 NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)  # a Tuesday
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -135,3 +137,82 @@ def test_secrets_are_masked_in_arguments_and_lines() -> None:
 def test_sentinel_reasons_read_as_sentences(reason: str, said: str) -> None:
     assert reason_in_words(reason) == said
     assert "rule '" not in reason_in_words(reason)
+
+
+@pytest.mark.parametrize(
+    ("kind", "summary", "data", "said_no", "said"),
+    [
+        (
+            "activation",
+            "woke for timer, 8 steps: succeeded",
+            {},
+            False,
+            "worked on its schedule: done",
+        ),
+        (
+            "activation",
+            "woke for approval, 5 steps: succeeded",
+            {},
+            True,
+            "worked after your answer: stopped: you said no",
+        ),
+        (
+            "activation",
+            "woke for created, 4 steps: waiting",
+            {},
+            True,
+            "worked when it was asked: waiting",
+        ),
+        (
+            "activation",
+            "woke for retry, 0 steps: running",
+            {},
+            False,
+            "worked again after a problem: working",
+        ),
+        (
+            "activation",
+            "woke for lease lost, 1 step: failed",
+            {},
+            False,
+            "worked for lease lost: failed",
+        ),
+        (
+            "result",
+            "text=Sent Dana a reply",
+            {"text": "Sent Dana a reply"},
+            False,
+            "Sent Dana a reply",
+        ),
+        ("firing", "trigger hourly fired", {"trigger_id": "trg_1"}, False, "trigger hourly fired"),
+    ],
+)
+def test_a_goal_timeline_entry_in_words(
+    kind: str, summary: str, data: dict[str, str], said_no: bool, said: str
+) -> None:
+    assert words.timeline_text(kind, summary, data, said_no=said_no) == said
+
+
+def test_a_task_whose_action_the_person_denied_reads_stopped_not_done() -> None:
+    def step(seq: int, observation: str) -> ShownStep:
+        return shown(
+            Step(
+                task_id="tsk_1",
+                seq=seq,
+                activation_id="act_1",
+                kind="tool",
+                output={"call_id": "c", "name": "office_mail_send", "observation": observation},
+                created_at=NOW,
+            )
+        )
+
+    denied = [step(1, "not done: the person denied it (not now)")]
+    assert denied[0].said_no
+    assert denied[0].failed
+    assert task_status(TaskStatus.SUCCEEDED, denied) == "said_no"
+    assert words.status_words("said_no") == "stopped: you said no"
+    assert words.status_class("said_no") == "bad"
+    # refused by a rule, or failed and then finished: the task is done, said no by nobody
+    other = [step(1, "denied: rule 'mail.send' (deny)"), step(2, "sent")]
+    assert task_status(TaskStatus.SUCCEEDED, other) == "succeeded"
+    assert task_status(TaskStatus.FAILED, denied) == "failed"

@@ -21,10 +21,25 @@ def demo(
     ),
     seconds: float | None = typer.Option(None, help="Stop after this many seconds."),
     every: float = typer.Option(DEFAULT_EVERY, help="Seconds between scheduled inbox checks."),
+    notify: str | None = typer.Option(
+        None,
+        help="An Apprise address (ntfys://ntfy.sh/my-topic, tgram://…) the demo's reports also "
+        "reach, as a channel of the demo's person: the only thing that leaves this machine.",
+    ),
+    private_network: bool = typer.Option(
+        False, "--private-network", help="The --notify service runs on this machine or network."
+    ),
 ) -> None:
     """Run a self-contained demo: a person, goals, approvals, memories and skills, a fake mail
-    service and a scripted model, with the dashboard; nothing leaves this machine."""
-    options = DemoOptions(data_dir=data_dir or default_demo_dir(), port=port, every=every)
+    service and a scripted model, with the dashboard; nothing leaves this machine (but the
+    reports, with --notify)."""
+    options = DemoOptions(
+        data_dir=data_dir or default_demo_dir(),
+        port=port,
+        every=every,
+        notify=notify,
+        notify_private_network=private_network,
+    )
 
     async def main() -> None:
         await run_demo(

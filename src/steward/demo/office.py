@@ -1,13 +1,15 @@
 """A fake mail and calendar service for the demo, served on loopback next to Steward.
 
-The agent reaches it only the way it would reach a real one: through the ``http_fetch`` tool,
-the person's policy and the egress broker, with a vault secret the broker puts on the wire.
+The agent reaches it only the way it would reach a real one: reading through the ``http_fetch``
+tool, sending through the office's mail tool (:mod:`steward.demo.mail`), both under the
+person's policy and through the egress broker, with a vault secret the broker puts on the wire.
 So every request must carry ``Authorization: Bearer <the demo secret>``; anything else is 401.
 
 * ``GET /mail/inbox`` — messages that arrived since the previous fetch (then they count as
-  read). One more arrives every ``every`` seconds, so each scheduled check finds something
-  new until the script of messages runs out.
-* ``POST /mail/send`` — a JSON ``{"to", "subject", "text"}``; kept in :attr:`FakeOffice.sent`.
+  read). One more arrives every ``every`` seconds of the demo's clock, so each scheduled check
+  finds something new until the script of messages runs out.
+* ``POST /mail/send`` — a JSON ``{"to", "subject", "text"}``; kept in :attr:`FakeOffice.sent`,
+  once per ``Idempotency-Key`` header (a retried send is not sent again).
 * ``GET /calendar/events`` — today's events.
 
 Every request is logged in :attr:`FakeOffice.requests`, so the demo's test can see that the
@@ -17,9 +19,8 @@ agent really called it.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from starlette.applications import Starlette
@@ -27,12 +28,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from steward.domain.clock import Clock
+
 INBOX_PATH = "/mail/inbox"
 SEND_PATH = "/mail/send"
 CALENDAR_PATH = "/calendar/events"
 
 DANA = "dana.park@acme.example"
 """The correspondent the demo's reply goal is about."""
+CONTACTS = {DANA: "Dana Park", "sam@family.example": "Sam"}
+"""The office's address book: whom an address belongs to."""
 
 MAIL: tuple[tuple[str, str, str], ...] = (
     (
@@ -74,11 +79,20 @@ class FakeOffice:
     """The bearer token it accepts (the vault holds it; the agent only sees a placeholder)."""
     every: float
     """Seconds between arriving messages."""
-    started: float = field(default_factory=time.monotonic)
+    clock: Clock
+    """The demo's clock: messages arrive on its time."""
+    started: datetime | None = None
+    """When the office opened (its first inbox read, at the latest)."""
     delivered: int = 0
     """Messages the inbox has handed out so far."""
     requests: list[Seen] = field(default_factory=list)
     sent: list[dict[str, Any]] = field(default_factory=list)
+    keys: dict[str, int] = field(default_factory=dict)
+    """Idempotency key → the index in :attr:`sent` of the mail it sent."""
+
+    def __post_init__(self) -> None:
+        if self.started is None:
+            self.started = self.clock.now()
 
     def app(self) -> Starlette:
         return Starlette(
@@ -100,10 +114,12 @@ class FakeOffice:
         if not self._admit(request):
             return _unauthorized()
         # the first message is there at once; then one more per period
-        arrived = min(len(MAIL), 1 + int((time.monotonic() - self.started) / self.every))
+        now = self.clock.now()
+        opened = self.started or now
+        elapsed = (now - opened).total_seconds()
+        arrived = min(len(MAIL), 1 + int(elapsed / self.every))
         fresh = range(self.delivered, arrived)
         self.delivered = max(self.delivered, arrived)
-        now = datetime.now(UTC)
         messages = [
             {
                 "id": f"msg-{i + 1}",
@@ -125,13 +141,18 @@ class FakeOffice:
             return JSONResponse({"error": "the body must be JSON"}, status_code=400)
         if not isinstance(mail, dict) or not mail.get("to"):
             return JSONResponse({"error": "say who the mail is to"}, status_code=400)
-        self.sent.append(mail)
-        return JSONResponse({"id": f"sent-{len(self.sent)}", "status": "sent"})
+        key = request.headers.get("idempotency-key")
+        if key is None or key not in self.keys:
+            self.sent.append(mail)
+            if key is not None:
+                self.keys[key] = len(self.sent) - 1
+        number = self.keys[key] + 1 if key is not None else len(self.sent)
+        return JSONResponse({"id": f"sent-{number}", "status": "sent"})
 
     async def _calendar(self, request: Request) -> JSONResponse:
         if not self._admit(request):
             return _unauthorized()
-        today = datetime.now(UTC).date().isoformat()
+        today = self.clock.now().date().isoformat()
         events = [{"date": today, "time": t, "title": title} for t, title in CALENDAR]
         return JSONResponse({"events": events})
 

@@ -1,6 +1,7 @@
 """Running the demo: a fresh database, the fake office, the seeded person and goals, and the
-runtime with the API and the dashboard in one process, as ``steward up`` runs them — with the
-demo's scripted model in place of a real one."""
+runtime with the API, the dashboard and the delivery of reports to the person's channels in
+one process, as ``steward up`` runs them — with the demo's scripted model in place of a real
+one."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from pathlib import Path
 
 from steward.api import create_app
 from steward.api.server import check_port_free, serving
-from steward.app import build_harness, task_kinds
+from steward.app import build_harness, notify_dispatcher, task_kinds
 from steward.config import Settings, default_data_dir
+from steward.demo.mail import office_mail_tool
 from steward.demo.office import FakeOffice
-from steward.demo.script import REAL_MODEL_HINT, DemoScript
-from steward.demo.seed import HOST, Seeded, seed
+from steward.demo.script import REAL_MODEL_HINT, SECRET_NAME, DemoScript
+from steward.demo.seed import HOST, PERSON, Seeded, seed
 from steward.domain.clock import Clock
 from steward.errors import UsageError
 from steward.filemodes import private_dir
@@ -47,12 +49,20 @@ class DemoOptions:
     """Of the API and the dashboard, on loopback; 0 picks a free one."""
     every: float = DEFAULT_EVERY
     """Seconds between scheduled inbox checks."""
+    notify: str | None = None
+    """An Apprise address the person's reports also reach (a phone, a chat), from the start."""
+    notify_private_network: bool = False
+    """``notify`` is a service on this machine or the home network (the person confirms it)."""
 
 
 @dataclass(kw_only=True, frozen=True)
 class RunningDemo:
     url: str
     """Base URL of the API and the dashboard."""
+    login: str
+    """A one-time link that signs a browser in (as ``steward up`` prints on a first start)."""
+    service: Service
+    """The facade, acting for the demo's person and everyone."""
     data_dir: Path
     seeded: Seeded
     office: FakeOffice
@@ -77,8 +87,12 @@ def fresh_data_dir(path: Path) -> Path:
 
 
 @asynccontextmanager
-async def running_demo(options: DemoOptions) -> AsyncIterator[RunningDemo]:
-    """Set the demo up and run it until the block ends."""
+async def running_demo(
+    options: DemoOptions, *, clock: Clock | None = None
+) -> AsyncIterator[RunningDemo]:
+    """Set the demo up and run it until the block ends; ``clock`` (wall time by default) is
+    every time the demo reads, the office's mail arrivals included, so a test can move it to
+    the evening's digest."""
     if options.every <= 0:
         raise UsageError("the inbox check's period must be more than 0 seconds")
     if options.port:
@@ -90,16 +104,35 @@ async def running_demo(options: DemoOptions) -> AsyncIterator[RunningDemo]:
     settings = Settings.model_construct(data_dir=data_dir, model_summaries=False)
     store = await Store.open(settings.resolved_database_url())
     try:
-        clock = Clock()
-        office = FakeOffice(secret=secrets.token_urlsafe(24), every=options.every)
+        clock = clock or Clock()
+        office = FakeOffice(secret=secrets.token_urlsafe(24), every=options.every, clock=clock)
         async with AsyncExitStack() as stack:
             office_url = await stack.enter_async_context(
                 serving(office.app(), host=HOST, log_level="critical")
             )
             model = ScriptedModel(DemoScript(office_url), name="demo-script")
-            harness = await build_harness(settings, store, clock, model=model)
+            harness = await build_harness(
+                settings,
+                store,
+                clock,
+                model=model,
+                more_tools=lambda broker: [office_mail_tool(broker, office_url, SECRET_NAME)],
+            )
             runtime = Runtime(store, harness, clock, RuntimeConfig())
             service = Service(store, clock, runtime, data_dir=data_dir, task_kinds=task_kinds())
+            # reports, digests and approvals reach the channels the person adds (Apprise, Web
+            # Push), as under `steward up`
+            notify = notify_dispatcher(
+                settings, store, clock, also=list(service.channel_senders().values())
+            )
+            if options.notify is not None:  # before the first report is made
+                person = await service.ensure_person(PERSON)
+                await service.add_apprise_channel(
+                    "phone",
+                    options.notify,
+                    private_network=options.notify_private_network,
+                    person_id=person.id,
+                )
             seeded = await seed(
                 service, office=office_url, secret=office.secret, every=options.every
             )
@@ -108,10 +141,14 @@ async def running_demo(options: DemoOptions) -> AsyncIterator[RunningDemo]:
             url = await stack.enter_async_context(
                 serving(app, host=HOST, port=options.port, log_level="critical")
             )
+            code: str = app.state.login_codes.issue(seeded.person.id)  # steward.web.logincodes
             running = asyncio.create_task(runtime.run())
+            delivering = asyncio.create_task(notify.run(runtime.stop_event))
             try:
                 yield RunningDemo(
                     url=url,
+                    login=f"{url}/login?code={code}",
+                    service=service,
                     data_dir=data_dir,
                     seeded=seeded,
                     office=office,
@@ -121,6 +158,7 @@ async def running_demo(options: DemoOptions) -> AsyncIterator[RunningDemo]:
             finally:
                 runtime.stop()
                 await running
+                await delivering
     finally:
         await store.close()
 
@@ -158,19 +196,20 @@ async def run_demo(
 def banner(demo: RunningDemo, options: DemoOptions) -> list[str]:
     """What the person reads first: where to look, how to log in, what they will see."""
     token = demo.seeded.token
-    look = f"{demo.url}/login"
     return [
         "Steward demo: everything runs here, offline, with a scripted model (no API key).",
-        f"  open:    {look}",
+        f"  open:    {demo.login}  (a one-time login link, for 15 minutes)",
         f"  token:   {token}",
-        "           (paste it into the login form; for the API: Authorization: Bearer <token>)",
+        f"           (or paste it into {demo.url}/login; for the API: Authorization: Bearer "
+        "<token>)",
         f"  api:     {demo.url}/api/v1  (docs at {demo.url}/api/v1/docs)",
         f"  office:  {demo.office_url}  (a fake mail and calendar the agent calls)",
         f"  data:    {demo.data_dir}  (fresh each run; your own database is untouched)",
         "What you will see:",
-        f"  - goal 'Keep an eye on the shared inbox': checked every {options.every:g} s, a new "
-        "activation each time",
-        "  - goal 'Reply to Dana about Thursday': sending waits for your approval (Inbox)",
+        f"  - goal 'Keep an eye on the shared inbox': checked every {options.every:g} s; what "
+        "needs you is reported at once, the rest in the evening digest (home page)",
+        "  - goal 'Reply to Dana about Thursday': the mail to Dana waits for your approval (Inbox)",
+        "  - add a channel (Channels) and the reports reach your phone too",
         "  - memories with where they came from: yours, the agent's, a mail's (a candidate), "
         "and a city you moved away from",
         "  - skill 'check-shared-inbox' with two versions; 'answer-meeting-requests', which "

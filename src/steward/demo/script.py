@@ -7,9 +7,11 @@ for real. It knows two tasks, recognised by their instructions:
 
 * the inbox check: load the skill for it, fetch the inbox and the calendar, propose once (per
   demo run) a memory and a skill from what it read — both wait for the person, because they
-  come from others' mail — and finish with a summary of what is new;
-* the reply: remember the person's stated preference, then send the mail, which the person's
-  policy turns into an approval; when decided, report what happened.
+  come from others' mail — then ``report`` what is new (actionable when a mail needs the
+  person, information otherwise; nothing when nothing arrived) and finish with a summary;
+* the reply: remember the person's stated preference, then send the mail through the office's
+  mail tool, which the person's policy turns into an approval; when decided, ``report`` what
+  happened (sent, or not sent because the person said no).
 
 Anything else (a chat from the dashboard) gets a line saying how to switch to a real model.
 """
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from steward.demo.office import CALENDAR_PATH, DANA, INBOX_PATH, SEND_PATH
+from steward.demo.office import CALENDAR_PATH, CONTACTS, DANA, INBOX_PATH
 from steward.domain.secrets import placeholder
 from steward.models.base import Message, ModelResponse, ToolCall, ToolSpec
 from steward.models.scripted import call_tool, say
@@ -30,6 +32,8 @@ SECRET_NAME = "demo-mail"
 """The vault secret the office accepts; the model writes only its placeholder."""
 CHECK_TITLE = "Check the shared inbox"
 REPLY_TITLE = "Reply to Dana about Thursday"
+SEND_TOOL = "office_mail_send"
+"""The office's mail tool (:mod:`steward.demo.mail`)."""
 SKILL = "check-shared-inbox"
 """The skill the demo seeds (two versions) and the inbox check loads."""
 REAL_MODEL_HINT = (
@@ -47,11 +51,10 @@ def check_instructions(office: str) -> str:
     )
 
 
-def reply_instructions(office: str) -> str:
+def reply_instructions() -> str:
     return (
-        f"{REPLY_TITLE} ({DANA}): Thursday at 10:00 works for me. Send it through "
-        f"{office}{SEND_PATH} with the header 'Authorization: Bearer "
-        f"{placeholder(SECRET_NAME)}'. Keep it short: I prefer short, direct replies."
+        f"{REPLY_TITLE} ({DANA}): Thursday at 10:00 works for me. Keep it short: I prefer "
+        "short, direct replies."
     )
 
 
@@ -116,6 +119,8 @@ class DemoScript:
                 kind="fact",
                 subjects=["Dana Park", "Acme"],
             )
+        if mail and "report" not in names:
+            return _thinking("Telling you what came in.", "report", **_mail_report(mail))
         if not self.proposed_skill:
             self.proposed_skill = True
             return _thinking(
@@ -133,7 +138,7 @@ class DemoScript:
 
     def _reply(self, done: list[_Done]) -> ModelResponse:
         names = [d.name for d in done]
-        sends = [d.observation for d in done if d.name == "http_fetch"]
+        sends = [d.observation for d in done if d.name == SEND_TOOL]
         if "propose_memory" not in names:
             return _thinking(
                 "You said how you like replies; remembering that.",
@@ -149,24 +154,34 @@ class DemoScript:
                 "subject": "Re: Thursday?",
                 "text": "Hi Dana, Thursday at 10:00 works. See you then!",
             }
-            return _thinking(
-                "Sending the reply.",
-                "http_fetch",
-                url=f"{self.office}{SEND_PATH}",
-                method="POST",
-                headers={**self.auth, "Content-Type": "application/json"},
-                body=json.dumps(mail),
-            )
+            return _thinking("Sending the reply.", SEND_TOOL, **mail)
         outcome = sends[0] or ""
-        if _status(outcome) == 200:
+        sent = _response(outcome).get("sent") is True
+        if "report" not in names:
+            if sent:
+                return _thinking(
+                    "Letting you know it went out.",
+                    "report",
+                    what="Sent Dana your reply: Thursday at 10:00 works.",
+                    why="She asked to meet on Thursday about the Q3 contract renewal.",
+                )
+            return _thinking(
+                "Telling you it did not go out.",
+                "report",
+                what="I did not send Dana the reply: you said no.",
+                why="She is still waiting to hear whether Thursday at 10:00 works.",
+                todo="Tell me what to answer Dana, or answer her yourself.",
+                importance="actionable",
+            )
+        if sent:
             return call_tool("finish", result="Sent Dana a short reply: Thursday 10:00 works.")
         return call_tool("finish", result=f"Did not send the reply to Dana: {outcome[:300]}")
 
 
-def _thinking(text: str, tool: str, **arguments: Any) -> ModelResponse:
+def _thinking(said: str, tool: str, **arguments: Any) -> ModelResponse:
     """A tool call with a line of what the model is doing (shown in the timeline)."""
     call = call_tool(tool, **arguments)
-    return ModelResponse(content=text, tool_calls=call.tool_calls, finish_reason="tool_calls")
+    return ModelResponse(content=said, tool_calls=call.tool_calls, finish_reason="tool_calls")
 
 
 def _done(messages: Sequence[Message]) -> list[_Done]:
@@ -198,6 +213,40 @@ def _body(observation: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
+
+
+def _sender(message: dict[str, Any]) -> str:
+    address = str(message.get("from", ""))
+    return CONTACTS.get(address, address)
+
+
+def _mail_report(mail: list[dict[str, Any]]) -> dict[str, str]:
+    """The report of one check's new mail: what needs the person (a mail from Dana) as
+    actionable, the rest as information."""
+    asks = [m for m in mail if m.get("from") == DANA]
+    if asks:
+        said = " ".join(str(m.get("body", "")) for m in asks)
+        others = len(mail) - len(asks)
+        return {
+            "what": f"Dana Park wrote: “{asks[0].get('subject')}”"
+            + (f" (and {others} other new mail)" if others else ""),
+            "why": f"She is your account manager at Acme. She says: {said}",
+            "todo": "Say whether that works for you: my reply to her waits for your approval "
+            "in the Inbox."
+            if any("Thursday at 10" in str(m.get("body")) for m in asks)
+            else "Check the SLA numbers before Thursday.",
+            "importance": "actionable",
+        }
+    # a line on a lock screen: the first three, then how many more
+    listed = "; ".join(f"{_sender(m)} wrote “{m.get('subject')}”" for m in mail[:3])
+    if len(mail) > 3:
+        listed += f"; and {len(mail) - 3} more"
+    many = f"{len(mail)} new mails: " if len(mail) > 1 else ""
+    return {
+        "what": f"{many}{listed}. Nothing for you to do.",
+        "why": "Nothing in it asks anything of you.",
+        "importance": "info",
+    }
 
 
 def _summary(mail: list[dict[str, Any]], events: list[dict[str, Any]]) -> str:

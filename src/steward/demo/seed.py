@@ -4,13 +4,18 @@ learned skill, and the goals that keep the runtime busy.
 
 Authority, as a person would set it up for a mail account:
 
-* connections to the fake mail and calendar, exposing ``api.call`` on the loopback host;
+* connections to the fake mail and calendar, exposing ``api.call`` on the loopback host (and
+  ``mail.send`` on the mail one, for the office's mail tool: :mod:`steward.demo.mail`);
 * a vault secret bound to that host (the agent only ever writes its placeholder);
 * a rule: calls to connected services run only when pre-approved (``do_if_preapproved``);
-* grants pre-approving reads: the inbox and the calendar paths, nothing else.
+* grants pre-approving reads: the inbox and the calendar paths, nothing else;
+* a rule: sending mail asks the person first.
 
-So the inbox check runs unattended, and sending mail — the same tool, another path — becomes
-an approval that waits in the person's inbox.
+So the inbox check runs unattended, and sending mail becomes an approval that waits in the
+person's inbox, worded as the mail it sends.
+
+The inbox goal reports what needs the person at once and the rest in the daily digest
+(policy ``actionable``); the reply goal reports everything at once (``all``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from steward.connectors.http import API_CALL
+from steward.demo.mail import SEND
 from steward.demo.office import CALENDAR_PATH, DANA, INBOX_PATH
 from steward.demo.script import (
     CHECK_TITLE,
@@ -68,8 +74,10 @@ async def seed(svc: Service, *, office: str, secret: str, every: float) -> Seede
         instructions="Answer Dana's meeting request; I approve what goes out.",
         report_policy="all",
     )
-    await svc.ask_agent(
-        person_id=person.id, instructions=reply_instructions(office), goal_id=reply_goal.id
+    await svc.create_task(
+        person_id=person.id,
+        spec=_agent_task(reply_instructions(), REPLY_TITLE),
+        goal_id=reply_goal.id,
     )
     return Seeded(person=person, token=token, inbox_goal=inbox_goal, reply_goal=reply_goal)
 
@@ -77,7 +85,11 @@ async def seed(svc: Service, *, office: str, secret: str, every: float) -> Seede
 async def _authority(svc: Service, person_id: str, secret: str) -> str:
     """Connections, the secret, the rule and the grants; returns the mail connection's id."""
     mail = await svc.add_connection(
-        person_id=person_id, kind="email", name="Demo mail", scopes=[API_CALL], hosts=[HOST]
+        person_id=person_id,
+        kind="email",
+        name="Demo mail",
+        scopes=[API_CALL, SEND],
+        hosts=[HOST],
     )
     await svc.add_connection(
         person_id=person_id, kind="calendar", name="Demo calendar", scopes=[API_CALL], hosts=[HOST]
@@ -89,6 +101,13 @@ async def _authority(svc: Service, person_id: str, secret: str) -> str:
         mode="do_if_preapproved",
         priority=10,
         reason="calls to my accounts run only if I pre-approved them",
+    )
+    await svc.add_rule(
+        person_id=person_id,
+        pattern=SEND,
+        mode="ask",
+        priority=20,
+        reason="I read every mail before it goes out",
     )
     for path, why in ((INBOX_PATH, "reading the shared inbox"), (CALENDAR_PATH, "reading my day")):
         await svc.add_grant(
@@ -169,22 +188,27 @@ async def _inbox_goal(svc: Service, person_id: str, *, office: str, every: float
     goal = await svc.create_goal(
         person_id=person_id,
         title="Keep an eye on the shared inbox",
-        instructions="Check the inbox regularly; only tell me about what needs me.",
+        instructions="Check the inbox regularly; tell me at once what needs me, the rest "
+        "in the evening digest.",
         sources=[f"{office}{INBOX_PATH}"],
+        report_policy="actionable",
     )
-    instructions = check_instructions(office)
+    check = _agent_task(check_instructions(office), CHECK_TITLE)
     await svc.add_trigger(
         person_id=person_id,
         goal_id=goal.id,
         name=f"every {every:g} s",
         kind=TriggerKind.INTERVAL,
         spec=f"{every:g}",
-        task=TaskSpec(
-            kind="agent",
-            input={"instructions": instructions, "audience": str(PRIVATE)},
-            title=CHECK_TITLE,
-        ),
+        task=check,
     )
     # the first check at once, so there is something to see before the timer fires
-    await svc.ask_agent(person_id=person_id, instructions=instructions, goal_id=goal.id)
+    await svc.create_task(person_id=person_id, spec=check, goal_id=goal.id)
     return goal
+
+
+def _agent_task(instructions: str, title: str) -> TaskSpec:
+    """An agent task with a short title (the instructions name URLs and headers)."""
+    return TaskSpec(
+        kind="agent", input={"instructions": instructions, "audience": str(PRIVATE)}, title=title
+    )

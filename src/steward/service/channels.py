@@ -320,7 +320,10 @@ def summary(channel: Channel) -> str:
         return where + (", on your own network" if config.get(PRIVATE_NETWORK) else "")
     if channel.kind is ChannelKind.WEBPUSH:
         return f"notifications on a device, through {config.get('host', 'its push service')}"
-    return channel.kind.value
+    if channel.kind is ChannelKind.EMAIL:
+        return f"e-mail to {config.get('address', 'your address')}"
+    # Matrix: the channel's room is the person's alone (a room shared with others is refused)
+    return f"Matrix: your direct room with the agent ({config.get('person', 'you')})"
 
 
 __all__ = ["ChannelInfo", "ChannelService", "ChannelTest", "channel_info", "summary"]

@@ -27,6 +27,7 @@ from steward.service.wording import reason_in_words
 from steward.web import words
 from steward.web.forms import FLASH_COOKIE
 from steward.web.session import csrf_token, session_token
+from steward.web.steps import task_status
 
 _env = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
@@ -69,6 +70,8 @@ _env.filters.update(
     actor=words.actor,
     status_words=words.status_words,
     status_class=words.status_class,
+    task_status=task_status,
+    timeline_kind=words.timeline_kind,
 )
 
 
@@ -79,6 +82,13 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "same-origin",
 }
+
+
+def _timeline_text(entry: Any, said_no: bool) -> str:
+    return words.timeline_text(entry.kind, entry.summary, entry.data, said_no=said_no)
+
+
+_env.filters["timeline_text"] = _timeline_text
 
 
 def page(request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:

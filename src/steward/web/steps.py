@@ -4,6 +4,7 @@ person answered."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,6 +23,8 @@ class ShownStep:
     failed: bool = False
     """A tool call that failed, or an action that was denied or refused: shown apart from a
     success."""
+    said_no: bool = False
+    """The person denied this action when asked (the task then stopped for it, not done)."""
 
 
 WAITING = {
@@ -33,6 +36,8 @@ WAITING = {
     "effect": "Waiting for you to say whether an action happened.",
 }
 """A suspend step in words (the task's own line says exactly what, in the person's zone)."""
+SAID_NO = "not done: the person denied it"
+"""How a tool's observation starts when the person denied the action (the harness's words)."""
 
 
 def shown(step: Step) -> ShownStep:
@@ -63,10 +68,11 @@ def _shown(step: Step) -> ShownStep:
         return ShownStep(step=step, who="waits", text=WAITING.get(str(kind), "Waiting."))
     if isinstance(output, dict) and "observation" in output:
         observation = str(output["observation"])
-        denied = observation.startswith(("denied:", "refused:"))
+        said_no = observation.startswith(SAID_NO)
+        denied = said_no or observation.startswith(("denied:", "refused:"))
         who = "denied" if denied else ("failed" if output.get("error") else "tool")
         text = f"{output.get('name')}: {observation}"
-        return ShownStep(step=step, who=who, text=_cut(text), failed=who != "tool")
+        return ShownStep(step=step, who=who, text=_cut(text), failed=who != "tool", said_no=said_no)
     if isinstance(output, dict) and "result" in output:
         result = output["result"]
         said = result.get("text") if isinstance(result, dict) else result
@@ -80,3 +86,12 @@ def _compact(value: Any) -> str:
 
 def _cut(text: str) -> str:
     return text if len(text) <= MOST_CHARS else text[: MOST_CHARS - 1] + "…"
+
+
+def task_status(status: object, steps: Sequence[ShownStep]) -> str:
+    """A task's status as its line shows it: one that finished after the person said no to
+    its action stopped because of that (``said_no``), it is not "done"."""
+    key = str(getattr(status, "value", status))
+    if key == "succeeded" and any(s.said_no for s in steps):
+        return "said_no"
+    return key

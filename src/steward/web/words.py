@@ -113,9 +113,12 @@ STATUS_WORDS = {
     "ask": "asked you",
     "deny": "refused",
     "handoff": "handed to you",
+    "said_no": "stopped: you said no",
 }
 """Each status as the person reads it."""
-BAD = frozenset({"failed", "cancelled", "dead_lettered", "denied", "expired", "abandoned", "deny"})
+BAD = frozenset(
+    {"failed", "cancelled", "dead_lettered", "denied", "expired", "abandoned", "deny", "said_no"}
+)
 """Outcomes shown as failures, never as a success."""
 
 
@@ -219,3 +222,45 @@ def actor(who: str) -> str:
         "person": "you",
         "system": "Steward",
     }.get(kind, who)
+
+
+TIMELINE_KINDS = {
+    "activation": "worked",
+    "result": "finished",
+    "firing": "timer",
+    "report": "told you",
+}
+"""What each kind of a goal's timeline entry is called (a kind not listed reads as itself)."""
+_WOKE = re.compile(r"^woke for (?P<why>[\w ]+), (?P<steps>\d+) steps?: (?P<ended>.+)$")
+_WHY = {
+    "created": "when it was asked",
+    "timer": "on its schedule",
+    "timeout": "when its wait ran out",
+    "approval": "after your answer",
+    "input": "after your answer",
+    "retry": "again after a problem",
+    "event": "when something arrived",
+}
+"""Why an activation began, as "worked …" goes on (a reason not listed: "worked for …")."""
+_ENDED = {"succeeded": "done", "running": "working"}
+
+
+def timeline_kind(kind: str) -> str:
+    return TIMELINE_KINDS.get(kind, kind.replace("_", " "))
+
+
+def timeline_text(kind: str, summary: str, data: Mapping[str, Any], *, said_no: bool) -> str:
+    """A goal's timeline entry in words: a result as the text it gave, an activation as when
+    it worked and how it ended — "stopped: you said no" for a task whose action the person
+    denied, never "succeeded"."""
+    if kind == "result" and isinstance(data.get("text"), str):
+        return cut(data["text"], 160)
+    found = _WOKE.match(summary) if kind == "activation" else None
+    if found is None:
+        return summary
+    ended = found["ended"]
+    if said_no and ended == "succeeded":
+        ended = STATUS_WORDS["said_no"]
+    ended = _ENDED.get(ended, ended)
+    why = _WHY.get(found["why"], f"for {found['why']}")
+    return f"worked {why}: {ended}"
