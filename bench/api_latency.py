@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import random
@@ -30,12 +31,13 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from bench_support import STEWARD, fresh_database, percentile, quiet_logs
 from steward.domain import Approval, ApprovalStatus, Notification, TaskSpec
@@ -147,7 +149,10 @@ async def measure(
     rng: random.Random,
     *,
     kinds: Sequence[str] = KINDS,
+    cpu: Callable[[], float] = lambda: 0.0,
 ) -> dict[str, Samples]:
+    """Each kind's requests from ``clients`` clients at once; ``cpu``: the server's CPU
+    seconds so far."""
     token, goal = built["token"], built["goal"]
     base = f"{address}/api/v1"
 
@@ -189,7 +194,8 @@ async def measure(
         ) -> None:
             headers = {"Authorization": f"Bearer {token}"}
             async with httpx.AsyncClient(headers=headers, timeout=60) as client:
-                await request(client)  # warm the connection
+                await request(client)  # warm the connection (its CPU is counted too)
+                statuses[0] = statuses.get(0, 0) + 1
                 for _ in range(per_client):
                     started = time.perf_counter()
                     responses = await request(client)
@@ -198,10 +204,16 @@ async def measure(
                     for r in responses:
                         statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
 
-        started = time.perf_counter()
+        started, cpu_before = time.perf_counter(), cpu()
         await asyncio.gather(*(one_client() for _ in range(clients)))
+        warm = statuses.pop(0)
         report[name] = Samples(
-            wall=wall, server=server, seconds=time.perf_counter() - started, statuses=statuses
+            wall=wall,
+            server=server,
+            seconds=time.perf_counter() - started,
+            statuses=statuses,
+            cpu_seconds=cpu() - cpu_before,
+            cpu_requests=len(wall) + warm,
         )
     return report
 
@@ -218,11 +230,17 @@ class Samples:
     """Wall-clock seconds the rounds took."""
     statuses: dict[int, int] = field(default_factory=dict)
     """How many answers had each status code."""
+    cpu_seconds: float = 0.0
+    """The server process's CPU time (all its threads) meanwhile."""
+    cpu_requests: int = 0
+    """Requests it served meanwhile (the clients' first ones included)."""
 
     def add(self, other: Samples) -> None:
         self.wall += other.wall
         self.server += other.server
         self.seconds += other.seconds
+        self.cpu_seconds += other.cpu_seconds
+        self.cpu_requests += other.cpu_requests
         for code, n in other.statuses.items():
             self.statuses[code] = self.statuses.get(code, 0) + n
 
@@ -236,7 +254,13 @@ class Samples:
             "client_p99_ms": round(percentile(self.wall, 99), 1),
             "server_p50_ms": round(percentile(self.server, 50), 1),
             "server_p99_ms": round(percentile(self.server, 99), 1),
+            "server_cpu_ms_per_request": round(1000 * self.cpu_seconds / self.cpu_requests, 2),
         }
+
+
+def _cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
 
 
 def _server_ms(response: httpx.Response) -> float:
@@ -252,6 +276,8 @@ class Served:
     """Where its ``steward`` package came from."""
     address: str
     """Its base URL."""
+    process: psutil.Process
+    """Its process."""
     built: dict[str, Any]
     """The data :func:`build` made for it."""
     samples: dict[str, Samples] = field(default_factory=dict)
@@ -279,12 +305,25 @@ async def run(
         for src in codes:
             url = stack.enter_context(fresh_database(backend))
             built = await build(url, steps)
-            address = await stack.enter_async_context(_serving(url, src))
-            served.append(Served(code=str(src or "this checkout"), address=address, built=built))
+            address, pid = await stack.enter_async_context(_serving(url, src))
+            served.append(
+                Served(
+                    code=str(src or "this checkout"),
+                    address=address,
+                    process=psutil.Process(pid),
+                    built=built,
+                )
+            )
         for n in range(rounds):
             for one in served:
                 got = await measure(
-                    one.address, one.built, clients, per_client, random.Random(n), kinds=kinds
+                    one.address,
+                    one.built,
+                    clients,
+                    per_client,
+                    random.Random(n),
+                    kinds=kinds,
+                    cpu=functools.partial(_cpu_seconds, one.process),
                 )
                 for kind, samples in got.items():
                     one.samples.setdefault(kind, Samples()).add(samples)
@@ -306,9 +345,9 @@ async def run(
 
 
 @contextlib.asynccontextmanager
-async def _serving(url: str, src: Path | None) -> AsyncIterator[str]:
+async def _serving(url: str, src: Path | None) -> AsyncIterator[tuple[str, int]]:
     """``steward up`` on ``url`` in a child process (its code from ``src`` if given); yields
-    its address."""
+    its address and process id."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if src is not None:
         env["PYTHONPATH"] = str(src)
@@ -331,7 +370,7 @@ async def _serving(url: str, src: Path | None) -> AsyncIterator[str]:
         while b"api:" not in banner:
             banner += await asyncio.wait_for(proc.stdout.readline(), 60)
         [address] = re.findall(r"open:\s+(http://127\.0\.0\.1:\d+)/", banner.decode())
-        yield address
+        yield address, proc.pid
     finally:
         proc.terminate()
         await proc.wait()
@@ -387,7 +426,10 @@ def _print(report: dict[str, Any]) -> None:
         f"{report['requests_per_client']} requests per kind; load average "
         f"{report['load_average']:.2f}"
     )
-    print(f"{'kind':24} {'req/s':>7} {'client p50':>11} {'p99':>8} {'server p50':>11} {'p99':>8}")
+    print(
+        f"{'kind':24} {'req/s':>7} {'client p50':>11} {'p99':>8} {'server p50':>11} {'p99':>8}"
+        f" {'CPU/request':>12}"
+    )
     for name, row in report["results"].items():
         if "skipped" in row:
             print(f"{name:24} skipped: {row['skipped']}")
@@ -395,7 +437,7 @@ def _print(report: dict[str, Any]) -> None:
         print(
             f"{name:24} {row['per_second']:7.1f} {row['client_p50_ms']:9.1f}ms "
             f"{row['client_p99_ms']:6.1f}ms {row['server_p50_ms']:9.1f}ms "
-            f"{row['server_p99_ms']:6.1f}ms"
+            f"{row['server_p99_ms']:6.1f}ms {row['server_cpu_ms_per_request']:10.2f}ms"
         )
     first = report["results"].get("dashboard first page", {})
     if "server_p50_ms" in first:
