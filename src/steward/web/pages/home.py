@@ -4,7 +4,6 @@ reload shows the same page); steps stay in each goal's timeline."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 from fastapi import Query, Request, Response
@@ -26,20 +25,18 @@ PAGE = 50
 async def home(
     request: Request, svc: Viewer, older: Annotated[int, Query(ge=0, le=100_000)] = 0
 ) -> Response:
-    # independent reads, at once: each waits on a reader thread while the others are asked
-    found, goals, usage, waiting, approvals = await asyncio.gather(
-        svc.list_reports(person_id="", limit=PAGE + 1, offset=older),
-        svc.list_goals(person_id=""),
-        svc.goal_usages(person_id=""),
-        svc.list_tasks(status=TaskStatus.WAITING.value, limit=200),
-        svc.list_approvals(person_id=""),
-    )
+    found = await svc.list_reports(person_id="", limit=PAGE + 1, offset=older)
+    shown = found[:PAGE]
+    goals = await svc.list_goals(person_id="")
+    usage = await svc.goal_usages(person_id="")
+    waiting = await svc.list_tasks(status=TaskStatus.WAITING.value, limit=200)
     questions = [t for t in waiting if t.wait is not None and t.wait.kind == "input"]
+
     groups = digest(
         goals=goals,
         usage=usage,
-        reports=found[:PAGE],
-        approvals=approvals,
+        reports=shown,
+        approvals=await svc.list_approvals(person_id=""),
         questions=questions,
     )
     return page(
