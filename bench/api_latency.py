@@ -2,20 +2,24 @@
 
     .venv/bin/python bench/api_latency.py                 # SQLite, 10,000 steps, 50 clients
     .venv/bin/python bench/api_latency.py --backend postgres --json
+    .venv/bin/python bench/api_latency.py --kind "dashboard first page" --before /tmp/old/src
 
 The database holds one person with a goal whose task took 10,000 steps (committed through the
-store's fenced checkpoints, as a worker does), 100 pending approvals and 300 notifications.
-``steward up --port 0`` serves it from a child process; this process runs the clients (one
-``httpx.AsyncClient`` each, keep-alive), each sending its requests one after another:
+store's fenced checkpoints, as a worker does), 100 pending approvals, 300 notifications and 300
+reports. ``steward up --port 0`` serves it from a child process; this process runs the clients
+(one ``httpx.AsyncClient`` each, keep-alive), each sending its requests one after another:
 
 * ``timeline, first page``: ``GET /goals/{id}/timeline?limit=100``;
 * ``timeline, deep page``: ``GET /goals/{id}/timeline?after=<a random seq>&limit=100``;
 * ``inbox``: ``GET /approvals`` (pending) then ``GET /notifications?unread=true``, timed as one;
 * ``dashboard first page``: ``GET /`` with the session cookie (when the dashboard is served).
 
-Reported per kind: latency seen by the client (p50/p99) and the server's own time from the
-``Server-Timing`` header (p50/p99). Clients and server share the machine's cores, so the
-client-side figures include the clients' own work.
+Reported per kind: latency seen by the client (p50/p99), the server's own time from the
+``Server-Timing`` header (p50/p99), and the server process's CPU time per request (which does
+not depend on what else the machine runs). Clients and server share the machine's cores, so
+the client-side figures include the clients' own work. ``--before SRC`` also serves the
+``steward`` package found in ``SRC`` (an older checkout's ``src/``), on its own database with
+the same data; ``--rounds N`` measures the servers in turn, N times, so all meet the same load.
 """
 
 from __future__ import annotations
