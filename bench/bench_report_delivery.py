@@ -252,6 +252,8 @@ def main() -> int:
         for name, took in results.items():
             p50, p99 = percentile(took, 50), percentile(took, 99)
             print(f"{backend:9} {name:40} {len(took):4} {p50:8.1f} {p99:8.1f} {max(took):8.1f}")
+    print("not measured here: the e-mail channel through the dispatcher (its sender and Dovecot:")
+    print("bench/bench_mailchannel.py) and Matrix (a Synapse would have to be started)")
     return 0
 
 
