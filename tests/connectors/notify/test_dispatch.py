@@ -3,13 +3,21 @@ that are unavailable or refuse; a real sender class records what reached the per
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
+from dataclasses import dataclass
 from datetime import time, timedelta
 from zoneinfo import ZoneInfo
 
 from steward.connectors.notify.dispatch import Dispatcher
 from steward.domain import Notification, WaitCondition
-from steward.domain.channel import Channel, ChannelKind, Importance
+from steward.domain.channel import (
+    Channel,
+    ChannelKind,
+    DeliveryReceipt,
+    Importance,
+    OutboundMessage,
+)
 from steward.domain.clock import SimulatedClock
 from steward.domain.delivery import DeliveryStatus
 from steward.domain.ids import new_id
@@ -223,3 +231,43 @@ async def test_a_question_answered_in_quiet_hours_is_never_sent(
     assert [s.message.title for s in sender.sent] == ["Which colour?"]
     [withdrawn] = await store.deliveries.list_for(ref=refs["Which laptop?"])
     assert withdrawn.status == DeliveryStatus.WITHDRAWN
+
+
+@dataclass(kw_only=True)
+class ReportingWhileSent(RecordingSender):
+    """A sender during whose first send another report is stored and the dispatcher nudged,
+    as the runtime does while an earlier delivery is still going out."""
+
+    store: Store
+    person: str
+    dispatcher: Dispatcher | None = None
+
+    async def send(self, channel: Channel, message: OutboundMessage) -> DeliveryReceipt:
+        if self.calls == 0:
+            clock = self.clock
+            await self.store.reports.add(_report(self.person, None, "second", "urgent", clock))
+            assert self.dispatcher is not None
+            self.dispatcher.notify()
+        return await super().send(channel, message)
+
+
+async def test_a_nudge_during_a_round_is_not_lost(store: Store, clock: SimulatedClock) -> None:
+    person, _ = await _setup(store, clock, RecordingSender(clock=clock))
+    sender = ReportingWhileSent(clock=clock, store=store, person=person)
+    dispatcher = Dispatcher(store=store, senders={sender.kind: sender}, clock=clock, holder="d1")
+    sender.dispatcher = dispatcher
+    await store.reports.add(_report(person, None, "first", "urgent", clock))
+    stop = asyncio.Event()
+    running = asyncio.create_task(dispatcher.run(stop))
+    try:
+        for _ in range(3000):  # a generous bound in real time, not a measurement
+            if len(sender.sent) == 2:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        stop.set()
+        await running
+    first, second = sender.sent
+    assert (first.message.title, second.message.title) == ("first", "second")
+    # the second went out in the same instant of simulated time: no pause, no sleep
+    assert second.at == first.at

@@ -70,6 +70,9 @@ class Dispatcher:
         self.clock.register()
         try:
             while not stop.is_set():
+                # cleared before the round: a nudge during the round (a report stored while
+                # the last one was being sent) starts the next round at once, not after a pause
+                self._wake.clear()
                 if await self.run_once() == self.batch:
                     continue  # more may be due
                 await self._sleep()
@@ -180,5 +183,4 @@ class Dispatcher:
             # due but not claimable (leased elsewhere, or its channel is off): a short pause
             due = now + timedelta(seconds=1)
         deadline = now + timedelta(seconds=self.refresh_seconds)
-        self._wake.clear()
         await self.clock.sleep_until(deadline if due is None else min(due, deadline), self._wake)
