@@ -1038,9 +1038,8 @@ async def assert_went_through(world: World, case: Case, req: Request, answer: An
     elif answer.status == 204:
         assert answer.text == "", answer.text
     else:
-        assert kind.startswith(("application/json", "text/markdown", "application/octet-stream")), (
-            kind
-        )
+        served = ("application/json", "text/markdown", "application/octet-stream")
+        assert kind.startswith(served), kind
         if kind.startswith("application/json"):
             answer.json()
 
