@@ -11,7 +11,8 @@ from support.api import Api
 
 
 def _home(api: Api, person_id: str) -> Path:
-    return Workspace(api.owner.data_dir / "workspace").person_dir(person_id)  # type: ignore[operator]
+    assert api.owner.data_dir is not None
+    return Workspace(api.owner.data_dir / "workspace").person_dir(person_id)
 
 
 async def test_files_are_listed_and_downloaded(api: Api) -> None:

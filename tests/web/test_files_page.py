@@ -15,7 +15,8 @@ from support.web import Site
 
 
 def _home(site: Site) -> Path:
-    return Workspace(site.owner.data_dir / "workspace").person_dir(site.a.person.id)  # type: ignore[operator]
+    assert site.owner.data_dir is not None
+    return Workspace(site.owner.data_dir / "workspace").person_dir(site.a.person.id)
 
 
 def _write(home: Path, path: str, data: bytes, at: float) -> None:
@@ -37,9 +38,11 @@ async def test_the_page_lists_files_newest_first_in_words(site: Site) -> None:
     assert "12.0 KB" in text
     assert "today 03:00" in text  # the clock is 08:00, in the person's zone
     assert "yesterday 08:00" in text
-    assert "made by the task “noop” (web_fetch)" in text
+    assert "made by the task “noop”" in text
     assert "who wrote it is not recorded" in text
     assert f'href="/files/download?path={quote("trip/tickets.pdf")}"' in text
+    assert "what web_fetch returned" in text
+    assert ">" + site.a.file not in text  # its path names the task by id: only in the link
     assert site.b.file not in text
 
 

@@ -52,6 +52,12 @@ class WorkspaceFile:
     """For a stored tool output: what produced it (the tool's name)."""
 
     @property
+    def label(self) -> str:
+        """How the person reads it: its path, or, for a stored tool output (whose path names
+        the task and the step by id), what it holds."""
+        return f"what {self.tool} returned" if self.tool else self.path
+
+    @property
     def size_in_words(self) -> str:
         """``37 bytes``, ``12.4 KB``."""
         return size(self.size)
