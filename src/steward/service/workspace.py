@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from steward.connectors.folder.paths import Tally, folder, open_file, walk
-from steward.connectors.folder.wording import size
+from steward.connectors.folder.wording import modified, size
 from steward.domain.tokens import READ
 from steward.environment import files
 from steward.errors import ConfigError, NotFound, UsageError
@@ -108,7 +108,7 @@ class WorkspaceService(ServiceBase):
                 WorkspaceFile(
                     path=path,
                     size=count,
-                    modified=datetime.fromtimestamp(mtime_ns / 1e9, UTC),
+                    modified=modified(mtime_ns, files.UTC),
                     task=title,
                     tool=None if artifact is None else artifact.name,
                 )
