@@ -247,6 +247,8 @@ CASES: dict[str, tuple[str, Call]] = {
         ),
     ),
     "list_watches": (READ, lambda s, t: s.list_watches(person_id=_pid(t))),
+    "workspace_files": (READ, lambda s, t: s.workspace_files(person_id=_pid(t))),
+    "workspace_file": (READ, lambda s, t: s.workspace_file(t.file, person_id=_pid(t))),
     "get_watch": (READ, lambda s, t: s.get_watch(t.watch.id)),
     "find_watch": (READ, lambda s, t: s.find_watch(t.watch.id)),
     "watch_history": (READ, lambda s, t: s.watch_history(t.watch.id)),

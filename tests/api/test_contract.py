@@ -92,6 +92,8 @@ class Side:
     watch: str
     channel: str
     report: str
+    file: str
+    """A file in the tenant's workspace, by its path."""
     token: str
     """The id of the tenant's ``control`` token."""
 
@@ -112,6 +114,7 @@ ID_PARAMS: dict[str, Callable[[Side], str]] = {
     "watch_id": lambda s: s.watch,
     "channel_id": lambda s: s.channel,
     "report_id": lambda s: s.report,
+    "path": lambda s: s.file,
 }
 """How a path parameter that names an object is filled from a tenant."""
 
@@ -644,6 +647,9 @@ CASES: list[Case] = [
     Case("POST", "/channels/{channel_id}/test", CONTROL, 200),
     Case("PATCH", "/channels/{channel_id}", CONTROL, 200, body=lambda s: {"enabled": False}),
     Case("DELETE", "/channels/{channel_id}", CONTROL, 200),
+    # --- workspace files ---
+    Case("GET", "/files", READ, 200, shows=lambda s: s.file),
+    Case("GET", "/files/{path}", READ, 200),
     # --- the live stream ---
     Case(
         "GET",
@@ -739,7 +745,8 @@ def cases(test: str, *, only: Callable[[Case], bool] = lambda c: True) -> list[A
 
 
 def api_routes() -> dict[tuple[str, str], APIRoute]:
-    """Every (method, path) the app serves under the API prefix, path without the prefix."""
+    """Every (method, path) the app serves under the API prefix, path without the prefix and
+    as documented (``{path:path}`` is ``{path}``)."""
     app = create_app(cast(Service, None))  # routes reach the service only when called
     found: dict[tuple[str, str], APIRoute] = {}
     for context in iter_route_contexts(app.routes):  # routes of included routers too
@@ -747,7 +754,8 @@ def api_routes() -> dict[tuple[str, str], APIRoute]:
         if not isinstance(route, APIRoute) or not path.startswith(API_PREFIX + "/"):
             continue
         for method in context.methods or ():
-            found[method, path.removeprefix(API_PREFIX)] = route
+            documented = re.sub(r"{(\w+):\w+}", r"{\1}", path.removeprefix(API_PREFIX))
+            found[method, documented] = route
     return found
 
 
@@ -873,6 +881,7 @@ async def _side(owner: Service, t: Tenant) -> Side:
         watch=t.watch.id,
         channel=t.channel.id,
         report=t.report.id,
+        file=t.file,
         token=t.token.id,
     )
 
@@ -921,7 +930,9 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
 
     built = asyncio.run(build())
     files = sorted(p.name for p in data_dir.iterdir())
-    assert files == [DB_FILE, "vault.key"], f"copy these too, or leave them out: {files}"
+    assert files == [DB_FILE, "vault.key", "workspace"], (
+        f"copy these too, or leave them out: {files}"
+    )
     return built
 
 
@@ -1027,7 +1038,8 @@ async def assert_went_through(world: World, case: Case, req: Request, answer: An
     elif answer.status == 204:
         assert answer.text == "", answer.text
     else:
-        assert kind.startswith(("application/json", "text/markdown")), kind
+        served = ("application/json", "text/markdown", "application/octet-stream")
+        assert kind.startswith(served), kind
         if kind.startswith("application/json"):
             answer.json()
 

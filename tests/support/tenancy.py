@@ -15,6 +15,7 @@ from steward.domain import (
     ApiToken,
     Approval,
     ApprovalStatus,
+    Artifact,
     Connection,
     Effect,
     EffectStatus,
@@ -39,6 +40,7 @@ from steward.domain.outcome import Retry
 from steward.domain.report import Report, report_id
 from steward.domain.skill import Skill, SkillContent
 from steward.domain.webwatch import Condition, ConditionKind, Extract, Extractor, WebWatch
+from steward.harness.workspace import Workspace
 from steward.memory.skills import SkillLibrary
 from steward.service import Service
 from steward.service.channels import ChannelInfo, channel_info
@@ -68,6 +70,8 @@ class Tenant:
     """A web watch waking the goal."""
     report: Report
     """What the agent told the person about the goal."""
+    file: str
+    """A file in the person's workspace: the task's stored tool output."""
     token: ApiToken
     control: str
     """Plain text of a ``control`` token."""
@@ -145,6 +149,22 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
             origin="agent",
             what=f"{name}'s laptop is cheaper",
             importance="actionable",
+            created_at=now,
+        )
+    )
+    workspace = Workspace(data_dir / "workspace")
+    file = workspace.artifact_path(pid, task.id, 1, "web_fetch")
+    size, sha256 = await workspace.write_text(pid, file, f"{name}'s page")
+    await store.inbox.add_artifact(
+        Artifact(
+            id=new_id("art"),
+            person_id=pid,
+            task_id=task.id,
+            name="web_fetch",
+            path=file,
+            size=size,
+            sha256=sha256,
+            media_type="text/plain",
             created_at=now,
         )
     )
@@ -271,6 +291,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         watch=watch,
         channel=channel,
         report=report,
+        file=file,
         token=token,
         control=control,
         read=read,
@@ -341,5 +362,6 @@ def ids_of(t: Tenant) -> set[str]:
         t.watch.id,
         t.channel.id,
         t.report.id,
+        t.file,
         t.token.id,
     }

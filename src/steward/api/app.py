@@ -25,6 +25,7 @@ from steward.api.routes import (
     call,
     channels,
     codehost,
+    files,
     memory,
     reports,
     security,
@@ -63,7 +64,7 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     app.state.service = service
     app.state.streams = stream.Streams(streams_per_person)
     api = APIRouter(prefix=API_PREFIX)
-    routers = [work, security, accounts, watches, reports, memory, skills, channels, stream]
+    routers = [work, security, accounts, watches, reports, memory, skills, channels, files, stream]
     routers += [webhooks, codehost, call]
     for module in routers:
         api.include_router(module.router)

@@ -15,6 +15,7 @@ person's accounts), :mod:`~steward.service.memory` (what it remembers about the 
 person: Apprise, Web Push), :mod:`~steward.service.codehost` (GitHub and GitLab as sources of
 events), :mod:`~steward.service.webwatches` (watched web pages),
 :mod:`~steward.service.reports` (reports, quiet hours, the digest's time),
+:mod:`~steward.service.workspace` (the files in the person's workspace),
 :mod:`~steward.service.mailchannel` (talking to the agent by e-mail) and
 :mod:`~steward.service.matrixchannel` (talking to the agent in Matrix rooms).
 """
@@ -37,6 +38,7 @@ from steward.service.skills import SkillService
 from steward.service.triggers import TriggerReport, TriggerService
 from steward.service.webwatches import WebWatchService
 from steward.service.work import TimelineEntry, WorkService, parse_time
+from steward.service.workspace import WorkspaceService
 
 __all__ = [
     "APPROVAL_SCOPES",
@@ -64,5 +66,6 @@ class Service(
     WebhookService,
     WebWatchService,
     ReportService,
+    WorkspaceService,
 ):
     """Everything an interface may do, for the owner or for one token's person."""

@@ -29,11 +29,12 @@ NOT_REMOTE = frozenset(
         "receive_codehost",
         "take_person_mail",
         "take_matrix_message",
+        "workspace_file",
     }
 )
 """Public facade methods no remote call may name: the server binds the caller's token itself,
 webhook deliveries have their own signed route, the person's mail the mail watch and their
-Matrix messages the listener."""
+Matrix messages the listener; a workspace file's bytes are downloaded from their own route."""
 
 
 class BadArguments(UsageError):

@@ -22,6 +22,7 @@ from steward.web.pages import (
     auth,
     channels,
     chat,
+    files,
     goals,
     home,
     inbox,
@@ -48,7 +49,7 @@ def mount(app: FastAPI) -> None:
     app.state.login_codes = LoginCodes(lambda: app.state.service.clock.now())
     for module in (
         *(auth, home, inbox, goals, chat, triggers, watches),
-        *(memory, skills, security, accounts, channels),
+        *(memory, skills, files, security, accounts, channels),
     ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
