@@ -39,6 +39,9 @@ from support.databases import (
 )
 from support.startup import measured, slowness
 
+# before any test module imports it (the dispatcher's tests use its helpers, and run first)
+pytest.register_assert_rewrite("steward.testing.store_conformance")
+
 pytest_plugins = ["support.caldav_fixtures"]
 
 structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))

@@ -11,6 +11,7 @@ backends. A database that cannot be reached raises
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from sqlalchemy.engine import make_url
 
@@ -121,6 +122,11 @@ class Store:
     @property
     def dialect(self) -> str:
         return self.backend.name
+
+    def on_deliveries_planned(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` after each commit in this process that planned deliveries (a
+        report, an approval, a question, a digest); returns what stops it."""
+        return self.backend.listen_planned(callback)
 
     async def close(self) -> None:
         await self.backend.close()

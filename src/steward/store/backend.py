@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ T = TypeVar("T")
 Op = Callable[[Connection], T]
 
 _LEASES = "steward.leases"
+_PLANNED = "steward.deliveries_planned"
 """Key in a connection's info: the leases the open transaction's fenced writes relied on."""
 
 
@@ -111,6 +113,7 @@ class Backend(abc.ABC):
     def __init__(self, *, read_threads: int) -> None:
         self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="steward-read")
         self._prepared: dict[str, Prepared] = {}
+        self._planned_listeners: list[tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = []
 
     def prepared(self, key: str, build: Callable[[], ClauseElement]) -> Prepared:
         """The statement ``build()`` makes, compiled for this dialect once and cached."""
@@ -164,8 +167,36 @@ class Backend(abc.ABC):
 
     @staticmethod
     def begin_fenced(conn: Connection) -> None:
-        """Forget leases noted by an earlier transaction on this (pooled) connection."""
+        """Forget leases and plans noted by an earlier transaction on this (pooled)
+        connection."""
         conn.info.pop(_LEASES, None)
+        conn.info.pop(_PLANNED, None)
+
+    @staticmethod
+    def note_planned(conn: Connection) -> None:
+        """This transaction plans deliveries: wake this process's dispatcher once it commits
+        (see :meth:`listen_planned`)."""
+        conn.info[_PLANNED] = True
+
+    @staticmethod
+    def took_plans(conn: Connection) -> bool:
+        """Whether this transaction planned deliveries (asked once, just before commit)."""
+        return bool(conn.info.pop(_PLANNED, False))
+
+    def listen_planned(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (on the running loop) after each commit that planned deliveries
+        in this process, so a report reaches the person now rather than at the dispatcher's
+        next look. Returns what stops it. A commit that fails after the note wakes it for
+        nothing, which is harmless: it only looks."""
+        entry = (asyncio.get_running_loop(), callback)
+        self._planned_listeners.append(entry)
+        return lambda: self._planned_listeners.remove(entry)
+
+    def committed_plans(self) -> None:
+        """Wake the listeners (from the thread that committed)."""
+        for loop, callback in list(self._planned_listeners):
+            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                loop.call_soon_threadsafe(callback)
 
     def check_leases(self, conn: Connection) -> None:
         """The last statement before commit: every lease a fenced write of this transaction

@@ -173,6 +173,8 @@ def plan_in(
     now: datetime,
 ) -> None:
     """One delivery of ``message`` per channel, due at ``at``; planned once per key."""
+    if channels:
+        backend.note_planned(conn)
     for channel in channels:
         key = f"{ref}:{channel.id}"
         conn.execute(

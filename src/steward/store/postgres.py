@@ -99,7 +99,10 @@ class PostgresBackend(Backend):
                     self.begin_fenced(conn)
                     result = op(conn)
                     self.check_leases(conn)
-                    return result
+                    planned = self.took_plans(conn)
+                if planned:
+                    self.committed_plans()
+                return result
             # psycopg.Error: from a prepared statement, run on the driver's cursor
             except (DBAPIError, psycopg.Error) as exc:
                 orig = exc.orig if isinstance(exc, DBAPIError) else exc

@@ -207,6 +207,7 @@ class SQLiteBackend(Backend):
                 self.begin_fenced(conn)
                 values = [job.op(conn) for job in batch]
                 self.check_leases(conn)
+                planned = self.took_plans(conn)
         except BaseException as exc:
             reason = self.unavailable_reason(exc)
             if reason is not None:
@@ -225,6 +226,8 @@ class SQLiteBackend(Backend):
             outcomes.append((batch[0].future, None, exc))
         else:
             outcomes = [(job.future, v, None) for job, v in zip(batch, values, strict=True)]
+            if planned:
+                self.committed_plans()
         self._deliver(batch, outcomes)
         return None
 

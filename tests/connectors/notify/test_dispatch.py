@@ -271,3 +271,31 @@ async def test_a_nudge_during_a_round_is_not_lost(store: Store, clock: Simulated
     assert (first.message.title, second.message.title) == ("first", "second")
     # the second went out in the same instant of simulated time: no pause, no sleep
     assert second.at == first.at
+
+
+async def test_a_report_stored_in_this_process_wakes_the_dispatcher(
+    store: Store, clock: SimulatedClock
+) -> None:
+    """No nudge by hand and no time passing: the commit that planned the delivery wakes the
+    sleeping dispatcher (what ``steward up`` relies on to send a report at once)."""
+    sender = RecordingSender(clock=clock)
+    person, _ = await _setup(store, clock, sender)
+    dispatcher = Dispatcher(store=store, senders={sender.kind: sender}, clock=clock, holder="d1")
+    stop = asyncio.Event()
+    clock.register()  # a participant that never sleeps: simulated time stands still
+    running = asyncio.create_task(dispatcher.run(stop))
+    try:
+        for _ in range(3000):
+            if clock._asleep() == 1:  # the dispatcher looked, found nothing, and sleeps
+                break
+            await asyncio.sleep(0.01)
+        await store.reports.add(_report(person, None, "now", "urgent", clock))
+        for _ in range(3000):  # a generous bound in real time, not a measurement
+            if sender.sent:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        stop.set()
+        await running
+        clock.unregister()
+    assert [s.message.title for s in sender.sent] == ["now"]

@@ -67,6 +67,9 @@ class Dispatcher:
         """Deliver until ``stop`` is set."""
         stopping = asyncio.create_task(stop.wait())
         stopping.add_done_callback(lambda _: self._wake.set())
+        # what this process plans (the agent's report, a runtime report, an approval) goes
+        # out at once; other processes' plans are found at the next look
+        unlisten = self.store.on_deliveries_planned(self.notify)
         self.clock.register()
         try:
             while not stop.is_set():
@@ -77,6 +80,7 @@ class Dispatcher:
                     continue  # more may be due
                 await self._sleep()
         finally:
+            unlisten()
             self.clock.unregister()
             stopping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
