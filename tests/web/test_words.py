@@ -10,7 +10,7 @@ import pytest
 
 from steward.domain import Step, TaskStatus
 from steward.domain.task import WaitCondition
-from steward.service.wording import reason_in_words
+from steward.domain.wording import reason_in_words
 from steward.web import words
 from steward.web.steps import ShownStep, shown, task_status
 

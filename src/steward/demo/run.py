@@ -120,11 +120,6 @@ async def running_demo(
             )
             runtime = Runtime(store, harness, clock, RuntimeConfig())
             service = Service(store, clock, runtime, data_dir=data_dir, task_kinds=task_kinds())
-            # reports, digests and approvals reach the channels the person adds (Apprise, Web
-            # Push), as under `steward up`
-            notify = notify_dispatcher(
-                settings, store, clock, also=list(service.channel_senders().values())
-            )
             if options.notify is not None:  # before the first report is made
                 person = await service.ensure_person(PERSON)
                 await service.add_apprise_channel(
@@ -142,6 +137,14 @@ async def running_demo(
                 serving(app, host=HOST, port=options.port, log_level="critical")
             )
             code: str = app.state.login_codes.issue(seeded.person.id)  # steward.web.logincodes
+            # reports, digests and approvals reach the channels the person adds (Apprise, Web
+            # Push), as under `steward up`, their links opening this dashboard
+            notify = notify_dispatcher(
+                settings,
+                store,
+                clock,
+                also=list(service.channel_senders(dashboard_url=url).values()),
+            )
             running = asyncio.create_task(runtime.run())
             delivering = asyncio.create_task(notify.run(runtime.stop_event))
             try:

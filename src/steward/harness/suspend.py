@@ -12,6 +12,7 @@ from typing import Any
 
 from steward.domain import Approval, ApprovalStatus, WaitCondition, args_hash
 from steward.domain.outcome import Outcome, Wait
+from steward.domain.wording import reason_in_words
 from steward.harness.activation import Activation
 from steward.harness.budget import Exhausted
 from steward.harness.control import Suspend
@@ -60,7 +61,8 @@ async def ask_approval(
             expires_at=now + ttl if ttl is not None else None,
             summary=summary,
         ),
-        act.notification("approval", approval_id, f"Approve? {summary}", reason),
+        # the person reads why in words wherever it reaches them (a phone, a mail, a chat)
+        act.notification("approval", approval_id, f"Approve? {summary}", reason_in_words(reason)),
     )
     condition = WaitCondition(kind="approval", ref=approval.id, until=approval.expires_at)
     return act.suspend_on(

@@ -17,8 +17,10 @@ from steward.web.session import Viewer
 
 router = pages()
 
-PAGE = 50
-"""Reports per page."""
+PAGE = 20
+"""Reports per page: a phone's few screens; older ones a tap away."""
+APPROVALS_SHOWN = 5
+"""Approvals listed per goal; the rest are counted, with the Inbox a tap away."""
 
 
 @router.get("/")
@@ -47,6 +49,7 @@ async def home(
         unread=sum(d.unread for d in groups),
         waiting=sum(d.waiting for d in groups),
         states=STATES,
+        approvals_shown=APPROVALS_SHOWN,
         older=older + PAGE if len(found) > PAGE else None,
         newer=max(older - PAGE, 0) if older else None,
     )
