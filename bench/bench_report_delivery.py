@@ -16,12 +16,13 @@ running in this process; the endpoints are the test suite's, on 127.0.0.1
 
 Two ways the dispatcher learns of a report:
 
-- **woken**: the report's writer nudges the dispatcher (:meth:`Dispatcher.notify`), as
-  ``steward up`` does for reports, approvals and questions stored in its process;
-- **polled**: nothing nudges it; it looks again when its sleep ends (at most
-  ``refresh_seconds``, 60 s), as for a report stored by another process. Measured on the JSON
-  webhook only (``--polled`` reports, each after a random pause), since the wait does not
-  depend on the channel.
+- **woken**: the report is stored through the dispatcher's own store, as the agent's reports,
+  approvals and questions are under ``steward up`` (one process): the commit that plans its
+  deliveries wakes the dispatcher (:meth:`steward.store.Store.on_deliveries_planned`);
+- **polled**: the report is stored through a second store on the same database, as another
+  process would store it: nothing wakes the dispatcher, which looks again when its sleep ends
+  (at most ``refresh_seconds``, 60 s). Measured on the JSON webhook only (``--polled``
+  reports, each after a random pause), since the wait does not depend on the channel.
 
 Reports one at a time (``--reports`` per channel); p50/p99/max in milliseconds, wall clock.
 The e-mail channel (approval mail through SMTP into Dovecot) and its reply are measured by
@@ -70,7 +71,9 @@ class Person:
     service: Service
     """The facade (owner), with a vault in a temporary data directory."""
     store: Store
-    """Its store."""
+    """Its store (the dispatcher's)."""
+    elsewhere: Store
+    """A second store on the same database: another process's."""
     person_id: str
     """Whom the reports are for."""
     goal_id: str
@@ -83,9 +86,9 @@ class Person:
     """Wall clock."""
 
 
-async def report(person: Person, n: int) -> None:
+async def report(person: Person, n: int, *, through: Store) -> None:
     """Store report ``n`` as the ``report`` tool does: fenced, placed by the goal's policy."""
-    await person.store.reports.add(
+    await through.reports.add(
         Report(
             id=report_id(f"bench:{person.task_id}:{n}:{time.monotonic_ns()}"),
             person_id=person.person_id,
@@ -128,9 +131,7 @@ async def measure(
     for i in range(n + 1):
         await asyncio.sleep(pause() if i else 0.0)
         began = time.monotonic()
-        await report(person, i)
-        if woken:
-            dispatcher.notify()
+        await report(person, i, through=person.store if woken else person.elsewhere)
         took_ms = (await until_arrived(arrivals, i + 1) - began) * 1000
         if i:
             took.append(took_ms)
@@ -142,6 +143,7 @@ async def person_with_dispatcher(url: str) -> AsyncIterator[tuple[Person, Dispat
     """A person with a goal and a reporting task, and the dispatcher ``steward up`` builds,
     running until the block ends."""
     store = await Store.open(url)
+    elsewhere = await Store.open(url)
     clock = Clock()
     try:
         with tempfile.TemporaryDirectory(prefix="steward-bench-") as data:
@@ -159,6 +161,7 @@ async def person_with_dispatcher(url: str) -> AsyncIterator[tuple[Person, Dispat
             person = Person(
                 service=svc,
                 store=store,
+                elsewhere=elsewhere,
                 person_id=who.id,
                 goal_id=goal.id,
                 task_id=task.id,
@@ -176,6 +179,7 @@ async def person_with_dispatcher(url: str) -> AsyncIterator[tuple[Person, Dispat
                 stop.set()
                 await running
     finally:
+        await elsewhere.close()
         await store.close()
 
 
