@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from steward.environment.sandbox import Sandbox
+from steward.errors import UsageError
 
 SECRETS = ("steward.db", "vault.key")
 
@@ -172,13 +173,31 @@ async def test_output_is_kept_up_to_its_limit(box: Sandbox, data_dir: Path) -> N
     assert ran.dropped == len("\n".join(str(n) for n in range(1, 100001))) + 1 - 1000
 
 
-async def test_a_link_in_place_of_the_stored_outputs_leads_nowhere(
-    box: Sandbox, data_dir: Path
-) -> None:
-    """The read-only mount of ``artifacts`` is made from the directory itself: a link the
-    sandbox left in its place is not followed on the machine's side."""
+async def test_the_stored_outputs_folder_cannot_be_replaced(box: Sandbox, data_dir: Path) -> None:
+    """``artifacts`` is made before the first command, so the shell is never first to put a
+    link or a folder of its own there (stored outputs written through it would be the
+    shell's to forge); one found replaced runs nothing."""
     ana = workspace_of(data_dir, "ana")
-    assert (await box.run(ana, "ln -s / artifacts")).status == 0
+    for command in ("ln -s / artifacts", "mv artifacts mine", "rm -r artifacts", "mkdir store"):
+        await box.run(ana, command)
+    assert (ana / "artifacts").is_dir()
+    assert not (ana / "artifacts").is_symlink()
     ran = await box.run(ana, f"cat artifacts{data_dir / 'vault.key'}")
     assert ran.status != 0
     assert "vault key" not in ran.output
+    # a link put there from outside (an older workspace, say): refused, nothing run
+    ben = workspace_of(data_dir, "ben")
+    (ben / "store").mkdir()
+    (ben / "artifacts").symlink_to("store")
+    with pytest.raises(UsageError, match="replaced by a link"):
+        await box.run(ben, "touch ran.txt")
+    assert not (ben / "ran.txt").exists()
+
+
+async def test_nothing_but_the_workspace_and_tmp_takes_writes(box: Sandbox, data_dir: Path) -> None:
+    """The sandbox's own root is read-only: a command cannot fill memory through it."""
+    ana = workspace_of(data_dir, "ana")
+    ran = await box.run(ana, "mkdir /big; echo x > /x; echo ok > /tmp/t; echo ok > here.txt")
+    assert "Read-only file system" in ran.output
+    assert (ana / "here.txt").read_text() == "ok\n"
+    assert (await box.run(ana, "cat /tmp/t 2>&1 || true")).status == 0

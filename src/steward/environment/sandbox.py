@@ -152,8 +152,17 @@ def _opened(workspace: Path) -> Iterator[tuple[int, int | None]]:
     where = os.open(workspace, PATH_ONLY)
     stored = None
     try:
-        with contextlib.suppress(OSError):  # missing, or a link: not mounted read-only
+        # made here when missing, so the shell can never be first to put a link or a folder
+        # of its own there (stored outputs written through it would be the shell's to forge)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(READ_ONLY_INSIDE, 0o700, dir_fd=where)
+        try:
             stored = os.open(READ_ONLY_INSIDE, PATH_ONLY, dir_fd=where)
+        except OSError as exc:
+            raise UsageError(
+                f"the workspace's {READ_ONLY_INSIDE} folder has been replaced by a link or a "
+                "file; nothing was run (remove it to go on)"
+            ) from exc
         yield where, stored
     finally:
         os.close(where)
@@ -202,7 +211,9 @@ def bwrap_args(workspace: int, stored: int | None, limits: Limits) -> list[str]:
     args += ["--bind-fd", str(workspace), "/workspace"]
     if stored is not None:
         args += ["--ro-bind-fd", str(stored), f"/workspace/{READ_ONLY_INSIDE}"]
-    args += ["--chdir", "/workspace", PRLIMIT]
+    # bubblewrap's root is a tmpfs of its own: read-only, so only /tmp (bounded) and the
+    # workspace take writes, and a command cannot fill the machine's memory through it
+    args += ["--remount-ro", "/", "--chdir", "/workspace", PRLIMIT]
     args += [
         f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",  # SIGXCPU, then SIGKILL
         f"--as={limits.memory_bytes}",

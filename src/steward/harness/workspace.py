@@ -62,14 +62,21 @@ class Workspace:
             raise UsageError("offset must be >= 0 and length > 0")
         path = self._resolve(artifact.person_id, artifact.path)
         try:
-            text = await asyncio.to_thread(path.read_text)
+            data = await asyncio.to_thread(path.read_bytes)
         except FileNotFoundError as exc:
             raise UsageError(f"artifact {artifact.id} file is missing from the workspace") from exc
-        return text[offset : offset + length]
+        if hashlib.sha256(data).hexdigest() != artifact.sha256:
+            # the workspace's shell can write files: a stored output must be the tool's own
+            raise UsageError(f"artifact {artifact.id} was changed after it was stored")
+        return data.decode()[offset : offset + length]
 
     def _resolve(self, person_id: str, relative: str) -> Path:
+        """The file's path; refused when it leaves the workspace or passes through a link
+        (the workspace's shell could have put one where a stored output's folder goes)."""
         base = self.person_dir(person_id).resolve()
-        path = (base / relative).resolve()
-        if not path.is_relative_to(base):
+        path = base / relative
+        if not path.resolve().is_relative_to(base) or any(
+            p.is_symlink() for p in (path, *path.parents) if p.is_relative_to(base) and p != base
+        ):
             raise UsageError(f"path {relative!r} leaves the workspace")
         return path

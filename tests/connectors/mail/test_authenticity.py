@@ -150,6 +150,12 @@ async def test_a_header_the_sender_wrote_counts_for_nothing() -> None:
     # one that does not parse is no header of the server's
     garbled = "Authentication-Results: mx.mail.test dmarc=pass;;\r\n"
     assert not (await check(garbled.encode() + letter(), server)).trusted
+    # the server's own header that its parser cannot read (an address-literal HELO, a null
+    # sender: both chosen by the sender) does not let a forged one below it count instead
+    for unreadable in ("smtp.helo=[203.0.113.9]", "smtp.mailfrom=<>"):
+        top = f"Authentication-Results: mx.mail.test; spf=none {unreadable}; dmarc=fail\r\n"
+        got = await check(top.encode() + forged.encode() + letter(), server)
+        assert got == Verdict(trusted=False, why="mx.mail.test's header does not parse"), got
 
 
 async def test_none_accepts_the_persons_address_and_nothing_else() -> None:

@@ -110,6 +110,20 @@ async def test_connects_are_checked_only_inside_a_guard_and_in_the_threads_it_re
         connect(rx.port)  # the guard ended with its block
 
 
+async def test_a_datagram_to_this_machine_is_refused_inside_a_guard() -> None:
+    """Apprise's syslog plugin sends UDP with sendto, which no connect precedes."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink:
+        sink.bind(("127.0.0.1", 0))
+        sink.settimeout(5)
+        target = sink.getsockname()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:
+            with guarded(private_network=False) as guard, pytest.raises(GuardRefused):
+                out.sendto(b"refused", target)
+            assert guard.refused
+            out.sendto(b"after", target)  # outside a guard it goes
+        assert sink.recvfrom(64)[0] == b"after"  # the refused one never arrived
+
+
 @settings(max_examples=300)
 @given(
     address=st.ip_addresses(),

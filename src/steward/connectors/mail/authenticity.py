@@ -17,11 +17,17 @@ before the setting existed gets ``dkim``):
   owner. Anyone who can put mail there with the person's address as From speaks as them.
 
 In every mode the message has one From header naming one address, the channel's.
+
+Not checked yet: that a signed message was written to the agent (its signed To/Cc) and
+lately (its signed Date). A message the person signed for someone else — one they sent to a
+stranger, a mailing-list post — resent to the agent's mailbox passes ``dkim`` as theirs. A
+reply to an approval still needs that approval's token, which only the agent's mail carries.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -161,14 +167,18 @@ def _signed(raw: bytes, domain: str, dns: DnsTxt | None) -> Verdict:
 
 def _server_said(headers: Sequence[object], domain: str, check: SenderCheck) -> Verdict:
     """The topmost ``Authentication-Results`` of the configured server says DMARC passed, or
-    an aligned DKIM signature did."""
+    an aligned DKIM signature did. The server's header is found by its authserv-id read from
+    the raw text, not by parsing: a header of the server's that does not parse (a null sender,
+    an address-literal HELO) must not let one the sender wrote below it count instead."""
     for header in headers:  # top first, as the message has them
-        try:
-            parsed = authres.all_features().parse_value(" ".join(str(header).split()))
-        except authres.core.AuthResError:
+        text = " ".join(str(header).split())
+        if _authserv_of(text) != check.authserv_id:
             continue
-        if parsed.authserv_id == check.authserv_id:
-            break  # the server's own: any below it came with the message
+        try:
+            parsed = authres.all_features().parse_value(text)
+        except authres.core.AuthResError:
+            return Verdict(trusted=False, why=f"{check.authserv_id}'s header does not parse")
+        break  # the server's own: any below it came with the message
     else:
         return Verdict(trusted=False, why=f"no Authentication-Results of {check.authserv_id}")
     for result in parsed.results:
@@ -180,6 +190,14 @@ def _server_said(headers: Sequence[object], domain: str, check: SenderCheck) -> 
         if result.method == "dkim" and aligned(domain, said.get(("header", "d"), "")):
             return Verdict(trusted=True, why=f"{check.authserv_id} says dkim=pass, aligned")
     return Verdict(trusted=False, why=f"{check.authserv_id} says neither dmarc nor dkim passed")
+
+
+def _authserv_of(value: str) -> str:
+    """The authserv-id of an ``Authentication-Results`` value: its first word before the first
+    ``;``, comments dropped, lower-case (``mx.example.com 1; spf=…`` → ``mx.example.com``)."""
+    head = re.sub(r"\([^()]*\)", " ", value.partition(";")[0])
+    words = head.split()
+    return words[0].casefold() if words else ""
 
 
 def _domain_like(text: str) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
@@ -69,9 +69,10 @@ class Dispatcher:
         stopping.add_done_callback(lambda _: self._wake.set())
         # what this process plans (the agent's report, a runtime report, an approval) goes
         # out at once; other processes' plans are found at the next look
-        unlisten = self.store.on_deliveries_planned(self.notify)
         self.clock.register()
+        unlisten: Callable[[], None] | None = None
         try:
+            unlisten = self.store.on_deliveries_planned(self.notify)
             while not stop.is_set():
                 # cleared before the round: a nudge during the round (a report stored while
                 # the last one was being sent) starts the next round at once, not after a pause
@@ -80,7 +81,8 @@ class Dispatcher:
                     continue  # more may be due
                 await self._sleep()
         finally:
-            unlisten()
+            if unlisten is not None:
+                unlisten()
             self.clock.unregister()
             stopping.cancel()
             with contextlib.suppress(asyncio.CancelledError):

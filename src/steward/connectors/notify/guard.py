@@ -4,8 +4,9 @@ Apprise and pywebpush open their own connections (requests, aiohttp, smtplib), p
 egress broker. Looking at a service's address before the send is not enough: the service may
 answer with a redirect to ``169.254.169.254`` or ``127.0.0.1:5432``, and a name may resolve to
 another address by the time the library connects (DNS rebinding). So every send runs under
-:func:`guarded`, and one audit hook per process (:func:`sys.addaudithook`, event
-``socket.connect``) refuses, while a guard is set in the current context, a connect to an
+:func:`guarded`, and one audit hook per process (:func:`sys.addaudithook`, events
+``socket.connect``, and ``socket.sendto``/``socket.sendmsg`` for a datagram sent to an
+address) refuses, while a guard is set in the current context, a connect or a datagram to an
 address that is not public (:func:`~steward.sentinel.urls.is_public`: loopback, private,
 link-local, shared, reserved…) unless the person confirmed the service is on their own
 network. A connect by name rather than by address is refused too: its address cannot be
@@ -41,7 +42,8 @@ from typing import Any
 
 from steward.sentinel.urls import ip_of, is_public
 
-_EVENT = "socket.connect"
+_EVENTS = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg"})
+"""A connection, and a datagram sent to an address (Apprise's syslog plugin, say)."""
 _NETWORK = frozenset({socket.AF_INET, socket.AF_INET6})
 
 
@@ -86,13 +88,14 @@ _install_lock = threading.Lock()
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
     # called for every audited event of the process: the common case must return at once
-    if event != _EVENT:
+    if event not in _EVENTS:
         return
     guard = _ACTIVE.get()
     if guard is None:
         return
     sock, address = args
-    if sock.family in _NETWORK and not guard.allows(address):
+    # a sendmsg/sendto on a connected socket names no address (None): its connect was checked
+    if address is not None and sock.family in _NETWORK and not guard.allows(address):
         raise GuardRefused("the outbound guard refused this connection")
 
 
