@@ -1,6 +1,13 @@
 """Domain types: plain kw-only dataclasses and pure rules. No I/O, nothing of ours imported."""
 
-from steward.domain.approval import Approval, ApprovalStatus, Artifact, Notification, args_hash
+from steward.domain.approval import (
+    Approval,
+    ApprovalPreview,
+    ApprovalStatus,
+    Artifact,
+    Notification,
+    args_hash,
+)
 from steward.domain.authority import (
     ApiToken,
     AuditEntry,
@@ -30,6 +37,7 @@ __all__ = [
     "Activation",
     "ApiToken",
     "Approval",
+    "ApprovalPreview",
     "ApprovalStatus",
     "Artifact",
     "AuditEntry",

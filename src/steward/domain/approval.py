@@ -26,6 +26,22 @@ def args_hash(tool: str, args: dict[str, Any]) -> str:
 
 
 @dataclass(kw_only=True, frozen=True)
+class ApprovalPreview:
+    """What the person sees of an action besides its one-line summary, gathered by its tool
+    before asking (a browser form's submission: the page as it looks, its host and the values
+    that would be sent). Shown beside the summary; the arguments still bind the decision."""
+
+    picture: str | None = None
+    """Workspace-relative path of a screenshot of where the action happens (password fields
+    masked), or None."""
+    picture_sha256: str | None = None
+    """The picture's sha256 when it was taken: shown only while the file still matches (the
+    workspace's shell can write files)."""
+    facts: tuple[tuple[str, str], ...] = ()
+    """Labelled lines, in order: ``("Site", "shop.example")``, ``("Card", "•••• 4242")``."""
+
+
+@dataclass(kw_only=True, frozen=True)
 class Approval:
     """A proposed action waiting for the person's yes or no, bound to its exact arguments."""
 
@@ -67,6 +83,9 @@ class Approval:
     summary: str = ""
     """The action in one plain sentence, as its tool describes it ("Send an email to dana@…
     — 'Re: Thursday?' — …"); empty for approvals asked before tools described themselves."""
+    preview: ApprovalPreview | None = None
+    """What its tool showed of the action beyond the sentence (a screenshot, the values a form
+    would send), or None."""
 
     @property
     def headline(self) -> str:

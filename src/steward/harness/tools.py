@@ -27,6 +27,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from steward.domain.actions import EffectClass
+from steward.domain.approval import ApprovalPreview
 from steward.domain.roles import Role, decisive_values, plain_line
 from steward.errors import EffectFailed, UsageError
 from steward.models.base import ToolSpec
@@ -79,6 +80,10 @@ Reconcile = Callable[[str, dict[str, Any], ToolContext], Awaitable[tuple[bool, A
 :data:`steward.runtime.run.Reconcile`)."""
 Summarize = Callable[[Mapping[str, Any]], str]
 """The proposed call in one plain sentence, from its validated arguments."""
+Preview = Callable[[dict[str, Any], ToolContext], Awaitable[ApprovalPreview]]
+"""What the person should see of a proposed call before deciding (a screenshot, the values a
+form would send), gathered when the call must be approved; it must change nothing. A preview
+that fails raises :class:`ToolError`: the call is not proposed and the model is told why."""
 
 SUMMARY_CHARS = 240
 """The longest describer sentence shown; a longer one is cut at a word (the controlling values
@@ -124,6 +129,8 @@ class Tool:
     roles: Mapping[str, Role] | None = None
     """What each argument that matters is for (arguments not named steer nothing and carry
     nothing out); None: the tool declares no roles, so its values are judged by their shape."""
+    preview: Preview | None = None
+    """Gathers what the approval shows beside the summary (None: the summary alone)."""
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.match(self.name):
@@ -214,6 +221,7 @@ def tool(
     untrusted_output: bool = False,
     connector: str | None = None,
     summarize: Summarize | None = None,
+    preview: Preview | None = None,
 ) -> Callable[[AsyncFn], Tool]: ...
 
 
@@ -231,6 +239,7 @@ def tool(
     untrusted_output: bool = False,
     connector: str | None = None,
     summarize: Summarize | None = None,
+    preview: Preview | None = None,
 ) -> Tool | Callable[[AsyncFn], Tool]:
     """Make a :class:`Tool` from an async function with type-hinted parameters.
 
@@ -299,6 +308,7 @@ def tool(
             roles=roles or None,
             connector=connector,
             summarize=summarize,
+            preview=preview,
         )
 
     return build(fn) if fn is not None else build

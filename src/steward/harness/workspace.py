@@ -19,7 +19,7 @@ from steward.errors import UsageError
 from steward.filemodes import PRIVATE_FILE, private_dir
 
 
-def _safe(part: str) -> str:
+def path_part(part: str) -> str:
     """One path component from an id: percent-encoded (dots too, so never ``.`` or ``..``),
     hence distinct ids never share a directory."""
     return quote(part, safe="-_") or "%00"
@@ -32,12 +32,12 @@ class Workspace:
         self.root = root
 
     def person_dir(self, person_id: str) -> Path:
-        return self.root / _safe(person_id)
+        return self.root / path_part(person_id)
 
     def artifact_path(self, person_id: str, task_id: str, step_seq: int, name: str) -> str:
         """Workspace-relative path of an output; derived from the step, so a replayed step
         overwrites its own file instead of leaving a second one."""
-        return f"artifacts/{_safe(task_id)}/{step_seq:06d}-{_safe(name)}.txt"
+        return f"artifacts/{path_part(task_id)}/{step_seq:06d}-{path_part(name)}.txt"
 
     async def write_text(self, person_id: str, relative: str, text: str) -> tuple[int, str]:
         """Write a file; returns its size and sha256."""
