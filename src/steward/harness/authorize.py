@@ -92,6 +92,7 @@ async def execute(
         idempotency_key=None,
         workspace=act.h.workspace.person_dir(act.task.person_id),
         now=act.run.clock.now(),
+        read_only=act.input.mode == "research",
     )
     if found.effect.journalled:
 

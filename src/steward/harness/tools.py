@@ -67,6 +67,9 @@ class ToolContext:
     """For journalled tools: the fencing token ``task:epoch`` of the lease the call is sent
     under. A service that remembers the highest epoch it saw for a task can refuse a request
     from a lower one: a worker that lost the task and came back late."""
+    read_only: bool = False
+    """The task is read-only research: a tool whose own safeguards depend on it (the browser
+    blocks every request that could change something) holds to it whatever it is asked."""
     items_read: list[str] = field(default_factory=list)
     """A connector's tool appends ``<connection id>/<item id>`` for each item of the person's
     accounts it returned (a mail, an event): what the task learns from them cites them, so
