@@ -123,17 +123,20 @@ async def test_the_approval_carries_the_tools_preview_and_its_notification_the_f
         ("Item", "Blue kettle"),
         ("Total", "39.90 EUR"),
     )
-    label, note = preview.facts[3]
+    _label, note = preview.facts[3]
     assert note.startswith("ring twice please xxx")  # one plain line, no invisible override
-    assert len(note) == 300 and note.endswith("…")
+    assert len(note) == 300
+    assert note.endswith("…")
     assert shop.placed == []  # nothing happened yet
 
     [notice] = [n for n in await svc.list_notifications(person_id=person) if n.kind == "approval"]
     why, facts = notice.body.split("\n\n")
-    assert why and "Site" not in why  # the reason first, in words
+    assert why
+    assert "Site" not in why
     lines = facts.split("\n")
     assert lines[:3] == ["Site: shop.example", "Item: Blue kettle", "Total: 39.90 EUR"]
-    assert lines[3].startswith("Note: ring twice please x") and len(lines[3]) < 140
+    assert lines[3].startswith("Note: ring twice please x")
+    assert len(lines[3]) < 140
 
     await svc.decide_approval(approval.id, approve=True)
     await agent_worker(store, agent, clock).run_until_idle()
@@ -192,7 +195,7 @@ async def test_a_preview_that_refuses_asks_nothing_and_tells_the_model(
 ) -> None:
     shop = Shop()
     shop.preview_fails = ToolError("the order page is gone: open the cart again")
-    agent, model = harness(
+    agent, _model = harness(
         shop,
         tmp_path,
         call_tool("place_order", **ORDER),
