@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 
-from steward.harness.workspace import Workspace
 from support.api import Api
 from support.pictures import png
+from support.tenancy import take_picture
 
 
 async def test_an_approvals_json_has_its_facts_and_its_pictures_url(api: Api) -> None:
     a = api.a.approval
+    assert api.owner.data_dir is not None
+    take_picture(api.owner.data_dir, api.a)
     async with api.client(api.a.read) as me:
         listed = (await me.get("/approvals")).json()["items"]
         one = (await me.get(f"/approvals/{a.id}")).json()
@@ -35,6 +37,8 @@ async def test_an_approvals_json_has_its_facts_and_its_pictures_url(api: Api) ->
 
 async def test_the_picture_route_refuses_another_person_and_a_changed_file(api: Api) -> None:
     a, b = api.a.approval, api.b.approval
+    assert api.owner.data_dir is not None
+    take_picture(api.owner.data_dir, api.b)  # theirs is there, and still not shown to A
     async with api.client(api.a.read) as me:
         theirs = await me.get(f"/approvals/{b.id}/picture")
         assert theirs.status_code == 404
@@ -42,8 +46,9 @@ async def test_the_picture_route_refuses_another_person_and_a_changed_file(api: 
         assert b.id in theirs.json()["detail"]
         assert theirs.content.find(b"PNG") == -1
         assert api.owner.data_dir is not None
-        home = Workspace(api.owner.data_dir / "workspace").person_dir(api.a.person.id)
-        (home / "previews" / "shot.png").write_bytes(png(4, 3, (1, 2, 3)))
+        shot = take_picture(api.owner.data_dir, api.a)
+        assert (await me.get(f"/approvals/{a.id}/picture")).content == shot.read_bytes()
+        shot.write_bytes(png(4, 3, (1, 2, 3)))
         changed = await me.get(f"/approvals/{a.id}/picture")
     assert changed.status_code == 404
     assert changed.json()["detail"] == (

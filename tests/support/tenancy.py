@@ -50,6 +50,9 @@ from steward.service.encode import to_jsonable
 from steward.store import Fence, Store
 from support.pictures import png
 
+PICTURE = "previews/shot.png"
+"""Where the picture shown with a tenant's approval is, in its workspace."""
+
 
 @dataclass
 class Tenant:
@@ -60,7 +63,8 @@ class Tenant:
     event: Event
     effect: Effect
     approval: Approval
-    """Pending, with a preview: a picture in the workspace and a fact."""
+    """Pending, with a preview: a fact, and a picture put in the workspace by
+    :func:`take_picture`."""
     notification: str
     connection: Connection
     grant: Grant
@@ -209,13 +213,11 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
     assert claim.task.id == task.id
     fence = Fence.of(claim)
     args = {"to": f"friend-of-{name}@example.com"}
-    picture = png()
-    shot = workspace.person_dir(pid) / "previews" / "shot.png"
-    shot.parent.mkdir()
-    shot.write_bytes(picture)
+    # its tool's picture is not in the workspace yet (listings of it stay as they were):
+    # :func:`take_picture` puts it there
     preview = ApprovalPreview(
-        picture="previews/shot.png",
-        picture_sha256=hashlib.sha256(picture).hexdigest(),
+        picture=PICTURE,
+        picture_sha256=hashlib.sha256(png()).hexdigest(),
         facts=(("To", args["to"]),),
     )
     approval_id = new_id("apr")
@@ -310,6 +312,15 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         control=control,
         read=read,
     )
+
+
+def take_picture(data_dir: Path, t: Tenant) -> Path:
+    """Write the picture shown with the tenant's approval (:func:`~support.pictures.png`, as
+    its preview's hash says) where the preview says it is; its path."""
+    shot = Workspace(data_dir / "workspace").person_dir(t.person.id) / PICTURE
+    shot.parent.mkdir(exist_ok=True)
+    shot.write_bytes(png())
+    return shot
 
 
 async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:

@@ -19,7 +19,7 @@ from steward.domain.ids import new_id
 from steward.harness.workspace import Workspace
 from steward.store import Fence
 from support.pictures import png
-from support.tenancy import Tenant
+from support.tenancy import Tenant, take_picture
 from support.web import Site, chromium
 
 PHONE = {"width": 375, "height": 812}
@@ -101,6 +101,8 @@ async def test_every_page_showing_the_approval_shows_its_facts_and_picture(site:
 
 
 async def test_the_picture_is_the_persons_own_png_as_taken(site: Site) -> None:
+    take_picture(data_dir(site), site.a)
+    take_picture(data_dir(site), site.b)
     me = await site.session(site.a.control)
     a = site.a.approval
     shown = await me.get(f"/approvals/{a.id}/picture")
@@ -119,10 +121,13 @@ async def test_the_picture_is_the_persons_own_png_as_taken(site: Site) -> None:
 
 
 async def test_a_changed_or_linked_picture_is_not_shown(site: Site) -> None:
+    for t in (site.a, site.b):
+        take_picture(data_dir(site), t)
     me = await site.session(site.a.control)
     a = site.a.approval
     shot = home_of(site, site.a) / "previews/shot.png"
     taken = shot.read_bytes()
+    assert (await me.get(f"/approvals/{a.id}/picture")).content == taken
 
     shot.write_bytes(png(4, 3, (0, 0, 0)))  # the workspace's shell drew over it
     changed = await me.get(f"/approvals/{a.id}/picture")
@@ -177,6 +182,7 @@ async def test_an_approval_without_a_picture_shows_its_facts_only(site: Site) ->
 async def test_on_a_phone_the_picture_fits_the_screen(site: Site, shots: Path) -> None:
     wide = png(1200, 700, (30, 90, 200))
     shot = home_of(site, site.a) / "previews" / "wide.png"
+    shot.parent.mkdir(exist_ok=True)
     shot.write_bytes(wide)
     asked = await asked_with(
         site,
