@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
+from steward.connectors.mail.channel import approval_body
+from steward.connectors.matrix.room import plain_text
 from steward.domain import Approval, ApprovalPreview, ApprovalStatus, Notification, TaskStatus
 from steward.domain.actions import EffectClass
+from steward.domain.channel import Channel, ChannelKind, OutboundMessage
 from steward.domain.clock import SimulatedClock
+from steward.domain.ids import new_id
 from steward.domain.roles import Role
 from steward.harness.agent import AgentHarness
 from steward.harness.tools import Tool, ToolContext, ToolError, tool
@@ -143,6 +147,39 @@ async def test_the_approval_carries_the_tools_preview_and_its_notification_the_f
     assert (await svc.get_task(task)).status is TaskStatus.SUCCEEDED
     assert shop.placed == [{"shop": "shop.example", "item": "Blue kettle", "total": "39.90"}]
     assert len(shop.looks) == 1  # approved and run: the preview is not asked again
+
+
+async def test_channels_carry_the_facts_after_the_reason_and_link_the_page_with_the_picture(
+    store: Store, clock: SimulatedClock, tmp_path: Path
+) -> None:
+    shop = Shop()
+    agent, _ = harness(shop, tmp_path, call_tool("place_order", **ORDER))
+    svc, person, _ = await started(store, clock)
+    await store.channels.add(
+        Channel(
+            id=new_id("chn"),
+            person_id=person,
+            kind=ChannelKind.EMAIL,
+            name="email",
+            config={"connection": "con_x", "address": "ada@example.test"},
+            created_at=clock.now(),
+        )
+    )
+    await agent_worker(store, agent, clock).run_until_idle()
+    [approval] = await svc.list_approvals(person_id=person)
+    [delivery] = await store.deliveries.list_for(ref=approval.id)
+    message = OutboundMessage(
+        key=delivery.key, person_id=person, **asdict(delivery.message)
+    )  # as the dispatcher hands it to a channel
+    assert message.link == f"/inbox/{approval.id}"  # the page that shows the picture
+    mail = approval_body(message, "st-token", "https://steward.home.example")
+    chat = plain_text(message, "https://steward.home.example")
+    for text in (mail, chat, message.body):  # Apprise and Web Push send the body as it is
+        assert "Site: shop.example\nItem: Blue kettle\nTotal: 39.90 EUR\n" in text
+        assert text.index("acts on the world") < text.index("Site: shop.example")
+    for text in (mail, chat):
+        assert text.index("Total: 39.90 EUR") < text.index("Reply")
+        assert f"https://steward.home.example/inbox/{approval.id}" in text
 
 
 class LosesTheAnswer(InboxRepository):
