@@ -31,7 +31,7 @@ from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Store
-from support.tenancy import Tenant, ids_of, make_tenant, state_of
+from support.tenancy import Tenant, ids_of, make_tenant, state_of, take_picture
 
 Call = Callable[[Service, Tenant], Awaitable[Any]]
 READ, CONTROL, OWNER, OWN = "read", "control", "owner", "own"
@@ -107,6 +107,7 @@ CASES: dict[str, tuple[str, Call]] = {
     "list_approvals": (READ, lambda s, t: s.list_approvals(person_id=_pid(t))),
     "get_approval": (READ, lambda s, t: s.get_approval(t.approval.id)),
     "approval_origins": (READ, lambda s, t: s.approval_origins(t.approval)),
+    "approval_picture": (READ, lambda s, t: _picture(s, t)),
     "decide_approval": (
         CONTROL,
         lambda s, t: s.decide_approval(t.approval.id, approve=True, scope="always"),
@@ -286,6 +287,13 @@ CASES: dict[str, tuple[str, Call]] = {
     "take_matrix_message": (CONTROL, lambda s, t: _matrix_message(s, t)),
     "matrix_answers": (CONTROL, lambda s, t: _matrix_answers(s, t)),
 }
+
+
+async def _picture(s: Service, t: Tenant) -> Any:
+    """The picture shown with the tenant's approval, once its tool has taken it."""
+    assert s.data_dir is not None
+    take_picture(s.data_dir, t)
+    return await s.approval_picture(t.approval.id)
 
 
 async def _person_mail(s: Service, t: Tenant) -> str:

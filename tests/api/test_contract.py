@@ -51,7 +51,7 @@ from steward.testing.http_server import serving
 from support.api import Api, delivery
 from support.clock import START
 from support.codehost import encoded, github_headers, github_ping
-from support.tenancy import Tenant, make_tenant, state_of
+from support.tenancy import Tenant, make_tenant, state_of, take_picture
 
 READ, CONTROL, SIGNED, GITHUB = "read", "control", "signed", "github"
 """What a case needs: a ``read`` token, a ``control`` token, or a signature (no token): as
@@ -364,6 +364,7 @@ CASES: list[Case] = [
         shows=lambda s: s.approval,
     ),
     Case("GET", "/approvals/{approval_id}", READ, 200),
+    Case("GET", "/approvals/{approval_id}/picture", READ, 200),
     Case(
         "POST",
         "/approvals/{approval_id}/decision",
@@ -922,6 +923,8 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
             clock = SimulatedClock(START)
             a = await make_tenant(store, clock, "ann", data_dir)
             b = await make_tenant(store, clock, "bob", data_dir)
+            for t in (a, b):
+                take_picture(data_dir, t)  # the picture shown with its approval
             owner = Service(store, clock, data_dir=data_dir)
             side_a, side_b = await _side(owner, a), await _side(owner, b)
         finally:
@@ -1038,7 +1041,7 @@ async def assert_went_through(world: World, case: Case, req: Request, answer: An
     elif answer.status == 204:
         assert answer.text == "", answer.text
     else:
-        served = ("application/json", "text/markdown", "application/octet-stream")
+        served = ("application/json", "text/markdown", "application/octet-stream", "image/png")
         assert kind.startswith(served), kind
         if kind.startswith("application/json"):
             answer.json()
