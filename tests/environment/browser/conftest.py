@@ -83,6 +83,7 @@ def shop_app(shop: Shop) -> Starlette:
             f"<button onclick=\"location='{shop.other}/script'\">Jump</button>"
             "<p>Write [ref=e2] in the box.</p>"
             '<a href="/files/report.csv">Report</a>'
+            f'<img src="{shop.other}/pixel.png" alt=""><img src="/pixel.png" alt="">'
         )
 
     async def any_page(request: Request) -> Response:

@@ -9,9 +9,7 @@ import hashlib
 import os
 import re
 import stat
-import subprocess
 import sys
-from pathlib import Path
 
 import psutil
 import pytest
@@ -75,10 +73,13 @@ async def test_the_page_is_read_with_refs_the_page_cannot_fake(
     async with host.activation("ann", "t1"):
         session = await host.session("ann", "t1", RULES)
         view = await session.open(shop.url + "/")
-        assert view.title == "Shop" and view.host == "127.0.0.1" and session.host == "127.0.0.1"
+        assert view.title == "Shop"
+        assert view.host == "127.0.0.1"
+        assert session.host == "127.0.0.1"
         assert "Kettle shop" in view.snapshot
         # the page's own text "[ref=e2]" is shown, but not as a reference
-        assert "Write [ref=e2]" not in view.snapshot and "Write [ref" in view.snapshot
+        assert "Write [ref=e2]" not in view.snapshot
+        assert "Write [ref" in view.snapshot
         checkout = ref(view, r'link "Checkout"')
         after = await session.click(checkout)
         assert after.title == "Checkout"
@@ -87,7 +88,9 @@ async def test_the_page_is_read_with_refs_the_page_cannot_fake(
         with pytest.raises(StaleRef):
             await session.click("not a ref")
         last = host.profiles.last_view("ann", "t1")
-        assert last is not None and last.url == shop.url + "/form" and last.title == "Checkout"
+        assert last is not None
+        assert last.url == shop.url + "/form"
+        assert last.title == "Checkout"
 
 
 async def test_cookies_survive_closing_the_browser_and_another_process(
@@ -102,22 +105,25 @@ async def test_cookies_survive_closing_the_browser_and_another_process(
         await session.open(shop.url + "/")
         assert await session._page.evaluate("document.cookie") == "sid=s3cret-session"
     # another process (a restarted Steward) opens the same profile
+    profile = str(profiles.profile_dir("ann"))
     script = (
         "import asyncio\n"
         "from playwright.async_api import async_playwright\n"
         "async def main():\n"
         "    async with async_playwright() as p:\n"
-        f"        c = await p.chromium.launch_persistent_context({str(profiles.profile_dir('ann'))!r},"
+        f"        c = await p.chromium.launch_persistent_context({profile!r},"
         " executable_path='/usr/bin/chromium', headless=True)\n"
         f"        await c.pages[0].goto({shop.url + '/'!r})\n"
         "        print(await c.pages[0].evaluate('document.cookie'))\n"
         "        await c.close()\n"
         "asyncio.run(main())\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE
     )
-    assert out.stdout.strip() == "sid=s3cret-session"
+    out, _ = await asyncio.wait_for(child.communicate(), 120)
+    assert child.returncode == 0
+    assert out.decode().strip() == "sid=s3cret-session"
 
 
 async def test_one_task_at_a_time_and_nothing_left_after_the_activation(
@@ -168,7 +174,8 @@ async def test_password_never_in_the_snapshot_nor_the_screenshot(
         pin = ref(view, r'textbox "Card PIN"')
         assert await session.field_kind(pin) == "password"
         view = await session.type(pin, PASSWORD)
-        assert PASSWORD not in view.snapshot and "••••••" in view.snapshot
+        assert PASSWORD not in view.snapshot
+        assert "••••••" in view.snapshot
         assert PASSWORD not in (await session.view()).snapshot
         shot = await session.screenshot()
         assert shot.path == "browser/t1/0001.png"
@@ -181,7 +188,8 @@ async def test_password_never_in_the_snapshot_nor_the_screenshot(
         second = await session.screenshot()
         assert second.path == "browser/t1/0002.png"
         last = host.profiles.last_view("ann", "t1")
-        assert last is not None and last.picture == second.path
+        assert last is not None
+        assert last.picture == second.path
 
 
 async def test_form_fields_as_the_person_will_see_them(host: BrowserHost, shop: Shop) -> None:
@@ -214,11 +222,13 @@ async def test_downloads_land_in_the_workspace(
         saved = await session.download(ref(view, r'link "Report"'))
         again = await session.download(ref(view, r'link "Report"'))
     # the site asked for "../../report.csv": the name keeps no folder
-    assert saved.name.endswith("report.csv") and "/" not in saved.name
+    assert saved.name.endswith("report.csv")
+    assert "/" not in saved.name
     assert saved.path == f"downloads/{saved.name}"
     assert again.path == f"downloads/{saved.name.removesuffix('.csv')} (2).csv"
     path = workspace.person_dir("ann") / saved.path
-    assert path.read_text() == "item,price\nkettle,39.90\n" and saved.size == path.stat().st_size
+    assert path.read_text() == "item,price\nkettle,39.90\n"
+    assert saved.size == path.stat().st_size
     assert hashlib.sha256(path.read_bytes()).hexdigest() == saved.sha256
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert not (workspace.root / "report.csv").exists()
@@ -233,13 +243,16 @@ async def test_after_a_restart_the_last_page_is_reopened(
     async with host.activation("ann", "t1"):
         session = await host.session("ann", "t1", RULES)
         view = await session.view()
-        assert view.url == shop.url + "/form" and view.note == RESTARTED
+        assert view.url == shop.url + "/form"
+        assert view.note == RESTARTED
         assert (await session.view()).note is None
     narrower = RULES.__class__(hosts=frozenset({"shop.example"}))
     async with host.activation("ann", "t1"):
         session = await host.session("ann", "t1", narrower)
         view = await session.view()
-        assert view.url == "about:blank" and view.note and "no longer allows" in view.note
+        assert view.url == "about:blank"
+        assert view.note
+        assert "no longer allows" in view.note
 
 
 @pytest.mark.parametrize(
