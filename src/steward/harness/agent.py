@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 
 from steward.domain.actions import Sentinel
-from steward.domain.task import Task
 from steward.domain.outcome import Fail, Outcome
 from steward.domain.personal import NoPersonalContext, PersonalContext
+from steward.domain.task import Task
 from steward.errors import UsageError
 from steward.harness.activation import Activation
 from steward.harness.config import AGENT_KIND, SYSTEM_PROMPT, AgentConfig

@@ -5,6 +5,8 @@ addresses."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from environment.browser.conftest import RESEARCH, RULES, Shop
@@ -43,6 +45,18 @@ async def test_other_hosts_are_refused_however_the_page_goes(host: BrowserHost, 
     assert shop.reached("localhost") == []
     assert len(shop.seen("GET", "/bounce")) == 2
     assert shop.seen("GET", "/pixel.png")  # the same image from the allowed host did
+
+
+async def test_a_host_that_does_not_answer_is_said_in_words(host: BrowserHost, shop: Shop) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]  # nothing listens there once the socket is closed
+    async with host.activation("ann", "t1"):
+        session = await host.session("ann", "t1", RULES)
+        await session.open(shop.url + "/")
+        with pytest.raises(ToolError, match=r"127\.0\.0\.1 did not answer"):
+            await session.open(f"http://127.0.0.1:{closed}/")
+        assert (await session.view()).title == "Shop"
 
 
 async def test_a_form_is_sent_only_by_submit_and_once(host: BrowserHost, shop: Shop) -> None:

@@ -80,6 +80,8 @@ class Guard:
     """Main-frame navigations stopped since the action began: (why, host)."""
     follow: str | None = None
     """A redirect to an allowed host, to be followed by a fresh navigation."""
+    unanswered: str | None = None
+    """Why a main-frame document let through could not be fetched, if it could not."""
     navigations: int = 0
     """Main-frame navigations let through since the action began."""
     pending: set[Request] = field(default_factory=set)
@@ -94,6 +96,7 @@ class Guard:
         self.pending.clear()
         self.refused.clear()
         self.follow = None
+        self.unanswered = None
         self.navigations = 0
         self.submitting = submit_host
 
@@ -134,7 +137,13 @@ class Guard:
             self.refused.append((why, host or request.url))
             await route.abort("aborted")  # ERR_ABORTED: Chromium stays on the page it showed
             return
-        response = await route.fetch(max_redirects=0, timeout=NAVIGATION_SECONDS * 1000)
+        try:
+            response = await route.fetch(max_redirects=0, timeout=NAVIGATION_SECONDS * 1000)
+        except PlaywrightError as exc:
+            # unreachable, refused, timed out: said in the action's words, the page stays
+            self.unanswered = f"{host} did not answer ({_first_line(exc)})"
+            await route.abort("aborted")
+            return
         location = response.headers.get("location")
         if response.status in _REDIRECTS and location:
             target = urljoin(request.url, location)
@@ -168,3 +177,8 @@ def _main_frame(request: Request) -> bool:
         return request.frame.parent_frame is None
     except PlaywrightError:
         return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -569,6 +569,8 @@ class BrowserSession:
 
     def _raise_refused(self) -> None:
         if not self._guard.refused:
+            if self._guard.unanswered:
+                raise ToolError(self._guard.unanswered)
             return
         why, host = self._guard.refused[0]
         words = _refused_words(why, host)

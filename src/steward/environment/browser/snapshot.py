@@ -92,7 +92,7 @@ def _clean_line(line: str, passwords: set[str]) -> str:
 
 def _defuse(text: str) -> str:
     # a zero-width joiner keeps the text readable but unlike any reference Playwright writes
-    return _FAKE_REF.sub("[ref\u200d=", text)
+    return _FAKE_REF.sub(lambda m: m.group(0)[:-1] + "\u200d=", text)
 
 
 def _unquote(value: str) -> str:
