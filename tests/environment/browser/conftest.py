@@ -8,6 +8,7 @@ anything reached ``localhost``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -96,6 +97,7 @@ def shop_app(shop: Shop) -> Starlette:
 
     async def order(request: Request) -> Response:
         await log(request)
+        await asyncio.sleep(1.5)  # placing the order takes a while: submit waits for it
         return RedirectResponse("/done", status_code=303)
 
     async def done(request: Request) -> Response:

@@ -137,12 +137,15 @@ class Guard:
             self.refused.append((why, host or request.url))
             await route.abort("aborted")  # ERR_ABORTED: Chromium stays on the page it showed
             return
+        # pending from now: the action waits for a slow answer (a shop placing the order)
+        self.pending.add(request)
+        self.settled.clear()
         try:
             response = await route.fetch(max_redirects=0, timeout=NAVIGATION_SECONDS * 1000)
         except PlaywrightError as exc:
             # unreachable, refused, timed out: said in the action's words, the page stays
             self.unanswered = f"{host} did not answer ({_first_line(exc)})"
-            await route.abort("aborted")
+            await self._stop(route, request)
             return
         location = response.headers.get("location")
         if response.status in _REDIRECTS and location:
@@ -153,12 +156,16 @@ class Guard:
                 self.refused.append(("host", host_of(target) or target))
             else:
                 self.follow = target
-            await route.abort("aborted")
+            await self._stop(route, request)
             return
         self.navigations += 1
-        self.pending.add(request)
-        self.settled.clear()
         await route.fulfill(response=response)
+
+    async def _stop(self, route: Route, request: Request) -> None:
+        try:
+            await route.abort("aborted")  # ERR_ABORTED: Chromium stays on the page it showed
+        finally:
+            self.finished(request)
 
     def _refusal(self, host: str, method: str) -> Refusal | None:
         if host not in self.rules.hosts:

@@ -529,7 +529,9 @@ class BrowserSession:
         except PlaywrightTimeout:
             self._raise_refused()
             raise ToolError(
-                f"the page did not respond within {NAVIGATION_SECONDS:g} seconds"
+                f"that did not finish in time ({ACTION_SECONDS:g} s for an action, "
+                f"{NAVIGATION_SECONDS:g} s for a page to load): the element may be hidden or "
+                "covered, or the page slow; read the page again (browser_read)"
             ) from None
         except PlaywrightError as exc:
             self._raise_refused()
