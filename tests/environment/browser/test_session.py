@@ -145,6 +145,25 @@ async def test_one_task_at_a_time_and_nothing_left_after_the_activation(
     assert not host.profiles.in_use("ann")
 
 
+async def test_a_browser_that_died_is_started_again(host: BrowserHost, shop: Shop) -> None:
+    async with host.activation("ann", "t1"):
+        session = await host.session("ann", "t1", RULES)
+        await session.open(shop.url + "/form")
+        for process in chromium_children():
+            process.kill()
+        for _ in range(100):
+            if session.gone:
+                break
+            await asyncio.sleep(0.1)
+        assert session.gone
+        again = await host.session("ann", "t1", RULES)
+        assert again is not session
+        view = await again.view()
+        assert view.title == "Checkout"
+        assert view.note == RESTARTED
+    await no_chromium_left()
+
+
 async def test_a_cancelled_activation_closes_the_browser(host: BrowserHost, shop: Shop) -> None:
     opened = asyncio.Event()
 

@@ -196,9 +196,13 @@ class BrowserHost:
         async with self._lock:
             key = (person_id, task_id)
             found = self._sessions.get(key)
-            if found is not None:
+            if found is not None and not found.gone:
                 found.rules = rules
                 return found
+            if found is not None:
+                # Chromium died under the session (crashed, killed): start it again
+                del self._sessions[key]
+                await found._close()
             hold = ExitStack()
             hold.enter_context(self.profiles.hold(person_id, task_id))
             try:
@@ -284,6 +288,8 @@ class BrowserSession:
         self._fresh = True
         """No page opened yet in this session (a restart's first look reopens the last)."""
         self._hold: ExitStack = ExitStack()
+        self.gone = False
+        """Chromium closed under the session (it crashed or was killed)."""
 
     @property
     def rules(self) -> Rules:
@@ -303,9 +309,13 @@ class BrowserSession:
         self._context.set_default_navigation_timeout(NAVIGATION_SECONDS * 1000)
         await self._context.route("**/*", self._guard.route)
         self._context.on("page", self._adopt)
+        self._context.on("close", self._went)
         self._context.on("requestfinished", self._guard.finished)
         self._context.on("requestfailed", self._guard.finished)
         self._watch(self._page)
+
+    def _went(self, _: BrowserContext) -> None:
+        self.gone = True
 
     def _adopt(self, page: Page) -> None:
         # a pop-up (target=_blank, window.open) is where the person would now be looking
