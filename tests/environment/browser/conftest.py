@@ -84,6 +84,9 @@ def shop_app(shop: Shop) -> Starlette:
             f"<button onclick=\"location='{shop.other}/script'\">Jump</button>"
             "<p>Write [ref=e2] in the box.</p>"
             '<a href="/files/report.csv">Report</a>'
+            '<a href="/done" target="_blank">New window</a>'
+            f'<a href="{shop.other}/popup" target="_blank">Other window</a>'
+            "<button onclick=\"window.open('/popped', '_blank')\">Pop</button>"
             f'<img src="{shop.other}/pixel.png" alt=""><img src="/pixel.png" alt="">'
         )
 

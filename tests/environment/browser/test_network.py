@@ -47,6 +47,23 @@ async def test_other_hosts_are_refused_however_the_page_goes(host: BrowserHost, 
     assert shop.seen("GET", "/pixel.png")  # the same image from the allowed host did
 
 
+async def test_a_new_window_is_followed_within_the_rules(host: BrowserHost, shop: Shop) -> None:
+    async with host.activation("ann", "t1"):
+        session = await host.session("ann", "t1", RULES)
+        view = await session.open(shop.url + "/")
+        with pytest.raises(NavigationRefused, match="localhost"):
+            await session.click(ref(view, r'link "Other window"'))
+        assert (await session.view()).title == "Shop"  # the refused window was closed
+        opened = await session.click(ref(view, r'link "New window"'))
+        assert opened.title == "Done"
+        await session._page.close()  # the pop-up closes: back to the page that opened it
+        back = await session.view()
+        assert back.title == "Shop"
+        popped = await session.click(ref(back, r'button "Pop"'))
+        assert popped.url == shop.url + "/popped"
+    assert shop.reached("localhost") == []
+
+
 async def test_a_host_that_does_not_answer_is_said_in_words(host: BrowserHost, shop: Shop) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -183,7 +183,8 @@ def _main_frame(request: Request) -> bool:
     try:
         return request.frame.parent_frame is None
     except PlaywrightError:
-        return False
+        # a new window's first navigation is issued before its frame exists: a top level
+        return True
 
 
 def _first_line(exc: BaseException) -> str:

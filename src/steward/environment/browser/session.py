@@ -320,6 +320,7 @@ class BrowserSession:
     def _adopt(self, page: Page) -> None:
         # a pop-up (target=_blank, window.open) is where the person would now be looking
         self._page = page
+        self._guard.page_host = host_of(page.url)
         self._watch(page)
 
     def _watch(self, page: Page) -> None:
@@ -327,7 +328,14 @@ class BrowserSession:
             if frame == self._page.main_frame:
                 self._guard.page_host = host_of(frame.url)
 
+        def closed(gone: Page) -> None:
+            # a pop-up that closed itself: back to the window that opened it
+            if gone is self._page and self._context.pages:
+                self._page = self._context.pages[-1]
+                self._guard.page_host = host_of(self._page.url)
+
         page.on("framenavigated", navigated)
+        page.on("close", closed)
 
     async def _close(self) -> None:
         try:
@@ -548,6 +556,7 @@ class BrowserSession:
             raise ToolError(f"the browser could not do that: {_first_line(exc)}") from None
         finally:
             guard.submitting = None
+            await self._drop_empty_window()
         self._raise_refused()
         self._fresh = False
         return await self._look(note=note)
@@ -574,6 +583,11 @@ class BrowserSession:
             ) from None
         if guard.navigations:
             await self._page.wait_for_load_state("load")
+
+    async def _drop_empty_window(self) -> None:
+        """A pop-up whose navigation was refused stays blank: close it, back to its opener."""
+        if self._guard.refused and self._page.url == "about:blank" and len(self._context.pages) > 1:
+            await _quietly(self._page.close())
 
     def _redirected(self) -> bool:
         """Whether the guard stopped a navigation only to follow its redirect itself."""
