@@ -7,6 +7,7 @@
   is checked again), one to any other host is refused before anything is sent there.
 * A main-frame navigation that is not a GET sends a form: only :meth:`BrowserSession.submit`
   may, and only to the current page's host.
+* A page's WebSocket is closed before it connects.
 * Anything else (images, scripts, frames, XHR): a GET may reach any public address, and the
   connection's hosts; never a private, loopback or link-local address nor a ``localhost``
   name that the connection does not name (a page must not reach the person's router or local
@@ -21,7 +22,7 @@ from typing import Literal
 from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Request, Route
+from playwright.async_api import Request, Route, WebSocketRoute
 
 from steward.sentinel.urls import UrlRefused, ip_of, is_public, normalise_host
 
@@ -111,6 +112,15 @@ class Guard:
                 await route.abort("blockedbyclient")
         except PlaywrightError:
             # the page or the browser went away while the request waited: nothing to decide
+            return
+
+    async def socket(self, socket: WebSocketRoute) -> None:
+        """A page's WebSocket is closed at once: once open it sends whatever it likes, to
+        wherever it connected, outside every rule above."""
+        self.blocked += 1
+        try:
+            await socket.close(code=1008, reason="not allowed by the person's browser")
+        except PlaywrightError:
             return
 
     def finished(self, request: Request) -> None:

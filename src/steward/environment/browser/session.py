@@ -308,6 +308,7 @@ class BrowserSession:
         self._context.set_default_timeout(ACTION_SECONDS * 1000)
         self._context.set_default_navigation_timeout(NAVIGATION_SECONDS * 1000)
         await self._context.route("**/*", self._guard.route)
+        await self._context.route_web_socket(re.compile(".*"), self._guard.socket)
         self._context.on("page", self._adopt)
         self._context.on("close", self._went)
         self._context.on("requestfinished", self._guard.finished)
