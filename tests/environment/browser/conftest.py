@@ -94,6 +94,11 @@ def shop_app(shop: Shop) -> Starlette:
         await log(request)
         return html(f"<!doctype html><title>{request.url.path}</title><p>Here</p>")
 
+    async def long(request: Request) -> Response:
+        await log(request)
+        rows = "".join(f"<p>Kettle {n}</p>" for n in range(300))
+        return html(f"<!doctype html><title>Catalogue</title>{rows}")
+
     async def form(request: Request) -> Response:
         await log(request)
         return html(FORM)
@@ -149,6 +154,7 @@ def shop_app(shop: Shop) -> Starlette:
         routes=[
             Route("/", home),
             Route("/form", form),
+            Route("/long", long),
             Route("/order", order, methods=["POST"]),
             Route("/done", done),
             Route("/bounce", bounce),

@@ -23,6 +23,7 @@ from steward.environment.browser.session import (
     StaleRef,
 )
 from steward.environment.browser.transfer import safe_name
+from steward.harness.tools import ToolError
 from steward.harness.workspace import Workspace
 
 
@@ -91,6 +92,21 @@ async def test_the_page_is_read_with_refs_the_page_cannot_fake(
         assert last is not None
         assert last.url == shop.url + "/form"
         assert last.title == "Checkout"
+
+
+async def test_scrolling_and_waiting(host: BrowserHost, shop: Shop) -> None:
+    async with host.activation("ann", "t1"):
+        session = await host.session("ann", "t1", RULES)
+        await session.open(shop.url + "/long")
+        await session.scroll("down")
+        down = await session._page.evaluate("scrollY")
+        assert down > 0
+        await session.scroll("up")
+        assert await session._page.evaluate("scrollY") < down
+        view = await session.wait_for("Kettle 299", 10)
+        assert "Kettle 299" in view.snapshot
+        with pytest.raises(ToolError, match="'Teapot' did not appear on the page within 1 seconds"):
+            await session.wait_for("Teapot", 1)
 
 
 async def test_cookies_survive_closing_the_browser_and_another_process(
