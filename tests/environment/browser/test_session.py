@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from environment.browser.conftest import PASSWORD, RULES, Shop
+from steward.environment.browser import session as session_module
 from steward.environment.browser.profile import BrowserBusy, Profiles
 from steward.environment.browser.session import (
     RESTARTED,
@@ -288,6 +289,18 @@ async def test_after_a_restart_the_last_page_is_reopened(
         assert view.url == "about:blank"
         assert view.note
         assert "no longer allows" in view.note
+
+
+async def test_a_download_over_the_cap_is_not_kept(
+    host: BrowserHost, shop: Shop, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "DOWNLOAD_BYTES", 10)
+    async with host.activation("ann", "t1"):
+        session = await host.session("ann", "t1", RULES)
+        view = await session.open(shop.url + "/")
+        with pytest.raises(ToolError, match="larger than"):
+            await session.download(ref(view, r'link "Report"'))
+    assert not (workspace.person_dir("ann") / "downloads").exists()
 
 
 @pytest.mark.parametrize(

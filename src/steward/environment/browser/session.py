@@ -445,7 +445,7 @@ class BrowserSession:
             path = await started.path()
             if (await asyncio.to_thread(os.path.getsize, path)) > DOWNLOAD_BYTES:
                 raise ToolError(
-                    f"the download is larger than {DOWNLOAD_BYTES >> 20} MB; it was not kept"
+                    f"the download is larger than {DOWNLOAD_BYTES / 2**20:g} MB; it was not kept"
                 )
             base = self._owner.workspace.person_dir(self.person_id)
             saved = await asyncio.to_thread(save_download, base, path, started.suggested_filename)
