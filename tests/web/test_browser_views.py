@@ -8,13 +8,24 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+from playwright.async_api import expect
+
+from steward.domain.clock import SimulatedClock
 from steward.environment.browser.profile import Profiles
 from steward.harness.workspace import Workspace
+from steward.service import Service
+from steward.store import Store
+from steward.testing.http_server import serving
 from support.screenshots import png, profiles, record_look, sign_in
-from support.web import Site
+from support.tenancy import make_tenant
+from support.web import Site, chromium, dashboard
+
+PHONE = {"width": 375, "height": 812}
 
 TAG = re.compile(r"<[^>]*>")
 
@@ -188,3 +199,48 @@ async def test_a_read_session_cannot_log_out(site: Site) -> None:
     refused = await me.post("/browser/clear")
     assert refused.status_code == 403
     assert cookies.exists()
+
+
+@pytest.fixture
+async def on_sqlite(clock: SimulatedClock, tmp_path: Path) -> AsyncIterator[Site]:
+    """The dashboard on SQLite only: what a real browser shows does not depend on the
+    backend."""
+    store = await Store.open(f"sqlite:///{tmp_path}/steward.db")
+    a = await make_tenant(store, clock, "ann", tmp_path)
+    b = await make_tenant(store, clock, "bob", tmp_path)
+    owner = Service(store, clock, data_dir=tmp_path)
+    try:
+        async with serving(dashboard(owner)) as url:
+            yield Site(url=url, owner=owner, store=store, clock=clock, a=a, b=b)
+    finally:
+        await store.close()
+
+
+async def test_on_a_phone_the_thumbnail_shows_and_logging_out_asks_first(
+    on_sqlite: Site, shots: Path
+) -> None:
+    site = on_sqlite
+    _looked(site, picture=png(width=360, height=240))
+    cookies = sign_in(_data(site), site.a.person.id)
+    async with chromium() as browser:
+        context = await browser.new_context(base_url=site.url, viewport=PHONE)
+        page = await context.new_page()
+        await page.goto("/login")
+        await page.fill("#token", site.a.control)
+        await page.click("button.primary")
+        await page.goto("/files")
+        thumbnail = page.locator("#browser img")
+        await expect(thumbnail).to_be_visible()
+        # the picture loaded under the page's policy (same origin, image/png, nosniff)
+        assert await thumbnail.evaluate("img => img.complete && img.naturalWidth") == 360
+        box = await thumbnail.bounding_box()
+        assert box is not None
+        assert box["x"] + box["width"] <= PHONE["width"], box  # never wider than the phone
+        await page.locator("#browser").screenshot(path=str(shots / "phone-browser.png"))
+        await page.get_by_role("link", name="Log out everywhere").click()
+        await expect(page.locator("h1")).to_have_text("Log out everywhere?")
+        assert cookies.exists()  # asking changed nothing
+        await page.get_by_role("button", name="Log out everywhere").click()
+        await expect(page.locator(".flash")).to_contain_text("Logged out of every site")
+        assert not cookies.exists()
+        await context.close()
