@@ -24,9 +24,9 @@ from steward.domain.report import local_words
 from steward.domain.tokens import CONTROL, READ
 from steward.environment.browser.profile import BrowserBusy, LastView, Profiles
 from steward.errors import ConfigError, Conflict, NotFound, UsageError
+from steward.service.workspace import WorkspaceService
 
 # the workspace's own safe read: the same checks for a screenshot as for any download
-from steward.service.workspace import WorkspaceService
 from steward.service.workspace import _read as read_workspace_file
 
 BUSY = "a task is using the browser right now; try again when it has finished"
@@ -66,6 +66,9 @@ class BrowserView:
 
 
 class BrowserService(WorkspaceService):
+    """Built on the workspace part: screenshots are workspace files, found and read as those
+    are."""
+
     async def browser_views(self, *, person_id: str | None = None) -> list[BrowserView]:
         """What the person's browser last showed each task, newest first, each with its
         screenshot while that is still the one taken."""
