@@ -51,6 +51,7 @@ from steward.testing.http_server import serving
 from support.api import Api, delivery
 from support.clock import START
 from support.codehost import encoded, github_headers, github_ping
+from support.screenshots import png, record_look
 from support.tenancy import Tenant, make_tenant, state_of, take_picture
 
 READ, CONTROL, SIGNED, GITHUB = "read", "control", "signed", "github"
@@ -651,6 +652,10 @@ CASES: list[Case] = [
     # --- workspace files ---
     Case("GET", "/files", READ, 200, shows=lambda s: s.file),
     Case("GET", "/files/{path}", READ, 200),
+    # --- the browser ---
+    Case("GET", "/browser/views", READ, 200, shows=lambda s: s.task),
+    Case("GET", "/browser/views/{task_id}/picture", READ, 200),
+    Case("POST", "/browser/clear", CONTROL, 200),
     # --- the live stream ---
     Case(
         "GET",
@@ -853,6 +858,8 @@ async def _side(owner: Service, t: Tenant) -> Side:
         trusted=False,
     )
     assert proposed.skill is not None
+    assert owner.data_dir is not None  # what the tenant's browser last showed, as a picture
+    record_look(owner.data_dir, pid, t.task.id, at=owner.clock.now(), picture=png())
     code = await owner.connect_codehost(
         person_id=pid, kind="github", name=f"{name}'s code", repositories=["octo/widgets"]
     )
@@ -933,7 +940,7 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
 
     built = asyncio.run(build())
     files = sorted(p.name for p in data_dir.iterdir())
-    assert files == [DB_FILE, "vault.key", "workspace"], (
+    assert files == ["browser", DB_FILE, "vault.key", "workspace"], (
         f"copy these too, or leave them out: {files}"
     )
     return built

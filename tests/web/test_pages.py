@@ -32,6 +32,7 @@ def own_pages(site: Site) -> list[str]:
         f"/skills/{a.skill.id}",
         f"/skills/{a.skill.id}?from_version=1&to_version=2",
         "/?since=0",
+        "/browser/clear",
     ]
 
 
@@ -167,6 +168,7 @@ async def test_every_form_post_needs_the_csrf_token(site: Site) -> None:
         f"/rules/{a.rule.id}/delete",
         "/secrets/mail/delete",
         "/chat",
+        "/browser/clear",
         "/logout",
     ]
     before = await _state(site)
