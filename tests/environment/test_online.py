@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 from environment.conftest import QUICK, require_bwrap
-from steward.domain import Connection
+from steward.domain import Connection, Grant, Lifetime
+from steward.domain.actions import ActionRequest, Verdict
+from steward.domain.agent_input import AgentTaskInput
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.environment.provenance import Provenance
@@ -25,9 +27,13 @@ from steward.environment.sandbox import Sandbox
 from steward.environment.tools import workspace_tools
 from steward.harness.tools import Tool, ToolContext, ToolError
 from steward.sentinel.egress import EgressBroker
+from steward.sentinel.index import PolicySnapshot
+from steward.sentinel.policy import PolicyDecision, evaluate
 from steward.sentinel.vault import Vault, VaultKeys, generate_key
 from steward.store import Store
 from support.webserver import Site, serve_site
+
+NOW = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
 
 
 @dataclass
@@ -221,3 +227,47 @@ async def test_bad_hosts_are_refused_before_anything_runs(world: World) -> None:
     with pytest.raises(ToolError, match="is not a host"):
         await world.online("touch ran.txt", "evil.example/path")
     assert not (world.ctx.workspace / "ran.txt").exists()
+
+
+def test_the_person_approves_an_online_command_unless_a_grant_covers_it(world: World) -> None:
+    found = world.tools["workspace_shell_online"]
+    args = found.validate({"command": "pip download x", "hosts": ["https://pypi.org"]})
+
+    def decide(*grants: Grant, mode: str | None = None) -> PolicyDecision:
+        request = ActionRequest(
+            person_id=world.ctx.person_id,
+            task_id="tsk_online",
+            goal_id=None,
+            tool=found.name,
+            args=args,
+            effect=found.effect,
+            scopes=found.scopes,
+            source=found.source,
+            wake_reason="start",
+            task_input=AgentTaskInput.from_json({"mode": mode} if mode else {}),
+            roles=dict(found.roles or {}),
+        )
+        snapshot = PolicySnapshot(
+            person_id=world.ctx.person_id, taken_at=NOW, connections=(), grants=grants, rules=()
+        )
+        return evaluate(request, snapshot, now=NOW, session_id=None)
+
+    assert (
+        found.summary(args)
+        == "Run in the workspace sandbox, reaching https://pypi.org: pip download x"
+    )
+    asked = decide()
+    assert (asked.verdict, asked.basis) == (Verdict.ASK, "default:external-asks")
+    pypi = Grant(
+        id="grt_1",
+        person_id=world.ctx.person_id,
+        scopes=("workspace.run", "workspace.write"),
+        lifetime=Lifetime.STANDING,
+        constraints={"tool": found.name, "hosts": ["pypi.org"]},
+        issued_by="person",
+        created_at=NOW,
+    )
+    assert decide(pypi).verdict is Verdict.ALLOW
+    elsewhere = replace(pypi, constraints={"tool": found.name, "hosts": ["example.org"]})
+    assert decide(elsewhere).verdict is Verdict.ASK
+    assert decide(pypi, mode="research").verdict is Verdict.DENY

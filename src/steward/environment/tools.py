@@ -166,7 +166,12 @@ class Shell:
                 out["more_files_written"] = len(made) - MAX_FILES_SHOWN
         await self._record(ctx, command, made, gone, proxy)
         now_full = quota.over(after, self.quota_bytes)
-        if full is not None:
+        if full is not None and now_full is None:
+            out["quota"] = (
+                f"your workspace is within its quota again ({size(after.used)} of "
+                f"{size(self.quota_bytes)})"
+            )
+        elif full is not None:
             out["quota"] = f"{full}: this command could read, move and remove files, not add"
         elif now_full is not None:
             out["quota"] = f"{now_full}; until then no file may be written"
@@ -371,8 +376,8 @@ def workspace_tools(
             list[str],
             Role.HOST,
             Field(
-                description="the hosts the command may reach, by name: pypi.org, "
-                "files.pythonhosted.org",
+                description="the sites the command may reach, each as an address like "
+                "https://pypi.org (its host is what counts: every port and path on it)",
                 min_length=1,
                 max_length=MAX_HOSTS,
             ),
