@@ -26,7 +26,7 @@ from steward.environment.provenance import Provenance
 from steward.environment.sandbox import Sandbox
 from steward.environment.tools import workspace_tools
 from steward.harness.tools import Tool, ToolContext, ToolError
-from steward.sentinel.egress import EgressBroker
+from steward.sentinel.egress import EgressBroker, system_resolver
 from steward.sentinel.index import PolicySnapshot
 from steward.sentinel.policy import PolicyDecision, evaluate
 from steward.sentinel.vault import Vault, VaultKeys, generate_key
@@ -75,7 +75,7 @@ async def world(store: Store, clock: SimulatedClock, site: Site, tmp_path: Path)
             kind="web",
             name="home",
             scopes=("web.read",),
-            hosts=("127.0.0.1",),
+            hosts=("127.0.0.1", "home.test"),
             created_at=clock.now(),
         )
     )
@@ -84,8 +84,17 @@ async def world(store: Store, clock: SimulatedClock, site: Site, tmp_path: Path)
     async def audit(**entry: Any) -> None:
         audits.append(entry)
 
+    async def resolve(host: str, port: int) -> list[str]:
+        # a name only the broker's resolver knows: reaching it proves the proxy connects to
+        # the address the broker checked, without a lookup of its own
+        return ["127.0.0.1"] if host == "home.test" else await system_resolver(host, port)
+
     broker = EgressBroker(
-        store, Vault(VaultKeys(keys=(generate_key(),), source="test")), audit=audit, now=clock.now
+        store,
+        Vault(VaultKeys(keys=(generate_key(),), source="test")),
+        audit=audit,
+        now=clock.now,
+        resolve=resolve,
     )
     provenance = Provenance(tmp_path / "data" / "environment")
     tools = workspace_tools(Sandbox(QUICK), broker=broker, provenance=provenance)
@@ -124,6 +133,14 @@ async def test_curl_and_urllib_reach_a_host_the_person_connected(world: World) -
         f"the shell (reaching 127.0.0.1): curl -sS --max-time 20 {url} -o page.txt; cat page.txt"
     )
     assert origin.tool == "workspace_shell_online"
+
+
+async def test_the_proxy_connects_to_the_address_the_broker_checked(world: World) -> None:
+    url = f"http://home.test:{world.site.port}/hello"
+    ran = await world.online(f"curl -sS --max-time 20 {url}", "https://home.test")
+    assert ran["output"] == "hello from the home server"
+    [hit] = world.site.hits("/hello")
+    assert hit.headers["host"] == f"home.test:{world.site.port}"
 
 
 async def test_a_host_not_given_is_refused_in_words(world: World) -> None:
