@@ -216,7 +216,7 @@ class Sandbox:
                     argv += [SHELL, "-c", command]
                 else:
                     inside = f"{EGRESS_INSIDE}/{EGRESS_SOCKET}"
-                    argv += [PYTHON, "-I", "-c", FORWARDER, inside, str(PROXY_PORT), command]
+                    argv += [PYTHON, "-I", "-S", "-c", FORWARDER, inside, str(PROXY_PORT), command]
                 kept = tuple(fd for fd in (where, stored) if fd is not None)
                 return await _supervise(argv, limits, kept)
 
