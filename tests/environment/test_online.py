@@ -43,6 +43,7 @@ class World:
     site: Site
     audits: list[dict[str, Any]]
     provenance: Provenance
+    broker: EgressBroker
 
     async def online(self, command: str, *hosts: str) -> dict[str, Any]:
         found = self.tools["workspace_shell_online"]
@@ -107,7 +108,7 @@ async def world(store: Store, clock: SimulatedClock, site: Site, tmp_path: Path)
         workspace=workspace,
         now=datetime(2026, 12, 4, 9, 0, tzinfo=UTC),
     )
-    return World({t.name: t for t in tools}, ctx, site, audits, provenance)
+    return World({t.name: t for t in tools}, ctx, site, audits, provenance, broker)
 
 
 async def test_curl_and_urllib_reach_a_host_the_person_connected(world: World) -> None:
@@ -238,6 +239,17 @@ async def test_secret_placeholders_are_not_filled_for_the_shell(world: World) ->
     [hit] = world.site.hits("/hello")
     assert hit.headers["authorization"] == "{{secret:bank}}"
     assert "secret" not in json.dumps([a["data"] for a in world.audits])
+
+
+async def test_a_workspace_over_its_quota_downloads_nothing(world: World) -> None:
+    world.ctx.workspace.mkdir(parents=True)
+    (world.ctx.workspace / "big.bin").write_bytes(b"x" * 5000)
+    tools = workspace_tools(Sandbox(QUICK), broker=world.broker, quota_bytes=4000)
+    [online] = [t for t in tools if t.name == "workspace_shell_online"]
+    args = online.validate({"command": f"curl -sS {world.site.url}/hello", "hosts": ["127.0.0.1"]})
+    with pytest.raises(ToolError, match=r"more than its 4\.0 KB quota.*nothing was run"):
+        await online.invoke(args, world.ctx)
+    assert world.site.count() == 0
 
 
 async def test_bad_hosts_are_refused_before_anything_runs(world: World) -> None:

@@ -79,7 +79,7 @@ async def test_a_workspace_over_its_quota_takes_nothing_until_files_are_removed(
     assert ran["files_written"] == ["part1.bin", "part2.bin", "part3.bin"]
     assert ran["quota"] == (
         "your workspace holds 4.5 MB, more than its 2.0 MB quota: remove files before writing "
-        "anything else; until then no file may be written"
+        "anything else"
     )
     with pytest.raises(ToolError, match=r"more than its 2\.0 MB quota.*nothing was written"):
         await ws.call("workspace_write", path="note.txt", content="hello")

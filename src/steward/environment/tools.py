@@ -174,7 +174,7 @@ class Shell:
         elif full is not None:
             out["quota"] = f"{full}: this command could read, move and remove files, not add"
         elif now_full is not None:
-            out["quota"] = f"{now_full}; until then no file may be written"
+            out["quota"] = now_full
         elif ran.status == 128 + signal.SIGXFSZ and fitted.file_bytes < limits.file_bytes:
             out["quota"] = (
                 f"a file could grow to {size(fitted.file_bytes)}, what is left of your "
