@@ -68,7 +68,16 @@ def measure(workspace: Path) -> Usage:
     used = count = 0
     files: dict[str, Seen] = {}
     problem = None
-    for folder, folders, names, fd in os.fwalk(workspace, follow_symlinks=False):
+    unreadable: list[OSError] = []
+
+    def failed(exc: OSError) -> None:
+        # a folder the shell made unreadable (chmod 000) would hide what is in it: counted as
+        # full; one removed meanwhile (by another command) holds nothing
+        if isinstance(exc, PermissionError):
+            unreadable.append(exc)
+
+    walk = os.fwalk(workspace, follow_symlinks=False, onerror=failed)
+    for folder, folders, names, fd in walk:
         relative = os.path.relpath(folder, workspace)
         prefix = "" if relative == "." else relative + "/"
         if prefix.count("/") >= MAX_DEPTH and folders:
@@ -94,6 +103,11 @@ def measure(workspace: Path) -> Usage:
         if count > MAX_FILES:
             problem = f"it holds more than {MAX_FILES:,} files"
             break
+    if unreadable and problem is None:
+        problem = (
+            "a folder in it cannot be read (give it back its permissions: chmod -R u+rwX "
+            "/workspace)"
+        )
     return Usage(used=used, files=files, complete=count <= len(files), problem=problem)
 
 
