@@ -252,6 +252,14 @@ async def test_a_workspace_over_its_quota_downloads_nothing(world: World) -> Non
     assert world.site.count() == 0
 
 
+async def test_a_research_task_sends_nothing_whatever_it_is_asked(world: World) -> None:
+    found = world.tools["workspace_shell_online"]
+    args = found.validate({"command": f"curl -sS {world.site.url}/hello", "hosts": ["127.0.0.1"]})
+    with pytest.raises(ToolError, match="a research task sends nothing out"):
+        await found.invoke(args, replace(world.ctx, read_only=True))
+    assert world.site.count() == 0
+
+
 async def test_bad_hosts_are_refused_before_anything_runs(world: World) -> None:
     with pytest.raises(ToolError, match="is not a host"):
         await world.online("touch ran.txt", "evil.example/path")

@@ -385,6 +385,8 @@ def workspace_tools(
     ) -> dict[str, Any]:
         """Run a command in the workspace sandbox with the network to ``hosts`` (described in
         ``about_online``)."""
+        if ctx.read_only:  # the sentinel denies it already; what leaves cannot be taken back
+            raise ToolError("a research task sends nothing out: nothing was run")
         allowed = frozenset(host_of(h) for h in hosts)
         actor = f"agent:{ctx.task_id}"
         async with EgressProxy(
