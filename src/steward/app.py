@@ -24,6 +24,7 @@ from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.channel import ChannelKind, ChannelSender
 from steward.domain.clock import Clock
 from steward.environment import sandbox
+from steward.environment.browser import launcher
 from steward.environment.tools import workspace_tools
 from steward.errors import ConfigError
 from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
@@ -268,6 +269,10 @@ async def build_harness(
     tools += [*goal_tools(standing, clock), watch_page_tool(store, standing, clock)]
     # the person's workspace files, and its shell where bubblewrap is installed
     tools += workspace_tools(sandbox.Sandbox() if sandbox.available() else None)
+    # the person's own browser, where Chromium is installed: last, after every structured tool
+    browser = launcher.browser(settings, connectors) if launcher.available() else None
+    if browser is not None:
+        tools += browser.tools()
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
         from steward.harness.mcp import McpServerConfig, load_mcp_tools
@@ -293,4 +298,6 @@ async def build_harness(
             extractor=None if isinstance(model, UnconfiguredModel) else ModelExtractor(model),
         ),
         on_delta=on_delta,
+        # an activation's browser closes with it: a waiting task holds no browser process
+        around=None if browser is None else browser.around,
     )
