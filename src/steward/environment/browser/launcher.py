@@ -38,6 +38,4 @@ class Browser(BrowserTools):
 def browser(settings: Settings, env: ConnectorEnv) -> Browser:
     kept = profiles(settings)
     host = BrowserHost(kept, env.workspace, clock=env.clock, executable=CHROMIUM)
-    return Browser(
-        host, kept, connections=env.store.authority.list_connections, broker=env.broker
-    )
+    return Browser(host, kept, connections=env.store.authority.list_connections, broker=env.broker)

@@ -67,7 +67,9 @@ LAST_RESORT = (
 Ref = Annotated[
     str,
     Role.FREE_TEXT,
-    Field(description="an element's reference from the page, like e12", pattern=r"^[a-z0-9]{1,16}$"),
+    Field(
+        description="an element's reference from the page, like e12", pattern=r"^[a-z0-9]{1,16}$"
+    ),
 ]
 HIDDEN = "hidden"
 SHOWN_FIELDS = 12
@@ -116,7 +118,9 @@ def describe_login(args: Mapping[str, Any]) -> str:
     return f"Log in with your saved login {args['login']} in your browser"
 
 
-def _facts(host: str, title: str, button: str, fields: list[FormField]) -> tuple[tuple[str, str], ...]:
+def _facts(
+    host: str, title: str, button: str, fields: list[FormField]
+) -> tuple[tuple[str, str], ...]:
     shown = [f for f in fields if f.kind != HIDDEN and f.value]
     facts = [("Site", host), ("Page", plain_line(title) or host), ("Button", plain_line(button))]
     facts += [(plain_line(f.label) or f.kind, plain_line(f.value)) for f in shown[:SHOWN_FIELDS]]
@@ -308,7 +312,9 @@ class BrowserTools:
         if not view.host:
             raise ToolError("no page is open: open the site's login page first")
         if await session.field_kind(args["password_ref"]) != "password":
-            raise ToolError(f"{args['password_ref']} is not a password field: a password is typed only there")
+            raise ToolError(
+                f"{args['password_ref']} is not a password field: a password is typed only there"
+            )
         try:
             opened = await self.broker.login(
                 person_id=ctx.person_id,
@@ -333,7 +339,8 @@ class BrowserTools:
             raise ToolError("this is not a sign-in form (it has several password fields)")
         after = await session.submit(args["submit_ref"])
         shown = _view(after, f"signed in with the saved login {args['login']} on {view.host}")
-        return json.loads(redact.redact(json.dumps(shown)))
+        cleaned: dict[str, Any] = json.loads(redact.redact(json.dumps(shown)))
+        return cleaned
 
     def tools(self) -> list[Tool]:
         return browser_tools(self)
@@ -489,19 +496,26 @@ def browser_tools(b: BrowserTools) -> list[Tool]:
         expect_url: Annotated[
             str,
             Role.HOST,
-            Field(description="a page of the same site that shows the result once sent (an "
-            "order history, a list of your posts)"),
+            Field(
+                description="a page of the same site that shows the result once sent (an "
+                "order history, a list of your posts)"
+            ),
         ],
         expect_text: Annotated[
             str,
             Role.FREE_TEXT,
-            Field(description="text that page will show once it is sent (an order's or "
-            "cart's reference)", min_length=3),
+            Field(
+                description="text that page will show once it is sent (an order's or "
+                "cart's reference)",
+                min_length=3,
+            ),
         ],
     ) -> dict[str, Any]:
         """Send a form (buy, book, post, change a setting) by its send button's reference.
         The person approves it first, seeing the page and the values; it is sent once."""
-        return await b.submit({"ref": ref, "expect_url": expect_url, "expect_text": expect_text}, ctx)
+        return await b.submit(
+            {"ref": ref, "expect_url": expect_url, "expect_text": expect_text}, ctx
+        )
 
     return [
         browser_open,
