@@ -107,6 +107,7 @@ CASES: dict[str, tuple[str, Call]] = {
     "list_approvals": (READ, lambda s, t: s.list_approvals(person_id=_pid(t))),
     "get_approval": (READ, lambda s, t: s.get_approval(t.approval.id)),
     "approval_origins": (READ, lambda s, t: s.approval_origins(t.approval)),
+    "approval_picture": (READ, lambda s, t: s.approval_picture(t.approval.id)),
     "decide_approval": (
         CONTROL,
         lambda s, t: s.decide_approval(t.approval.id, approve=True, scope="always"),

@@ -364,6 +364,7 @@ CASES: list[Case] = [
         shows=lambda s: s.approval,
     ),
     Case("GET", "/approvals/{approval_id}", READ, 200),
+    Case("GET", "/approvals/{approval_id}/picture", READ, 200),
     Case(
         "POST",
         "/approvals/{approval_id}/decision",

@@ -5,6 +5,7 @@ task), a skill with two versions and two API tokens."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -14,6 +15,7 @@ from typing import Any
 from steward.domain import (
     ApiToken,
     Approval,
+    ApprovalPreview,
     ApprovalStatus,
     Artifact,
     Connection,
@@ -46,6 +48,7 @@ from steward.service import Service
 from steward.service.channels import ChannelInfo, channel_info
 from steward.service.encode import to_jsonable
 from steward.store import Fence, Store
+from support.pictures import png
 
 
 @dataclass
@@ -57,6 +60,7 @@ class Tenant:
     event: Event
     effect: Effect
     approval: Approval
+    """Pending, with a preview: a picture in the workspace and a fact."""
     notification: str
     connection: Connection
     grant: Grant
@@ -205,6 +209,15 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
     assert claim.task.id == task.id
     fence = Fence.of(claim)
     args = {"to": f"friend-of-{name}@example.com"}
+    picture = png()
+    shot = workspace.person_dir(pid) / "previews" / "shot.png"
+    shot.parent.mkdir()
+    shot.write_bytes(picture)
+    preview = ApprovalPreview(
+        picture="previews/shot.png",
+        picture_sha256=hashlib.sha256(picture).hexdigest(),
+        facts=(("To", args["to"]),),
+    )
     approval_id = new_id("apr")
     notification = new_id("ntf")
     approval = await store.inbox.request_approval(
@@ -222,6 +235,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
             scopes=("email.send",),
             status=ApprovalStatus.PENDING,
             created_at=now,
+            preview=preview,
         ),
         Notification(
             id=notification,

@@ -24,6 +24,7 @@ def own_pages(site: Site) -> list[str]:
     return [
         *PAGES,
         f"/goals/{a.goal.id}",
+        f"/inbox/{a.approval.id}",
         f"/chat/{a.task.id}",
         f"/memory/{a.memory.id}",
         "/memory?q=Lisbon",
@@ -192,6 +193,8 @@ async def test_anothers_objects_are_not_found_and_unchanged(site: Site) -> None:
     b = site.b
     for path in (
         f"/goals/{b.goal.id}",
+        f"/inbox/{b.approval.id}",
+        f"/approvals/{b.approval.id}/picture",
         f"/chat/{b.task.id}",
         f"/memory/{b.memory.id}",
         f"/skills/{b.skill.id}",

@@ -121,12 +121,10 @@ class WorkspaceService(ServiceBase):
         folder or a file that is not there is not found."""
         pid = self._for(person_id, READ)
         home = self._workspace(pid)
-        return await asyncio.to_thread(_read, home, path)
+        return await asyncio.to_thread(read_file, home, path)
 
     def _workspace(self, person_id: str) -> Path:
-        if self.data_dir is None:
-            raise ConfigError("no data directory is configured, so there is no workspace")
-        return Workspace(self.data_dir / "workspace").person_dir(person_id)
+        return home_of(self.data_dir, person_id)
 
     async def _task_title(self, task_id: str) -> str:
         try:
@@ -134,6 +132,13 @@ class WorkspaceService(ServiceBase):
         except NotFound:  # pruned since
             return "a task no longer kept"
         return task.title or "a task without a title"
+
+
+def home_of(data_dir: Path | None, person_id: str) -> Path:
+    """The person's workspace directory under the data directory."""
+    if data_dir is None:
+        raise ConfigError("no data directory is configured, so there is no workspace")
+    return Workspace(data_dir / "workspace").person_dir(person_id)
 
 
 def _walk(home: Path) -> list[tuple[str, int, int]]:
@@ -155,7 +160,10 @@ def _walk(home: Path) -> list[tuple[str, int, int]]:
     return found
 
 
-def _read(home: Path, path: str) -> FileDownload:
+def read_file(home: Path, path: str) -> FileDownload:
+    """The file at ``path`` in the workspace ``home``, reached without following a link
+    (:class:`~steward.errors.NotFound`: not there, a link, a folder or a file with other
+    names; :class:`~steward.errors.UsageError`: a path that leaves the workspace)."""
     try:
         located = files.locate(home, path) if home.is_dir() else None
     except ToolError as exc:
