@@ -191,11 +191,11 @@ class BrowserTools:
         if self.provenance is not None:
             await self.provenance.record(
                 ctx.person_id,
-                path,
+                file.path,
                 task_id=ctx.task_id,
                 tool=tool,
                 origin=origin,
-                sha256=sha256,
+                sha256=file.sha256,
                 at=ctx.now,
             )
 
