@@ -50,6 +50,8 @@ from steward.environment.browser.session import (
     FormField,
     PageView,
     Rules,
+    Saved,
+    Shot,
 )
 from steward.environment.provenance import Provenance
 from steward.errors import UsageError
@@ -186,7 +188,7 @@ class BrowserTools:
         self.broker = broker
         self.provenance = provenance
 
-    async def kept(self, ctx: ToolContext, tool: str, path: str, sha256: str, origin: str) -> None:
+    async def kept(self, ctx: ToolContext, tool: str, file: Shot | Saved, origin: str) -> None:
         """Record where a file the browser put in the workspace came from."""
         if self.provenance is not None:
             await self.provenance.record(
@@ -250,9 +252,7 @@ class BrowserTools:
                 "shows the result once it is sent (an order history, your posts)"
             )
         shot = await session.screenshot()
-        await self.kept(
-            ctx, "browser_submit", shot.path, shot.sha256, f"a screenshot of {view.url}"
-        )
+        await self.kept(ctx, "browser_submit", shot, f"a screenshot of {view.url}")
         self._keep_pending(
             ctx,
             args["ref"],
@@ -454,9 +454,7 @@ def browser_tools(b: BrowserTools) -> list[Tool]:
         for the person to see."""
         session = await b.session(ctx)
         shot = await session.screenshot()
-        await b.kept(
-            ctx, "browser_screenshot", shot.path, shot.sha256, f"a screenshot of {session.host}"
-        )
+        await b.kept(ctx, "browser_screenshot", shot, f"a screenshot of {session.host}")
         return {"picture": shot.path}
 
     @tool(effect=EffectClass.LOCAL, scopes=[READ])
@@ -465,9 +463,7 @@ def browser_tools(b: BrowserTools) -> list[Tool]:
         downloads folder (read it with workspace_read; its text is others' words)."""
         session = await b.session(ctx)
         saved = await session.download(ref)
-        await b.kept(
-            ctx, "browser_download", saved.path, saved.sha256, f"a download from {session.host}"
-        )
+        await b.kept(ctx, "browser_download", saved, f"a download from {session.host}")
         return {"file": saved.path, "name": saved.name, "size": saved.size}
 
     @tool(
