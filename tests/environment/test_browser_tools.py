@@ -24,6 +24,8 @@ from steward.domain import ApprovalStatus, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
 from steward.domain.skill import SkillContent, WorkflowStep
 from steward.environment.browser import launcher
+from steward.environment.browser.tools import payment_total
+from steward.harness.tools import ToolError
 from steward.memory.skills import SkillLibrary
 from steward.models import ScriptedModel
 from steward.models.base import Message, ModelResponse, ToolSpec
@@ -247,6 +249,7 @@ async def test_a_form_is_sent_once_after_the_person_approves_what_they_saw(
     assert facts["Site"] == "127.0.0.1"
     assert facts["Button"] == "Place order"
     assert facts["Full name"] == "Ana Example"
+    assert facts["Total"] == "39.90"
     assert asked.preview.picture is not None
     picture = Settings(data_dir=data).workspace_dir / me / asked.preview.picture
     assert picture.read_bytes().startswith(b"\x89PNG")
@@ -367,3 +370,61 @@ async def test_a_learned_browser_procedure_replays_by_element_and_stops_when_the
     assert after["text"] == "done"
     [(_, refused)] = [s for s in await seen(svc, changed) if s[0] == "browser_type"]
     assert refused.startswith("error: the page changed")
+
+
+async def test_a_payment_over_the_ceiling_is_left_to_the_person(
+    store: Store, clock: SimulatedClock, tmp_path: Path, site: Site
+) -> None:
+    data = tmp_path / "data"
+    svc = Service(store, clock, data_dir=data)
+    me = await person(svc, site)
+    site.page("/checkout", CHECKOUT.replace(b"Blue kettle, total 39.90", b"Sofa, total 1,299.00"))
+    task = await run(
+        store,
+        clock,
+        data,
+        me,
+        call_tool("browser_open", url=f"{site.url}/checkout"),
+        act(
+            "browser_submit",
+            ref=ref("button", "Place order"),
+            expect_url=f"{site.url}/orders",
+            expect_text="C-4471",
+        ),
+    )
+    [_, (_, refused)] = await seen(svc, task)
+    assert "above the ceiling of 500" in refused
+    assert await svc.list_approvals(person_id=me, status=ApprovalStatus.PENDING) == []
+    assert site.count("/order") == 0
+
+
+@pytest.mark.parametrize(
+    ("page", "button", "total"),
+    [
+        (
+            "- paragraph [ref=e3]: Blue kettle, total 39.90\n- paragraph [ref=e4]: Ref C-4471",
+            "Pay",
+            39.9,
+        ),
+        (
+            '- text: "Total:"\n- strong [ref=e9]: €1,299.00\n- text: Cart 4471',
+            "Place order",
+            1299.0,
+        ),
+        (
+            "- paragraph [ref=e3]: Subtotal 10.00\n- paragraph [ref=e4]: Total 12.50",
+            "Buy now",
+            12.5,
+        ),
+        ("- paragraph [ref=e3]: Total 12.50", "Save address", None),
+    ],
+)
+def test_the_total_a_form_pays_is_read_from_the_page(
+    page: str, button: str, total: float | None
+) -> None:
+    assert payment_total(page, button, []) == total
+
+
+def test_a_payment_whose_total_cannot_be_read_is_refused() -> None:
+    with pytest.raises(ToolError, match="total cannot be read"):
+        payment_total("- paragraph [ref=e3]: Thank you", "Place order", [])

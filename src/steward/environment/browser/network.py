@@ -78,7 +78,8 @@ class Guard:
     submitting: str | None = None
     """During ``submit``: the one host a form may be sent to."""
     refused: list[tuple[Refusal, str]] = field(default_factory=list)
-    """Main-frame navigations stopped since the action began: (why, host)."""
+    """Requests stopped since the action began that the action must answer for: main-frame
+    navigations, and anything sending (not GET) outside ``submit`` — (why, host)."""
     follow: str | None = None
     """A redirect to an allowed host, to be followed by a fresh navigation."""
     unanswered: str | None = None
@@ -109,6 +110,12 @@ class Guard:
                 await route.fallback()
             else:
                 self.blocked += 1
+                if request.method.upper() not in _READ_METHODS and self.rules.research:
+                    self.refused.append(("research", host_of(request.url) or request.url))
+                elif request.method.upper() not in _READ_METHODS:
+                    # a script or a framed form sending something outside ``submit`` (an app
+                    # placing an order by fetch): the action says so, as for a form
+                    self.refused.append(("submit", host_of(request.url) or request.url))
                 await route.abort("blockedbyclient")
         except PlaywrightError:
             # the page or the browser went away while the request waited: nothing to decide
@@ -136,7 +143,14 @@ class Guard:
         host = host_of(request.url)
         method = request.method.upper()
         if method not in _READ_METHODS:
-            return not self.rules.research and bool(host) and host == self.page_host
+            # only what ``submit`` sends, to the page's own host: a click that makes a script
+            # post (an order, a message) is a submission the person approves like a form's
+            return (
+                not self.rules.research
+                and bool(host)
+                and host == self.page_host
+                and self.submitting == host
+            )
         return host in self.rules.hosts or reachable(host)
 
     async def _navigate(self, route: Route, request: Request) -> None:

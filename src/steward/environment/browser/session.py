@@ -291,6 +291,28 @@ class BrowserSession:
         target = await self._locate(ref)
         return await self._act(lambda: target.fill(text))
 
+    async def type_login(self, ref: str, value: str, *, host: str, password: bool) -> None:
+        """Type part of a saved login: only into a field of the page itself (not a frame,
+        whatever its host) while the page is on ``host`` — a password only into a password
+        input. The element is held while checked and typed into: a page that navigates away
+        meanwhile takes the element with it, and nothing is typed."""
+        self._writable("type into the page")
+        handle = await (await self._locate(ref)).element_handle()
+        try:
+            frame = await handle.owner_frame()
+            kind = str(await handle.evaluate("e => e instanceof HTMLInputElement ? e.type : ''"))
+            on_page = (
+                frame is not None and frame.parent_frame is None and host_of(self._page.url) == host
+            )
+            if not on_page or (password and kind != "password"):
+                raise ToolError(
+                    f"{ref} is not a {'password ' if password else ''}field of the {host} page "
+                    "itself: a saved login is typed only there"
+                )
+            await self._act(lambda: handle.fill(value))
+        finally:
+            await _quietly(handle.dispose())
+
     async def select(self, ref: str, values: list[str]) -> PageView:
         self._writable("choose options on the page")
         target = await self._locate(ref)
