@@ -15,8 +15,9 @@ import hashlib
 import json
 import logging
 import re
+import subprocess
 from collections.abc import Callable, Iterator, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,10 @@ from steward.models.scripted import call_tool
 from steward.service import Service
 from steward.store import Store
 from steward.store.schema import metadata
+from steward.testing.model_server import run_model_server
 from support.agents import agent_worker
+from support.processes import spawn, start_deadline, stop_all, until
+from support.waiting import eventually
 from support.web import require_chromium
 from support.webserver import Site, serve_site
 from support.webshop import Shop, serve_shop
@@ -272,6 +276,91 @@ async def test_signed_in_on_day_one_the_day_three_order_waits_for_approval_and_i
     assert (posted.mode, posted.user) == ("navigate", "ada")  # a form sent by the browser
 
     await assert_password_nowhere(day, [first, second], tmp_path, logs, caplog)
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_history(
+    db_url: str, store: Store, tmp_path: Path, shop: Shop
+) -> None:
+    """Day 3 in worker processes (real restarts): the first is killed by the shop the moment
+    the order form reached it, before it could record the answer; the next one settles the
+    submission by reading the order history — it is not sent again."""
+    clock = SimulatedClock(datetime.now(UTC) - timedelta(days=2))  # day 3 is today
+    day = Day(store, clock, tmp_path / "data", shop)
+    await day.setup()
+    first = await day.ask(f"Sign in to my corner shop at {shop.url}", sign_in(shop.url))
+    assert await day.status(first) is TaskStatus.SUCCEEDED, await day.story(first)
+    clock.advance(timedelta(days=2))
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    with run_model_server(ScriptedModel(buy_kettle(shop.url))) as model:
+        env = {
+            "STEWARD_DATA_DIR": str(day.data),
+            "STEWARD_MODEL": "scripted",
+            "STEWARD_MODEL_BASE_URL": model.url,
+            "STEWARD_MODEL_API_KEY": model.api_key,
+        }
+        lease = ("--lease-seconds", "5")
+        try:
+            task = (
+                await day.svc.create_task(
+                    person_id=day.person,
+                    spec=TaskSpec(
+                        kind="agent",
+                        input={"instructions": f"Order a blue kettle from {shop.url}"},
+                        max_attempts=5,
+                    ),
+                )
+            ).id
+            procs["scheduler"] = spawn("scheduler", db_url, logs / "scheduler.log", env=env)
+            procs["doomed"] = spawn("worker", db_url, logs / "doomed.log", *lease, env=env)
+
+            async def asked() -> bool:
+                pending = await day.svc.list_approvals(
+                    person_id=day.person, status=ApprovalStatus.PENDING
+                )
+                return len(pending) == 1
+
+            await until(
+                asked, "the order to be put to the person", procs, logs, start_deadline(120)
+            )
+            [approval] = await day.svc.list_approvals(
+                person_id=day.person, status=ApprovalStatus.PENDING
+            )
+            assert approval.preview is not None
+            assert approval.preview.picture is not None
+            assert shop.state.count("POST", "/login") == 1  # signed in since day 1
+            doomed = procs["doomed"]
+            shop.on_order = doomed.kill  # the order is recorded; the worker never hears back
+            await day.svc.decide_approval(approval.id, approve=True)
+
+            async def killed() -> bool:
+                return bool(doomed.poll() is not None)
+
+            await eventually(killed, "the shop to kill the worker", seconds=start_deadline(120))
+            shop.on_order = None
+            del procs["doomed"]
+            assert shop.state.count("POST", "/order") == 1
+            history_reads = shop.state.count("GET", "/orders")
+
+            procs["next"] = spawn("worker", db_url, logs / "next.log", *lease, env=env)
+
+            async def done() -> bool:
+                return await day.status(task) is TaskStatus.SUCCEEDED
+
+            await until(done, "the task to succeed", procs, logs, start_deadline(120))
+        finally:
+            stop_all(procs)
+    assert shop.state.count("POST", "/order") == 1  # placed once
+    assert shop.state.count("GET", "/orders") > history_reads  # settled by reading the history
+    [order] = shop.state.orders()
+    [submitted] = (await day.said(task))["browser_submit"]
+    assert order.cart in submitted  # the history page it was found on
+    assert shop.state.count("POST", "/login") == 1
+    _, leaked = files_holding(tmp_path, PASSWORD.encode())  # the workers' logs too
+    assert leaked == []
 
 
 async def assert_password_nowhere(
