@@ -453,7 +453,8 @@ async def test_research_cannot_type_or_send_anything(
         scripted(
             lambda _: call_tool("browser_open", url=f"{shop.url}/product/blue-kettle"),
             lambda page: call_tool("browser_click", ref=ref(page, "button", "Add to cart")),
-            lambda _: call_tool("browser_open", url=f"{shop.url}/checkout"),
+            lambda page: call_tool("browser_click", ref=ref(page, "link", "Cart")),
+            lambda page: call_tool("browser_click", ref=ref(page, "link", "Checkout")),
             lambda page: call_tool(
                 "browser_type", ref=ref(page, "textbox", "Full name"), text=NAME
             ),
@@ -471,4 +472,40 @@ async def test_research_cannot_type_or_send_anything(
     assert said["browser_type"][0].startswith("denied"), said["browser_type"]
     assert said["browser_submit"][0].startswith("denied"), said["browser_submit"]
     assert shop.state.requests("POST")[posts_before:] == []  # not even the cart's fetch()
+    assert await day.svc.list_approvals(person_id=day.person, status=None) == []
+
+
+async def test_a_password_change_or_an_account_deletion_is_left_to_the_person(
+    store: Store, clock: SimulatedClock, tmp_path: Path, shop: Shop
+) -> None:
+    day = Day(store, clock, tmp_path / "data", shop)
+    await day.setup()
+    await day.ask(f"Sign in to my corner shop at {shop.url}", sign_in(shop.url))
+    task = await day.ask(
+        f"Change my password at {shop.url}/account, then delete the account",
+        scripted(
+            lambda _: call_tool("browser_open", url=f"{shop.url}/account"),
+            lambda page: call_tool(
+                "browser_type", ref=ref(page, "textbox", "New password"), text="another one"
+            ),
+            lambda page: call_tool(
+                "browser_submit",
+                ref=ref(page, "button", "Change password"),
+                expect_url=f"{shop.url}/account",
+                expect_text="Password changed",
+            ),
+            lambda page: call_tool(
+                "browser_submit",
+                ref=ref(page, "button", "Delete account"),
+                expect_url=f"{shop.url}/account",
+                expect_text="Account deleted",
+            ),
+        ),
+    )
+    assert await day.status(task) is TaskStatus.SUCCEEDED, await day.story(task)
+    change, delete = (await day.said(task))["browser_submit"]
+    assert "only the person" in change, change
+    assert "only the person" in delete, delete
+    assert shop.state.requests("POST", "/account/password") == []
+    assert shop.state.requests("POST", "/account/delete") == []
     assert await day.svc.list_approvals(person_id=day.person, status=None) == []
