@@ -185,8 +185,8 @@ class Day:
     """The person, their shop connection and saved login, and tasks run by a fresh harness
     each time (as a restarted worker would build it)."""
 
-    def __init__(self, store: Store, clock: SimulatedClock, data: Path, shop: Shop) -> None:
-        self.store, self.clock, self.data, self.shop = store, clock, data, shop
+    def __init__(self, store: Store, clock: SimulatedClock, data: Path) -> None:
+        self.store, self.clock, self.data = store, clock, data
         self.svc = Service(store, clock, data_dir=data)
         self.person = ""
 
@@ -248,7 +248,7 @@ async def test_signed_in_on_day_one_the_day_three_order_waits_for_approval_and_i
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    day = Day(store, clock, tmp_path / "data", shop)
+    day = Day(store, clock, tmp_path / "data")
     await day.setup()
 
     first = await day.ask(f"Sign in to my corner shop at {shop.url}", sign_in(shop.url))
@@ -310,7 +310,7 @@ async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_histor
     submission by reading the order history — it is not sent again."""
     seconds = start_deadline(120)  # measured before the processes below compete with it
     clock = SimulatedClock(datetime.now(UTC) - timedelta(days=2))  # day 3 is today
-    day = Day(store, clock, tmp_path / "data", shop)
+    day = Day(store, clock, tmp_path / "data")
     await day.setup()
     first = await day.ask(f"Sign in to my corner shop at {shop.url}", sign_in(shop.url))
     assert await day.status(first) is TaskStatus.SUCCEEDED, await day.story(first)
@@ -428,7 +428,7 @@ async def test_a_planted_instruction_steers_nothing(
     store: Store, clock: SimulatedClock, tmp_path: Path, shop: Shop, elsewhere: Site
 ) -> None:
     shop.steal_url = f"{elsewhere.url}/steal"
-    day = Day(store, clock, tmp_path / "data", shop)
+    day = Day(store, clock, tmp_path / "data")
     await day.setup()
     await day.svc.add_connection(
         person_id=day.person, kind="mail", name="home", scopes=["mail.read", "mail.send"]
@@ -465,7 +465,7 @@ async def test_a_planted_instruction_steers_nothing(
 async def test_research_cannot_type_or_send_anything(
     store: Store, clock: SimulatedClock, tmp_path: Path, shop: Shop
 ) -> None:
-    day = Day(store, clock, tmp_path / "data", shop)
+    day = Day(store, clock, tmp_path / "data")
     await day.setup()
     await day.ask(f"Sign in to my corner shop at {shop.url}", sign_in(shop.url))
     shop.state.put_in_cart("ada", "green-teapot")  # put there by the person, earlier
@@ -500,7 +500,7 @@ async def test_research_cannot_type_or_send_anything(
 async def test_a_password_change_or_an_account_deletion_is_left_to_the_person(
     store: Store, clock: SimulatedClock, tmp_path: Path, shop: Shop
 ) -> None:
-    day = Day(store, clock, tmp_path / "data", shop)
+    day = Day(store, clock, tmp_path / "data")
     await day.setup()
     await day.ask(f"Sign in to my corner shop at {shop.url}", sign_in(shop.url))
     task = await day.ask(
