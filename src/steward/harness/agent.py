@@ -9,11 +9,13 @@ each call (``steward.harness.authorize``), carry out control directives
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 
 from steward.domain.actions import Sentinel
 from steward.domain.outcome import Fail, Outcome
 from steward.domain.personal import NoPersonalContext, PersonalContext
+from steward.domain.task import Task
 from steward.errors import UsageError
 from steward.harness.activation import Activation
 from steward.harness.config import AGENT_KIND, SYSTEM_PROMPT, AgentConfig
@@ -45,6 +47,7 @@ class AgentHarness:
         summarizer: Model | None = None,
         fallback: Harness | None = None,
         on_delta: OnDelta | None = None,
+        around: Callable[[Task], AbstractAsyncContextManager[None]] | None = None,
     ) -> None:
         self.model = model
         self.workspace = workspace
@@ -60,6 +63,9 @@ class AgentHarness:
         """Model that writes compaction summaries; None: the deterministic summary."""
         self.fallback = fallback
         self.on_delta = on_delta
+        self.around = around
+        """Wraps each activation (the environment's: e.g. the person's browser, closed when
+        the activation ends, is suspended or is cancelled)."""
 
     async def activate(self, run: TaskRun) -> Outcome:
         if run.task.kind != AGENT_KIND:
@@ -67,7 +73,10 @@ class AgentHarness:
                 return Fail(reason=f"no harness for task kind {run.task.kind!r}")
             return await self.fallback.activate(run)
         try:
-            return await drive(Activation(self, run))
+            if self.around is None:
+                return await drive(Activation(self, run))
+            async with self.around(run.task):
+                return await drive(Activation(self, run))
         except (UsageError, ContextOverflow) as exc:
             # a bad key, an unknown model, a malformed task input, a prompt that cannot fit:
             # retrying cannot help
