@@ -30,7 +30,7 @@ from steward.config import Settings
 from steward.domain import ApprovalStatus, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
 from steward.models import ScriptedModel
-from steward.models.base import Message, ModelResponse, ToolSpec
+from steward.models.base import Message, ModelResponse, ToolCall, ToolSpec
 from steward.models.scripted import ScriptFunction, ScriptItem, call_tool
 from steward.service import Service
 from steward.store import Store
@@ -79,13 +79,19 @@ def filled(page: str, name: str) -> bool:
     return re.search(rf'- textbox "{re.escape(name)}"[^\n]*\]: \S', page) is not None
 
 
-def answering(move: Callable[[str], ModelResponse]) -> ScriptFunction:
-    """An answer made by ``move`` from the last page seen; a page that is not as ``move``
-    expects fails the task, saying why."""
+def answering(
+    move: Callable[[str, ToolCall | None], ModelResponse], *, strict: bool = False
+) -> ScriptFunction:
+    """An answer made by ``move`` from the last page seen and the last call made; a page that
+    is not as ``move`` expects (or, ``strict``, a call refused) fails the task, saying why."""
 
     def answer(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        calls = [c for m in messages if m.role == "assistant" for c in m.tool_calls]
+        said = messages[-1].content if messages and messages[-1].role == "tool" else ""
+        if strict and said.startswith(("error", "denied")):
+            return call_tool("fail", reason=f"refused: {said}")
         try:
-            return move(page_of(messages))
+            return move(page_of(messages), calls[-1] if calls else None)
         except LookupError as exc:
             last = messages[-1].content if messages else ""
             return call_tool("fail", reason=f"{exc}\nlast observation: {last}")
@@ -95,7 +101,10 @@ def answering(move: Callable[[str], ModelResponse]) -> ScriptFunction:
 
 def scripted(*moves: Callable[[str], ModelResponse]) -> list[ScriptItem]:
     """``moves`` in turn, each from the last page seen, then finish."""
-    return [*(answering(m) for m in moves), call_tool("finish", result="done")]
+    return [
+        *(answering(lambda page, _, m=m: m(page)) for m in moves),
+        call_tool("finish", result="done"),
+    ]
 
 
 def sign_in(url: str) -> list[ScriptItem]:
@@ -115,17 +124,20 @@ def buy_kettle(url: str) -> ScriptFunction:
     """The shopper: each answer from the page in front of it (as a model would, so that a
     restarted worker, or a conversation compacted since, carries on where the page is)."""
 
-    def move(page: str) -> ModelResponse:
+    def move(page: str, last: ToolCall | None) -> ModelResponse:
         heading = re.search(r'heading "([^"]*)" \[level=1\]', page)
         title = heading.group(1) if heading else ""
         if not page:
             return call_tool("browser_open", url=f"{url}/search?q=kettle")
         if title.startswith("Search"):
             return call_tool("browser_click", ref=ref(page, "link", "Blue kettle"))
-        if title == "Blue kettle" and "Added to cart" not in page:
-            return call_tool("browser_click", ref=ref(page, "button", "Add to cart"))
-        if title == "Blue kettle":
+        if title == "Blue kettle" and "Added to cart" in page:
             return call_tool("browser_click", ref=ref(page, "link", "Cart"))
+        add = ref(page, "button", "Add to cart") if title == "Blue kettle" else ""
+        if add and last is not None and json.loads(last.arguments).get("ref") == add:
+            return call_tool("browser_wait", text="Added to cart", seconds=30)  # clicked
+        if add:
+            return call_tool("browser_click", ref=add)
         if title == "Your cart":
             return call_tool("browser_click", ref=ref(page, "link", "Checkout"))
         if title == "Checkout" and not filled(page, "Full name"):
@@ -141,7 +153,7 @@ def buy_kettle(url: str) -> ScriptFunction:
             )
         return call_tool("finish", result=f"done: {title}")
 
-    return answering(move)
+    return answering(move, strict=True)
 
 
 def cart_in(page: str) -> str:
