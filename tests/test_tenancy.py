@@ -31,7 +31,8 @@ from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
 from steward.service import Service
 from steward.service.encode import to_jsonable
 from steward.store import Store
-from support.tenancy import Tenant, ids_of, make_tenant, state_of
+from support.screenshots import png, record_look
+from support.tenancy import Tenant, ids_of, make_tenant, state_of, take_picture
 
 Call = Callable[[Service, Tenant], Awaitable[Any]]
 READ, CONTROL, OWNER, OWN = "read", "control", "owner", "own"
@@ -107,6 +108,7 @@ CASES: dict[str, tuple[str, Call]] = {
     "list_approvals": (READ, lambda s, t: s.list_approvals(person_id=_pid(t))),
     "get_approval": (READ, lambda s, t: s.get_approval(t.approval.id)),
     "approval_origins": (READ, lambda s, t: s.approval_origins(t.approval)),
+    "approval_picture": (READ, lambda s, t: _picture(s, t)),
     "decide_approval": (
         CONTROL,
         lambda s, t: s.decide_approval(t.approval.id, approve=True, scope="always"),
@@ -249,6 +251,9 @@ CASES: dict[str, tuple[str, Call]] = {
     "list_watches": (READ, lambda s, t: s.list_watches(person_id=_pid(t))),
     "workspace_files": (READ, lambda s, t: s.workspace_files(person_id=_pid(t))),
     "workspace_file": (READ, lambda s, t: s.workspace_file(t.file, person_id=_pid(t))),
+    "browser_views": (READ, lambda s, t: s.browser_views(person_id=_pid(t))),
+    "browser_picture": (READ, lambda s, t: _browser_picture(s, t)),
+    "clear_browser": (CONTROL, lambda s, t: s.clear_browser(person_id=_pid(t))),
     "get_watch": (READ, lambda s, t: s.get_watch(t.watch.id)),
     "find_watch": (READ, lambda s, t: s.find_watch(t.watch.id)),
     "watch_history": (READ, lambda s, t: s.watch_history(t.watch.id)),
@@ -288,6 +293,13 @@ CASES: dict[str, tuple[str, Call]] = {
 }
 
 
+async def _picture(s: Service, t: Tenant) -> Any:
+    """The picture shown with the tenant's approval, once its tool has taken it."""
+    assert s.data_dir is not None
+    take_picture(s.data_dir, t)
+    return await s.approval_picture(t.approval.id)
+
+
 async def _person_mail(s: Service, t: Tenant) -> str:
     """A message from the address of the tenant's mail channel."""
     channel = await s.store.channels.get(f"chn_{t.person.id}")
@@ -301,6 +313,13 @@ async def _person_mail(s: Service, t: Tenant) -> str:
         tokens=(),
     )
     return await s.take_person_mail(letter)
+
+
+async def _browser_picture(s: Service, t: Tenant) -> bytes:
+    """The tenant's task's screenshot, once its browser took one."""
+    assert s.data_dir is not None
+    record_look(s.data_dir, t.person.id, t.task.id, at=s.clock.now(), picture=png())
+    return await s.browser_picture(t.task.id, person_id=_pid(t))
 
 
 async def _matrix_channel(s: Service, t: Tenant) -> Channel:

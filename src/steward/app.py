@@ -24,6 +24,7 @@ from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.channel import ChannelKind, ChannelSender
 from steward.domain.clock import Clock
 from steward.environment import sandbox
+from steward.environment.provenance import Provenance
 from steward.environment.tools import workspace_tools
 from steward.errors import ConfigError
 from steward.harness.agent import AGENT_KIND, AgentConfig, AgentHarness
@@ -267,7 +268,12 @@ async def build_harness(
     standing = StandingWork(store, clock)
     tools += [*goal_tools(standing, clock), watch_page_tool(store, standing, clock)]
     # the person's workspace files, and its shell where bubblewrap is installed
-    tools += workspace_tools(sandbox.Sandbox() if sandbox.available() else None)
+    tools += workspace_tools(
+        sandbox.Sandbox() if sandbox.available() else None,
+        broker=broker,
+        provenance=Provenance(settings.environment_dir),
+        quota_bytes=settings.workspace_quota_mb << 20,
+    )
     if settings.mcp_servers:
         # the MCP SDK takes about a second to import: workers without MCP servers skip it
         from steward.harness.mcp import McpServerConfig, load_mcp_tools

@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     watch_interval_seconds: float = Field(default=60.0, gt=0)
     """The longest a connected account's watch waits between polls (a mailbox with IMAP IDLE
     hears of new mail at once; a calendar is polled this often)."""
+    workspace_quota_mb: int = Field(default=1024, ge=1)
+    """The most a person's workspace may hold, in MiB (files the agent writes, downloads,
+    stored tool outputs): past it, writes and commands that would add are refused until files
+    are removed."""
     streams_per_person: int = Field(default=16, ge=1)
     """Live streams (SSE) one person may have open at once on the API; one more is a 429."""
 
@@ -174,6 +178,12 @@ class Settings(BaseSettings):
     @property
     def workspace_dir(self) -> Path:
         return self.data_dir / "workspace"
+
+    @property
+    def environment_dir(self) -> Path:
+        """Where what the environment keeps about each person's workspace lives (the origin of
+        each file), outside the workspace the shell can change."""
+        return self.data_dir / "environment"
 
 
 def private_data_dir(settings: Settings) -> Path:

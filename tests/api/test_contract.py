@@ -51,7 +51,8 @@ from steward.testing.http_server import serving
 from support.api import Api, delivery
 from support.clock import START
 from support.codehost import encoded, github_headers, github_ping
-from support.tenancy import Tenant, make_tenant, state_of
+from support.screenshots import png, record_look
+from support.tenancy import Tenant, make_tenant, state_of, take_picture
 
 READ, CONTROL, SIGNED, GITHUB = "read", "control", "signed", "github"
 """What a case needs: a ``read`` token, a ``control`` token, or a signature (no token): as
@@ -364,6 +365,7 @@ CASES: list[Case] = [
         shows=lambda s: s.approval,
     ),
     Case("GET", "/approvals/{approval_id}", READ, 200),
+    Case("GET", "/approvals/{approval_id}/picture", READ, 200),
     Case(
         "POST",
         "/approvals/{approval_id}/decision",
@@ -650,6 +652,10 @@ CASES: list[Case] = [
     # --- workspace files ---
     Case("GET", "/files", READ, 200, shows=lambda s: s.file),
     Case("GET", "/files/{path}", READ, 200),
+    # --- the browser ---
+    Case("GET", "/browser/views", READ, 200, shows=lambda s: s.task),
+    Case("GET", "/browser/views/{task_id}/picture", READ, 200),
+    Case("POST", "/browser/clear", CONTROL, 200),
     # --- the live stream ---
     Case(
         "GET",
@@ -852,6 +858,8 @@ async def _side(owner: Service, t: Tenant) -> Side:
         trusted=False,
     )
     assert proposed.skill is not None
+    assert owner.data_dir is not None  # what the tenant's browser last showed, as a picture
+    record_look(owner.data_dir, pid, t.task.id, at=owner.clock.now(), picture=png())
     code = await owner.connect_codehost(
         person_id=pid, kind="github", name=f"{name}'s code", repositories=["octo/widgets"]
     )
@@ -922,6 +930,8 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
             clock = SimulatedClock(START)
             a = await make_tenant(store, clock, "ann", data_dir)
             b = await make_tenant(store, clock, "bob", data_dir)
+            for t in (a, b):
+                take_picture(data_dir, t)  # the picture shown with its approval
             owner = Service(store, clock, data_dir=data_dir)
             side_a, side_b = await _side(owner, a), await _side(owner, b)
         finally:
@@ -930,7 +940,7 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
 
     built = asyncio.run(build())
     files = sorted(p.name for p in data_dir.iterdir())
-    assert files == [DB_FILE, "vault.key", "workspace"], (
+    assert files == ["browser", DB_FILE, "vault.key", "workspace"], (
         f"copy these too, or leave them out: {files}"
     )
     return built
@@ -1038,7 +1048,7 @@ async def assert_went_through(world: World, case: Case, req: Request, answer: An
     elif answer.status == 204:
         assert answer.text == "", answer.text
     else:
-        served = ("application/json", "text/markdown", "application/octet-stream")
+        served = ("application/json", "text/markdown", "application/octet-stream", "image/png")
         assert kind.startswith(served), kind
         if kind.startswith("application/json"):
             answer.json()

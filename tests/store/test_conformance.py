@@ -3,6 +3,7 @@ PostgreSQL: every test runs once per backend through the ``store`` fixture of
 ``tests/conftest.py`` (parametrized over both, a fresh database each), with its ``clock``.
 """
 
+from steward.testing.store_conformance.approvals import *  # noqa: F403
 from steward.testing.store_conformance.channels import *  # noqa: F403
 from steward.testing.store_conformance.control import *  # noqa: F403
 from steward.testing.store_conformance.effects import *  # noqa: F403

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from steward.cli.main import app
 from steward.domain.clock import Clock
 from steward.store import Store
+from support.screenshots import png, record_look
 from support.tenancy import Tenant, make_tenant, state_of
 
 Argv = Callable[[Tenant], list[str]]
@@ -142,6 +143,8 @@ TARGETED: dict[str, Argv] = {
     "channel disable": lambda t: ["channel", "disable", t.channel.id],
     "channel enable": lambda t: ["channel", "enable", t.channel.id],
     "channel remove": lambda t: ["channel", "remove", t.channel.id],
+    "browser views": lambda t: ["browser", "views", "--person", t.person.id],
+    "browser clear": lambda t: ["browser", "clear", "--yes", "--person", t.person.id],
     "channel add email": lambda t: [
         *("channel", "add", "email", "email", "--connection", t.connection.name),
         *("--address", "me@x.io", "--person", t.person.id),
@@ -190,11 +193,13 @@ LISTINGS = [
     ["watch", "list", "--json"],
     ["channel", "list", "--json"],
     ["report", "list", "--json"],
+    ["browser", "views", "--json"],
 ]
 
 
 class World:
-    """Two tenants, ann and bob, in a SQLite database; commands run in this process."""
+    """Two tenants, ann and bob, in a SQLite database, each with what their browser last
+    showed; commands run in this process."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.db = f"sqlite:///{tmp_path / 'cli.db'}"
@@ -205,10 +210,13 @@ class World:
         store = await Store.open(self.db)
         try:
             clock = Clock()
-            return (
+            tenants = (
                 await make_tenant(store, clock, "ann", self.data_dir),
                 await make_tenant(store, clock, "bob", self.data_dir),
             )
+            for t in tenants:  # what each one's browser last showed
+                record_look(self.data_dir, t.person.id, t.task.id, at=clock.now(), picture=png())
+            return tenants
         finally:
             await store.close()
 

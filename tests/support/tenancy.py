@@ -5,6 +5,7 @@ task), a skill with two versions and two API tokens."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -14,6 +15,7 @@ from typing import Any
 from steward.domain import (
     ApiToken,
     Approval,
+    ApprovalPreview,
     ApprovalStatus,
     Artifact,
     Connection,
@@ -46,6 +48,10 @@ from steward.service import Service
 from steward.service.channels import ChannelInfo, channel_info
 from steward.service.encode import to_jsonable
 from steward.store import Fence, Store
+from support.pictures import png
+
+PICTURE = "previews/shot.png"
+"""Where the picture shown with a tenant's approval is, in its workspace."""
 
 
 @dataclass
@@ -57,6 +63,8 @@ class Tenant:
     event: Event
     effect: Effect
     approval: Approval
+    """Pending, with a preview: a fact, and a picture put in the workspace by
+    :func:`take_picture`."""
     notification: str
     connection: Connection
     grant: Grant
@@ -205,6 +213,13 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
     assert claim.task.id == task.id
     fence = Fence.of(claim)
     args = {"to": f"friend-of-{name}@example.com"}
+    # its tool's picture is not in the workspace yet (listings of it stay as they were):
+    # :func:`take_picture` puts it there
+    preview = ApprovalPreview(
+        picture=PICTURE,
+        picture_sha256=hashlib.sha256(png()).hexdigest(),
+        facts=(("To", args["to"]),),
+    )
     approval_id = new_id("apr")
     notification = new_id("ntf")
     approval = await store.inbox.request_approval(
@@ -222,6 +237,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
             scopes=("email.send",),
             status=ApprovalStatus.PENDING,
             created_at=now,
+            preview=preview,
         ),
         Notification(
             id=notification,
@@ -296,6 +312,15 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
         control=control,
         read=read,
     )
+
+
+def take_picture(data_dir: Path, t: Tenant) -> Path:
+    """Write the picture shown with the tenant's approval (:func:`~support.pictures.png`, as
+    its preview's hash says) where the preview says it is; its path."""
+    shot = Workspace(data_dir / "workspace").person_dir(t.person.id) / PICTURE
+    shot.parent.mkdir(exist_ok=True)
+    shot.write_bytes(png())
+    return shot
 
 
 async def state_of(store: Store, clock: Clock, t: Tenant) -> Any:

@@ -24,6 +24,7 @@ def own_pages(site: Site) -> list[str]:
     return [
         *PAGES,
         f"/goals/{a.goal.id}",
+        f"/inbox/{a.approval.id}",
         f"/chat/{a.task.id}",
         f"/memory/{a.memory.id}",
         "/memory?q=Lisbon",
@@ -31,6 +32,7 @@ def own_pages(site: Site) -> list[str]:
         f"/skills/{a.skill.id}",
         f"/skills/{a.skill.id}?from_version=1&to_version=2",
         "/?since=0",
+        "/browser/clear",
     ]
 
 
@@ -166,6 +168,7 @@ async def test_every_form_post_needs_the_csrf_token(site: Site) -> None:
         f"/rules/{a.rule.id}/delete",
         "/secrets/mail/delete",
         "/chat",
+        "/browser/clear",
         "/logout",
     ]
     before = await _state(site)
@@ -192,6 +195,8 @@ async def test_anothers_objects_are_not_found_and_unchanged(site: Site) -> None:
     b = site.b
     for path in (
         f"/goals/{b.goal.id}",
+        f"/inbox/{b.approval.id}",
+        f"/approvals/{b.approval.id}/picture",
         f"/chat/{b.task.id}",
         f"/memory/{b.memory.id}",
         f"/skills/{b.skill.id}",

@@ -22,6 +22,7 @@ from steward.api.common import problem
 from steward.api.guard import CRASHED, BodyTooLarge, Guard, log_crash, too_large
 from steward.api.routes import (
     accounts,
+    browser,
     call,
     channels,
     codehost,
@@ -64,8 +65,8 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     app.state.service = service
     app.state.streams = stream.Streams(streams_per_person)
     api = APIRouter(prefix=API_PREFIX)
-    routers = [work, security, accounts, watches, reports, memory, skills, channels, files, stream]
-    routers += [webhooks, codehost, call]
+    routers = [work, security, accounts, watches, reports, memory, skills, channels, files, browser]
+    routers += [stream, webhooks, codehost, call]
     for module in routers:
         api.include_router(module.router)
     app.include_router(api)

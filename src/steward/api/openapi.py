@@ -183,6 +183,9 @@ SPECIAL: dict[tuple[str, str], dict[int, Document | Declared]] = {
     ("post", "/channels/push"): {
         409: _problem("You have a channel by that name already: choose another name."),
     },
+    ("post", "/browser/clear"): {
+        409: _problem("A task is using the browser right now: try again when it has finished."),
+    },
     # --- any facade method by name (the CLI's remote mode): what the method raises
     ("post", "/call/{method}"): {
         409: _problem(

@@ -29,6 +29,7 @@ from steward.app import (
     web_watch_runner,
 )
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
+from steward.cli.browser import browser_app
 from steward.cli.channels import channel_app
 from steward.cli.codehost import codehost_app
 from steward.cli.common import (
@@ -90,6 +91,7 @@ app.add_typer(channel_app, name="channel")
 app.add_typer(codehost_app, name="codehost")
 app.add_typer(report_app, name="report")
 app.add_typer(reach_app, name="reach")
+app.add_typer(browser_app, name="browser")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)

@@ -24,9 +24,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from steward.connectors.folder.files import list_folder, read_file
-from steward.connectors.folder.paths import MAX_DEPTH, MAX_NAME_BYTES, Located, folder
+from steward.connectors.folder.paths import MAX_DEPTH, MAX_NAME_BYTES, Located, folder, open_file
 from steward.connectors.folder.settings import Root
 from steward.connectors.folder.wording import size
+from steward.environment import quota
+from steward.environment.provenance import MAX_HASHED_BYTES, sha256_of
 from steward.environment.sandbox import READ_ONLY_INSIDE
 from steward.filemodes import PRIVATE_FILE, private_dir
 from steward.harness.tools import ToolError
@@ -78,8 +80,11 @@ def read_text(workspace: Path, path: str, offset: int) -> dict[str, Any]:
     return read_file(locate(workspace, path), offset, UTC)
 
 
-def write_text(workspace: Path, path: str, content: str) -> dict[str, str]:
-    """Write ``content`` (UTF-8) to the file, replacing it whole, making missing folders."""
+def write_text(
+    workspace: Path, path: str, content: str, *, most: int = quota.DEFAULT_QUOTA_BYTES
+) -> dict[str, str]:
+    """Write ``content`` (UTF-8) to the file, replacing it whole, making missing folders;
+    refused when the workspace would then hold more than ``most`` bytes."""
     located = locate(workspace, path)
     if not located.parts:
         raise ToolError("name a file to write, not the workspace itself")
@@ -99,6 +104,7 @@ def write_text(workspace: Path, path: str, content: str) -> dict[str, str]:
             there = None
         if there is not None and stat.S_ISDIR(there.st_mode):
             raise ToolError(f"{located.text} is a folder; nothing was written")
+        _check_room(workspace, most, len(data), there)
         temporary = f".steward-{secrets.token_hex(8)}.part"
         try:
             opened = os.open(
@@ -126,3 +132,43 @@ def write_text(workspace: Path, path: str, content: str) -> dict[str, str]:
         "written": "created" if there is None else "replaced",
         "size": size(len(data)),
     }
+
+
+def _check_room(workspace: Path, most: int, adding: int, there: os.stat_result | None) -> None:
+    """:class:`ToolError` when writing ``adding`` bytes over ``there`` would take the workspace
+    past ``most`` bytes, or it is full already."""
+    usage = quota.measure(workspace)
+    replaced = there.st_size if there is not None and stat.S_ISREG(there.st_mode) else 0
+    full = quota.over(usage, most)
+    if full is None and usage.used - replaced + adding > most:
+        full = (
+            f"writing {size(adding)} would take your workspace past its {size(most)} quota "
+            f"(it holds {size(usage.used)}): remove files first"
+        )
+    if full is not None:
+        raise ToolError(f"{full}; nothing was written")
+
+
+def hashes(workspace: Path, paths: list[str], budget: int = MAX_HASHED_BYTES) -> dict[str, str]:
+    """The sha256 of each of ``paths`` that is a plain file reached without a link, hashing at
+    most ``budget`` bytes in all (files past it, gone or not plain are left out)."""
+    found: dict[str, str] = {}
+    for path in paths:
+        try:
+            located = locate(workspace, path)
+            if not located.parts:
+                continue
+            with folder(located, located.parts[:-1]) as parent:
+                fd, status = open_file(parent, located.parts[-1], located.text)
+        except (ToolError, OSError):
+            continue
+        try:
+            if status.st_size > budget:
+                continue
+            digest = sha256_of(fd)
+        finally:
+            os.close(fd)
+        if digest is not None:
+            budget -= status.st_size
+            found[path] = digest
+    return found

@@ -8,10 +8,16 @@ few files of ``/etc``), a fresh ``/proc`` of its own processes, a minimal ``/dev
 other persons' workspaces, not the machine's root (``/proc/1/root`` is the sandbox's own root,
 since the command is in a new process namespace).
 
-New namespaces for the network (no network at all: it has only a loopback of its own; reaching
-the network through the egress broker is not offered yet), processes, IPC, host name and users;
-every capability dropped; ``--die-with-parent`` and ``--new-session`` (no terminal to inject
-keystrokes into).
+New namespaces for the network (no network at all: it has only a loopback of its own),
+processes, IPC, host name and users; every capability dropped; ``--die-with-parent`` and
+``--new-session`` (no terminal to inject keystrokes into).
+
+Given an ``egress`` directory (:mod:`steward.environment.proxy`: a private directory holding the
+unix socket of a proxy outside), the network namespace stays empty, the directory is mounted
+read-only at ``/run/steward-egress``, and the command runs under a small forwarder
+(:data:`FORWARDER`, the system's ``python3``) that listens on ``127.0.0.1:3128`` inside and
+relays each connection to that socket; the usual proxy variables name it. A program that ignores
+them finds no route anywhere.
 
 Limits, set inside the sandbox with ``prlimit`` so that they count only its own processes:
 processor seconds, address space, processes, file size, no core files; a wall-clock deadline
@@ -40,6 +46,60 @@ BWRAP = "/usr/bin/bwrap"
 PRLIMIT = "/usr/bin/prlimit"
 """util-linux's prlimit (Debian: required), run inside the sandbox to set its limits."""
 SHELL = "/bin/sh"
+PYTHON = "/usr/bin/python3"
+"""The system's Python (Debian: the forwarder of an online command runs on it)."""
+EGRESS_INSIDE = "/run/steward-egress"
+"""Where an online command's proxy directory is mounted."""
+EGRESS_SOCKET = "proxy.sock"
+"""The proxy's unix socket in that directory."""
+PROXY_PORT = 3128
+"""Where the forwarder listens inside (the sandbox's own loopback)."""
+PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
+PROXY_VARIABLES = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+)
+FORWARDER = r"""
+import os, socket, subprocess, sys, threading
+threading.stack_size(256 << 10)
+path, port, command = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+listener = socket.create_server(("127.0.0.1", port), backlog=64)
+def pump(a, b):
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    try:
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+def serve(client):
+    with client, socket.socket(socket.AF_UNIX) as out:
+        try:
+            out.connect(path)
+        except OSError:
+            return
+        back = threading.Thread(target=pump, args=(out, client), daemon=True)
+        back.start()
+        pump(client, out)
+        back.join()
+def accept():
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=serve, args=(client,), daemon=True).start()
+threading.Thread(target=accept, daemon=True).start()
+status = subprocess.call(["/bin/sh", "-c", command])
+os._exit(128 - status if status < 0 else status)
+"""
+"""Run inside the sandbox of an online command: listens on the sandbox's own loopback, relays
+each connection to the proxy's socket, runs the command as its child and ends with its status
+(a signal ``N`` as ``128 + N``, as the shell reports it). Threads, not processes: each counts
+against the process limit, two per open connection."""
 ETC_FILES = (
     "/etc/alternatives",
     "/etc/ld.so.cache",
@@ -77,15 +137,16 @@ class Limits:
     processes: int = 64
     """Processes and threads at once."""
     file_bytes: int = 64 << 20
-    """The largest file it may write."""
+    """The largest file it may write (0: it may make no file grow, only read, move and
+    remove)."""
     tmp_bytes: int = 64 << 20
     """The size of its ``/tmp`` (kept in memory)."""
     output_bytes: int = 100_000
     """The most output (standard output and error together) kept."""
 
     def __post_init__(self) -> None:
-        numbers = (self.cpu_seconds, self.memory_bytes, self.processes, self.file_bytes)
-        if self.wall_seconds <= 0 or min(numbers) <= 0 or self.tmp_bytes <= 0:
+        numbers = (self.cpu_seconds, self.memory_bytes, self.processes, self.tmp_bytes)
+        if self.wall_seconds <= 0 or min(numbers) <= 0 or self.file_bytes < 0:
             raise UsageError("sandbox limits must be positive")
         if self.output_bytes <= 0:
             raise UsageError("sandbox output limit must be positive")
@@ -126,8 +187,17 @@ class Sandbox:
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
 
-    async def run(self, workspace: Path, command: str, *, limits: Limits | None = None) -> Ran:
-        """Run ``command`` with ``/bin/sh -c`` in ``workspace`` (made if missing)."""
+    async def run(
+        self,
+        workspace: Path,
+        command: str,
+        *,
+        limits: Limits | None = None,
+        egress: Path | None = None,
+    ) -> Ran:
+        """Run ``command`` with ``/bin/sh -c`` in ``workspace`` (made if missing); with
+        ``egress`` (a proxy's private directory, see the module docstring), able to reach what
+        that proxy lets through."""
         limits = limits or self.limits
         if not available():
             raise SandboxUnavailable(
@@ -136,10 +206,17 @@ class Sandbox:
             )
         if "\x00" in command:
             raise UsageError("a command cannot contain a NUL character")
+        if egress is not None and not os.access(PYTHON, os.X_OK):
+            raise SandboxUnavailable(f"a command with the network needs {PYTHON}, which is missing")
         private_dir(workspace)
         with _opened(workspace) as (where, stored):
             async with _process_cap(limits.processes) as wrap:
-                argv = [*wrap, *bwrap_args(where, stored, limits), SHELL, "-c", command]
+                argv = [*wrap, *bwrap_args(where, stored, limits, egress)]
+                if egress is None:
+                    argv += [SHELL, "-c", command]
+                else:
+                    inside = f"{EGRESS_INSIDE}/{EGRESS_SOCKET}"
+                    argv += [PYTHON, "-I", "-S", "-c", FORWARDER, inside, str(PROXY_PORT), command]
                 kept = tuple(fd for fd in (where, stored) if fd is not None)
                 return await _supervise(argv, limits, kept)
 
@@ -170,10 +247,12 @@ def _opened(workspace: Path) -> Iterator[tuple[int, int | None]]:
             os.close(stored)
 
 
-def bwrap_args(workspace: int, stored: int | None, limits: Limits) -> list[str]:
+def bwrap_args(
+    workspace: int, stored: int | None, limits: Limits, egress: Path | None = None
+) -> list[str]:
     """The bubblewrap command line (through ``prlimit``) up to the command itself, mounting
-    the workspace from the descriptor ``workspace`` and its stored outputs read-only from
-    ``stored``."""
+    the workspace from the descriptor ``workspace``, its stored outputs read-only from
+    ``stored`` and a proxy's directory from ``egress``."""
     args = [
         BWRAP,
         "--unshare-all",
@@ -211,6 +290,10 @@ def bwrap_args(workspace: int, stored: int | None, limits: Limits) -> list[str]:
     args += ["--bind-fd", str(workspace), "/workspace"]
     if stored is not None:
         args += ["--ro-bind-fd", str(stored), f"/workspace/{READ_ONLY_INSIDE}"]
+    if egress is not None:
+        args += ["--ro-bind", str(egress), EGRESS_INSIDE]
+        for name in PROXY_VARIABLES:
+            args += ["--setenv", name, PROXY_URL]
     # bubblewrap's root is a tmpfs of its own: read-only, so only /tmp (bounded) and the
     # workspace take writes, and a command cannot fill the machine's memory through it
     args += ["--remount-ro", "/", "--chdir", "/workspace", PRLIMIT]
@@ -274,6 +357,8 @@ def _limit_reached(status: int, limits: Limits) -> str | None:
     """The limit an exit status says the command reached, in words."""
     if status == 128 + signal.SIGXCPU:
         return f"stopped: it used up its {limits.cpu_seconds} s of processor time"
+    if status == 128 + signal.SIGXFSZ and limits.file_bytes == 0:
+        return "stopped: it tried to write to a file, and this command may make no file grow"
     if status == 128 + signal.SIGXFSZ:
         return f"stopped: it tried to write a file larger than {limits.file_bytes:,} bytes"
     return None

@@ -39,7 +39,7 @@ from steward.harness.context import (
 )
 from steward.harness.control import Finish
 from steward.harness.state import AgentState, Waiting
-from steward.harness.tools import Tool
+from steward.harness.tools import Tool, ToolContext
 from steward.models.base import Message, ToolCall, ToolSpec, Usage
 from steward.runtime.run import TaskRun
 from steward.sentinel import provenance
@@ -172,6 +172,19 @@ class Activation:
 
     def missing_acceptance_keys(self, data: dict[str, Any]) -> list[str]:
         return [k for k in self.input.required_keys if k not in data]
+
+    def tool_context(self) -> ToolContext:
+        """Where a tool of this task runs (a call, or the preview of one shown to the person
+        before it is approved: both see the same person, task, workspace and mode)."""
+        return ToolContext(
+            person_id=self.task.person_id,
+            task_id=self.task.id,
+            goal_id=self.task.goal_id,
+            idempotency_key=None,
+            workspace=self.h.workspace.person_dir(self.task.person_id),
+            now=self.run.clock.now(),
+            read_only=self.input.mode == "research",
+        )
 
     # --- the person ------------------------------------------------------------------------
 

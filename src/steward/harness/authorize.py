@@ -18,7 +18,7 @@ from steward.errors import EffectFailed, Signal, StewardRuntimeError
 from steward.harness import suspend
 from steward.harness.activation import Activation
 from steward.harness.directives import direct
-from steward.harness.tools import Tool, ToolArgumentError, ToolContext
+from steward.harness.tools import Tool, ToolArgumentError
 from steward.models.base import ToolCall
 from steward.sentinel import provenance
 
@@ -85,15 +85,7 @@ async def _already_attempted(act: Activation, found: Tool) -> bool:
 async def execute(
     act: Activation, call: ToolCall, found: Tool, args: dict[str, Any]
 ) -> Outcome | None:
-    ctx = ToolContext(
-        person_id=act.task.person_id,
-        task_id=act.task.id,
-        goal_id=act.task.goal_id,
-        idempotency_key=None,
-        workspace=act.h.workspace.person_dir(act.task.person_id),
-        now=act.run.clock.now(),
-        read_only=act.input.mode == "research",
-    )
+    ctx = act.tool_context()
     if found.effect.journalled:
 
         async def send(key: str, fence: str) -> Any:

@@ -335,6 +335,44 @@ class EgressBroker:
                     {"secret": name, "host": host, "method": method, "status": status},
                 )
 
+    async def checked_addresses(
+        self,
+        *,
+        person_id: str,
+        host: str,
+        port: int,
+        scheme: str,
+        method: str,
+        actor: str,
+        scopes: tuple[str, ...] = (API_CALL,),
+    ) -> list[IPAddress]:
+        """The addresses a connection to ``host`` may be opened to, for a caller that relays
+        bytes itself (the workspace shell's proxy): the same address check as :meth:`request`
+        (public addresses, or a private host an active connection offering one of ``scopes``
+        names), audited as one ``egress_open`` entry (host, port, method; nothing of what is
+        sent). No secret is involved: a ``{{secret:…}}`` placeholder in relayed bytes stays
+        as written. Connect to what it returns, not to the name again (no second lookup).
+        :class:`EgressRefused` when the host may not be reached; :class:`EgressNotSent` when it
+        cannot be resolved."""
+        authority = f"[{host}]" if ":" in host else host
+        target = _target(f"{scheme}://{authority}:{port}/")
+        method = method.upper()
+        try:
+            addresses = await self._addresses(person_id, actor, method, target, scopes)
+        except DatabaseUnavailable as exc:
+            raise EgressNotSent(f"{method} to {target.host} not sent: {exc}") from exc
+        except EgressRefused:
+            raise
+        except EgressFailed as exc:
+            raise EgressNotSent(str(exc)) from None
+        await self._record(
+            person_id,
+            actor,
+            "egress_open",
+            {"host": target.host, "port": target.port, "method": method},
+        )
+        return addresses
+
     # --- steps ------------------------------------------------------------------------------
 
     async def login(
@@ -376,7 +414,7 @@ class EgressBroker:
             info, ciphertext = await self._store.secrets.secret_ciphertext(person_id, name)
             await self._check_binding(person_id, actor, method, info, target.host, target.scheme)
             infos[name] = (info, ciphertext)
-        addresses = await self._addresses(person_id, actor, method, target, scope, public_only)
+        addresses = await self._addresses(person_id, actor, method, target, (scope,), public_only)
         # decrypt only once every secret passed its binding check
         secrets = {name: self._open(info, ct) for name, (info, ct) in infos.items()}
         for name, secret in secrets.items():
@@ -412,12 +450,12 @@ class EgressBroker:
         actor: str,
         method: str,
         target: Url,
-        scope: str,
+        scopes: tuple[str, ...],
         public_only: bool = False,
     ) -> list[IPAddress]:
         """The addresses to connect to, in the resolver's order: the host's, when every one
         is public or (unless ``public_only``) an active connection of the person that offers
-        ``scope`` names the host."""
+        one of ``scopes`` names the host."""
         if target.address is not None:
             addresses = [target.address]
         else:
@@ -431,7 +469,7 @@ class EgressBroker:
         private = [a for a in addresses if not is_public(a)]
         if not private:
             return addresses
-        if not public_only and await self._named_by_connection(person_id, target.host, scope):
+        if not public_only and await self._named_by_connection(person_id, target.host, scopes):
             return addresses
         shown = target.host if target.address else f"{target.host} ({private[0]})"
         await self._record(
@@ -443,20 +481,22 @@ class EgressBroker:
         why = (
             "and a public site may not lead there"
             if public_only
-            else f"and no connection of yours that allows {scope} names {target.host} "
-            "among its hosts"
+            else f"and no connection of yours that allows {' or '.join(scopes)} names "
+            f"{target.host} among its hosts"
         )
         raise EgressRefused(
             f"refused: {shown} is a local or private network address, {why}; nothing was sent"
         )
 
-    async def _named_by_connection(self, person_id: str, host: str, scope: str) -> bool:
-        """An active connection of the person names ``host`` and offers ``scope`` (naming a
-        host for mail does not open it to API calls). Connections name hosts, not ports: one
-        that names a private host opens every port on it."""
+    async def _named_by_connection(
+        self, person_id: str, host: str, scopes: tuple[str, ...]
+    ) -> bool:
+        """An active connection of the person names ``host`` and offers one of ``scopes``
+        (naming a host for mail does not open it to API calls). Connections name hosts, not
+        ports: one that names a private host opens every port on it."""
         connections = await self._store.authority.list_connections(person_id)
         return any(
-            host in {host_key(h) for h in c.hosts} and scope in c.scopes
+            host in {host_key(h) for h in c.hosts} and any(s in c.scopes for s in scopes)
             for c in connections
             if c.active
         )
@@ -565,7 +605,7 @@ class EgressBroker:
         if endpoint.scheme != "https" and endpoint_host not in LOCAL_HOSTS:
             raise EgressRefused(f"OAuth token endpoint of {name!r} must use https")
         # refreshing a credential is an API call of the broker's own
-        await self._addresses(person_id, actor, "POST", endpoint, API_CALL)
+        await self._addresses(person_id, actor, "POST", endpoint, (API_CALL,))
         redactor = Redactor((name, value) for value in tokens.secret_values())
         data = {"secret": name, "host": endpoint_host, "ok": False}
         try:

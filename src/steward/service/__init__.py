@@ -16,6 +16,7 @@ person: Apprise, Web Push), :mod:`~steward.service.codehost` (GitHub and GitLab 
 events), :mod:`~steward.service.webwatches` (watched web pages),
 :mod:`~steward.service.reports` (reports, quiet hours, the digest's time),
 :mod:`~steward.service.workspace` (the files in the person's workspace),
+:mod:`~steward.service.browser` (what the person's browser last showed, logging it out),
 :mod:`~steward.service.mailchannel` (talking to the agent by e-mail) and
 :mod:`~steward.service.matrixchannel` (talking to the agent in Matrix rooms).
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 from steward.sentinel.grants import APPROVAL_SCOPES
 from steward.service.approvals import ApprovalService
 from steward.service.base import Principal, ServiceBase
+from steward.service.browser import BrowserService
 from steward.service.channels import ChannelService
 from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
@@ -66,6 +68,7 @@ class Service(
     WebhookService,
     WebWatchService,
     ReportService,
+    BrowserService,
     WorkspaceService,
 ):
     """Everything an interface may do, for the owner or for one token's person."""

@@ -1,16 +1,32 @@
 """The facade's approvals part: the actions waiting for the person's yes or no, what deciding
-one grants (decided by the sentinel: :mod:`steward.sentinel.grants`), and the notifications
-that tell the person about them."""
+one grants (decided by the sentinel: :mod:`steward.sentinel.grants`), the picture its tool
+took of one, and the notifications that tell the person about them."""
 
 from __future__ import annotations
+
+import asyncio
+import hashlib
 
 from steward.domain import Approval, ApprovalStatus, Notification
 from steward.domain.limits import check_text
 from steward.domain.tokens import CONTROL, READ
 from steward.domain.trail import Trail
+from steward.errors import NotFound, UsageError
 from steward.sentinel.grants import approval_grant
 from steward.sentinel.provenance import untrusted_arguments
 from steward.service.base import ServiceBase
+from steward.service.workspace import FileDownload, home_of, read_file
+
+PNG = b"\x89PNG\r\n\x1a\n"
+"""How every PNG file begins: a picture is served as ``image/png`` only if it is one."""
+
+
+class NoPicture(NotFound):
+    """The approval shows no picture: it has none, or its file is gone or changed since."""
+
+    def __init__(self, approval_id: str, why: str) -> None:
+        super().__init__("picture of approval", approval_id)
+        self.args = (why,)
 
 
 class ApprovalService(ServiceBase):
@@ -36,6 +52,31 @@ class ApprovalService(ServiceBase):
             path: f"{t.value!r} appeared in untrusted content from {t.source} (step {t.step})"
             for path, t in flagged.items()
         }
+
+    async def approval_picture(self, approval_id: str) -> FileDownload:
+        """The picture the approval's tool took of the action (a PNG in the person's
+        workspace), only while its file is the one taken: reached without following a link,
+        inside the workspace, with the sha256 recorded when it was taken (the workspace's
+        shell can write files). Otherwise :class:`NoPicture`, saying why."""
+        approval = await self._approval(approval_id, READ)
+        shown = approval.preview
+        if shown is None or shown.picture is None or shown.picture_sha256 is None:
+            raise NoPicture(approval_id, "This approval has no picture.")
+        home = home_of(self.data_dir, approval.person_id)
+        try:
+            found = await asyncio.to_thread(read_file, home, shown.picture)
+        except UsageError:  # gone, a link, a folder, outside the workspace
+            raise NoPicture(
+                approval_id, "The picture of this approval is no longer in your workspace."
+            ) from None
+        if hashlib.sha256(found.data).hexdigest() != shown.picture_sha256:
+            raise NoPicture(
+                approval_id,
+                "The picture of this approval was changed after it was taken, so it is not shown.",
+            )
+        if not found.data.startswith(PNG):
+            raise NoPicture(approval_id, "The picture of this approval is not a PNG image.")
+        return found
 
     async def decide_approval(
         self,

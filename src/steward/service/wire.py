@@ -30,11 +30,14 @@ NOT_REMOTE = frozenset(
         "take_person_mail",
         "take_matrix_message",
         "workspace_file",
+        "approval_picture",
+        "browser_picture",
     }
 )
 """Public facade methods no remote call may name: the server binds the caller's token itself,
 webhook deliveries have their own signed route, the person's mail the mail watch and their
-Matrix messages the listener; a workspace file's bytes are downloaded from their own route."""
+Matrix messages the listener; a workspace file's bytes (an approval's picture too) and a
+screenshot's are downloaded from their own routes."""
 
 
 class BadArguments(UsageError):

@@ -21,6 +21,7 @@ from steward.connectors.folder.paths import Tally, folder, open_file, walk
 from steward.connectors.folder.wording import modified, size
 from steward.domain.tokens import READ
 from steward.environment import files
+from steward.environment.provenance import Provenance
 from steward.errors import ConfigError, NotFound, UsageError
 from steward.harness.tools import ToolError
 from steward.harness.workspace import Workspace
@@ -34,6 +35,9 @@ MAX_FOLDERS = 2_000
 """The most folders one listing goes into."""
 MAX_DOWNLOAD_BYTES = 100_000_000
 """The largest file served whole."""
+MAX_HASHED_BYTES = 16 << 20
+"""The most bytes one listing hashes to tell whether files changed since their origin was
+recorded."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -50,6 +54,10 @@ class WorkspaceFile:
     """For a stored tool output: the title of the task that made it."""
     tool: str | None
     """For a stored tool output: what produced it (the tool's name)."""
+    origin: str | None = None
+    """Where its contents came from, when that was recorded (:mod:`steward.environment.
+    provenance`): ``the shell: make report (workspace_shell, 2026-12-04 09:14 UTC)``, with
+    ``; changed since`` when the file no longer has the contents recorded."""
 
     @property
     def label(self) -> str:
@@ -96,6 +104,7 @@ class WorkspaceService(ServiceBase):
             a.path: a for a in await self.store.inbox.list_artifacts(person_id=pid, limit=MAX_SEEN)
         }
         titles: dict[str, str] = {}
+        origins = await self._origins(pid, home, [path for path, _, _ in shown])
         listed = []
         for path, count, mtime_ns in shown:
             artifact = made.get(path)
@@ -111,6 +120,7 @@ class WorkspaceService(ServiceBase):
                     modified=modified(mtime_ns, files.UTC),
                     task=title,
                     tool=None if artifact is None else artifact.name,
+                    origin=origins.get(path),
                 )
             )
         return WorkspaceListing(files=listed, not_shown=len(found) - len(shown))
@@ -121,12 +131,24 @@ class WorkspaceService(ServiceBase):
         folder or a file that is not there is not found."""
         pid = self._for(person_id, READ)
         home = self._workspace(pid)
-        return await asyncio.to_thread(_read, home, path)
+        return await asyncio.to_thread(read_file, home, path)
+
+    async def _origins(self, person_id: str, home: Path, paths: list[str]) -> dict[str, str]:
+        """The recorded origin of each of ``paths`` that has one, checked against the file's
+        contents (at most :data:`MAX_HASHED_BYTES` hashed per listing)."""
+        if self.data_dir is None or not paths:
+            return {}
+        records = await Provenance(self.data_dir / "environment").of_all(person_id, paths)
+        if not records:
+            return {}
+        sums = await asyncio.to_thread(files.hashes, home, sorted(records), MAX_HASHED_BYTES)
+        return {
+            path: record.words(changed=None if path not in sums else sums[path] != record.sha256)
+            for path, record in records.items()
+        }
 
     def _workspace(self, person_id: str) -> Path:
-        if self.data_dir is None:
-            raise ConfigError("no data directory is configured, so there is no workspace")
-        return Workspace(self.data_dir / "workspace").person_dir(person_id)
+        return home_of(self.data_dir, person_id)
 
     async def _task_title(self, task_id: str) -> str:
         try:
@@ -134,6 +156,13 @@ class WorkspaceService(ServiceBase):
         except NotFound:  # pruned since
             return "a task no longer kept"
         return task.title or "a task without a title"
+
+
+def home_of(data_dir: Path | None, person_id: str) -> Path:
+    """The person's workspace directory under the data directory."""
+    if data_dir is None:
+        raise ConfigError("no data directory is configured, so there is no workspace")
+    return Workspace(data_dir / "workspace").person_dir(person_id)
 
 
 def _walk(home: Path) -> list[tuple[str, int, int]]:
@@ -155,7 +184,10 @@ def _walk(home: Path) -> list[tuple[str, int, int]]:
     return found
 
 
-def _read(home: Path, path: str) -> FileDownload:
+def read_file(home: Path, path: str) -> FileDownload:
+    """The file at ``path`` in the workspace ``home``, reached without following a link
+    (:class:`~steward.errors.NotFound`: not there, a link, a folder or a file with other
+    names; :class:`~steward.errors.UsageError`: a path that leaves the workspace)."""
     try:
         located = files.locate(home, path) if home.is_dir() else None
     except ToolError as exc:

@@ -55,6 +55,7 @@ class InboxRepository:
                 "created_at": rows.ts(approval.created_at),
                 "expires_at": rows.ts_opt(approval.expires_at),
                 "decided_at": rows.ts_opt(approval.decided_at),
+                "preview": rows.preview_json(approval.preview),
             }
             conn.execute(approvals.insert().values(values))
             insert_notification(self.backend, conn, notification)

@@ -11,6 +11,7 @@ from sqlalchemy import Row
 from steward.domain import (
     Activation,
     Approval,
+    ApprovalPreview,
     ApprovalStatus,
     Artifact,
     Budget,
@@ -68,6 +69,30 @@ def _roles(value: str | None) -> dict[str, Role] | None:
     """An approval's stored argument roles (None: the tool declared none)."""
     loaded = load(value)
     return None if loaded is None else {name: Role(role) for name, role in loaded.items()}
+
+
+def preview_json(value: ApprovalPreview | None) -> str | None:
+    """An approval's preview as stored (None: its tool showed nothing beside the summary)."""
+    if value is None:
+        return None
+    return dump(
+        {
+            "picture": value.picture,
+            "picture_sha256": value.picture_sha256,
+            "facts": [list(fact) for fact in value.facts],
+        }
+    )
+
+
+def _preview(value: str | None) -> ApprovalPreview | None:
+    loaded = load(value)
+    if loaded is None:
+        return None
+    return ApprovalPreview(
+        picture=loaded.get("picture"),
+        picture_sha256=loaded.get("picture_sha256"),
+        facts=tuple((str(label), str(text)) for label, text in loaded.get("facts", ())),
+    )
 
 
 def person(row: Row[Any]) -> Person:
@@ -295,6 +320,7 @@ def approval(row: Row[Any]) -> Approval:
         expires_at=dt_opt(m["expires_at"]),
         decided_at=dt_opt(m["decided_at"]),
         summary=m["summary"] or "",
+        preview=_preview(m["preview"]),
     )
 
 

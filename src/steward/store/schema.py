@@ -273,6 +273,8 @@ approvals = Table(
     Column("expires_at", Float),
     Column("decided_at", Float),
     Column("summary", Text, nullable=False, server_default=""),
+    # what its tool showed beside the summary (JSON: picture, picture_sha256, facts), or NULL
+    Column("preview", Text),
     Index("ix_approvals_person_status", "person_id", "status"),
     Index("ix_approvals_task", "task_id"),
 )

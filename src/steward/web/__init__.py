@@ -20,6 +20,7 @@ from steward.web.logincodes import LoginCodes
 from steward.web.pages import (
     accounts,
     auth,
+    browser,
     channels,
     chat,
     files,
@@ -49,7 +50,7 @@ def mount(app: FastAPI) -> None:
     app.state.login_codes = LoginCodes(lambda: app.state.service.clock.now())
     for module in (
         *(auth, home, inbox, goals, chat, triggers, watches),
-        *(memory, skills, files, security, accounts, channels),
+        *(memory, skills, files, browser, security, accounts, channels),
     ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")

@@ -1,6 +1,7 @@
 """A workspace file sent to the browser as a download, never shown as a page: the files may
 come from others (a downloaded page, a mail's attachment), and one rendered on this site's
-origin could run its script with the person's session."""
+origin could run its script with the person's session. An approval's picture is the one file
+shown in place, as an image only."""
 
 from __future__ import annotations
 
@@ -29,5 +30,19 @@ def attachment(download: FileDownload) -> Response:
             # opened directly anyway: no script, no style, no plugin, its own opaque origin
             "Content-Security-Policy": "default-src 'none'; sandbox",
             "Cache-Control": "no-store",
+        },
+    )
+
+
+def picture(download: FileDownload) -> Response:
+    """A picture a tool took (checked to be a PNG by the facade) as ``image/png``, shown in a
+    page and never sniffed as anything else."""
+    return Response(
+        download.data,
+        media_type="image/png",
+        headers={
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+            "Cache-Control": "private, no-store",
         },
     )

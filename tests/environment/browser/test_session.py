@@ -5,6 +5,7 @@ it, screenshots, downloads, a form's fields, and the view after a restart."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import os
 import re
@@ -13,6 +14,7 @@ import sys
 
 import psutil
 import pytest
+from playwright.async_api import FloatRect
 
 from environment.browser.conftest import PASSWORD, RULES, Shop
 from steward.environment.browser import session as session_module
@@ -26,6 +28,7 @@ from steward.environment.browser.session import (
 from steward.environment.browser.transfer import safe_name
 from steward.harness.tools import ToolError
 from steward.harness.workspace import Workspace
+from support.web import chromium
 
 
 def ref(view: PageView, pattern: str) -> str:
@@ -219,13 +222,44 @@ async def test_password_never_in_the_snapshot_nor_the_screenshot(
         data = path.read_bytes()
         assert hashlib.sha256(data).hexdigest() == shot.sha256
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        box = await session._page.locator("input[type=password]").bounding_box()
+        assert box is not None
+        assert await colours_in(data, box) == {"255,0,255,255"}  # the mask's magenta only
         unmasked = await session._page.screenshot(type="png")
-        assert unmasked != data  # the password box was covered
+        assert len(await colours_in(unmasked, box)) > 1  # unmasked, the dots of the password
         second = await session.screenshot()
         assert second.path == "browser/t1/0002.png"
         last = host.profiles.last_view("ann", "t1")
         assert last is not None
         assert last.picture == second.path
+
+
+_COLOURS = """async ([png, box]) => {
+  const img = new Image();
+  img.src = 'data:image/png;base64,' + png;
+  await img.decode();
+  const canvas = document.createElement('canvas');
+  canvas.width = img.width; canvas.height = img.height;
+  const g = canvas.getContext('2d');
+  g.drawImage(img, 0, 0);
+  const inset = 3;
+  const d = g.getImageData(box.x + inset, box.y + inset,
+                           box.width - 2 * inset, box.height - 2 * inset).data;
+  const seen = new Set();
+  for (let i = 0; i < d.length; i += 4) seen.add(`${d[i]},${d[i+1]},${d[i+2]},${d[i+3]}`);
+  return [...seen];
+}"""
+
+
+async def colours_in(png: bytes, box: FloatRect) -> set[str]:
+    """The colours of a screenshot inside ``box`` (a few pixels in from its edge), as another
+    Chromium decodes the PNG."""
+    async with chromium() as browser:
+        page = await browser.new_page()
+        found: list[str] = await page.evaluate(
+            _COLOURS, [base64.b64encode(png).decode(), dict(box)]
+        )
+    return set(found)
 
 
 async def test_form_fields_as_the_person_will_see_them(host: BrowserHost, shop: Shop) -> None:

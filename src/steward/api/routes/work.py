@@ -5,15 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from steward.api.common import MOST_PER_PAGE, Caller, json, page, seq_page
 from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
-from steward.domain.approval import ApprovalStatus
+from steward.domain.approval import Approval, ApprovalStatus
 from steward.domain.limits import MAX_SEQ
 from steward.domain.trigger import MissedPolicy, TriggerBudget
+from steward.service.encode import to_jsonable
+from steward.web.attachment import picture
 
 router = APIRouter()
 
@@ -313,8 +315,29 @@ async def list_events(svc: Caller, limit: Limit = 100, offset: Offset = 0) -> JS
 # --- approvals, notifications, effects ------------------------------------------------------
 
 
+PICTURE_ROUTE = "api_approval_picture"
+"""The name of the route serving an approval's picture."""
+
+
+def approval_json(request: Request, approval: Approval) -> dict[str, Any]:
+    """An approval as the API shows it: its preview's facts as labelled lines, and its picture
+    as the path it is served at (never its place in the workspace)."""
+    shown: dict[str, Any] = to_jsonable(approval)
+    preview = approval.preview
+    if preview is not None:
+        url = None
+        if preview.picture is not None:
+            url = str(request.app.url_path_for(PICTURE_ROUTE, approval_id=approval.id))
+        shown["preview"] = {
+            "facts": [{"label": label, "value": value} for label, value in preview.facts],
+            "picture_url": url,
+        }
+    return shown
+
+
 @router.get("/approvals", tags=["approvals"], summary="Approvals (pending by default)")
 async def list_approvals(
+    request: Request,
     svc: Caller,
     status: ApprovalStatus | Literal["all"] = ApprovalStatus.PENDING,
     limit: Limit = 100,
@@ -322,20 +345,35 @@ async def list_approvals(
 ) -> JSONResponse:
     chosen = None if status == "all" else ApprovalStatus(status)
     approvals = await svc.list_approvals(person_id="", status=chosen)
-    return JSONResponse(page(approvals, limit=limit, offset=offset))
+    shown = [approval_json(request, a) for a in approvals[: offset + limit + 1]]
+    return JSONResponse(page(shown, limit=limit, offset=offset))
 
 
 @router.get("/approvals/{approval_id}", tags=["approvals"], summary="One approval")
-async def get_approval(svc: Caller, approval_id: str) -> JSONResponse:
-    return json(await svc.get_approval(approval_id))
+async def get_approval(request: Request, svc: Caller, approval_id: str) -> JSONResponse:
+    return JSONResponse(approval_json(request, await svc.get_approval(approval_id)))
+
+
+@router.get(
+    "/approvals/{approval_id}/picture",
+    tags=["approvals"],
+    summary="The picture shown with an approval (a PNG), while it is the one taken",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}}},
+    name=PICTURE_ROUTE,
+)
+async def approval_picture(svc: Caller, approval_id: str) -> Response:
+    return picture(await svc.approval_picture(approval_id))
 
 
 @router.post("/approvals/{approval_id}/decision", tags=["approvals"], summary="Approve or deny")
-async def decide_approval(svc: Caller, approval_id: str, body: DecisionIn) -> JSONResponse:
+async def decide_approval(
+    request: Request, svc: Caller, approval_id: str, body: DecisionIn
+) -> JSONResponse:
     decided = await svc.decide_approval(
         approval_id, approve=body.approve, note=body.note, scope=body.scope, hours=body.hours
     )
-    return json(decided)
+    return JSONResponse(approval_json(request, decided))
 
 
 @router.get("/notifications", tags=["notifications"], summary="Notifications, newest first")

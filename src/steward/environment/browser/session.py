@@ -20,7 +20,6 @@ import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from playwright.async_api import BrowserContext, Locator, Page, Playwright, async_playwright
@@ -28,14 +27,24 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from steward.domain.clock import Clock
+from steward.environment.browser.forms import field_kind, form_fields
 from steward.environment.browser.network import NAVIGATION_SECONDS, Guard, Rules, host_of
 from steward.environment.browser.profile import LastView, Profiles
-from steward.environment.browser.snapshot import MASK, REF, clean, password_values
+from steward.environment.browser.snapshot import REF, clean, password_values
 from steward.environment.browser.transfer import (
     DOWNLOAD_BYTES,
     next_picture,
     save_download,
     write_private,
+)
+from steward.environment.browser.views import (
+    FormField,
+    NavigationRefused,
+    PageView,
+    Saved,
+    Shot,
+    StaleRef,
+    SubmitBlocked,
 )
 from steward.harness.tools import ToolError
 from steward.harness.workspace import Workspace
@@ -61,103 +70,6 @@ _SETTLE_SECONDS = 0.1
 """A click's script may start its navigation a moment after the click returns."""
 _MAX_REDIRECTS = 10
 T = TypeVar("T")
-
-
-class NavigationRefused(ToolError):
-    """The page (or the agent) tried to go to a host the browser connection does not allow."""
-
-
-class SubmitBlocked(ToolError):
-    """An action other than ``submit`` would have sent a form."""
-
-
-class StaleRef(ToolError):
-    """The reference is not on the page as it is now."""
-
-
-@dataclass(kw_only=True, frozen=True)
-class PageView:
-    """What the agent sees of the page after an action."""
-
-    url: str
-    """The page's address."""
-    host: str
-    """Its normalised host ('' on a blank page)."""
-    title: str
-    """The page's title."""
-    snapshot: str
-    """Aria snapshot (refs ``[ref=eN]``), password values masked, capped (the cut said)."""
-    note: str | None = None
-    """Something the agent should know about this view (e.g. the browser restarted)."""
-
-
-@dataclass(kw_only=True, frozen=True)
-class FormField:
-    """One field of a form, as the person is shown it before it is sent."""
-
-    ref: str
-    """Its reference on the page ('' for a field the snapshot does not show, e.g. hidden)."""
-    label: str
-    """Its label element, aria-label, placeholder or name, whichever comes first."""
-    kind: str
-    """text|password|email|select|checkbox|radio|textarea|hidden|..."""
-    value: str
-    """The value as it would be sent ("••••••" for a password; a select's chosen options'
-    text; a checkbox or radio button's value when checked, '' when not)."""
-
-
-@dataclass(kw_only=True, frozen=True)
-class Shot:
-    """A screenshot in the person's workspace."""
-
-    path: str
-    """Workspace-relative PNG (password fields masked)."""
-    sha256: str
-    """The file's sha256."""
-
-
-@dataclass(kw_only=True, frozen=True)
-class Saved:
-    """A download saved in the person's workspace."""
-
-    path: str
-    """Workspace-relative path (``downloads/…``)."""
-    size: int
-    """Bytes."""
-    sha256: str
-    """The file's sha256."""
-    name: str
-    """The file's name as saved."""
-
-
-_KIND = """e => {
-  const tag = e.tagName.toLowerCase();
-  if (tag === 'input') return (e.getAttribute('type') || 'text').toLowerCase();
-  if (tag === 'select' || tag === 'textarea' || tag === 'button' || tag === 'a') return tag;
-  return e.isContentEditable ? 'textarea' : (e.getAttribute('role') || tag);
-}"""
-_FIELDS = """e => {
-  const form = e.form || e.closest('form');
-  if (!form) return null;
-  const kinds = ['input', 'select', 'textarea'];
-  return Array.from(form.elements).filter(f => kinds.includes(f.tagName.toLowerCase()));
-}"""
-_DESCRIBE = """(fields, mask) => fields.filter(f => !f.disabled).map(f => {
-  const tag = f.tagName.toLowerCase();
-  const kind = tag === 'input' ? (f.getAttribute('type') || 'text').toLowerCase() : tag;
-  const label = ((f.labels && f.labels[0] && f.labels[0].innerText)
-    || f.getAttribute('aria-label') || f.getAttribute('placeholder') || f.name || '').trim();
-  let value = f.value;
-  if (kind === 'password') value = f.value ? mask : '';
-  else if (kind === 'checkbox' || kind === 'radio') value = f.checked ? (f.value || 'on') : '';
-  else if (tag === 'select') value = Array.from(f.selectedOptions).map(o => o.text).join(', ');
-  return {label, kind, value};
-}).map((d, i) => ({...d, index: i}))"""
-_NOT_BUTTONS = ("submit", "button", "reset", "image")
-_FIELD_ROLES = re.compile(
-    r"- (?:textbox|searchbox|combobox|checkbox|radio|spinbutton|listbox|slider|switch)\b.*?"
-    r"\[ref=((?:f\d+)?e\d+)\]"
-)
 
 
 class BrowserHost:
@@ -457,29 +369,10 @@ class BrowserSession:
         return Saved(path=saved[0], size=saved[1], sha256=saved[2], name=saved[3])
 
     async def field_kind(self, ref: str) -> str:
-        target = await self._locate(ref)
-        kind: str = await target.evaluate(_KIND)
-        return kind
+        return await field_kind(await self._locate(ref))
 
     async def form_fields(self, ref: str) -> list[FormField]:
-        target = await self._locate(ref)
-        fields = await target.evaluate_handle(_FIELDS)
-        try:
-            described: list[dict[str, Any]] | None = await fields.evaluate(
-                "(fs, mask) => fs === null ? null : (" + _DESCRIBE + ")(fs, mask)", MASK
-            )
-            if described is None:
-                raise ToolError("that element is not part of a form")
-            refs = await self._field_refs(fields)
-        finally:
-            await _quietly(fields.dispose())
-        return [
-            FormField(
-                ref=refs.get(d["index"], ""), label=d["label"], kind=d["kind"], value=d["value"]
-            )
-            for d in described
-            if d["kind"] not in _NOT_BUTTONS
-        ]
+        return await form_fields(self._page, await self._locate(ref))
 
     async def submit(self, ref: str) -> PageView:
         self._writable("send forms")
@@ -489,21 +382,6 @@ class BrowserSession:
         return await self._act(lambda: target.click(), submit_host=self.host)
 
     # -- machinery ----------------------------------------------------------------------
-
-    async def _field_refs(self, fields: Any) -> dict[int, str]:
-        """Which of the page's references names each (enabled) field of the form."""
-        snapshot = await self._page.aria_snapshot(mode="ai")
-        found: dict[int, str] = {}
-        for ref in _FIELD_ROLES.findall(snapshot):
-            try:
-                index: int = await self._page.locator(f"aria-ref={ref}").evaluate(
-                    "(e, fs) => fs.filter(f => !f.disabled).indexOf(e)", fields
-                )
-            except PlaywrightError:
-                continue
-            if index >= 0:
-                found.setdefault(index, ref)
-        return found
 
     def _writable(self, what: str) -> None:
         if self.rules.research:

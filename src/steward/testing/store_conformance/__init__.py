@@ -15,8 +15,7 @@ head revision) and ``clock`` (a :class:`~steward.runtime.clock.SimulatedClock`):
     async def store() -> AsyncIterator[Store]: ...
 
 Times come from the simulated ``clock``; lease expiry is judged by ``clock.lease_now()`` so no
-test waits. The tests are grouped by aggregate, one module each: ``goals``, ``tasks``,
-``channels``, ``mailchannel``, ``reports``, ``control``, ``effects``, ``schedule``, ``history``,
-``watches`` (``helpers``
-holds what they share).
+test waits. The tests are grouped by aggregate, one module each: ``approvals``, ``goals``,
+``tasks``, ``channels``, ``mailchannel``, ``reports``, ``control``, ``effects``, ``schedule``,
+``history``, ``watches`` (``helpers`` holds what they share).
 """

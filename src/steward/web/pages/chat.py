@@ -32,6 +32,7 @@ async def conversation(request: Request, svc: Viewer, task_id: str) -> Response:
     after = await svc.feed_head(person_id="")  # read first: no change falls between
     task = await svc.get_task(task_id)
     asking = task.wait is not None and task.wait.kind == "input"
+    views = [v for v in await svc.browser_views() if v.task_id == task.id]
     return page(
         request,
         "chat.html",
@@ -39,6 +40,7 @@ async def conversation(request: Request, svc: Viewer, task_id: str) -> Response:
         task=task,
         steps=[shown(s) for s in await svc.steps(task_id)],
         asking=asking,
+        view=views[0] if views else None,
         after=after,
     )
 

@@ -1,6 +1,7 @@
 """``/files``: the files in the person's workspace, newest first — what the assistant wrote,
 downloaded or kept from its tools — each with its size, time and where it came from, and a
-link that downloads it (never opens it as a page)."""
+link that downloads it (never opens it as a page); below them, what the person's browser last
+showed each task (:mod:`steward.web.pages.browser`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ router = pages()
 @router.get("/files")
 async def files(request: Request, svc: Viewer) -> Response:
     listing = await svc.workspace_files()
-    return page(request, "files.html", title="Files", listing=listing)
+    views = await svc.browser_views()
+    return page(request, "files.html", title="Files", listing=listing, views=views)
 
 
 @router.get("/files/download")

@@ -1,5 +1,6 @@
 """``/goals`` and ``/goals/{id}``: goals with what they cost, and one goal's timeline and task
-panel (cancel, pause, resume), updated live."""
+panel (cancel, pause, resume; what a waiting task asks the person to approve) with what the
+browser last showed each task, updated live."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ async def goal(request: Request, svc: Viewer, goal_id: str) -> Response:
     for task in tasks:
         newest = await svc.steps(task.id, after=max(0, task.step_seq - STEPS_SHOWN))
         steps[task.id] = [shown(s) for s in newest]
+    asked = {a.task_id: a for a in await svc.list_approvals(person_id="") if a.goal_id == goal_id}
+    views = {v.task_id: v for v in await svc.browser_views()}
     return page(
         request,
         "goal.html",
@@ -51,6 +54,8 @@ async def goal(request: Request, svc: Viewer, goal_id: str) -> Response:
         usage=detail["usage"],
         tasks=tasks,
         steps=steps,
+        asked=asked,
+        views=views,
         actions=ACTIONS,
         timeline=list(reversed(await svc.timeline(goal_id, limit=200))),
         after=after,

@@ -1,14 +1,18 @@
 """``/inbox``: what waits for the person's decision — approvals (the exact action, why it was
-asked, where untrusted argument values came from; approve once, for the task, for some hours,
-always, or deny), effects nobody knows happened (it did, or it did not), memory changes held for
-review (apply or reject) — and notifications."""
+asked, what its tool showed of it, where untrusted argument values came from; approve once,
+for the task, for some hours, always, or deny), effects nobody knows happened (it did, or it
+did not), memory changes held for review (apply or reject) — and notifications.
+``/inbox/<approval>`` is one approval, the page its notification links to (decided ones too),
+and ``/approvals/<approval>/picture`` the picture its tool took."""
 
 from __future__ import annotations
 
 from fastapi import Request, Response
 
+from steward.domain.approval import ApprovalStatus
 from steward.domain.journal import resolution_summary
 from steward.domain.memory_pass import PassStatus
+from steward.web.attachment import picture
 from steward.web.forms import DECISIONS, back, done, posted
 from steward.web.render import page
 from steward.web.routing import pages
@@ -40,6 +44,25 @@ async def inbox(request: Request, svc: Viewer) -> Response:
         pending={a.id for a in approvals},
         after=after,
     )
+
+
+@router.get("/inbox/{approval_id}")
+async def approval(request: Request, svc: Viewer, approval_id: str) -> Response:
+    found = await svc.get_approval(approval_id)
+    goals = {g.id: g.title for g in await svc.list_goals(person_id="")}
+    return page(
+        request,
+        "approval.html",
+        title="Approve?" if found.status is ApprovalStatus.PENDING else "An approval",
+        approval=found,
+        origins=await svc.approval_origins(found),
+        goal_titles=goals,
+    )
+
+
+@router.get("/approvals/{approval_id}/picture")
+async def approval_picture(svc: Viewer, approval_id: str) -> Response:
+    return picture(await svc.approval_picture(approval_id))
 
 
 @router.post("/approvals/{approval_id}")
