@@ -27,7 +27,7 @@ from steward.errors import ConfigError, Conflict, NotFound, UsageError
 from steward.service.workspace import WorkspaceService
 
 # the workspace's own safe read: the same checks for a screenshot as for any download
-from steward.service.workspace import _read as read_workspace_file
+from steward.service.workspace import read_file as read_workspace_file
 
 BUSY = "a task is using the browser right now; try again when it has finished"
 """Why the browser cannot be cleared while a task holds it."""
