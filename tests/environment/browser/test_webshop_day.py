@@ -354,6 +354,8 @@ async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_histor
             procs["doomed"] = spawn("worker", db_url, logs / "doomed.log", *lease, env=env)
 
             async def asked() -> bool:
+                if await day.status(task) in (TaskStatus.FAILED, TaskStatus.SUCCEEDED):
+                    pytest.fail(f"the task ended without asking:\n{await day.story(task)}")
                 pending = await day.svc.list_approvals(
                     person_id=day.person, status=ApprovalStatus.PENDING
                 )
@@ -382,6 +384,8 @@ async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_histor
             procs["next"] = spawn("worker", db_url, logs / "next.log", *lease, env=env)
 
             async def done() -> bool:
+                if await day.status(task) is TaskStatus.FAILED:
+                    pytest.fail(f"the task failed:\n{await day.story(task)}")
                 return await day.status(task) is TaskStatus.SUCCEEDED
 
             await until(done, "the task to succeed", procs, logs, seconds)
