@@ -24,6 +24,7 @@ from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.channel import ChannelKind, ChannelSender
 from steward.domain.clock import Clock
 from steward.environment import sandbox
+from steward.environment.browser import launcher
 from steward.environment.provenance import Provenance
 from steward.environment.tools import workspace_tools
 from steward.errors import ConfigError
@@ -280,6 +281,10 @@ async def build_harness(
 
         servers = [McpServerConfig.from_dict(entry) for entry in settings.mcp_servers]
         tools += await load_mcp_tools(servers)
+    # the person's own browser, where Chromium is installed: last, after every structured tool
+    browser = launcher.browser(settings, connectors) if launcher.available() else None
+    if browser is not None:
+        tools += browser.tools()
     model = model or model_from(settings)
     book = memory_from(settings, store, clock)
     return AgentHarness(
@@ -299,4 +304,6 @@ async def build_harness(
             extractor=None if isinstance(model, UnconfiguredModel) else ModelExtractor(model),
         ),
         on_delta=on_delta,
+        # an activation's browser closes with it: a waiting task holds no browser process
+        around=None if browser is None else browser.around,
     )

@@ -285,6 +285,7 @@ async def test_a_credential_for_a_kind_that_takes_none_is_refused_and_nothing_is
         "folder": False,
         "web": False,
         "feed": False,
+        "browser": False,
     }
     with pytest.raises(UsageError, match="Folders on this machine takes no password"):
         await svc.connect(

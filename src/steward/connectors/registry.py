@@ -22,6 +22,7 @@ _MODULES = {
     "folder": "steward.connectors.folder.connector",
     "web": "steward.connectors.web.connector",
     "feed": "steward.connectors.feed.connector",
+    "browser": "steward.connectors.browser.connector",
 }
 """Kind → the module whose ``CONNECTOR`` is that kind's :class:`Connector`."""
 

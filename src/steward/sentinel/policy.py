@@ -17,7 +17,9 @@ Precedence — the first step that decides, decides:
    that is not a plain finite number) → **handoff**: the person does it themselves.
 2. **Read-only modes** — a task whose input has ``mode: research`` (proactive research) may only
    read and keep private notes: a tool that is not READ/LOCAL, needs a scope that writes
-   (``….send``, ``….write``, ``….delete``, ``….post``...) or drives a browser → **deny**,
+   (``….send``, ``….write``, ``….delete``, ``….post``...), types into or sends a page's
+   forms (a ``browser`` scope other than :data:`BROWSER_READ`), or drives a browser nobody
+   classified → **deny**,
    whatever grants or rules exist.
 3. **Connection bound** — every scope the tool needs (but those of the person's own workspace,
    :data:`OWN_SCOPES`) must be offered, exactly, by an active connection of the person
@@ -81,6 +83,9 @@ OWN_SCOPES = ("workspace",)
 """Scopes of the person's own environment (their sandboxed workspace): no connection offers
 them and none is needed (step 3 passes them); hard limits, read-only modes, rules and the data
 flow step apply as to any other."""
+BROWSER_READ = "browser.read"
+"""The browser's scope that only looks (open, read, click, scroll): a read-only task keeps it,
+because in such a task the browser itself blocks every request that could change something."""
 HARD_PAYMENT_CEILING = 500.0
 """Payments above this amount (in the payment's own currency) are always handed back."""
 
@@ -474,12 +479,12 @@ def _writes(request: ActionRequest) -> str | None:
             else f"is a {request.effect} action"
         )
     for scope in request.scopes:
-        if _in_category(scope, ("browser",)):
+        if _in_category(scope, ("browser",)) and scope != BROWSER_READ:
             return "drives a browser"
         if scope.rsplit(".", 1)[-1] in WRITE_VERBS:
             return f"needs {scope}"
-    if "browser" in request.tool.lower():
-        return "drives a browser"
+    if not request.scopes and "browser" in request.tool.lower():
+        return "drives a browser"  # one nobody classified (an MCP server's)
     return None
 
 

@@ -1,0 +1,1 @@
+"""The person's browser as a connection: the sites it may be driven on."""
