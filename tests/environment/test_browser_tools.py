@@ -22,7 +22,9 @@ from steward.app import build_harness
 from steward.config import Settings
 from steward.domain import ApprovalStatus, TaskSpec, TaskStatus
 from steward.domain.clock import SimulatedClock
+from steward.domain.skill import SkillContent, WorkflowStep
 from steward.environment.browser import launcher
+from steward.memory.skills import SkillLibrary
 from steward.models import ScriptedModel
 from steward.models.base import Message, ModelResponse, ToolSpec
 from steward.models.scripted import ScriptItem, call_tool
@@ -120,6 +122,7 @@ async def run(
     me: str,
     *script: ScriptItem,
     mode: str | None = None,
+    more: dict[str, Any] | None = None,
 ) -> str:
     model = ScriptedModel([*script, call_tool("finish", result="done")])
     harness = await build_harness(Settings(data_dir=data), store, clock, model=model)
@@ -127,7 +130,7 @@ async def run(
         TaskSpec(
             kind="agent",
             title="shop",
-            input={"instructions": "shop"} | ({"mode": mode} if mode else {}),
+            input={"instructions": "shop"} | ({"mode": mode} if mode else {}) | (more or {}),
         ),
         person_id=me,
         now=clock.now(),
@@ -318,3 +321,49 @@ async def test_a_site_the_person_did_not_name_is_not_opened(
     assert opened.startswith("denied:")
     assert "127.0.0.1" in opened
     assert site.count("/checkout") == 0
+
+
+async def test_a_learned_browser_procedure_replays_by_element_and_stops_when_the_page_changed(
+    store: Store, clock: SimulatedClock, tmp_path: Path, site: Site
+) -> None:
+    data = tmp_path / "data"
+    svc = Service(store, clock, data_dir=data)
+    me = await person(svc, site)
+    learned = await SkillLibrary(store, clock).propose(
+        person_id=me,
+        name="name-on-checkout",
+        content=SkillContent(
+            description="Put the person's name on the shop's checkout",
+            procedure="Open the checkout and type the name into Full name.",
+            inputs=("name: the name to ship to",),
+            workflow=(
+                WorkflowStep(tool="browser_open", arguments={"url": f"{site.url}/checkout"}),
+                # a reference from another page load: the element says what it must be
+                WorkflowStep(
+                    tool="browser_type",
+                    arguments={"ref": "e77", "element": 'textbox "Full name"', "text": "{name}"},
+                ),
+            ),
+        ),
+        actor="person",
+    )
+    assert learned.skill is not None
+    replay = {"skill": "name-on-checkout", "inputs": {"name": "Ana Example"}}
+
+    replayed = await run(store, clock, data, me, more=replay)
+    done = await svc.get_task(replayed)
+    assert done.status is TaskStatus.SUCCEEDED
+    assert done.result is not None
+    assert done.result["text"] == "ran the workflow of skill 'name-on-checkout': 2 steps"
+    [(_, typed)] = [s for s in await seen(svc, replayed) if s[0] == "browser_type"]
+    assert 'textbox \\"Full name\\"' in typed
+    assert "Ana Example" in typed
+
+    # the shop renamed the field: the replay stops there and the model takes over
+    site.page("/checkout", CHECKOUT.replace(b"Full name", b"Recipient"))
+    changed = await run(store, clock, data, me, more=replay)
+    after = (await svc.get_task(changed)).result
+    assert after is not None
+    assert after["text"] == "done"
+    [(_, refused)] = [s for s in await seen(svc, changed) if s[0] == "browser_type"]
+    assert refused.startswith("error: the page changed")

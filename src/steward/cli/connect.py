@@ -33,7 +33,7 @@ AUTHORIZE_TIMEOUT_SECONDS = 600.0
 
 
 def connect(
-    kind: str = typer.Argument(..., help="mail, calendar, folder, web or feed."),
+    kind: str = typer.Argument(..., help="mail, calendar, folder, web, feed or browser."),
     name: str = typer.Option(..., "--name", help="What you call this account (work, home)."),
     url: str | None = typer.Option(None, help="Calendar: the CalDAV URL."),
     username: str | None = typer.Option(None, help="The name you sign in with."),

@@ -24,6 +24,9 @@ ACTIONS = {
     "payment.*": "paying anything",
     "payments.pay": "paying anything",
     "files.write": "changing your files",
+    "browser.submit": "sending forms in your browser",
+    "browser_submit": "sending forms in your browser",
+    "browser.*": "using your browser",
     "*": "doing anything outside Steward",
 }
 """What a rule's pattern covers, as an activity (a pattern not listed reads as its name)."""

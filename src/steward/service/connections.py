@@ -52,6 +52,9 @@ SCOPE_WORDS = {
     "folder.write": "write files in your folders",
     "web.read": "read pages on your network",
     "feed.read": "read news feeds",
+    "browser.read": "open and read pages in your browser",
+    "browser.act": "fill in fields and sign in with your saved logins",
+    "browser.submit": "send forms, each once you approve it",
     "events.receive": "receive pull request, comment and failed check events",
 }
 """What each scope lets Steward do, as the person reads it; any other scope ``a.b`` reads

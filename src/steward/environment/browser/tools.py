@@ -74,6 +74,15 @@ Ref = Annotated[
         description="an element's reference from the page, like e12", pattern=r"^[a-z0-9]{1,16}$"
     ),
 ]
+Element = Annotated[
+    str | None,
+    Role.FREE_TEXT,
+    Field(
+        description='what the element is, as the page lists it: button "Add to cart" (its '
+        "reference is then checked, and found again after the page was reloaded; give it in a "
+        "skill's workflow)"
+    ),
+]
 HIDDEN = "hidden"
 SHOWN_FIELDS = 12
 """The most form values an approval lists (the rest are counted)."""
@@ -162,6 +171,37 @@ def _button_name(snapshot: str, ref: str) -> str:
     raise ToolError(
         f"{ref} is not a button on this page: give the reference of the form's send button "
         "(read the page again with browser_read if it changed)"
+    )
+
+
+_LINE = re.compile(r"^\s*- (?P<what>[^\n]*?) \[ref=(?P<ref>[a-z0-9]+)\]", re.M)
+"""An element's line in a snapshot: what it is (role and name), then its reference."""
+
+
+def _what(text: str) -> str:
+    """An element's role and name as a snapshot line starts, compared loosely (spaces)."""
+    return " ".join(text.split()).removesuffix(":")
+
+
+async def resolved(session: BrowserSession, ref: str, element: str | None) -> str:
+    """``ref`` when it is ``element`` on the current page; else the one element the page lists
+    as ``element`` (a replayed skill's reference from another page load); else refused — the
+    page changed, and the model must look again."""
+    if element is None:
+        return ref
+    lines = [
+        (m["ref"], _what(m["what"].split(" [")[0]))
+        for m in _LINE.finditer((await session.view()).snapshot)
+    ]
+    wanted = _what(element)
+    if (ref, wanted) in lines:
+        return ref
+    same = [r for r, what in lines if what == wanted]
+    if len(same) == 1:
+        return same[0]
+    raise ToolError(
+        f"the page changed: it has {'no' if not same else 'several'} {element} (read it again "
+        "with browser_read and choose by what it shows now)"
     )
 
 
@@ -400,22 +440,25 @@ def browser_tools(b: BrowserTools) -> list[Tool]:
         return _view(await (await b.session(ctx)).view())
 
     @tool(scopes=[READ], untrusted_output=True)
-    async def browser_click(ctx: ToolContext, ref: Ref) -> dict[str, Any]:
+    async def browser_click(ctx: ToolContext, ref: Ref, element: Element = None) -> dict[str, Any]:
         """Click a link or button of the current page by its reference. A click that would
         send a form is refused: use browser_submit, which the person approves."""
-        return _view(await (await b.session(ctx)).click(ref))
+        session = await b.session(ctx)
+        return _view(await session.click(await resolved(session, ref, element)))
 
     @tool(effect=EffectClass.LOCAL, scopes=[ACT], untrusted_output=True)
     async def browser_type(
         ctx: ToolContext,
         ref: Ref,
         text: Annotated[str, Role.CONTENT, Field(description="what to type into the field")],
+        element: Element = None,
     ) -> dict[str, Any]:
         """Type into a field of the current page (replacing what it held). For a password
         use browser_login: never type a password yourself."""
         if "{{secret:" in text:
             raise ToolError("a saved login is typed with browser_login, not browser_type")
-        return _view(await (await b.session(ctx)).type(ref, text))
+        session = await b.session(ctx)
+        return _view(await session.type(await resolved(session, ref, element), text))
 
     @tool(effect=EffectClass.LOCAL, scopes=[ACT], untrusted_output=True)
     async def browser_select(
@@ -424,9 +467,11 @@ def browser_tools(b: BrowserTools) -> list[Tool]:
         values: Annotated[
             list[str], Role.CONTENT, Field(description="the option(s) to choose, by label")
         ],
+        element: Element = None,
     ) -> dict[str, Any]:
         """Choose an option (or several) of a list on the current page."""
-        return _view(await (await b.session(ctx)).select(ref, values))
+        session = await b.session(ctx)
+        return _view(await session.select(await resolved(session, ref, element), values))
 
     @tool(scopes=[READ], untrusted_output=True)
     async def browser_scroll(
@@ -533,12 +578,12 @@ def browser_tools(b: BrowserTools) -> list[Tool]:
                 min_length=3,
             ),
         ],
+        element: Element = None,
     ) -> dict[str, Any]:
         """Send a form (buy, book, post, change a setting) by its send button's reference.
         The person approves it first, seeing the page and the values; it is sent once."""
-        return await b.submit(
-            {"ref": ref, "expect_url": expect_url, "expect_text": expect_text}, ctx
-        )
+        given = {"ref": ref, "expect_url": expect_url, "expect_text": expect_text}
+        return await b.submit(given | {"element": element}, ctx)
 
     return [
         browser_open,
