@@ -136,8 +136,10 @@ def buy_kettle(url: str) -> ScriptFunction:
         add = ref(page, "button", "Add to cart") if title == "Blue kettle" else ""
         if add and last is not None and json.loads(last.arguments).get("ref") == add:
             return call_tool("browser_wait", text="Added to cart", seconds=30)  # clicked
-        if add:
-            return call_tool("browser_click", ref=add)
+        if add:  # the cart's fetch() sends: a submission, put to the person
+            return call_tool(
+                "browser_submit", ref=add, expect_url=f"{url}/cart", expect_text="Blue kettle"
+            )
         if title == "Your cart":
             return call_tool("browser_click", ref=ref(page, "link", "Checkout"))
         if title == "Checkout" and not filled(page, "Full name"):
@@ -276,6 +278,13 @@ async def test_signed_in_on_day_one_the_day_three_order_waits_for_approval_and_i
         f"Order a blue kettle from {shop.url} to {NAME}, {ADDRESS}", buy_kettle(shop.url)
     )
     assert await day.status(second) is TaskStatus.WAITING, await day.story(second)
+    [adding] = await day.svc.list_approvals(person_id=day.person, status=ApprovalStatus.PENDING)
+    assert adding.preview is not None
+    assert dict(adding.preview.facts)["Button"] == "Add to cart"
+    assert shop.state.count("POST", "/cart/add") == 0  # nothing sent before the person says so
+    await day.svc.decide_approval(adding.id, approve=True)
+    await day.run(buy_kettle(shop.url))  # resumed by another worker: a restart
+    assert await day.status(second) is TaskStatus.WAITING, await day.story(second)
     day3 = shop.state.requests()[seen_before:]
     assert shop.state.count("POST", "/login") == 1  # still signed in: no second login
     assert all(s.user == "ada" for s in day3 if s.path != "/login")
@@ -361,6 +370,13 @@ async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_histor
                 )
                 return len(pending) == 1
 
+            await until(asked, "the cart to be put to the person", procs, logs, seconds)
+            [adding] = await day.svc.list_approvals(
+                person_id=day.person, status=ApprovalStatus.PENDING
+            )
+            assert adding.preview is not None
+            assert dict(adding.preview.facts)["Button"] == "Add to cart"
+            await day.svc.decide_approval(adding.id, approve=True)
             await until(asked, "the order to be put to the person", procs, logs, seconds)
             [approval] = await day.svc.list_approvals(
                 person_id=day.person, status=ApprovalStatus.PENDING
@@ -394,7 +410,7 @@ async def test_a_worker_killed_right_after_the_order_left_finds_it_in_the_histor
     assert shop.state.count("POST", "/order") == 1  # placed once
     assert shop.state.count("GET", "/orders") > history_reads  # settled by reading the history
     [order] = shop.state.orders()
-    [submitted] = (await day.said(task))["browser_submit"]
+    [_, submitted] = (await day.said(task))["browser_submit"]
     assert order.cart in submitted  # the history page it was found on
     assert shop.state.count("POST", "/login") == 1
     _, leaked = files_holding(tmp_path, PASSWORD.encode())  # the workers' logs too
