@@ -47,7 +47,9 @@ CONNECT_SECONDS = 15.0
 """How long opening a connection to one checked address may take."""
 MAX_LOGGED = 20
 """The most connections (and refusals) a run's result lists."""
-DROPPED_HEADERS = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authorization"})
+DROPPED_HEADERS = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "host"}
+)
 
 
 @dataclass
@@ -150,7 +152,9 @@ class EgressProxy:
             if method == "CONNECT":
                 writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             else:
-                far_writer.write(_origin_form(method, path, version, lines[1:]))
+                bare = f"[{host}]" if ":" in host else host  # an IPv6 address
+                named = bare if port == 80 else f"{bare}:{port}"
+                far_writer.write(_origin_form(method, path, version, named, lines[1:]))
             await asyncio.gather(_pump(reader, far_writer), _pump(far_reader, writer))
         finally:
             far_writer.close()
@@ -191,15 +195,16 @@ def _host(text: str) -> str:
         raise ValueError(str(exc)) from None
 
 
-def _origin_form(method: str, path: str, version: str, headers: list[str]) -> bytes:
+def _origin_form(method: str, path: str, version: str, host: str, headers: list[str]) -> bytes:
     """The request as the server expects it from a client: its path only, no proxy headers,
-    one request per connection."""
+    one request per connection, and the Host the command was allowed to reach (its own Host
+    header could name another site served from the same address)."""
     kept = [
         line
         for line in headers
         if line and line.split(":", 1)[0].strip().lower() not in DROPPED_HEADERS
     ]
-    head = [f"{method} {path} {version}", *kept, "Connection: close", "", ""]
+    head = [f"{method} {path} {version}", f"Host: {host}", *kept, "Connection: close", "", ""]
     return "\r\n".join(head).encode("latin-1")
 
 

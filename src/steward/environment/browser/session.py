@@ -160,6 +160,9 @@ class BrowserHost:
                 accept_downloads=True,
                 service_workers="block",
                 viewport={"width": 1280, "height": 900},
+                # Chromium's own sandbox for the pages it renders; it cannot run as root
+                # (a CI machine), where the process is left as Playwright starts it
+                chromium_sandbox=os.geteuid() != 0,
             )
         except PlaywrightError as exc:
             raise ToolError(f"the browser could not start: {_first_line(exc)}") from None
