@@ -559,5 +559,11 @@ def _index(conn: Connection, backend: Backend, memory: Memory) -> None:
                 "INSERT OR REPLACE INTO memory_fts (rowid, content, subjects) "
                 "VALUES (:doc, :content, :subjects)"
             ),
-            {"doc": doc, "content": memory.content, "subjects": " ".join(memory.subjects)},
+            fts_row(doc, memory),
         )
+
+
+def fts_row(doc: int, memory: Memory) -> dict[str, Any]:
+    """The parameters of a memory's full-text row on SQLite (``doc`` is its rowid): what the
+    lexical search indexes of it. Every writer (one memory or a batch) goes through this."""
+    return {"doc": doc, "content": memory.content, "subjects": " ".join(memory.subjects)}
