@@ -13,7 +13,8 @@ $(VENV)/.installed: pyproject.toml
 	# caldav's HTTP client (niquests) brings urllib3-future, whose wheel takes over every
 	# `import urllib3` in the environment and breaks requests; its documented cohabitation
 	# mode (built from source with URLLIB3_NO_OVERRIDE) leaves urllib3 to requests
-	URLLIB3_NO_OVERRIDE=1 $(BIN)/pip install -q --no-binary=urllib3-future -e '.[dev]'
+	# the multilingual extra too, so that its tests run (it needs numpy alone)
+	URLLIB3_NO_OVERRIDE=1 $(BIN)/pip install -q --no-binary=urllib3-future -e '.[dev,multilingual]'
 	touch $@
 
 # Synapse, the Matrix homeserver the Matrix channel's tests start, in a venv of its own (its

@@ -88,7 +88,13 @@ def embedder_from(settings: Settings) -> Embedder | None:
         from steward.memory.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
-    raise ConfigError(f"unknown embeddings {settings.embeddings!r}: use none, minilm or openai")
+    if settings.embeddings == "multilingual-e5":
+        from steward.memory.e5 import MultilingualE5Embedder
+
+        return MultilingualE5Embedder()
+    raise ConfigError(
+        f"unknown embeddings {settings.embeddings!r}: use none, minilm, multilingual-e5 or openai"
+    )
 
 
 def database_limits(settings: Settings) -> DatabaseLimits:

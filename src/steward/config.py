@@ -124,8 +124,9 @@ class Settings(BaseSettings):
 
     embeddings: str = "none"
     """Semantic memory recall: ``none`` (lexical only), ``minilm`` (all-MiniLM-L6-v2 on the
-    CPU, offline; the ``embeddings`` extra) or ``openai`` (an OpenAI-compatible
-    ``/v1/embeddings`` endpoint)."""
+    CPU, offline, English; the ``embeddings`` extra), ``multilingual-e5`` (multilingual-e5-small
+    on the CPU, offline, about 100 languages, matching across them; the ``multilingual`` extra)
+    or ``openai`` (an OpenAI-compatible ``/v1/embeddings`` endpoint)."""
     embeddings_model: str = "text-embedding-3-small"
     """For ``openai``: the model name."""
     embeddings_base_url: str | None = None

