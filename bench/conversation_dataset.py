@@ -23,7 +23,7 @@ evidence turn — so a test can check the evidence really answers it.
 Deterministic for a seed; pure Python, no model.
 """
 
-# the Chinese lines use Chinese punctuation (，？！), as people write it
+# the Chinese lines use full-width Chinese punctuation, as people write it
 # ruff: noqa: RUF001
 
 from __future__ import annotations
@@ -331,50 +331,93 @@ _QUESTIONS: list[tuple[str, str, tuple[tuple[str, ...], ...], tuple[str, ...], b
 
 # fmt: off
 _CHAT: list[tuple[str, str]] = [
-    ("*", "How was your week?"), ("*", "Haha, that's so you"), ("*", "Ugh, {weekday}s"),
-    ("*", "I made {dish} for dinner yesterday, not bad at all"), ("*", "Send me photos!"),
-    ("*", "Talk soon, I have to run"), ("*", "Did you sleep well?"),
-    ("*", "It was {weather} all day here"), ("*", "I'm rewatching {show} again"),
-    ("*", "We should call on {weekday}"), ("*", "No way! Tell me everything"),
-    ("*", "Work was long today, {colleague} kept scheduling meetings"),
-    ("*", "My colleague {colleague} is getting married in {month}, the invitations are gorgeous"),
+    ("*", "How was your {period}? Mine was {feeling}"), ("*", "Haha, that's so {person}"),
+    ("*", "Ugh, {weekday}s. I had {chore} and {chore2}"),
+    ("*", "I made {dish} for dinner {when}, {verdict}"), ("*", "Send me photos of the {thing}!"),
+    ("*", "Talk soon, I have to {errand}"), ("*", "Did you sleep well? I was up at {hour}"),
+    ("*", "It was {weather} all day here, so I stayed in and {chore}"),
+    ("*", "I'm rewatching {show} again, {verdict}"),
+    ("*", "We should call on {weekday} around {hour}"), ("*", "No way! {person} said that?"),
+    ("*", "Work was long {when}, {colleague} kept scheduling meetings about the {project}"),
+    ("*", "My colleague {colleague} is getting married in {month}, the invitations are "
+     "gorgeous"),
     ("*", "My cousin just adopted a {other_breed} too, everybody is getting pets"),
     ("*", "{colleague} moved to {other_city} last year and regrets it"),
-    ("*", "Have you ever been to {other_dest}? I keep seeing photos"),
-    ("*", "Thinking about signing up for {other_hobby} lessons, or is that silly?"),
-    ("*", "I read a review of '{other_book}', sounds dull to me"),
-    ("*", "Did you watch the marathon on TV? What a pace"),
-    ("*", "I need a dentist recommendation for my flatmate"),
-    ("*", "The train was delayed again, forty minutes this time"),
-    ("*", "{colleague} brought {dish} to the office, everyone loved it"),
-    ("*", "I found a great bakery near the station"), ("*", "Ha, the {pet_word} video you sent!"),
-    ("*", "My neighbour's {other_breed} barks all night"),
-    ("*", "Going to a friend's birthday party on {weekday}"),
-    ("*", "I should really book a holiday, maybe {other_dest}"),
-    ("*", "My phone screen cracked, what a week"), ("*", "Busy busy busy"),
-    ("*", "Are you still doing the {other_hobby} thing?"),
-    ("*", "Reading '{other_book}' at the moment, slow start"),
-    ("*", "The rent went up again, I'm furious"), ("*", "Yes! Let's do that"),
-    ("*", "I'm so tired, {weekday} felt like a week"),
-    ("*", "We had a team lunch at {other_cafe}"),
-    ("O", "{sister} called to complain about her neighbours again"),
-    ("O", "{partner} helped me fix the bike, he is handy"),
-    ("O", "The traffic in {any_city} gets worse every month"),
-    ("O", "{any_employer} is hiring again, I saw it on LinkedIn"),
-    ("O", "{sister} sent me a video of her new kitchen"),
-    ("O", "Mum wants us all at hers for dinner on {weekday}"),
-    ("O", "There's a street festival in {any_city} this weekend"),
-    ("F", "The ward was quiet for once"), ("F", "My sister says hi, by the way"),
-    ("F", "Mum sent another care package, full of snacks"),
+    ("*", "Have you ever been to {other_dest}? {colleague} keeps posting photos"),
+    ("*", "Thinking about signing up for {other_hobby} lessons {when}, or is that silly?"),
+    ("*", "I read a review of '{other_book}', sounds {verdict}"),
+    ("*", "Did you watch the {sport} on TV {when}? What a finish"),
+    ("*", "I need a dentist recommendation for {person}"),
+    ("*", "The {vehicle} was delayed again {when}, {minutes} minutes this time"),
+    ("*", "{colleague} brought {dish} to the office, {verdict}"),
+    ("*", "I found a great bakery near the {spot}, their {pastry} is unreal"),
+    ("*", "Ha, the {pet_word} video you sent {when}!"),
+    ("*", "My neighbour's {other_breed} barks all night, I got maybe {minutes} minutes of "
+     "sleep"),
+    ("*", "Going to {person}'s birthday party on {weekday}"),
+    ("*", "I should really book a holiday, maybe {other_dest} in {month}"),
+    ("*", "My phone screen cracked {when}, what a week"),
+    ("*", "Are you still doing the {other_hobby} thing with {person}?"),
+    ("*", "Reading '{other_book}' at the moment, {verdict}"),
+    ("*", "The rent went up {percent} percent again, I'm furious"),
+    ("*", "Yes! Let's do {plan} on {weekday}"), ("*", "I'm so tired, {weekday} felt like a week"),
+    ("*", "We had a team lunch at {other_cafe}, the {dish} was {verdict}"),
+    ("*", "Can you believe it's already {month_now}?"),
+    ("*", "{person} recommended a podcast about {topic}"),
+    ("*", "I've been reading about {topic} all evening"),
+    ("*", "Bought {item} {when}, already regretting it"),
+    ("*", "The {spot} was packed {when}, no idea why"),
+    ("O", "{sister} called {when} to complain about her {complaint} again"),
+    ("O", "{partner} helped me fix the {broken} {when}, he is handy"),
+    ("O", "The traffic in {any_city} gets worse every month, {minutes} minutes to cross town"),
+    ("O", "{any_employer} is hiring again, {colleague} saw it on LinkedIn"),
+    ("O", "{sister} sent me a video of her {thing}"),
+    ("O", "Mum wants us all at hers for {dish} on {weekday}"),
+    ("O", "There's a {festival} in {any_city} this weekend"),
+    ("F", "The shift was quiet for once, I even had time for {dish}"),
+    ("F", "My sister says hi, she's busy with {topic} these days"),
+    ("F", "Mum sent another care package, full of {snack}"),
 ]
 _CHAT_ZH: list[str] = [
-    "今天{weather_zh}，我在家看书。", "哈哈，真的吗？", "好的，没问题。",
-    "工作好累啊，周末还要加班。",
-    "我刚看了一部关于{topic_zh}的纪录片。", "你那边天气怎么样？", "周末我们去{place_zh}吧？",
-    "我做了{dish_zh}，味道还不错。", "最近睡得不太好。", "我同事下个月结婚，请柬很漂亮。",
-    "我表姐也养了一只{pet_zh}。", "地铁又晚点了，气死我了。", "下次一起去喝咖啡吧！",
-    "我妈又给我寄了一大箱零食。", "你最近在看什么书？", "明天{weekday_zh}，要早起。",
+    "今天{weather_zh}，我在家{chore_zh}。", "哈哈，{person_zh}真的这么说吗？",
+    "好的，{weekday_zh}见！", "工作好累啊，{weekday_zh}还要加班到{hour_zh}。",
+    "我刚看了一部关于{topic_zh}的纪录片，{verdict_zh}。",
+    "你那边天气怎么样？我们这里{weather_zh}。", "{weekday_zh}我们去{place_zh}吧？",
+    "我做了{dish_zh}，{verdict_zh}。", "最近睡得不太好，{hour_zh}才睡着。",
+    "我同事{month_zh}结婚，请柬很漂亮。", "我表姐也养了一只{pet_zh}。",
+    "{vehicle_zh}又晚点了，等了{minutes_zh}，气死我了。", "下次一起去{place_zh}喝咖啡吧！",
+    "我妈又给我寄了一大箱{snack_zh}。", "你最近在看什么书？我在看{topic_zh}的书。",
+    "明天{weekday_zh}，要{hour_zh}起床。", "{person_zh}说{place_zh}新开了一家店，{verdict_zh}。",
+    "周末和{person_zh}去了{place_zh}，人好多。",
 ]
+PERIODS = ["week", "weekend", "day", "Monday", "holiday"]
+FEELINGS = ["chaotic", "quiet", "fine", "exhausting", "weirdly productive", "too short"]
+PEOPLE = ["my flatmate", "my cousin Rita", "my neighbour", "my old teacher", "my boss",
+          "Uncle Bo", "my friend Sam", "my gym buddy"]
+CHORES = ["did laundry", "cleaned the fridge", "sorted old photos", "repotted plants",
+          "fixed a shelf", "baked bread", "paid bills"]
+VERDICTS = ["not bad at all", "a disaster", "surprisingly good", "pretty boring",
+            "better than expected", "too salty"]
+WHENS = ["yesterday", "last night", "this morning", "on Sunday", "earlier today"]
+HOURS = ["5am", "6am", "7", "noon", "8pm", "midnight"]
+THINGS = ["garden", "new haircut", "birthday cake", "view", "market haul", "sunset"]
+ERRANDS = ["run", "catch the bus", "pick up groceries", "walk to a meeting", "cook"]
+PROJECTS = ["budget", "website", "quarterly report", "new office", "audit"]
+SPORTS = ["marathon", "football final", "tennis match", "cycling race", "ski jumping"]
+VEHICLES = ["train", "bus", "tram", "ferry"]
+MINUTES = ["ten", "twenty", "forty", "fifty", "ninety"]
+SPOTS = ["station", "park", "office", "market", "river", "library"]
+PASTRIES = ["cinnamon roll", "croissant", "rye loaf", "custard tart", "focaccia"]
+PERCENTS = ["five", "eight", "ten", "twelve"]
+PLANS = ["brunch", "a film night", "a long walk", "karaoke", "a museum trip"]
+TOPICS = ["octopuses", "volcanoes", "the Roman empire", "sleep", "urban gardening",
+          "black holes", "fermentation", "tiny houses"]
+ITEMS = ["a rain jacket", "a new kettle", "running shoes", "a desk lamp", "a yoga mat",
+         "headphones", "a houseplant"]
+COMPLAINTS = ["neighbours", "landlord", "commute", "boss", "noisy radiator"]
+BROKEN = ["bike", "washing machine", "wobbly table", "leaking tap", "door handle"]
+FESTIVALS = ["street festival", "jazz festival", "food market", "book fair", "flea market"]
+SNACKS = ["dried mango", "spicy peanuts", "sesame candy", "tea and biscuits", "rice crackers"]
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 WEATHER = ["rainy", "sunny", "windy", "freezing", "humid", "grey"]
 DISHES = ["a mushroom risotto", "dumplings", "a lentil curry", "shakshuka", "ramen", "paella"]
@@ -384,17 +427,27 @@ MONTHS = ["October", "December", "March", "May", "July", "September"]
 OTHER_BREEDS = ["dachshund", "poodle", "spaniel", "husky", "Maine Coon"]
 PET_WORDS = ["dog", "cat", "puppy", "kitten"]
 ZH = {
+    "chore_zh": ["打扫卫生", "洗衣服", "看电视", "做饭", "整理照片", "睡懒觉"],
+    "person_zh": ["我室友", "我表姐", "我同事", "我邻居", "我老板", "我大学同学"],
+    "hour_zh": ["六点", "七点", "半夜", "十一点", "凌晨两点"],
+    "verdict_zh": ["还不错", "太咸了", "特别好", "一般般", "有点无聊"],
+    "month_zh": ["十月", "十二月", "三月", "五月", "下个月"],
+    "vehicle_zh": ["地铁", "公交车", "火车", "电车"],
+    "minutes_zh": ["十分钟", "二十分钟", "半个小时", "一个小时"],
+    "snack_zh": ["零食", "茶叶", "辣条", "月饼", "牛肉干"],
     "weather_zh": ["下雨", "很冷", "阳光很好", "刮大风"],
     "topic_zh": ["海洋", "宇宙", "古代建筑", "美食"],
-    "place_zh": ["公园", "海边", "博物馆", "夜市"],
+    "place_zh": ["公园", "海边", "博物馆", "夜市", "商场", "河边"],
     "dish_zh": ["饺子", "红烧肉", "麻婆豆腐", "番茄炒蛋"],
     "pet_zh": ["小狗", "小猫", "兔子"],
-    "weekday_zh": ["周一", "周三", "周五", "周六"],
+    "weekday_zh": ["周一", "周二", "周三", "周四", "周五", "周六", "周日"],
 }
 # fmt: on
 
 
-def _chat_line(rng: random.Random, speaker: str, v: dict[str, str], chinese: bool) -> str:
+def _chat_line(
+    rng: random.Random, speaker: str, v: dict[str, str], chinese: bool, month_now: str
+) -> str:
     if chinese:
         return rng.choice(_CHAT_ZH).format(**{k: rng.choice(c) for k, c in ZH.items()})
     lines = [text for who, text in _CHAT if who in ("*", speaker)]
@@ -410,7 +463,18 @@ def _chat_line(rng: random.Random, speaker: str, v: dict[str, str], chinese: boo
         "other_book": rng.choice([b for b in BOOKS if b != v["book"]]),
         "other_cafe": rng.choice([c for c in CAFES if c != v["cafe"]]),
         "any_employer": rng.choice([v["emp1"], v["emp2"], *EMPLOYERS]),
-        "sister": v["sister"], "partner": v["partner"],
+        "sister": v["sister"], "partner": v["partner"], "period": rng.choice(PERIODS),
+        "feeling": rng.choice(FEELINGS), "person": rng.choice(PEOPLE),
+        "chore": rng.choice(CHORES), "chore2": rng.choice(CHORES),
+        "verdict": rng.choice(VERDICTS), "when": rng.choice(WHENS), "hour": rng.choice(HOURS),
+        "thing": rng.choice(THINGS), "errand": rng.choice(ERRANDS),
+        "project": rng.choice(PROJECTS), "sport": rng.choice(SPORTS),
+        "vehicle": rng.choice(VEHICLES), "minutes": rng.choice(MINUTES),
+        "spot": rng.choice(SPOTS), "pastry": rng.choice(PASTRIES),
+        "percent": rng.choice(PERCENTS), "plan": rng.choice(PLANS), "month_now": month_now,
+        "topic": rng.choice(TOPICS), "item": rng.choice(ITEMS),
+        "complaint": rng.choice(COMPLAINTS), "broken": rng.choice(BROKEN),
+        "festival": rng.choice(FESTIVALS), "snack": rng.choice(SNACKS),
     }  # fmt: skip
     return rng.choice(lines).format(**fill)
 
@@ -442,8 +506,8 @@ def _conversation(
         for n in range(count - len(placed.get(index, []))):
             speaker = owner if n % 2 == 0 else friend
             chinese = speaker == friend and (index in chinese_sessions or rng.random() < 0.08)
-            lines.append(("", speaker, _chat_line(rng, "O" if speaker == owner else "F", v,
-                                                  chinese)))  # fmt: skip
+            who = "O" if speaker == owner else "F"
+            lines.append(("", speaker, _chat_line(rng, who, v, chinese, f"{at:%B}")))
         for fact in placed.get(index, []):
             lines.insert(rng.randint(1, len(lines)), fact)
         sid = f"{cid}.s{index + 1:02d}"

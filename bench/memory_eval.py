@@ -1,16 +1,22 @@
-"""Memory quality: recall of the right memories, no stale facts, no leaks, on a synthetic but
-realistic history (:mod:`memory_dataset`), for lexical, semantic and hybrid search in one run.
+"""Memory quality, two evaluations in one table, for lexical, semantic and hybrid search (and
+hybrid with a reranker when there is one):
 
-    .venv/bin/python bench/memory_eval.py                 # table on stdout (~20 s)
+* **old** — recall of the right memories, no stale facts, no leaks, on one person's extracted
+  statements (:mod:`memory_dataset`);
+* **new** — recall of the right dialog turns on long two-person chats stored raw, LoCoMo-like
+  (:mod:`conversation_dataset`): single-turn, multi-turn, temporal and Chinese questions.
+
+    .venv/bin/python bench/memory_eval.py                 # the table on stdout
     .venv/bin/python bench/memory_eval.py --json          # everything as JSON on stdout
-    .venv/bin/python bench/memory_eval.py --embedder hashing --seed 3
+    .venv/bin/python bench/memory_eval.py --only new --embedder hashing --seed 3
 
-Every memory is written through :meth:`MemoryBook.write` as extraction would write it — content,
-kind, slot, subjects, the conversation's audience, ``observed_at`` at the conversation's time,
-a stated ``valid_from`` / ``valid_to`` where the words give one, the conversation as a trusted
-source — on a SQLite store in a temporary file, with a :class:`SimulatedClock` moved to each
-conversation's time and finally to the evaluation date (1 July 2026). Then each query is asked
-with its audience and the moment it is about, in each search mode, top 10.
+The old evaluation: every memory is written through :meth:`MemoryBook.write` as extraction
+would write it — content, kind, slot, subjects, the conversation's audience, ``observed_at``
+at the conversation's time, a stated ``valid_from`` / ``valid_to`` where the words give one,
+the conversation as a trusted source — on a SQLite store in a temporary file, with a
+:class:`SimulatedClock` moved to each conversation's time and finally to the evaluation date
+(1 July 2026). Then each query is asked with its audience and the moment it is about, in each
+search mode, top 10.
 
 Figures (each a share of queries, 0 to 1):
 
@@ -27,6 +33,16 @@ Figures (each a share of queries, 0 to 1):
   where such an exception ranks above every memory of the standing preference (or is there
   while the preference is not).
 
+The new evaluation writes every turn through :meth:`Service.remember` as "Speaker: text" (a
+note, private), the service's :class:`SimulatedClock` moved to the turn's time, each
+conversation for a person of its own; then asks each question through
+:meth:`Service.search_memories` at the evaluation date, top 10. **recall@k** as above, each
+evidence item answered by any one of its turns; per tag: multi-turn, temporal, Chinese.
+
+The hybrid+rerank row needs a Retriever that takes ``reranker=`` and ``search(rerank=)`` and a
+reranker class under ``steward.memory`` (a ``*Reranker`` that builds without arguments); without
+them the row shows "—" and says why.
+
 The semantic and hybrid figures need a real embedder: all-MiniLM-L6-v2 (the ``embeddings``
 extra) when it is installed; otherwise the deterministic :class:`HashingEmbedder`, which is not
 semantic, and the output says so.
@@ -36,7 +52,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import inspect
 import json
+import pkgutil
 import sys
 import time
 from collections import defaultdict
@@ -44,19 +63,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import conversation_dataset
+import memory_dataset
+import steward.memory
 from bench_support import fresh_database, percentile, quiet_logs
-from memory_dataset import Dataset, Query, generate
+from conversation_dataset import ConversationDataset
+from memory_dataset import Dataset, Query
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
 from steward.domain.memory import Memory, MemoryHit, Source, SourceKind
 from steward.memory.book import MemoryBook
 from steward.memory.embedding import Embedder
-from steward.memory.retrieval import SearchMode
+from steward.memory.rerank import Reranker
+from steward.memory.retrieval import Retriever, SearchMode
+from steward.service import Service
 from steward.store import Store
 from steward.testing.embeddings import HashingEmbedder
 
 KS = (5, 10)
-MODES = (SearchMode.LEXICAL, SearchMode.SEMANTIC, SearchMode.HYBRID)
+RERANKED = "hybrid+rerank"
+MODES = (SearchMode.LEXICAL.value, SearchMode.SEMANTIC.value, SearchMode.HYBRID.value, RERANKED)
+NEW_TAGS = ("multi", "temporal", "chinese")
 
 
 def pick_embedder(choice: str) -> tuple[Embedder, str]:
@@ -78,6 +105,49 @@ def pick_embedder(choice: str) -> tuple[Embedder, str]:
         HashingEmbedder(),
         "HashingEmbedder, NOT semantic; semantic and hybrid figures only measure word overlap",
     )
+
+
+def pick_reranker(choice: str) -> tuple[Reranker | None, str]:
+    """A reranker for the hybrid+rerank row, or None and why not. Found by feature: the
+    Retriever must take one, and a ``*Reranker`` class under ``steward.memory`` must build."""
+    if choice == "none":
+        return None, "not asked for (--reranker none)"
+    if "reranker" not in inspect.signature(Retriever).parameters or (
+        "rerank" not in inspect.signature(Retriever.search).parameters
+    ):
+        return None, "the Retriever takes no reranker yet"
+    failures = []
+    for info in pkgutil.iter_modules(steward.memory.__path__):
+        module = importlib.import_module(f"steward.memory.{info.name}")
+        for name, value in vars(module).items():
+            if not (
+                isinstance(value, type)
+                and name.endswith("Reranker")
+                and value.__module__ == module.__name__
+                and not getattr(value, "_is_protocol", False)
+            ):
+                continue
+            try:
+                found: Reranker = value()
+            except Exception as exc:
+                failures.append(f"{name}: {type(exc).__name__}: {exc}")
+                continue
+            return found, f"{found.name} ({module.__name__}.{name})"
+    return None, "; ".join(failures) or "no reranker under steward.memory"
+
+
+def with_reranker(book: MemoryBook, reranker: Reranker | None) -> None:
+    """Give ``book`` a retriever that reranks when asked (keyword passed by name: the
+    Retriever only takes it once the reranker contract is in)."""
+    if reranker is not None:
+        book.retriever = Retriever(book.store, embedder=book.embedder, **{"reranker": reranker})
+
+
+def mode_arguments(mode: str, reranker: Reranker | None) -> dict[str, Any]:
+    """The search arguments for a row of the table (``rerank`` only where supported)."""
+    if mode == RERANKED:
+        return {"mode": SearchMode.HYBRID, "rerank": True}
+    return {"mode": SearchMode(mode), **({"rerank": False} if reranker is not None else {})}
 
 
 @dataclass(kw_only=True)
@@ -204,14 +274,17 @@ def judge(query: Query, hits: list[MemoryHit], data: Dataset, loaded: Loaded) ->
     return out
 
 
-async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
-    embedder, embedder_note = pick_embedder(embedder_choice)
+async def evaluate_old(
+    data: Dataset, embedder: Embedder, reranker: Reranker | None
+) -> dict[str, Any]:
+    """The old evaluation: one person's extracted statements (:mod:`memory_dataset`)."""
     with fresh_database("sqlite") as url:
         store = await Store.open(url)
         try:
             clock = SimulatedClock(data.sessions[0].at)
             person = (await store.persons.create_person(name="maya", now=clock.now())).id
             book = MemoryBook(store, clock, embedder=embedder)
+            with_reranker(book, reranker)
             loaded = await load(book, clock, person, data)
             counts = await store.memory.count_memories(person_id=person)
             # warm the vector index and the embedder before timing anything
@@ -224,6 +297,8 @@ async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
             )
             results: dict[str, Any] = {}
             for mode in MODES:
+                if mode == RERANKED and reranker is None:
+                    continue
                 per_query: list[dict[str, Any]] = []
                 seconds: list[float] = []
                 for query in data.queries:
@@ -234,7 +309,7 @@ async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
                         audience=Audience.parse(query.audience),
                         at=query.at,
                         limit=max(KS),
-                        mode=mode,
+                        **mode_arguments(mode, reranker),
                     )
                     seconds.append(time.perf_counter() - started)
                     judged = judge(query, hits, data, loaded)
@@ -252,16 +327,13 @@ async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
                             },
                         }
                     )
-                results[mode.value] = {
+                results[mode] = {
                     "summary": _summarize(per_query),
                     "by_category": {
                         category: _summarize([q for q in per_query if q["category"] == category])
                         for category in sorted({q.category for q in data.queries})
                     },
-                    "latency_ms": {
-                        "p50": round(percentile(seconds, 50) * 1000, 2),
-                        "p99": round(percentile(seconds, 99) * 1000, 2),
-                    },
+                    "latency_ms": _latency(seconds),
                     "queries": per_query,
                 }
         finally:
@@ -282,10 +354,134 @@ async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
             "eval_at": data.eval_at.isoformat(),
             "write_seconds": round(loaded.write_seconds, 2),
         },
-        "embedder": {"name": embedder.name, "note": embedder_note},
         "validity_disagreements": loaded.validity_disagreements,
         "modes": results,
     }
+
+
+async def evaluate_new(
+    data: ConversationDataset, embedder: Embedder, reranker: Reranker | None
+) -> dict[str, Any]:
+    """The new evaluation: raw dialog turns through the service (:mod:`conversation_dataset`)."""
+    first = min(s.at for c in data.conversations for s in c.sessions)
+    with fresh_database("sqlite") as url:
+        store = await Store.open(url)
+        try:
+            clock = SimulatedClock(first)
+            service = Service(store, clock, embedder=embedder)
+            with_reranker(service.memory, reranker)
+            persons = {
+                c.id: (await store.persons.create_person(name=c.owner, now=clock.now())).id
+                for c in data.conversations
+            }
+            ids: dict[str, str] = {}
+            outcomes: dict[str, int] = defaultdict(int)
+            started = time.perf_counter()
+            # all conversations on one clock, turn by turn in time order
+            for conversation, turn in sorted(data.turns(), key=lambda ct: (ct[1].at, ct[0].id)):
+                if turn.at > clock.now():
+                    clock.advance(turn.at - clock.now())
+                written = await service.remember(
+                    person_id=persons[conversation.id], content=turn.content
+                )
+                outcomes[written.outcome.value] += 1
+                if written.memory is not None:
+                    ids[turn.key] = written.memory.id
+            write_seconds = time.perf_counter() - started
+            clock.advance(data.eval_at - clock.now())
+            ask_here = "rerank" in inspect.signature(service.search_memories).parameters
+            results: dict[str, Any] = {}
+            for mode in MODES:
+                if mode == RERANKED and reranker is None:
+                    continue
+                arguments = mode_arguments(mode, reranker)
+                per_query: list[dict[str, Any]] = []
+                seconds: list[float] = []
+                for question in data.questions:
+                    person = persons[question.conversation]
+                    began = time.perf_counter()
+                    if ask_here or "rerank" not in arguments:
+                        hits = await service.search_memories(
+                            person_id=person,
+                            query=question.text,
+                            limit=max(KS),
+                            **{**arguments, "mode": arguments["mode"].value},
+                        )
+                    else:  # the service cannot ask for a rerank yet: its retriever can
+                        hits = await service.memory.retriever.search(
+                            person_id=person,
+                            query=question.text,
+                            audience=Audience.parse("private"),
+                            at=clock.now(),
+                            limit=max(KS),
+                            **arguments,
+                        )
+                    seconds.append(time.perf_counter() - began)
+                    top = [h.memory.id for h in hits]
+                    per_query.append(
+                        {
+                            "id": question.id,
+                            "tags": sorted(question.tags),
+                            "top": [h.memory.content for h in hits[:5]],
+                            **{
+                                f"recall@{k}": sum(
+                                    1
+                                    for item in question.evidence
+                                    if any(ids.get(key) in top[:k] for key in item)
+                                )
+                                / len(question.evidence)
+                                for k in KS
+                            },
+                        }
+                    )
+                results[mode] = {
+                    "summary": _recall(per_query),
+                    "by_tag": {
+                        tag: _recall([q for q in per_query if tag in q["tags"]]) for tag in NEW_TAGS
+                    },
+                    "latency_ms": _latency(seconds),
+                    "queries": per_query,
+                }
+            stored = 0
+            for person in persons.values():
+                stored += sum((await store.memory.count_memories(person_id=person)).values())
+        finally:
+            await store.close()
+    return {
+        "dataset": {
+            "seed": data.seed,
+            "conversations": len(data.conversations),
+            "sessions": sum(len(c.sessions) for c in data.conversations),
+            "turns": sum(1 for _ in data.turns()),
+            "turns_in_chinese_or_mixed": sum(
+                1 for _, t in data.turns() if any("\u4e00" <= ch <= "\u9fff" for ch in t.text)
+            ),
+            "write_outcomes": dict(outcomes),
+            "stored": stored,
+            "questions": len(data.questions),
+            "questions_by_tag": {
+                tag: sum(1 for q in data.questions if tag in q.tags) for tag in NEW_TAGS
+            },
+            "eval_at": data.eval_at.isoformat(),
+            "write_seconds": round(write_seconds, 2),
+        },
+        "modes": results,
+    }
+
+
+def _latency(seconds: list[float]) -> dict[str, float]:
+    return {
+        "p50": round(percentile(seconds, 50) * 1000, 2),
+        "p99": round(percentile(seconds, 99) * 1000, 2),
+    }
+
+
+def _recall(per_query: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": len(per_query)}
+    for k in KS:
+        values = [q[f"recall@{k}"] for q in per_query]
+        out[f"recall@{k}"] = round(sum(values) / len(values), 3) if values else None
+    return out
 
 
 def _count(values: Any) -> dict[str, int]:
@@ -310,79 +506,137 @@ def _fmt(value: float | None) -> str:
 
 
 def print_report(report: dict[str, Any]) -> None:
-    d = report["dataset"]
-    print(
-        f"dataset: seed {d['seed']}, {d['sessions']} conversations {d['sessions_by_audience']}, "
-        f"{d['memories_written']} writes ({d['planted']} planted, {d['chit_chat']} chit-chat; "
-        f"outcomes {d['write_outcomes']}), stored {d['stored_by_status']}, "
-        f"{d['queries']} queries, evaluated at {d['eval_at']}"
-    )
+    old, new = report.get("old"), report.get("new")
+    if old is not None:
+        d = old["dataset"]
+        print(
+            f"old: seed {d['seed']}, {d['sessions']} conversations {d['sessions_by_audience']}, "
+            f"{d['memories_written']} statements ({d['planted']} planted, {d['chit_chat']} "
+            f"chit-chat; outcomes {d['write_outcomes']}), stored {d['stored_by_status']}, "
+            f"{d['queries']} queries, evaluated at {d['eval_at']}"
+        )
+    if new is not None:
+        d = new["dataset"]
+        print(
+            f"new: seed {d['seed']}, {d['conversations']} conversations, {d['sessions']} "
+            f"sessions, {d['turns']} turns ({d['turns_in_chinese_or_mixed']} with Chinese; "
+            f"outcomes {d['write_outcomes']}, stored {d['stored']}), {d['questions']} "
+            f"questions {d['questions_by_tag']}, evaluated at {d['eval_at']}"
+        )
     print(f"embedder: {report['embedder']['name']} — {report['embedder']['note']}")
-    first = report["modes"]["lexical"]["summary"]
-    print(
-        f"queries judged: recall {first['recall@5_n']}, stale {first['stale@5_n']}, "
-        f"leak {first['leak@5_n']}, exception-first {first['exception_first@5_n']}"
-    )
+    print(f"reranker: {report['reranker']}")
     print()
-    head = (
-        f"{'mode':<9} {'recall@5':>9} {'recall@10':>10} {'stale@5':>8} {'stale@10':>9} "
-        f"{'leak@10':>8} {'exc-first@5':>12} {'p50 ms':>7} {'p99 ms':>7}"
-    )
+    head = f"{'mode':<14}"
+    if old is not None:
+        head += f" | {'old R@5':>7} {'R@10':>6} {'stale@10':>8} {'leak@10':>7}"
+    if new is not None:
+        head += (
+            f" | {'new R@5':>7} {'R@10':>6} {'multi@5':>7} {'temp@5':>6} {'zh@5':>6}"
+            f" | {'p50 ms':>6}"
+        )
     print(head)
     print("-" * len(head))
-    for mode, result in report["modes"].items():
-        s = result["summary"]
-        print(
-            f"{mode:<9} {_fmt(s['recall@5']):>9} {_fmt(s['recall@10']):>10} "
-            f"{_fmt(s['stale@5']):>8} {_fmt(s['stale@10']):>9} {_fmt(s['leak@10']):>8} "
-            f"{_fmt(s['exception_first@5']):>12} {result['latency_ms']['p50']:>7.2f} "
-            f"{result['latency_ms']['p99']:>7.2f}"
-        )
+    for mode in MODES:
+        line = f"{mode:<14}"
+        if old is not None:
+            s = old["modes"].get(mode, {}).get("summary", {})
+            line += (
+                f" | {_fmt(s.get('recall@5')):>7} {_fmt(s.get('recall@10')):>6} "
+                f"{_fmt(s.get('stale@10')):>8} {_fmt(s.get('leak@10')):>7}"
+            )
+        if new is not None:
+            result = new["modes"].get(mode, {})
+            s, tags = result.get("summary", {}), result.get("by_tag", {})
+            p50 = result.get("latency_ms", {}).get("p50")
+            line += (
+                f" | {_fmt(s.get('recall@5')):>7} {_fmt(s.get('recall@10')):>6} "
+                + " ".join(
+                    f"{_fmt(tags.get(t, {}).get('recall@5')):>{w}}"
+                    for t, w in zip(NEW_TAGS, (7, 6, 6), strict=True)
+                )
+                + f" | {'—' if p50 is None else f'{p50:.1f}':>6}"
+            )
+        print(line)
     print()
-    categories = list(report["modes"]["lexical"]["by_category"])
-    print("recall@5 by category (queries):")
-    print(f"{'category':<12} {'n':>3} " + " ".join(f"{m:>9}" for m in report["modes"]))
-    for category in categories:
-        n = report["modes"]["lexical"]["by_category"][category]["recall@5_n"]
-        if not n:
-            continue
-        cells = " ".join(
-            f"{_fmt(r['by_category'][category]['recall@5']):>9}" for r in report["modes"].values()
-        )
-        print(f"{category:<12} {n:>3} {cells}")
+    print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in report["seconds"].items()))
+    if old is None:
+        return
     print()
-    for mode, result in report["modes"].items():
+    modes = old["modes"]
+    print("old, recall@5 by category (queries):")
+    print(f"{'category':<12} {'n':>3} " + " ".join(f"{m:>13}" for m in modes))
+    for category, summary in modes["lexical"]["by_category"].items():
+        if summary["recall@5_n"]:
+            cells = " ".join(
+                f"{_fmt(r['by_category'][category]['recall@5']):>13}" for r in modes.values()
+            )
+            print(f"{category:<12} {summary['recall@5_n']:>3} {cells}")
+    for mode, result in modes.items():
         bad = [
             f"{q['id']} (top: {', '.join(q['top'][:5])})"
             for q in result["queries"]
             if q["stale@10"] or q["leak@10"]
         ]
         if bad:
-            print(f"{mode}: stale or leaking at 10: {'; '.join(bad)}")
-    differences = report["validity_disagreements"]
-    if differences:
-        print("store validity differs from the ground truth:")
-        for item in differences:
-            why = " (expected: closed by its restatement)" if item["expected"] else ""
-            print(
-                f"  {item['key']} ({item['content']!r}): valid_{item['bound']} stored "
-                f"{item['stored']}, true {item['true']}{why}"
-            )
+            print(f"old, {mode}: stale or leaking at 10: {'; '.join(bad)}")
+    for item in old["validity_disagreements"]:
+        why = " (expected: closed by its restatement)" if item["expected"] else ""
+        print(
+            f"old, store validity differs from the ground truth: {item['key']} "
+            f"({item['content']!r}): valid_{item['bound']} stored {item['stored']}, true "
+            f"{item['true']}{why}"
+        )
+
+
+async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
+    embedder, embedder_note = pick_embedder(args.embedder)
+    reranker, reranker_note = pick_reranker(args.reranker)
+    report: dict[str, Any] = {
+        "embedder": {"name": embedder.name, "note": embedder_note},
+        "reranker": reranker_note if reranker is not None else f"none — {reranker_note}",
+        "seconds": {},
+    }
+    for which, run in (
+        ("old", lambda: evaluate_old(memory_dataset.generate(args.seed), embedder, reranker)),
+        (
+            "new",
+            lambda: evaluate_new(
+                conversation_dataset.generate(args.seed, conversations=args.conversations),
+                embedder,
+                reranker,
+            ),
+        ),
+    ):
+        if args.only in (None, which):
+            started = time.perf_counter()
+            report[which] = await run()
+            report["seconds"][which] = round(time.perf_counter() - started, 1)
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7, help="dataset seed (default 7)")
+    parser.add_argument("--only", choices=("old", "new"), help="run one evaluation only")
+    parser.add_argument(
+        "--conversations", type=int, default=5, help="conversations in the new one (default 5)"
+    )
     parser.add_argument(
         "--embedder",
         choices=("auto", "minilm", "hashing"),
         default="auto",
         help="auto: MiniLM when the embeddings extra is installed, else hashing",
     )
+    parser.add_argument(
+        "--reranker",
+        choices=("auto", "none"),
+        default="auto",
+        help="auto: the hybrid+rerank row when a reranker is available",
+    )
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
     args = parser.parse_args(argv)
     quiet_logs()
-    report = asyncio.run(evaluate(generate(args.seed), args.embedder))
+    report = asyncio.run(evaluate(args))
     if args.json:
         json.dump(report, sys.stdout, indent=2, ensure_ascii=False)
         print()
