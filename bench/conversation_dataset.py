@@ -508,8 +508,10 @@ def _conversation(
             chinese = speaker == friend and (index in chinese_sessions or rng.random() < 0.08)
             who = "O" if speaker == owner else "F"
             lines.append(("", speaker, _chat_line(rng, who, v, chinese, f"{at:%B}")))
-        for fact in placed.get(index, []):
-            lines.insert(rng.randint(1, len(lines)), fact)
+        # the session's facts among the small talk, in the order they happen
+        facts = placed.get(index, [])
+        for offset, position in enumerate(sorted(rng.sample(range(1, count), len(facts)))):
+            lines.insert(position, facts[offset])
         sid = f"{cid}.s{index + 1:02d}"
         turns = []
         for n, (key, speaker, text) in enumerate(lines):
