@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import memory_eval
 from conversation_dataset import Conversation, ConversationDataset, Question, Session, Turn
+from steward.memory.retrieval import SearchMode
 from steward.testing.embeddings import HashingEmbedder
 
 START = datetime(2026, 1, 5, 10, tzinfo=UTC)
@@ -94,4 +95,4 @@ def test_no_rerank_row_without_a_reranker_and_why() -> None:
     reranker, why = memory_eval.pick_reranker("none")
     assert reranker is None
     assert "not asked for" in why
-    assert memory_eval.mode_arguments("hybrid", None) == {"mode": memory_eval.SearchMode.HYBRID}
+    assert memory_eval.mode_arguments("hybrid", None) == {"mode": SearchMode.HYBRID}
