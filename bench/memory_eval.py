@@ -52,106 +52,37 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
-import pkgutil
 import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
-from inspect import signature
 from typing import Any
 
 import conversation_dataset
+import conversation_eval
 import memory_dataset
-import steward.memory
-from bench_support import fresh_database, percentile, quiet_logs
-from conversation_dataset import ConversationDataset
+from bench_support import fresh_database, quiet_logs
 from memory_dataset import Dataset, Query
+from memory_modes import (
+    KS,
+    MODES,
+    RERANKED,
+    latency,
+    mode_arguments,
+    pick_embedder,
+    pick_reranker,
+    with_reranker,
+)
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
 from steward.domain.memory import Memory, MemoryHit, Source, SourceKind
-from steward.memory.book import MemoryBook, WriteOutcome
+from steward.memory.book import MemoryBook
 from steward.memory.embedding import Embedder
 from steward.memory.rerank import Reranker
-from steward.memory.retrieval import Retriever, SearchMode
-from steward.service import Service
+from steward.memory.retrieval import SearchMode
 from steward.store import Store
-from steward.testing.embeddings import HashingEmbedder
-
-KS = (5, 10)
-RERANKED = "hybrid+rerank"
-MODES = (SearchMode.LEXICAL.value, SearchMode.SEMANTIC.value, SearchMode.HYBRID.value, RERANKED)
-NEW_TAGS = ("multi", "temporal", "chinese")
-
-
-def pick_embedder(choice: str) -> tuple[Embedder, str]:
-    """The embedder to use, and a note on what it is."""
-    if choice in ("auto", "minilm"):
-        try:
-            from steward.memory.minilm import MiniLMEmbedder
-
-            return MiniLMEmbedder(), "all-MiniLM-L6-v2 (int8 ONNX, onnxruntime on the CPU)"
-        except Exception as exc:
-            if choice == "minilm":
-                raise
-            reason = f"{type(exc).__name__}: {exc}"
-            return HashingEmbedder(), (
-                f"HashingEmbedder, NOT semantic (MiniLM unavailable: {reason}); semantic and "
-                "hybrid figures only measure word overlap"
-            )
-    return (
-        HashingEmbedder(),
-        "HashingEmbedder, NOT semantic; semantic and hybrid figures only measure word overlap",
-    )
-
-
-def pick_reranker(choice: str) -> tuple[Reranker | None, str]:
-    """A reranker for the hybrid+rerank row, or None and why not. Found by feature: the
-    Retriever must take one, and a ``*Reranker`` class under ``steward.memory`` must build."""
-    if choice == "none":
-        return None, "not asked for (--reranker none)"
-    if "reranker" not in signature(Retriever).parameters or (
-        "rerank" not in signature(Retriever.search).parameters
-    ):
-        return None, "the Retriever takes no reranker yet"
-    failures = []
-    for info in pkgutil.iter_modules(steward.memory.__path__):
-        try:
-            module = importlib.import_module(f"steward.memory.{info.name}")
-        except ImportError as exc:  # an optional extra not installed
-            failures.append(f"steward.memory.{info.name}: {exc}")
-            continue
-        for name, value in vars(module).items():
-            if not (
-                isinstance(value, type)
-                and name.endswith("Reranker")
-                and value.__module__ == module.__name__
-                and not getattr(value, "_is_protocol", False)
-            ):
-                continue
-            try:
-                found: Reranker = value()
-            except Exception as exc:
-                failures.append(f"{name}: {type(exc).__name__}: {exc}")
-                continue
-            return found, f"{found.name} ({module.__name__}.{name})"
-    return None, "; ".join(failures) or "no reranker under steward.memory"
-
-
-def with_reranker(book: MemoryBook, reranker: Reranker | None) -> None:
-    """Give ``book`` a retriever that reranks when asked (keyword passed by name: the
-    Retriever only takes it once the reranker contract is in)."""
-    if reranker is not None:
-        book.retriever = Retriever(book.store, embedder=book.embedder, **{"reranker": reranker})
-
-
-def mode_arguments(mode: str, reranker: Reranker | None) -> dict[str, Any]:
-    """The search arguments for a row of the table (``rerank`` only where supported)."""
-    if mode == RERANKED:
-        return {"mode": SearchMode.HYBRID, "rerank": True}
-    return {"mode": SearchMode(mode), **({"rerank": False} if reranker is not None else {})}
 
 
 @dataclass(kw_only=True)
@@ -337,7 +268,7 @@ async def evaluate_old(
                         category: _summarize([q for q in per_query if q["category"] == category])
                         for category in sorted({q.category for q in data.queries})
                     },
-                    "latency_ms": _latency(seconds),
+                    "latency_ms": latency(seconds),
                     "queries": per_query,
                 }
         finally:
@@ -361,141 +292,6 @@ async def evaluate_old(
         "validity_disagreements": loaded.validity_disagreements,
         "modes": results,
     }
-
-
-async def evaluate_new(
-    data: ConversationDataset, embedder: Embedder, reranker: Reranker | None
-) -> dict[str, Any]:
-    """The new evaluation: raw dialog turns through the service (:mod:`conversation_dataset`)."""
-    first = min(s.at for c in data.conversations for s in c.sessions)
-    with fresh_database("sqlite") as url:
-        store = await Store.open(url)
-        try:
-            clock = SimulatedClock(first)
-            service = Service(store, clock, embedder=embedder)
-            with_reranker(service.memory, reranker)
-            persons = {
-                c.id: (await store.persons.create_person(name=c.owner, now=clock.now())).id
-                for c in data.conversations
-            }
-            ids: dict[str, str] = {}
-            outcomes: dict[str, int] = defaultdict(int)
-            repeats: set[str] = set()
-            started = time.perf_counter()
-            # all conversations on one clock, turn by turn in time order
-            for conversation, turn in sorted(data.turns(), key=lambda ct: (ct[1].at, ct[0].id)):
-                if turn.at > clock.now():
-                    clock.advance(turn.at - clock.now())
-                written = await service.remember(
-                    person_id=persons[conversation.id], content=turn.content
-                )
-                outcomes[written.outcome.value] += 1
-                if written.memory is not None:
-                    ids[turn.key] = written.memory.id
-                if written.outcome is not WriteOutcome.CREATED:
-                    repeats.add(turn.key)
-            write_seconds = time.perf_counter() - started
-            clock.advance(data.eval_at - clock.now())
-            results: dict[str, Any] = {}
-            for mode in MODES:
-                if mode == RERANKED and reranker is None:
-                    continue
-                per_query: list[dict[str, Any]] = []
-                seconds: list[float] = []
-                for question in data.questions:
-                    began = time.perf_counter()
-                    hits = await ask(
-                        service, persons[question.conversation], question.text, mode, reranker
-                    )
-                    seconds.append(time.perf_counter() - began)
-                    top = [h.memory.id for h in hits]
-                    per_query.append(
-                        {
-                            "id": question.id,
-                            "tags": sorted(question.tags),
-                            "top": [h.memory.content for h in hits[:5]],
-                            **{
-                                f"recall@{k}": sum(
-                                    1
-                                    for item in question.evidence
-                                    if any(ids.get(key) in top[:k] for key in item)
-                                )
-                                / len(question.evidence)
-                                for k in KS
-                            },
-                        }
-                    )
-                results[mode] = {
-                    "summary": _recall(per_query),
-                    "by_tag": {
-                        tag: _recall([q for q in per_query if tag in q["tags"]]) for tag in NEW_TAGS
-                    },
-                    "latency_ms": _latency(seconds),
-                    "queries": per_query,
-                }
-            stored = 0
-            for person in persons.values():
-                stored += sum((await store.memory.count_memories(person_id=person)).values())
-        finally:
-            await store.close()
-    return {
-        "dataset": {
-            "seed": data.seed,
-            "conversations": len(data.conversations),
-            "sessions": sum(len(c.sessions) for c in data.conversations),
-            "turns": sum(1 for _ in data.turns()),
-            "turns_in_chinese_or_mixed": sum(
-                1 for _, t in data.turns() if any("\u4e00" <= ch <= "\u9fff" for ch in t.text)
-            ),
-            "write_outcomes": dict(outcomes),
-            "stored": stored,
-            # an evidence turn taken for a repeat of an earlier one is judged by that one
-            "evidence_turns_repeating": sorted(
-                {k for q in data.questions for item in q.evidence for k in item} & repeats
-            ),
-            "questions": len(data.questions),
-            "questions_by_tag": {
-                tag: sum(1 for q in data.questions if tag in q.tags) for tag in NEW_TAGS
-            },
-            "eval_at": data.eval_at.isoformat(),
-            "write_seconds": round(write_seconds, 2),
-        },
-        "modes": results,
-    }
-
-
-async def ask(
-    service: Service, person: str, text: str, mode: str, reranker: Reranker | None
-) -> list[MemoryHit]:
-    """Top 10 through :meth:`Service.search_memories`; a rerank through the service's retriever
-    while the service cannot ask for one."""
-    arguments = mode_arguments(mode, reranker)
-    if "rerank" in arguments and "rerank" not in signature(service.search_memories).parameters:
-        return await service.memory.retriever.search(
-            person_id=person,
-            query=text,
-            audience=Audience.parse("private"),
-            at=service.clock.now(),
-            limit=max(KS),
-            **arguments,
-        )
-    arguments["mode"] = arguments["mode"].value
-    return await service.search_memories(person_id=person, query=text, limit=max(KS), **arguments)
-
-
-def _latency(seconds: list[float]) -> dict[str, float]:
-    return {
-        "p50": round(percentile(seconds, 50) * 1000, 2),
-        "p99": round(percentile(seconds, 99) * 1000, 2),
-    }
-
-
-def _recall(per_query: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {"n": len(per_query)}
-    for k in KS:
-        values = [q[f"recall@{k}"] for q in per_query]
-        out[f"recall@{k}"] = round(sum(values) / len(values), 3) if values else None
-    return out
 
 
 def _count(values: Any) -> dict[str, int]:
@@ -567,7 +363,7 @@ def print_report(report: dict[str, Any]) -> None:
                 f" | {_fmt(s.get('recall@5')):>7} {_fmt(s.get('recall@10')):>6} "
                 + " ".join(
                     f"{_fmt(tags.get(t, {}).get('recall@5')):>{w}}"
-                    for t, w in zip(NEW_TAGS, (7, 6, 6), strict=True)
+                    for t, w in zip(conversation_eval.TAGS, (7, 6, 6), strict=True)
                 )
                 + f" | {'—' if p50 is None else f'{p50:.1f}':>10}"
             )
@@ -618,7 +414,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     if args.only in (None, "new"):
         started = time.perf_counter()
         conversations = conversation_dataset.generate(args.seed, conversations=args.conversations)
-        report["new"] = await evaluate_new(conversations, embedder, reranker)
+        report["new"] = await conversation_eval.evaluate(conversations, embedder, reranker)
         report["seconds"]["new"] = round(time.perf_counter() - started, 1)
     return report
 

@@ -7,9 +7,10 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
 
-import memory_eval
+import conversation_eval
+import memory_modes
 from conversation_dataset import Conversation, ConversationDataset, Question, Session, Turn
 from steward.memory.retrieval import SearchMode
 from steward.testing.embeddings import HashingEmbedder
@@ -75,7 +76,7 @@ def _dataset() -> ConversationDataset:
 
 
 async def test_recall_of_evidence_turns_through_the_service() -> None:
-    report = await memory_eval.evaluate_new(_dataset(), HashingEmbedder(), None)
+    report = await conversation_eval.evaluate(_dataset(), HashingEmbedder(), None)
     assert report["dataset"]["write_outcomes"] == {"created": 3, "duplicate": 1}
     assert report["dataset"]["evidence_turns_repeating"] == ["c1.again"]
     assert set(report["modes"]) == {"lexical", "semantic", "hybrid"}
@@ -92,7 +93,7 @@ async def test_recall_of_evidence_turns_through_the_service() -> None:
 
 
 def test_no_rerank_row_without_a_reranker_and_why() -> None:
-    reranker, why = memory_eval.pick_reranker("none")
+    reranker, why = memory_modes.pick_reranker("none")
     assert reranker is None
     assert "not asked for" in why
-    assert memory_eval.mode_arguments("hybrid", None) == {"mode": SearchMode.HYBRID}
+    assert memory_modes.mode_arguments("hybrid", None) == {"mode": SearchMode.HYBRID}
