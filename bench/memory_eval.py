@@ -428,15 +428,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--embedder",
-        choices=("auto", "minilm", "hashing"),
         default="auto",
-        help="auto: MiniLM when the embeddings extra is installed, else hashing",
+        help="auto (MiniLM when the embeddings extra is installed, else hashing), minilm, "
+        "hashing, or module:Class",
     )
     parser.add_argument(
         "--reranker",
-        choices=("auto", "none"),
         default="auto",
-        help="auto: the hybrid+rerank row when a reranker is available",
+        help="auto (the hybrid+rerank row when a reranker is available), none, or module:Class",
     )
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
     args = parser.parse_args(argv)

@@ -21,8 +21,20 @@ RERANKED = "hybrid+rerank"
 MODES = (SearchMode.LEXICAL.value, SearchMode.SEMANTIC.value, SearchMode.HYBRID.value, RERANKED)
 
 
+def named(spec: str) -> Any:
+    """An instance of the class ``module:Class`` names (built without arguments): for models
+    added after this script, e.g. ``steward.memory.e5:MultilingualE5Embedder``."""
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
 def pick_embedder(choice: str) -> tuple[Embedder, str]:
     """The embedder to use, and a note on what it is."""
+    if ":" in choice:
+        embedder: Embedder = named(choice)
+        return embedder, choice
+    if choice not in ("auto", "minilm", "hashing"):
+        raise ValueError(f"--embedder: auto, minilm, hashing or module:Class, not {choice!r}")
     if choice in ("auto", "minilm"):
         try:
             from steward.memory.minilm import MiniLMEmbedder
@@ -47,6 +59,11 @@ def pick_reranker(choice: str) -> tuple[Reranker | None, str]:
     Retriever must take one, and a ``*Reranker`` class under ``steward.memory`` must build."""
     if choice == "none":
         return None, "not asked for (--reranker none)"
+    if ":" in choice:
+        reranker: Reranker = named(choice)
+        return reranker, f"{reranker.name} ({choice})"
+    if choice != "auto":
+        raise ValueError(f"--reranker: auto, none or module:Class, not {choice!r}")
     if "reranker" not in signature(Retriever).parameters or (
         "rerank" not in signature(Retriever.search).parameters
     ):
