@@ -9,6 +9,7 @@ hybrid with a reranker when there is one):
     .venv/bin/python bench/memory_eval.py                 # the table on stdout
     .venv/bin/python bench/memory_eval.py --json          # everything as JSON on stdout
     .venv/bin/python bench/memory_eval.py --only new --embedder hashing --seed 3
+    .venv/bin/python bench/memory_eval.py --only new --by-question   # where each question fails
 
 The old evaluation: every memory is written through :meth:`MemoryBook.write` as extraction
 would write it — content, kind, slot, subjects, the conversation's audience, ``observed_at``
@@ -315,7 +316,7 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def print_report(report: dict[str, Any]) -> None:
+def print_report(report: dict[str, Any], *, by_question: bool = False) -> None:
     old, new = report.get("old"), report.get("new")
     if old is not None:
         d = old["dataset"]
@@ -370,6 +371,8 @@ def print_report(report: dict[str, Any]) -> None:
         print(line)
     print()
     print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in report["seconds"].items()))
+    if new is not None and by_question:
+        print_by_question(new)
     if old is None:
         return
     print()
@@ -397,6 +400,25 @@ def print_report(report: dict[str, Any]) -> None:
             f"({item['content']!r}): valid_{item['bound']} stored {item['stored']}, true "
             f"{item['true']}{why}"
         )
+
+
+def print_by_question(new: dict[str, Any]) -> None:
+    """The new evaluation's recall@5 per question, averaged over the conversations (each asks
+    the same questions of its own story)."""
+    modes = new["modes"]
+    print()
+    print("new, recall@5 by question (mean over conversations):")
+    print(f"{'question':<20} {'tags':<15} " + " ".join(f"{m:>13}" for m in modes))
+    by: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    tags: dict[str, str] = {}
+    for mode, result in modes.items():
+        for q in result["queries"]:
+            name = q["id"].split(".", 1)[1]
+            by[name][mode].append(q["recall@5"])
+            tags[name] = " ".join(q["tags"])
+    for name, per_mode in by.items():
+        cells = " ".join(f"{_fmt(sum(v) / len(v)):>13}" for v in per_mode.values())
+        print(f"{name:<20} {tags[name]:<15} {cells}")
 
 
 async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
@@ -438,6 +460,9 @@ def main(argv: list[str] | None = None) -> int:
         help="auto (the hybrid+rerank row when a reranker is available), none, or module:Class",
     )
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.add_argument(
+        "--by-question", action="store_true", help="the new one's recall@5 question by question"
+    )
     args = parser.parse_args(argv)
     quiet_logs()
     report = asyncio.run(evaluate(args))
@@ -445,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(report, sys.stdout, indent=2, ensure_ascii=False)
         print()
     else:
-        print_report(report)
+        print_report(report, by_question=args.by_question)
     return 0
 
 
