@@ -27,11 +27,14 @@ TAGS = ("multi", "temporal", "chinese")
 
 
 async def evaluate(
-    data: ConversationDataset, embedder: Embedder, reranker: Reranker | None
+    data: ConversationDataset,
+    embedder: Embedder,
+    reranker: Reranker | None,
+    backend: str = "sqlite",
 ) -> dict[str, Any]:
     """The new evaluation: raw dialog turns through the service (:mod:`conversation_dataset`)."""
     first = min(s.at for c in data.conversations for s in c.sessions)
-    with fresh_database("sqlite") as url:
+    with fresh_database(backend) as url:
         store = await Store.open(url)
         try:
             clock = SimulatedClock(first)

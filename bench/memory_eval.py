@@ -14,10 +14,10 @@ hybrid with a reranker when there is one):
 The old evaluation: every memory is written through :meth:`MemoryBook.write` as extraction
 would write it — content, kind, slot, subjects, the conversation's audience, ``observed_at``
 at the conversation's time, a stated ``valid_from`` / ``valid_to`` where the words give one,
-the conversation as a trusted source — on a SQLite store in a temporary file, with a
-:class:`SimulatedClock` moved to each conversation's time and finally to the evaluation date
-(1 July 2026). Then each query is asked with its audience and the moment it is about, in each
-search mode, top 10.
+the conversation as a trusted source — on a SQLite store in a temporary file (or a fresh
+PostgreSQL database: ``--backend postgres``), with a :class:`SimulatedClock` moved to each
+conversation's time and finally to the evaluation date (1 July 2026). Then each query is asked
+with its audience and the moment it is about, in each search mode, top 10.
 
 Figures (each a share of queries, 0 to 1):
 
@@ -211,10 +211,10 @@ def judge(query: Query, hits: list[MemoryHit], data: Dataset, loaded: Loaded) ->
 
 
 async def evaluate_old(
-    data: Dataset, embedder: Embedder, reranker: Reranker | None
+    data: Dataset, embedder: Embedder, reranker: Reranker | None, backend: str = "sqlite"
 ) -> dict[str, Any]:
     """The old evaluation: one person's extracted statements (:mod:`memory_dataset`)."""
-    with fresh_database("sqlite") as url:
+    with fresh_database(backend) as url:
         store = await Store.open(url)
         try:
             clock = SimulatedClock(data.sessions[0].at)
@@ -335,6 +335,7 @@ def print_report(report: dict[str, Any], *, by_question: bool = False) -> None:
             f"repeats {d['evidence_turns_repeating'] or 'none'}), {d['questions']} "
             f"questions {d['questions_by_tag']}, evaluated at {d['eval_at']}"
         )
+    print(f"store: {report.get('backend', 'sqlite')}")
     print(f"embedder: {report['embedder']['name']} — {report['embedder']['note']}")
     print(f"reranker: {report['reranker']}")
     print()
@@ -425,18 +426,23 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     embedder, embedder_note = pick_embedder(args.embedder)
     reranker, reranker_note = pick_reranker(args.reranker)
     report: dict[str, Any] = {
+        "backend": args.backend,
         "embedder": {"name": embedder.name, "note": embedder_note},
         "reranker": reranker_note if reranker is not None else f"none — {reranker_note}",
         "seconds": {},
     }
     if args.only in (None, "old"):
         started = time.perf_counter()
-        report["old"] = await evaluate_old(memory_dataset.generate(args.seed), embedder, reranker)
+        report["old"] = await evaluate_old(
+            memory_dataset.generate(args.seed), embedder, reranker, args.backend
+        )
         report["seconds"]["old"] = round(time.perf_counter() - started, 1)
     if args.only in (None, "new"):
         started = time.perf_counter()
         conversations = conversation_dataset.generate(args.seed, conversations=args.conversations)
-        report["new"] = await conversation_eval.evaluate(conversations, embedder, reranker)
+        report["new"] = await conversation_eval.evaluate(
+            conversations, embedder, reranker, args.backend
+        )
         report["seconds"]["new"] = round(time.perf_counter() - started, 1)
     return report
 
@@ -445,6 +451,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7, help="dataset seed (default 7)")
     parser.add_argument("--only", choices=("old", "new"), help="run one evaluation only")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="the store (postgres: a fresh database on $STEWARD_BENCH_POSTGRES_URL's server)",
+    )
     parser.add_argument(
         "--conversations", type=int, default=5, help="conversations in the new one (default 5)"
     )
