@@ -1,14 +1,21 @@
-"""Memory quality: recall of the right memories, no stale facts, no leaks, on a synthetic but
-realistic history (:mod:`memory_dataset`), for lexical, semantic and hybrid search in one run.
+"""Memory quality, two evaluations in one table, for lexical, semantic and hybrid search (and
+hybrid with a reranker when there is one):
 
-    .venv/bin/python bench/memory_eval.py                 # table on stdout (~20 s)
+* **old** — recall of the right memories, no stale facts, no leaks, on one person's extracted
+  statements (:mod:`memory_dataset`);
+* **new** — recall of the right dialog turns on long two-person chats stored raw, LoCoMo-like
+  (:mod:`conversation_dataset`): single-turn, multi-turn, temporal and Chinese questions.
+
+    .venv/bin/python bench/memory_eval.py                 # the table on stdout
     .venv/bin/python bench/memory_eval.py --json          # everything as JSON on stdout
-    .venv/bin/python bench/memory_eval.py --embedder hashing --seed 3
+    .venv/bin/python bench/memory_eval.py --only new --embedder hashing --seed 3
+    .venv/bin/python bench/memory_eval.py --only new --by-question   # where each question fails
 
-Every memory is written through :meth:`MemoryBook.write` as extraction would write it — content,
-kind, slot, subjects, the conversation's audience, ``observed_at`` at the conversation's time,
-a stated ``valid_from`` / ``valid_to`` where the words give one, the conversation as a trusted
-source — on a SQLite store in a temporary file, with a :class:`SimulatedClock` moved to each
+The old evaluation: every memory is written through :meth:`MemoryBook.write` as extraction
+would write it — content, kind, slot, subjects, the conversation's audience, ``observed_at``
+at the conversation's time, a stated ``valid_from`` / ``valid_to`` where the words give one,
+the conversation as a trusted source — on a SQLite store in a temporary file (or a fresh
+PostgreSQL database: ``--backend postgres``), with a :class:`SimulatedClock` moved to each
 conversation's time and finally to the evaluation date (1 July 2026). Then each query is asked
 with its audience and the moment it is about, in each search mode, top 10.
 
@@ -27,6 +34,16 @@ Figures (each a share of queries, 0 to 1):
   where such an exception ranks above every memory of the standing preference (or is there
   while the preference is not).
 
+The new evaluation writes every turn through :meth:`Service.remember` as "Speaker: text" (a
+note, private), the service's :class:`SimulatedClock` moved to the turn's time, each
+conversation for a person of its own; then asks each question through
+:meth:`Service.search_memories` at the evaluation date, top 10. **recall@k** as above, each
+evidence item answered by any one of its turns; per tag: multi-turn, temporal, Chinese.
+
+The hybrid+rerank row needs a Retriever that takes ``reranker=`` and ``search(rerank=)`` and a
+reranker class under ``steward.memory`` (a ``*Reranker`` that builds without arguments); without
+them the row shows "—" and says why.
+
 The semantic and hybrid figures need a real embedder: all-MiniLM-L6-v2 (the ``embeddings``
 extra) when it is installed; otherwise the deterministic :class:`HashingEmbedder`, which is not
 semantic, and the output says so.
@@ -44,40 +61,29 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bench_support import fresh_database, percentile, quiet_logs
-from memory_dataset import Dataset, Query, generate
+import conversation_dataset
+import conversation_eval
+import memory_dataset
+from bench_support import fresh_database, quiet_logs
+from memory_dataset import Dataset, Query
+from memory_modes import (
+    KS,
+    MODES,
+    RERANKED,
+    latency,
+    mode_arguments,
+    pick_embedder,
+    pick_reranker,
+    with_reranker,
+)
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
 from steward.domain.memory import Memory, MemoryHit, Source, SourceKind
 from steward.memory.book import MemoryBook
 from steward.memory.embedding import Embedder
+from steward.memory.rerank import Reranker
 from steward.memory.retrieval import SearchMode
 from steward.store import Store
-from steward.testing.embeddings import HashingEmbedder
-
-KS = (5, 10)
-MODES = (SearchMode.LEXICAL, SearchMode.SEMANTIC, SearchMode.HYBRID)
-
-
-def pick_embedder(choice: str) -> tuple[Embedder, str]:
-    """The embedder to use, and a note on what it is."""
-    if choice in ("auto", "minilm"):
-        try:
-            from steward.memory.minilm import MiniLMEmbedder
-
-            return MiniLMEmbedder(), "all-MiniLM-L6-v2 (int8 ONNX, onnxruntime on the CPU)"
-        except Exception as exc:
-            if choice == "minilm":
-                raise
-            reason = f"{type(exc).__name__}: {exc}"
-            return HashingEmbedder(), (
-                f"HashingEmbedder, NOT semantic (MiniLM unavailable: {reason}); semantic and "
-                "hybrid figures only measure word overlap"
-            )
-    return (
-        HashingEmbedder(),
-        "HashingEmbedder, NOT semantic; semantic and hybrid figures only measure word overlap",
-    )
 
 
 @dataclass(kw_only=True)
@@ -204,14 +210,17 @@ def judge(query: Query, hits: list[MemoryHit], data: Dataset, loaded: Loaded) ->
     return out
 
 
-async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
-    embedder, embedder_note = pick_embedder(embedder_choice)
-    with fresh_database("sqlite") as url:
+async def evaluate_old(
+    data: Dataset, embedder: Embedder, reranker: Reranker | None, backend: str = "sqlite"
+) -> dict[str, Any]:
+    """The old evaluation: one person's extracted statements (:mod:`memory_dataset`)."""
+    with fresh_database(backend) as url:
         store = await Store.open(url)
         try:
             clock = SimulatedClock(data.sessions[0].at)
             person = (await store.persons.create_person(name="maya", now=clock.now())).id
             book = MemoryBook(store, clock, embedder=embedder)
+            with_reranker(book, reranker)
             loaded = await load(book, clock, person, data)
             counts = await store.memory.count_memories(person_id=person)
             # warm the vector index and the embedder before timing anything
@@ -224,6 +233,8 @@ async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
             )
             results: dict[str, Any] = {}
             for mode in MODES:
+                if mode == RERANKED and reranker is None:
+                    continue
                 per_query: list[dict[str, Any]] = []
                 seconds: list[float] = []
                 for query in data.queries:
@@ -234,7 +245,7 @@ async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
                         audience=Audience.parse(query.audience),
                         at=query.at,
                         limit=max(KS),
-                        mode=mode,
+                        **mode_arguments(mode, reranker),
                     )
                     seconds.append(time.perf_counter() - started)
                     judged = judge(query, hits, data, loaded)
@@ -252,16 +263,13 @@ async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
                             },
                         }
                     )
-                results[mode.value] = {
+                results[mode] = {
                     "summary": _summarize(per_query),
                     "by_category": {
                         category: _summarize([q for q in per_query if q["category"] == category])
                         for category in sorted({q.category for q in data.queries})
                     },
-                    "latency_ms": {
-                        "p50": round(percentile(seconds, 50) * 1000, 2),
-                        "p99": round(percentile(seconds, 99) * 1000, 2),
-                    },
+                    "latency_ms": latency(seconds),
                     "queries": per_query,
                 }
         finally:
@@ -282,7 +290,6 @@ async def evaluate(data: Dataset, embedder_choice: str) -> dict[str, Any]:
             "eval_at": data.eval_at.isoformat(),
             "write_seconds": round(loaded.write_seconds, 2),
         },
-        "embedder": {"name": embedder.name, "note": embedder_note},
         "validity_disagreements": loaded.validity_disagreements,
         "modes": results,
     }
@@ -309,85 +316,173 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def print_report(report: dict[str, Any]) -> None:
-    d = report["dataset"]
-    print(
-        f"dataset: seed {d['seed']}, {d['sessions']} conversations {d['sessions_by_audience']}, "
-        f"{d['memories_written']} writes ({d['planted']} planted, {d['chit_chat']} chit-chat; "
-        f"outcomes {d['write_outcomes']}), stored {d['stored_by_status']}, "
-        f"{d['queries']} queries, evaluated at {d['eval_at']}"
-    )
+def print_report(report: dict[str, Any], *, by_question: bool = False) -> None:
+    old, new = report.get("old"), report.get("new")
+    if old is not None:
+        d = old["dataset"]
+        print(
+            f"old: seed {d['seed']}, {d['sessions']} conversations {d['sessions_by_audience']}, "
+            f"{d['memories_written']} statements ({d['planted']} planted, {d['chit_chat']} "
+            f"chit-chat; outcomes {d['write_outcomes']}), stored {d['stored_by_status']}, "
+            f"{d['queries']} queries, evaluated at {d['eval_at']}"
+        )
+    if new is not None:
+        d = new["dataset"]
+        print(
+            f"new: seed {d['seed']}, {d['conversations']} conversations, {d['sessions']} "
+            f"sessions, {d['turns']} turns ({d['turns_in_chinese_or_mixed']} with Chinese; "
+            f"outcomes {d['write_outcomes']}, stored {d['stored']}, evidence turns taken for "
+            f"repeats {d['evidence_turns_repeating'] or 'none'}), {d['questions']} "
+            f"questions {d['questions_by_tag']}, evaluated at {d['eval_at']}"
+        )
+    print(f"store: {report.get('backend', 'sqlite')}")
     print(f"embedder: {report['embedder']['name']} — {report['embedder']['note']}")
-    first = report["modes"]["lexical"]["summary"]
-    print(
-        f"queries judged: recall {first['recall@5_n']}, stale {first['stale@5_n']}, "
-        f"leak {first['leak@5_n']}, exception-first {first['exception_first@5_n']}"
-    )
+    print(f"reranker: {report['reranker']}")
     print()
-    head = (
-        f"{'mode':<9} {'recall@5':>9} {'recall@10':>10} {'stale@5':>8} {'stale@10':>9} "
-        f"{'leak@10':>8} {'exc-first@5':>12} {'p50 ms':>7} {'p99 ms':>7}"
-    )
+    head = f"{'mode':<14}"
+    if old is not None:
+        head += f" | {'old R@5':>7} {'R@10':>6} {'stale@10':>8} {'leak@10':>7}"
+    if new is not None:
+        head += (
+            f" | {'new R@5':>7} {'R@10':>6} {'multi@5':>7} {'temp@5':>6} {'zh@5':>6}"
+            f" | {'new p50 ms':>10}"
+        )
     print(head)
     print("-" * len(head))
-    for mode, result in report["modes"].items():
-        s = result["summary"]
-        print(
-            f"{mode:<9} {_fmt(s['recall@5']):>9} {_fmt(s['recall@10']):>10} "
-            f"{_fmt(s['stale@5']):>8} {_fmt(s['stale@10']):>9} {_fmt(s['leak@10']):>8} "
-            f"{_fmt(s['exception_first@5']):>12} {result['latency_ms']['p50']:>7.2f} "
-            f"{result['latency_ms']['p99']:>7.2f}"
-        )
+    for mode in MODES:
+        line = f"{mode:<14}"
+        if old is not None:
+            s = old["modes"].get(mode, {}).get("summary", {})
+            line += (
+                f" | {_fmt(s.get('recall@5')):>7} {_fmt(s.get('recall@10')):>6} "
+                f"{_fmt(s.get('stale@10')):>8} {_fmt(s.get('leak@10')):>7}"
+            )
+        if new is not None:
+            result = new["modes"].get(mode, {})
+            s, tags = result.get("summary", {}), result.get("by_tag", {})
+            p50 = result.get("latency_ms", {}).get("p50")
+            line += (
+                f" | {_fmt(s.get('recall@5')):>7} {_fmt(s.get('recall@10')):>6} "
+                + " ".join(
+                    f"{_fmt(tags.get(t, {}).get('recall@5')):>{w}}"
+                    for t, w in zip(conversation_eval.TAGS, (7, 6, 6), strict=True)
+                )
+                + f" | {'—' if p50 is None else f'{p50:.1f}':>10}"
+            )
+        print(line)
     print()
-    categories = list(report["modes"]["lexical"]["by_category"])
-    print("recall@5 by category (queries):")
-    print(f"{'category':<12} {'n':>3} " + " ".join(f"{m:>9}" for m in report["modes"]))
-    for category in categories:
-        n = report["modes"]["lexical"]["by_category"][category]["recall@5_n"]
-        if not n:
-            continue
-        cells = " ".join(
-            f"{_fmt(r['by_category'][category]['recall@5']):>9}" for r in report["modes"].values()
-        )
-        print(f"{category:<12} {n:>3} {cells}")
+    print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in report["seconds"].items()))
+    if new is not None and by_question:
+        print_by_question(new)
+    if old is None:
+        return
     print()
-    for mode, result in report["modes"].items():
+    modes = old["modes"]
+    print("old, recall@5 by category (queries):")
+    print(f"{'category':<12} {'n':>3} " + " ".join(f"{m:>13}" for m in modes))
+    for category, summary in modes["lexical"]["by_category"].items():
+        if summary["recall@5_n"]:
+            cells = " ".join(
+                f"{_fmt(r['by_category'][category]['recall@5']):>13}" for r in modes.values()
+            )
+            print(f"{category:<12} {summary['recall@5_n']:>3} {cells}")
+    for mode, result in modes.items():
         bad = [
             f"{q['id']} (top: {', '.join(q['top'][:5])})"
             for q in result["queries"]
             if q["stale@10"] or q["leak@10"]
         ]
         if bad:
-            print(f"{mode}: stale or leaking at 10: {'; '.join(bad)}")
-    differences = report["validity_disagreements"]
-    if differences:
-        print("store validity differs from the ground truth:")
-        for item in differences:
-            why = " (expected: closed by its restatement)" if item["expected"] else ""
-            print(
-                f"  {item['key']} ({item['content']!r}): valid_{item['bound']} stored "
-                f"{item['stored']}, true {item['true']}{why}"
-            )
+            print(f"old, {mode}: stale or leaking at 10: {'; '.join(bad)}")
+    for item in old["validity_disagreements"]:
+        why = " (expected: closed by its restatement)" if item["expected"] else ""
+        print(
+            f"old, store validity differs from the ground truth: {item['key']} "
+            f"({item['content']!r}): valid_{item['bound']} stored {item['stored']}, true "
+            f"{item['true']}{why}"
+        )
+
+
+def print_by_question(new: dict[str, Any]) -> None:
+    """The new evaluation's recall@5 per question, averaged over the conversations (each asks
+    the same questions of its own story)."""
+    modes = new["modes"]
+    print()
+    print("new, recall@5 by question (mean over conversations):")
+    print(f"{'question':<20} {'tags':<15} " + " ".join(f"{m:>13}" for m in modes))
+    by: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    tags: dict[str, str] = {}
+    for mode, result in modes.items():
+        for q in result["queries"]:
+            name = q["id"].split(".", 1)[1]
+            by[name][mode].append(q["recall@5"])
+            tags[name] = " ".join(q["tags"])
+    for name, per_mode in by.items():
+        cells = " ".join(f"{_fmt(sum(v) / len(v)):>13}" for v in per_mode.values())
+        print(f"{name:<20} {tags[name]:<15} {cells}")
+
+
+async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
+    embedder, embedder_note = pick_embedder(args.embedder)
+    reranker, reranker_note = pick_reranker(args.reranker)
+    report: dict[str, Any] = {
+        "backend": args.backend,
+        "embedder": {"name": embedder.name, "note": embedder_note},
+        "reranker": reranker_note if reranker is not None else f"none — {reranker_note}",
+        "seconds": {},
+    }
+    if args.only in (None, "old"):
+        started = time.perf_counter()
+        report["old"] = await evaluate_old(
+            memory_dataset.generate(args.seed), embedder, reranker, args.backend
+        )
+        report["seconds"]["old"] = round(time.perf_counter() - started, 1)
+    if args.only in (None, "new"):
+        started = time.perf_counter()
+        conversations = conversation_dataset.generate(args.seed, conversations=args.conversations)
+        report["new"] = await conversation_eval.evaluate(
+            conversations, embedder, reranker, args.backend
+        )
+        report["seconds"]["new"] = round(time.perf_counter() - started, 1)
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7, help="dataset seed (default 7)")
+    parser.add_argument("--only", choices=("old", "new"), help="run one evaluation only")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="the store (postgres: a fresh database on $STEWARD_BENCH_POSTGRES_URL's server)",
+    )
+    parser.add_argument(
+        "--conversations", type=int, default=5, help="conversations in the new one (default 5)"
+    )
     parser.add_argument(
         "--embedder",
-        choices=("auto", "minilm", "hashing"),
         default="auto",
-        help="auto: MiniLM when the embeddings extra is installed, else hashing",
+        help="auto (MiniLM when the embeddings extra is installed, else hashing), minilm, "
+        "hashing, or module:Class",
+    )
+    parser.add_argument(
+        "--reranker",
+        default="auto",
+        help="auto (the hybrid+rerank row when a reranker is available), none, or module:Class",
     )
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.add_argument(
+        "--by-question", action="store_true", help="the new one's recall@5 question by question"
+    )
     args = parser.parse_args(argv)
     quiet_logs()
-    report = asyncio.run(evaluate(generate(args.seed), args.embedder))
+    report = asyncio.run(evaluate(args))
     if args.json:
         json.dump(report, sys.stdout, indent=2, ensure_ascii=False)
         print()
     else:
-        print_report(report)
+        print_report(report, by_question=args.by_question)
     return 0
 
 
