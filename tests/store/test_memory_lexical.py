@@ -4,17 +4,19 @@ keeps its stemming; a person's words are chosen by that person's own memories.""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import text
 
 from steward.domain.audience import PRIVATE, PUBLIC, Audience
 from steward.domain.clock import SimulatedClock
 from steward.domain.lexicon import bigrams, index_text, terms
 from steward.domain.memory import MemoryKind
 from steward.memory.book import MemoryBook, WriteOutcome
-from steward.store import Store, memory_search
+from steward.store import Store, memory_search, migrate
 from steward.store.memory_search import search_terms
 from support.memory import said_in
 
@@ -211,3 +213,44 @@ async def test_a_word_past_the_budget_ranks_the_persons_newest_that_may_be_heard
     assert len(newest) == 2
     assert all(h.startswith("kiwi ") and "juice" not in h for h in newest)
     assert public
+
+
+async def test_memories_from_before_0016_are_found_by_their_words_after_it(
+    db_url: str, clock: SimulatedClock
+) -> None:
+    """Undoing 0016 indexes a memory as 0015 did (its Chinese clause one token); a memory then
+    written at 0015, the old way, and the first one are both found by a word once 0016 has
+    re-indexed them."""
+    store = await Store.open(db_url)
+    try:
+        book = MemoryBook(store, clock)
+        person = (await store.persons.create_person(name="ada", now=clock.now())).id
+        await remember(book, person, SEATS)
+        engine = store.backend.engine
+        sqlite = store.backend.name == "sqlite"
+        await asyncio.to_thread(migrate.downgrade, engine, "0015")
+        with engine.begin() as conn:
+            if sqlite:
+                match = "SELECT count(*) FROM memory_fts WHERE memory_fts MATCH '\"座位\"'"
+                assert conn.execute(text(match)).scalar() == 0
+            row = dict(conn.execute(text("SELECT * FROM memories")).one()._mapping)
+            assert "lexical" not in row
+            row |= {"id": "mem_at_0015", "content": MEETING, "content_hash": "0" * 32}
+            if sqlite:
+                row["fts_doc"] += 1
+                conn.execute(
+                    text("INSERT INTO memory_fts (rowid, content, subjects) VALUES (:d, :c, '')"),
+                    {"d": row["fts_doc"], "c": MEETING},
+                )
+            names = ", ".join(row)
+            values = ", ".join(f":{name}" for name in row)
+            conn.execute(text(f"INSERT INTO memories ({names}) VALUES ({values})"), row)
+        await asyncio.to_thread(migrate.upgrade, engine)
+        for query, content in (("座位", SEATS), ("红眼航班", SEATS), ("开会", MEETING)):
+            hits = await store.memory_search.search_memories_text(
+                person_id=person, query=query, audience=PRIVATE, at=clock.now()
+            )
+            [memory] = await store.memory.get_memories([h.id for h in hits])
+            assert memory.content == content
+    finally:
+        await store.close()
