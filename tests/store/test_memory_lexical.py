@@ -23,7 +23,7 @@ from support.memory import said_in
 Found = Callable[..., Awaitable[list[str]]]
 """``found(person, query, audience=, limit=)``: the contents the lexical search returns."""
 
-SEATS = "我喜欢靠过道的座位，不喜欢红眼航班"
+SEATS = "我喜欢靠过道的座位，不喜欢红眼航班"  # noqa: RUF001 (a Chinese comma, as written)
 MEETING = "周四和Dana开会讨论预算"
 JAPANESE = "来週の会議は東京で行います"
 KOREAN = "다음 주 회의는 서울에서 합니다"
@@ -132,9 +132,7 @@ async def test_mixed_languages_in_one_memory_and_one_query(
     assert set(await found(person, "预算 Berlin")) == {MEETING, "Dana moved to Berlin"}
 
 
-async def test_subjects_in_chinese_are_found(
-    book: MemoryBook, person: str, found: Found
-) -> None:
+async def test_subjects_in_chinese_are_found(book: MemoryBook, person: str, found: Found) -> None:
     await remember(book, person, "Dana's birthday is in May", subjects=["生日聚会"])
     assert await found(person, "生日") == ["Dana's birthday is in May"]
 
@@ -206,9 +204,7 @@ async def test_a_word_past_the_budget_ranks_the_persons_newest_that_may_be_heard
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
     await remember(book, person, *(f"kiwi {w} {w}" for w in words))
     await remember(book, other, *(f"kiwi {w} juice" for w in words))
-    assert await found(person, "kiwi", audience=PUBLIC, limit=1) == [
-        "kiwi smoothie for breakfast"
-    ]
+    assert await found(person, "kiwi", audience=PUBLIC, limit=1) == ["kiwi smoothie for breakfast"]
     newest = await found(person, "kiwi", limit=2)
     assert len(newest) == 2
     assert all(h.startswith("kiwi ") and "juice" not in h for h in newest)

@@ -239,8 +239,7 @@ def _search_fts5(
     # (bm25 is only computed for the rows the window lets through), and look further back if
     # too few of them are valid and audible
     newest = (
-        f"SELECT {columns} FROM ({mine} ORDER BY memory_fts.rowid DESC LIMIT :window) m "
-        f"{filters}"
+        f"SELECT {columns} FROM ({mine} ORDER BY memory_fts.rowid DESC LIMIT :window) m {filters}"
     )
     everyone = conn.execute(
         text("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :match"), params
