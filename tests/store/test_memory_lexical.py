@@ -168,17 +168,21 @@ async def test_a_chinese_statement_said_twice_is_one_memory(
     assert contents == {said, "我不喜欢红眼航班"}
 
 
+@pytest.mark.parametrize("sample", [128, 4], ids=["counted", "estimated"])
 async def test_other_peoples_memories_do_not_choose_this_persons_words(
     store: Store,
     book: MemoryBook,
     person: str,
     found: Found,
     monkeypatch: pytest.MonkeyPatch,
+    sample: int,
 ) -> None:
     """With room for four matches, ``zebra`` (once in this person's memories) and ``apple``
     (three times) both fit; counted over everyone, another person's ten zebras would have
-    left this person's zebra out."""
+    left this person's zebra out. So they do when the person's share is estimated from the
+    newest matches, all of them the other person's."""
     monkeypatch.setattr(memory_search, "POSTINGS_BUDGET", 4)
+    monkeypatch.setattr(memory_search, "SAMPLE", sample)
     other = (await store.persons.create_person(name="bob", now=book.clock.now())).id
     await remember(book, person, "A zebra at the zoo")
     apples = ["apple pie recipe", "apple orchard visit", "apple cider vinegar"]
