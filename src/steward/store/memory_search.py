@@ -82,9 +82,11 @@ class MemorySearchRepository:
         """Active memories valid ``at`` that ``audience`` may hear and whose text matches a
         word of ``query`` (stemmed), best first.
 
-        On SQLite only the rarest words are searched (:data:`POSTINGS_BUDGET`); when even the
-        rarest is in more memories than the budget, its newest matches are ranked, more of
-        them until ``limit`` pass the filters."""
+        Words of scripts written without spaces (Chinese, Japanese, Korean, Thai) match as
+        character bigrams. On SQLite only the words rarest among the person's memories are
+        searched (:data:`POSTINGS_BUDGET`); when even the rarest is in more of them than the
+        budget, its newest matches are ranked, more of them until ``limit`` pass the
+        filters."""
         terms = search_terms(query)
         if not terms:
             return []
