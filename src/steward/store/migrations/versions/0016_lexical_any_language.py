@@ -63,24 +63,28 @@ def _reindex(prepare: Callable[[str], str], *, keep_lexical: bool) -> None:
         if not batch:
             return
         after = batch[-1].id
+        lexical, fts = [], []
         for row in batch:
             subjects = " ".join(json.loads(row.subjects))
             if not lexicon.has_unspaced(f"{row.content} {subjects}"):
                 continue
-            if keep_lexical:
-                bind.execute(
-                    sa.text("UPDATE memories SET lexical = :lexical WHERE id = :id"),
-                    {"lexical": prepare(f"{row.content} {subjects}"), "id": row.id},
-                )
-            if sqlite and row.fts_doc is not None:
-                bind.execute(
-                    sa.text(
-                        "INSERT OR REPLACE INTO memory_fts (rowid, content, subjects) "
-                        "VALUES (:doc, :content, :subjects)"
-                    ),
+            lexical.append({"id": row.id, "lexical": prepare(f"{row.content} {subjects}")})
+            if row.fts_doc is not None:
+                fts.append(
                     {
                         "doc": row.fts_doc,
                         "content": prepare(row.content),
                         "subjects": prepare(subjects),
-                    },
+                    }
                 )
+        # one statement per batch, many rows each
+        if keep_lexical and lexical:
+            bind.execute(sa.text("UPDATE memories SET lexical = :lexical WHERE id = :id"), lexical)
+        if sqlite and fts:
+            bind.execute(
+                sa.text(
+                    "INSERT OR REPLACE INTO memory_fts (rowid, content, subjects) "
+                    "VALUES (:doc, :content, :subjects)"
+                ),
+                fts,
+            )
