@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, select, text, update
 
+from steward.domain import lexicon
 from steward.domain.audience import Audience
 from steward.domain.memory import (
     Memory,
@@ -48,6 +49,7 @@ def _values(memory: Memory) -> dict[str, Any]:
         "content": memory.content,
         "content_hash": content_hash(memory.content),
         "subjects": rows.dump(list(memory.subjects)),
+        "lexical": _lexical(memory),
         "slot": memory.slot,
         "audience": str(memory.audience),
         "confidence": memory.confidence,
@@ -64,6 +66,13 @@ def _values(memory: Memory) -> dict[str, Any]:
         "created_at": rows.ts(memory.created_at),
         "updated_at": rows.ts(memory.updated_at),
     }
+
+
+def _lexical(memory: Memory) -> str | None:
+    """What PostgreSQL's full-text index reads of a memory when its words are not simply those
+    of ``content`` and ``subjects`` (it holds a script written without spaces), else None."""
+    text = f"{memory.content} {' '.join(memory.subjects)}"
+    return lexicon.index_text(text) if lexicon.has_unspaced(text) else None
 
 
 def _memory(data: Any) -> Memory:
@@ -566,4 +575,8 @@ def _index(conn: Connection, backend: Backend, memory: Memory) -> None:
 def fts_row(doc: int, memory: Memory) -> dict[str, Any]:
     """The parameters of a memory's full-text row on SQLite (``doc`` is its rowid): what the
     lexical search indexes of it. Every writer (one memory or a batch) goes through this."""
-    return {"doc": doc, "content": memory.content, "subjects": " ".join(memory.subjects)}
+    return {
+        "doc": doc,
+        "content": lexicon.index_text(memory.content),
+        "subjects": lexicon.index_text(" ".join(memory.subjects)),
+    }

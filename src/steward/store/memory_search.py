@@ -4,7 +4,6 @@ across records (what a memory superseded, the source keys under a prefix)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, text
 
+from steward.domain import lexicon
 from steward.domain.audience import Audience
 from steward.domain.memory import Memory, MemoryStatus, Recallable
 from steward.store import rows
@@ -28,19 +28,25 @@ too under until up very was we were what when where which while who whom why wil
 you your yours
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 POSTINGS_BUDGET = 4000
 """Matches a lexical search ranks in full. bm25 costs about a microsecond and a half per match
 on SQLite, and a word said in thousands of memories tells little about which of them is meant:
 the rarest words are kept while their matches fit this budget. A search left with one word
-over it ranks that word's newest matches only (see :meth:`search_memories_text`)."""
+over it ranks that word's newest matches only (see :meth:`search_memories_text`). Matches
+are the person's own (:data:`SAMPLE`): other people's words do not decide which are kept."""
+
+SAMPLE = 128
+"""A word's newest matches whose owners are looked up to estimate how many of a person's
+memories hold it, when more memories than this (of everyone's) hold it."""
 
 
 def search_terms(query: str, *, most: int = 32) -> list[str]:
-    """The words of a query worth matching: no stop words, no duplicates, no syntax."""
+    """The words of a query worth matching: no stop words, no duplicates, no syntax; a run
+    of a script written without spaces (Chinese, Japanese...) gives its character bigrams,
+    as the index holds it (:mod:`steward.domain.lexicon`)."""
     seen: dict[str, None] = {}
-    for word in _WORD.findall(query.lower()):
+    for word in lexicon.terms(query):
         if word not in _STOPWORDS and len(seen) < most:
             seen.setdefault(word, None)
     return list(seen)
@@ -76,9 +82,11 @@ class MemorySearchRepository:
         """Active memories valid ``at`` that ``audience`` may hear and whose text matches a
         word of ``query`` (stemmed), best first.
 
-        On SQLite only the rarest words are searched (:data:`POSTINGS_BUDGET`); when even the
-        rarest is in more memories than the budget, its newest matches are ranked, more of
-        them until ``limit`` pass the filters."""
+        Words of scripts written without spaces (Chinese, Japanese, Korean, Thai) match as
+        character bigrams. On SQLite only the words rarest among the person's memories are
+        searched (:data:`POSTINGS_BUDGET`); when even the rarest is in more of them than the
+        budget, its newest matches are ranked, more of them until ``limit`` pass the
+        filters."""
         terms = search_terms(query)
         if not terms:
             return []
@@ -194,11 +202,8 @@ def _search_fts5(
     at: datetime,
     limit: int,
 ) -> list[Recallable]:
-    counted = ", ".join(
-        f"(SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :t{i})" for i in range(len(terms))
-    )
-    quoted = {f"t{i}": f'"{term}"' for i, term in enumerate(terms)}
-    counts = conn.execute(text(f"SELECT {counted}"), quoted).one()
+    params: dict[str, Any] = {"person": person_id, "at": rows.ts(at), "limit": limit}
+    counts = _person_counts(conn, terms, person_id)
     chosen: list[str] = []
     postings = 0
     for count, term in sorted((c, t) for c, t in zip(counts, terms, strict=True) if c):
@@ -208,37 +213,68 @@ def _search_fts5(
         postings += count
     if not chosen:
         return []
-    params: dict[str, Any] = {"match": " OR ".join(f'"{t}"' for t in chosen)}
-    params |= {"person": person_id, "at": rows.ts(at), "limit": limit}
-    params |= _audience_params(audience)
+    params |= {"match": " OR ".join(f'"{t}"' for t in chosen)} | _audience_params(audience)
+    # bm25 is computed for the person's matches only: the join and its filter come first
+    mine = (
+        "SELECT m.id, m.importance, m.observed_at, m.status, m.valid_from, m.valid_to, "
+        "m.audience, -bm25(memory_fts, 1.0, 0.5) AS score FROM memory_fts CROSS JOIN memories m "
+        "ON m.fts_doc = memory_fts.rowid WHERE memory_fts MATCH :match AND m.person_id = :person"
+    )
     filters = (
-        "WHERE m.person_id = :person AND m.status = 'active' "
+        "WHERE m.status = 'active' "
         "AND (m.valid_from IS NULL OR m.valid_from <= :at) "
         "AND (m.valid_to IS NULL OR m.valid_to > :at) "
-        f"{_audience_sql(audience)} ORDER BY f.score DESC LIMIT :limit"
+        f"{_audience_sql(audience)} ORDER BY m.score DESC LIMIT :limit"
     )
-    columns = "m.id, f.score, m.importance, m.observed_at"
+    columns = "m.id, m.score, m.importance, m.observed_at"
     if postings <= POSTINGS_BUDGET:
-        sql = (
-            f"SELECT {columns} FROM (SELECT rowid AS doc, -bm25(memory_fts, 1.0, 0.5) AS score "
-            "FROM memory_fts WHERE memory_fts MATCH :match) f "
-            f"JOIN memories m ON m.fts_doc = f.doc {filters}"
-        )
+        sql = f"SELECT {columns} FROM ({mine}) m {filters}"
         return [_recallable(r) for r in conn.execute(text(sql), params)]
-    # one word, in too many memories to rank them all: rank its newest matches (bm25 is only
-    # computed for the rows the window lets through), and look further back if too few of
-    # them are this person's, valid and audible
+    # one word, in too many of the person's memories to rank them all: rank its newest matches
+    # (bm25 is only computed for the rows the window lets through), and look further back if
+    # too few of them are valid and audible
     newest = (
-        f"SELECT {columns} FROM (SELECT rowid AS doc, -bm25(memory_fts, 1.0, 0.5) AS score "
-        "FROM memory_fts WHERE memory_fts MATCH :match ORDER BY rowid DESC LIMIT :window) f "
-        f"JOIN memories m ON m.fts_doc = f.doc {filters}"
+        f"SELECT {columns} FROM ({mine} ORDER BY memory_fts.rowid DESC LIMIT :window) m {filters}"
     )
+    everyone = conn.execute(
+        text("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :match"), params
+    ).scalar_one()
     window = max(POSTINGS_BUDGET // 4, limit * 8)
     while True:
         found = [_recallable(r) for r in conn.execute(text(newest), params | {"window": window})]
-        if len(found) == limit or window >= postings:
+        if len(found) == limit or window >= everyone:
             return found
         window *= 4
+
+
+def _person_counts(conn: Connection, terms: list[str], person_id: str) -> list[int]:
+    """How many of the person's memories hold each term, as far as choosing the words needs:
+    counted over everyone when all of those fit the budget (the person's are fewer, and every
+    word fits either way); otherwise exact for a term in at most :data:`SAMPLE` memories, else
+    its count over everyone scaled by the person's share of its newest :data:`SAMPLE` matches
+    (at least 1: the person may have older ones). Counting the person's matches exactly would
+    look up the owner of each match, ten times the cost of counting them in the index."""
+    params = {f"t{i}": f'"{term}"' for i, term in enumerate(terms)}
+    counted = ", ".join(
+        f"(SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :t{i})" for i in range(len(terms))
+    )
+    everyone = [int(c) for c in conn.execute(text(f"SELECT {counted}"), params).one()]
+    if sum(everyone) <= POSTINGS_BUDGET:
+        return everyone
+    sampled = ", ".join(
+        "(SELECT count(*) FROM (SELECT m.person_id AS owner FROM memory_fts "
+        "CROSS JOIN memories m ON m.fts_doc = memory_fts.rowid "
+        f"WHERE memory_fts MATCH :t{i} ORDER BY memory_fts.rowid DESC LIMIT :sample) "
+        "WHERE owner = :person)"
+        for i in range(len(terms))
+    )
+    mine = conn.execute(
+        text(f"SELECT {sampled}"), params | {"person": person_id, "sample": SAMPLE}
+    ).one()
+    return [
+        m if n <= SAMPLE else max(1, round(m * n / SAMPLE)) if n else 0
+        for n, m in zip(everyone, mine, strict=True)
+    ]
 
 
 def _search_tsvector(
@@ -249,11 +285,12 @@ def _search_tsvector(
     at: datetime,
     limit: int,
 ) -> list[Recallable]:
+    # the expression of the GIN index (migration 0016), for the planner to use it
+    indexed = "to_tsvector('english', coalesce(m.lexical, m.content || ' ' || m.subjects))"
     sql = (
-        "SELECT m.id, ts_rank_cd(to_tsvector('english', m.content || ' ' || m.subjects), q) "
-        "AS score, m.importance, m.observed_at "
+        f"SELECT m.id, ts_rank_cd({indexed}, q) AS score, m.importance, m.observed_at "
         "FROM memories m, to_tsquery('english', :match) q "
-        "WHERE to_tsvector('english', m.content || ' ' || m.subjects) @@ q "
+        f"WHERE {indexed} @@ q "
         "AND m.person_id = :person AND m.status = 'active' "
         "AND (m.valid_from IS NULL OR m.valid_from <= :at) "
         "AND (m.valid_to IS NULL OR m.valid_to > :at) "

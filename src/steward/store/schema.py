@@ -493,6 +493,9 @@ memories = Table(
     Column("content", Text, nullable=False),
     Column("content_hash", String(32), nullable=False),
     Column("subjects", Text, nullable=False),
+    # What PostgreSQL's full-text index reads when it is not content and subjects as they are:
+    # a memory in a script written without spaces, its runs as bigrams (domain.lexicon)
+    Column("lexical", Text),
     Column("slot", String(200)),
     Column("audience", String(140), nullable=False),
     Column("confidence", Float, nullable=False),
@@ -521,8 +524,9 @@ memories = Table(
 )
 # Full-text search over memories: on SQLite an FTS5 table ``memory_fts`` (content, subjects;
 # rowid = the memory's ``fts_doc``) kept in step by the store; on PostgreSQL a GIN index on
-# ``to_tsvector('english', content || ' ' || subjects)``. Both are made by migration 0005 and,
-# being dialect-specific, are not in this metadata.
+# ``to_tsvector('english', coalesce(lexical, content || ' ' || subjects))``. Both are made by
+# migrations 0005 and 0016 and, being dialect-specific, are not in this metadata. Both read
+# unspaced scripts as bigrams (``steward.domain.lexicon``; ``store.memory.fts_row``).
 
 memory_versions = Table(
     "memory_versions",
