@@ -61,7 +61,8 @@ def test_a_named_time_is_a_window_relative_to_the_moment_asked(
 )
 def test_months_across_the_turn_of_the_year(question: str, at: datetime, start: datetime) -> None:
     frame = parse_timeframe(question, at)
-    assert frame is not None and frame.start == start
+    assert frame is not None
+    assert frame.start == start
 
 
 def test_windows_follow_the_persons_time_zone() -> None:
@@ -77,7 +78,8 @@ def test_windows_follow_the_persons_time_zone() -> None:
 @pytest.mark.parametrize("question", ["what did I say at the start", "一开始我想要什么"])
 def test_the_start_is_the_earliest_remembered(question: str) -> None:
     frame = parse_timeframe(question, AT)
-    assert frame is not None and frame.earliest
+    assert frame is not None
+    assert frame.earliest
 
 
 @pytest.mark.parametrize(
