@@ -54,8 +54,10 @@ def test_a_named_time_is_a_window_relative_to_the_moment_asked(
         # asked in May, last May is a year ago; "in May" is this one
         ("where did I live last May", day(2026, 5, 20), day(2025, 5, 1)),
         ("where am I in May", day(2026, 5, 20), day(2026, 5, 1)),
-        # a month not yet come this year is last year's
+        # a month not yet come this year is last year's, but the next one in a question of plans
         ("what did I do in November", day(2026, 5, 20), day(2025, 11, 1)),
+        ("what are our plans for November?", day(2026, 5, 20), day(2026, 11, 1)),
+        ("where will we be next May", day(2026, 5, 20), day(2027, 5, 1)),
         ("上个月", day(2026, 1, 10), day(2025, 12, 1)),
     ],
 )

@@ -130,16 +130,25 @@ def _window(local: datetime, unit: str, back: int) -> tuple[datetime, datetime]:
 
 
 def _named_month(
-    local: datetime, month: int, *, last: bool, year: int | None
+    local: datetime,
+    month: int,
+    *,
+    last: bool,
+    year: int | None,
+    ahead: bool = False,
+    next_one: bool = False,
 ) -> tuple[datetime, datetime]:
     """The month named: of ``year`` if given; else the latest one before the current month
-    (``last``: "last May" asked in May is a year ago) or not after it ("in May")."""
+    (``last``: "last May" asked in May is a year ago) or not after it ("in May"); with
+    ``ahead`` (a question about plans), the next one (``next_one``: after the current month)."""
     if year is None:
-        year = (
-            local.year
-            if month < local.month or (month == local.month and not last)
-            else (local.year - 1)
-        )
+        if ahead:
+            later = month > local.month or (month == local.month and not next_one)
+            year = local.year if later else local.year + 1
+        elif month < local.month or (month == local.month and not last):
+            year = local.year
+        else:
+            year = local.year - 1
     start = datetime(year, month, 1, tzinfo=local.tzinfo)
     return start, _month(year, month + 1, local)
 
@@ -160,10 +169,12 @@ _EN_AGO = re.compile(
     r"\b(\d{1,2}|" + "|".join(_NUMBER_WORDS) + r") (day|week|month|year)s? ago\b", re.I
 )
 _EN_MONTH = re.compile(
-    r"\b(?:(last|this|in|during|since|of|early|late|mid|by)[ -])?(" + _MONTH_WORD + r")\.?"
+    r"\b(?:(last|next|this|in|during|since|of|for|early|late|mid|by)[ -])?(" + _MONTH_WORD + r")\.?"
     r"(?:,? (\d{4}))?\b",
     re.I,
 )
+_EN_AHEAD = re.compile(r"\b(?:will|plans?|planning|going to|upcoming|next)\b", re.I)
+"""Words of a question about what is to come: a month it names is the next one."""
 _EN_YEAR = re.compile(r"\b(?:in|during|of|since) ((?:19|20)\d{2})\b", re.I)
 _EN_ANCHOR = re.compile(
     r"\b(before|after) (?:the |my |our |we |i )?([\w' -]{2,40}?)(?=[?.!,]|$)", re.I
@@ -190,7 +201,15 @@ def _english(question: str, local: datetime) -> TimeFrame | None:
         if word.lower() == "may" and not (lead or year or (word == "May" and found.start(2))):
             continue
         month = _MONTH_OF[word.lower()]
-        window = _named_month(local, month, last=lead == "last", year=int(year) if year else None)
+        ahead = lead == "next" or (lead != "last" and bool(_EN_AHEAD.search(question)))
+        window = _named_month(
+            local,
+            month,
+            last=lead == "last",
+            year=int(year) if year else None,
+            ahead=ahead,
+            next_one=lead == "next",
+        )
         return _frame(found.group(0), window)
     if found := _EN_YEAR.search(question):
         year = int(found.group(1))
