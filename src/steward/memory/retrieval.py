@@ -169,7 +169,7 @@ class Retriever:
         """What the entities of the first results lead to ("the person my sister married" →
         Tom → where Tom works): a lexical search for the subjects of the best few that the
         question does not name, with its own words."""
-        if HOP_WEIGHT <= 0:
+        if HOP_WEIGHT <= 0 or "lexical" not in ranked:  # a semantic search stays semantic
             return []
         relevance, heads = fuse(ranked, weights, {})
         seeds = ordered(relevance, heads)[:HOP_SEEDS]
