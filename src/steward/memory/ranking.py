@@ -10,10 +10,10 @@ from datetime import datetime
 
 from steward.domain.memory import Recallable
 
-HEAD = 3
+HEAD = 5
 """The best of each list that fusion keeps in front of everything else: a strong match only one
 search finds (an exact name, a rare word; a paraphrase) must not sink below the many middling
-results both searches share."""
+results both searches share. With two lists, the top 10 holds the top 5 of each."""
 TIE_MARGIN = 0.02
 """How much importance and recency together may lift a memory's relevance (2 %): only matches
 within that much of each other change places because of them."""

@@ -28,7 +28,7 @@ from steward.store import Store
 LEXICAL_WEIGHT = 1.0
 """The lexical list's share in a hybrid fusion, the semantic list's being 1 (see
 docs/_draft_C.md for the grid it was chosen on)."""
-HOP_WEIGHT = 0.5
+HOP_WEIGHT = 0.25
 """The second hop's share: it finds what the first results lead to, never what they are."""
 HOP_SEEDS = 3
 """The first results whose entities the second hop follows."""
