@@ -32,6 +32,8 @@ HOP_WEIGHT = 0.25
 """The second hop's share: it finds what the first results lead to, never what they are."""
 HOP_SEEDS = 3
 """The first results whose entities the second hop follows."""
+HOP_LIMIT = 10
+"""What the second hop brings at most."""
 WINDOW_BOOST = 1.0
 """How much more a memory in the time a question names is worth (its relevance doubled)."""
 EARLIEST_SPAN = timedelta(days=30)
@@ -101,7 +103,7 @@ class Retriever:
         valid_at = frame.end - _TICK if frame and frame.end and frame.end <= at else at
         ranked = await self._ranked(person_id, words, audience, valid_at, wanted, mode)
         weights = {"lexical": LEXICAL_WEIGHT if len(ranked) > 1 else 1.0, "hop": HOP_WEIGHT}
-        hop = await self._second_hop(ranked, weights, words, person_id, audience, valid_at, wanted)
+        hop = await self._second_hop(ranked, weights, words, person_id, audience, valid_at)
         if hop:
             ranked["hop"] = hop
         found = {c.id: c for found in ranked.values() for c in found}
@@ -164,11 +166,10 @@ class Retriever:
         person_id: str,
         audience: Audience,
         at: datetime,
-        wanted: int,
     ) -> list[Recallable]:
         """What the entities of the first results lead to ("the person my sister married" →
         Tom → where Tom works): a lexical search for the subjects of the best few that the
-        question does not name, with its own words."""
+        question does not name."""
         if HOP_WEIGHT <= 0 or "lexical" not in ranked:  # a semantic search stays semantic
             return []
         relevance, heads = fuse(ranked, weights, {})
@@ -181,12 +182,10 @@ class Retriever:
                     entities.setdefault(subject, None)
         if not entities:
             return []
+        # the names alone, and few results: names are rare words, so this costs a fraction of
+        # the first search (the latency budget holds both)
         led_to = await self.store.memory_search.search_memories_text(
-            person_id=person_id,
-            query=" ".join([*entities, query]),
-            audience=audience,
-            at=at,
-            limit=wanted,
+            person_id=person_id, query=" ".join(entities), audience=audience, at=at, limit=HOP_LIMIT
         )
         # only what the first hop missed: the rest already ranks on its own merit
         first = {c.id for found in ranked.values() for c in found}
