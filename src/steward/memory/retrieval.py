@@ -29,7 +29,9 @@ LEXICAL_WEIGHT = 1.0
 """The lexical list's share in a hybrid fusion, the semantic list's being 1 (see
 docs/_draft_C.md for the grid it was chosen on)."""
 HOP_WEIGHT = 0.25
-"""The second hop's share: it finds what the first results lead to, never what they are."""
+"""The second hop's share: it finds what the first results lead to, never what they are.
+Asked for (``hops=2``), not by default: on 100,000 memories it added about a third to a
+lexical search's time, and none of the evaluations gained from it (docs/_draft_C.md)."""
 HOP_SEEDS = 3
 """The first results whose entities the second hop follows."""
 HOP_LIMIT = 10
@@ -81,11 +83,13 @@ class Retriever:
         mode: SearchMode | None = None,
         timezone: str | None = None,
         rerank: bool | None = None,
+        hops: int = 1,
     ) -> list[MemoryHit]:
         """The ``limit`` best memories for ``query`` asked ``at`` (times it names are read in
         ``timezone``, an IANA name; None: UTC). ``rerank``: whether the configured reranker
         reorders the fused top (None: when one is configured); a reranked hit's score is the
-        reranker's."""
+        reranker's. ``hops``: 2 also follows the entities of the best first results (a
+        lexical or hybrid search only; it costs another full-text search)."""
         mode = mode or self.default_mode
         if mode is not SearchMode.LEXICAL and self.embedder is None:
             raise StewardRuntimeError(
@@ -103,9 +107,10 @@ class Retriever:
         valid_at = frame.end - _TICK if frame and frame.end and frame.end <= at else at
         ranked = await self._ranked(person_id, words, audience, valid_at, wanted, mode)
         weights = {"lexical": LEXICAL_WEIGHT if len(ranked) > 1 else 1.0, "hop": HOP_WEIGHT}
-        hop = await self._second_hop(ranked, weights, words, person_id, audience, valid_at)
-        if hop:
-            ranked["hop"] = hop
+        if hops > 1 and "lexical" in ranked:  # a semantic search stays semantic
+            hop = await self._second_hop(ranked, weights, words, person_id, audience, valid_at)
+            if hop:
+                ranked["hop"] = hop
         found = {c.id: c for found in ranked.values() for c in found}
         priors = {memory_id: prior(candidate, at) for memory_id, candidate in found.items()}
         relevance, heads = fuse(ranked, weights, priors)
@@ -170,8 +175,6 @@ class Retriever:
         """What the entities of the first results lead to ("the person my sister married" →
         Tom → where Tom works): a lexical search for the subjects of the best few that the
         question does not name."""
-        if HOP_WEIGHT <= 0 or "lexical" not in ranked:  # a semantic search stays semantic
-            return []
         relevance, heads = fuse(ranked, weights, {})
         seeds = ordered(relevance, heads)[:HOP_SEEDS]
         asked = query.casefold()
