@@ -1,9 +1,10 @@
 """Finding the memories an activation needs: lexical (full text), semantic (embeddings) or both,
-fused by weighted reciprocal rank with the head of each list kept in front, importance and recency
-as tie-breakers only; a time the question names (:mod:`steward.memory.timeframe`) ranks what
-falls in it first and recalls what was valid then; a second, lexical hop through the entities
-of the best first results; an optional reranker over the fused top. Only active memories, valid
-at the moment asked (or asked about), that the conversation's audience may hear."""
+fused by their scores with the head of each list kept in front (:mod:`steward.memory.ranking`),
+importance and recency as tie-breakers only; a time the question names
+(:mod:`steward.memory.timeframe`) ranks what falls in it first and recalls what was valid then;
+on request, a second, lexical hop through the entities of the best first results; an optional
+reranker over the fused top. Only active memories, valid at the moment asked (or asked about),
+that the conversation's audience may hear."""
 
 from __future__ import annotations
 
@@ -185,8 +186,8 @@ class Retriever:
                     entities.setdefault(subject, None)
         if not entities:
             return []
-        # the names alone, and few results: names are rare words, so this costs a fraction of
-        # the first search (the latency budget holds both)
+        # the names alone, and few results: names are rarer words than a question's, so this
+        # costs less than the first search
         led_to = await self.store.memory_search.search_memories_text(
             person_id=person_id, query=" ".join(entities), audience=audience, at=at, limit=HOP_LIMIT
         )
