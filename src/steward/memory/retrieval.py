@@ -1,36 +1,51 @@
 """Finding the memories an activation needs: lexical (full text), semantic (embeddings) or both,
-fused by reciprocal rank and nudged by importance and recency; only active memories, valid at
-the moment asked, that the conversation's audience may hear."""
+fused by their scores with the head of each list kept in front (:mod:`steward.memory.ranking`),
+importance and recency as tie-breakers only; a time the question names
+(:mod:`steward.memory.timeframe`) ranks what falls in it first and recalls what was valid then;
+on request, a second, lexical hop through the entities of the best first results; an optional
+reranker over the fused top. Only active memories, valid at the moment asked (or asked about),
+that the conversation's audience may hear."""
 
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Coroutine, Sequence
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from steward.domain.audience import Audience
-from steward.domain.memory import MemoryHit, Recallable
+from steward.domain.memory import Memory, MemoryHit, Recallable
 from steward.errors import StewardRuntimeError
 from steward.memory.embedding import Embedder, Vectors, unpack_many
+from steward.memory.ranking import fuse, ordered, prior, tie_broken
+from steward.memory.rerank import Reranker
+from steward.memory.timeframe import TimeFrame, parse_timeframe
 from steward.store import Store
 
-RRF_K = 60
-"""Reciprocal-rank-fusion constant: a result's share is ``1 / (RRF_K + rank)``."""
-LEXICAL_WEIGHT = 0.25
-"""The lexical list's share in a hybrid fusion: word matches are noisier than meaning (on the
-evaluation set, weights 1 / 0.5 / 0.25 gave hybrid recall@5 of 0.54 / 0.57 / 0.60)."""
-IMPORTANCE_WEIGHT = 0.004
-RECENCY_WEIGHT = 0.004
-"""Worth up to about half a top rank's share: on the evaluation set, a tenth of this cut
-semantic recall@5 from 0.70 to 0.60 without ranking exceptions below preferences any better."""
-RECENCY_HALF_LIFE_DAYS = 180.0
+LEXICAL_WEIGHT = 1.0
+"""The lexical list's share in a hybrid fusion, the semantic list's being 1 (see
+docs/_draft_C.md for the grid it was chosen on)."""
+HOP_WEIGHT = 0.25
+"""The second hop's share: it finds what the first results lead to, never what they are.
+Asked for (``hops=2``), not by default: on 100,000 memories it added about a third to a
+lexical search's time, and none of the evaluations gained from it (docs/_draft_C.md)."""
+HOP_SEEDS = 3
+"""The first results whose entities the second hop follows."""
+HOP_LIMIT = 10
+"""What the second hop brings at most."""
+WINDOW_BOOST = 1.0
+"""How much more a memory in the time a question names is worth (its relevance doubled)."""
+EARLIEST_SPAN = timedelta(days=30)
+""""At the start": the first month of what the searches found."""
+RERANK_DEPTH = 30
+"""Fused results a reranker looks at again."""
 CANDIDATES = 50
 """Results each search contributes to the fusion."""
+_TICK = timedelta(microseconds=1)
 
 
 class SearchMode(StrEnum):
@@ -42,9 +57,16 @@ class SearchMode(StrEnum):
 class Retriever:
     """Searches one person's memories."""
 
-    def __init__(self, store: Store, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
+        self.reranker = reranker
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
 
     @property
@@ -60,13 +82,75 @@ class Retriever:
         at: datetime,
         limit: int = 10,
         mode: SearchMode | None = None,
+        timezone: str | None = None,
+        rerank: bool | None = None,
+        hops: int = 1,
     ) -> list[MemoryHit]:
+        """The ``limit`` best memories for ``query`` asked ``at`` (times it names are read in
+        ``timezone``, an IANA name; None: UTC). ``rerank``: whether the configured reranker
+        reorders the fused top (None: when one is configured); a reranked hit's score is the
+        reranker's. ``hops``: 2 also follows the entities of the best first results (a
+        lexical or hybrid search only; it costs another full-text search)."""
         mode = mode or self.default_mode
         if mode is not SearchMode.LEXICAL and self.embedder is None:
             raise StewardRuntimeError(
                 f"{mode} search needs an embedder; none is configured (lexical-only mode)"
             )
+        if rerank and self.reranker is None:
+            raise StewardRuntimeError("reranking needs a reranker; none is configured")
         wanted = max(CANDIDATES, limit)
+        frame = parse_timeframe(query, at, timezone)
+        words = frame.remainder(query) if frame is not None else query
+        if frame is not None and frame.anchor is not None:
+            frame = await self._anchored(frame, person_id, audience, at)
+            words = query if frame is None else words
+        # a question about a past time recalls what was valid then
+        valid_at = frame.end - _TICK if frame and frame.end and frame.end <= at else at
+        ranked = await self._ranked(person_id, words, audience, valid_at, wanted, mode)
+        weights = {"lexical": LEXICAL_WEIGHT if len(ranked) > 1 else 1.0, "hop": HOP_WEIGHT}
+        if hops > 1 and "lexical" in ranked:  # a semantic search stays semantic
+            hop = await self._second_hop(ranked, weights, words, person_id, audience, valid_at)
+            if hop:
+                ranked["hop"] = hop
+        found = {c.id: c for found in ranked.values() for c in found}
+        priors = {memory_id: prior(candidate, at) for memory_id, candidate in found.items()}
+        relevance, heads = fuse(ranked, weights, priors)
+        found_by: dict[str, list[str]] = {}
+        for name, listed in ranked.items():
+            for candidate in listed:
+                found_by.setdefault(candidate.id, []).append(name)
+        if frame is not None:
+            relevance, inside = await self._in_frame(frame, relevance)
+            # a list's best, said at another time, does not go first
+            heads = {i: rank for i, rank in heads.items() if i in inside}
+        scores = {i: tie_broken(r, priors[i]) for i, r in relevance.items()}
+        reranking = self.reranker is not None and rerank is not False
+        best = ordered(scores, heads)[: max(limit, RERANK_DEPTH) if reranking else limit]
+        # only the results are read in full: ranking needs no more than a search returns
+        memories = {m.id: m for m in await self.store.memory.get_memories(best)}
+        hits = [
+            MemoryHit(
+                memory=memories[memory_id],
+                score=scores[memory_id],
+                matched=tuple(found_by[memory_id]),
+            )
+            for memory_id in best
+            if memory_id in memories
+        ]
+        if reranking and hits:
+            hits = await self._reranked(words, hits)
+        return hits[:limit]
+
+    async def _ranked(
+        self,
+        person_id: str,
+        query: str,
+        audience: Audience,
+        at: datetime,
+        wanted: int,
+        mode: SearchMode,
+    ) -> dict[str, list[Recallable]]:
+        """Each search's results, best first, by name."""
 
         async def lexical() -> list[Recallable]:
             return await self.store.memory_search.search_memories_text(
@@ -78,28 +162,79 @@ class Retriever:
             searches["lexical"] = lexical()
         if mode is not SearchMode.LEXICAL:
             searches["semantic"] = self._semantic(person_id, query, audience, at, wanted)
-        ranked = dict(zip(searches, await asyncio.gather(*searches.values()), strict=True))
-        weight = {"lexical": LEXICAL_WEIGHT if len(ranked) > 1 else 1.0, "semantic": 1.0}
-        scores: dict[str, float] = {}
-        found_by: dict[str, list[str]] = {}
-        for name, found in ranked.items():
-            for rank, candidate in enumerate(found, start=1):
-                if candidate.id not in scores:
-                    scores[candidate.id] = _prior(candidate, at)
-                scores[candidate.id] += weight[name] / (RRF_K + rank)
-                found_by.setdefault(candidate.id, []).append(name)
-        best = sorted(scores, key=lambda memory_id: (-scores[memory_id], memory_id))[:limit]
-        # only the results are read in full: ranking needs no more than a search returns
-        memories = {m.id: m for m in await self.store.memory.get_memories(best)}
-        return [
-            MemoryHit(
-                memory=memories[memory_id],
-                score=scores[memory_id],
-                matched=tuple(found_by[memory_id]),
-            )
-            for memory_id in best
-            if memory_id in memories
+        return dict(zip(searches, await asyncio.gather(*searches.values()), strict=True))
+
+    async def _second_hop(
+        self,
+        ranked: dict[str, list[Recallable]],
+        weights: dict[str, float],
+        query: str,
+        person_id: str,
+        audience: Audience,
+        at: datetime,
+    ) -> list[Recallable]:
+        """What the entities of the first results lead to ("the person my sister married" →
+        Tom → where Tom works): a lexical search for the subjects of the best few that the
+        question does not name."""
+        relevance, heads = fuse(ranked, weights, {})
+        seeds = ordered(relevance, heads)[:HOP_SEEDS]
+        asked = query.casefold()
+        entities: dict[str, None] = {}
+        for memory in await self.store.memory.get_memories(seeds):
+            for subject in memory.subjects:
+                if subject.casefold() not in asked:
+                    entities.setdefault(subject, None)
+        if not entities:
+            return []
+        # the names alone, and few results: names are rarer words than a question's, so this
+        # costs less than the first search
+        led_to = await self.store.memory_search.search_memories_text(
+            person_id=person_id, query=" ".join(entities), audience=audience, at=at, limit=HOP_LIMIT
+        )
+        # only what the first hop missed: the rest already ranks on its own merit
+        first = {c.id for found in ranked.values() for c in found}
+        return [c for c in led_to if c.id not in first]
+
+    async def _anchored(
+        self, frame: TimeFrame, person_id: str, audience: Audience, at: datetime
+    ) -> TimeFrame | None:
+        """The window before (or after) the anchor event, where the best memory of it starts;
+        None when memory holds no such event."""
+        assert frame.anchor is not None
+        found = await self.store.memory_search.search_memories_text(
+            person_id=person_id, query=frame.anchor, audience=audience, at=at, limit=1
+        )
+        event = await self.store.memory.get_memories([found[0].id]) if found else []
+        if not event:
+            return None
+        when = event[0].start
+        if frame.before_anchor:
+            return replace(frame, start=None, end=min(when, at))
+        return replace(frame, start=when, end=None)
+
+    async def _in_frame(
+        self, frame: TimeFrame, relevance: dict[str, float]
+    ) -> tuple[dict[str, float], set[str]]:
+        """``relevance`` with what falls in ``frame`` — said then, or stated to hold then —
+        raised by :data:`WINDOW_BOOST`, and which those are."""
+        candidates = await self.store.memory.get_memories(list(relevance))
+        if frame.earliest:
+            if not candidates:
+                return relevance, set()
+            first = min(m.observed_at for m in candidates)
+            frame = replace(frame, start=first, end=first + EARLIEST_SPAN)
+        inside = {m.id for m in candidates if _falls_in(m, frame)}
+        boosted = {i: r * (1 + WINDOW_BOOST) if i in inside else r for i, r in relevance.items()}
+        return boosted, inside
+
+    async def _reranked(self, query: str, hits: list[MemoryHit]) -> list[MemoryHit]:
+        assert self.reranker is not None
+        marks = await self.reranker.score(query, [hit.memory.content for hit in hits])
+        rescored = [
+            replace(hit, score=mark, matched=(*hit.matched, "rerank"))
+            for hit, mark in zip(hits, marks, strict=True)
         ]
+        return sorted(rescored, key=lambda hit: -hit.score)  # stable: fused order breaks ties
 
     async def _semantic(
         self, person_id: str, query: str, audience: Audience, at: datetime, wanted: int
@@ -127,7 +262,11 @@ class Retriever:
             allowed = await self.store.memory_search.recallable_memories(
                 person_id=person_id, ids=nearest, audience=audience, at=at
             )
-            kept = [allowed[memory_id] for memory_id in nearest if memory_id in allowed][:wanted]
+            kept = [
+                replace(allowed[ids[i]], score=float(similarity[i]))
+                for i in top
+                if similarity[i] > 0 and ids[i] in allowed
+            ][:wanted]
             if len(kept) >= wanted or window == len(similarity) or len(nearest) < window:
                 return kept
             window = min(len(similarity), window * 4)
@@ -218,11 +357,13 @@ def _merged(
     return new_ids, base, new_seq
 
 
-def _prior(memory: Recallable, at: datetime) -> float:
-    """What makes a relevant memory worth more: importance, and having been seen lately."""
-    age_days = max(0.0, (at - memory.observed_at).total_seconds() / 86400)
-    recency = math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
-    return IMPORTANCE_WEIGHT * memory.importance + RECENCY_WEIGHT * recency
+def _falls_in(memory: Memory, frame: TimeFrame) -> bool:
+    """Said in the frame, or stated to hold during it (an open validity on both ends says
+    nothing about when)."""
+    stated = memory.valid_from is not None or memory.valid_to is not None
+    return frame.contains(memory.observed_at) or (
+        stated and frame.overlaps(memory.valid_from, memory.valid_to)
+    )
 
 
 def terms_overlap(a: Sequence[str], b: Sequence[str]) -> float:
