@@ -1,0 +1,244 @@
+"""Remembering many statements at once (an imported chat history or mailbox) by the rules of
+:meth:`~steward.memory.book.MemoryBook.write`, at a cost per statement a thousand times lower.
+
+One write looks for a repeat with a full-text search and writes in several transactions; a bulk
+write reads the person's live statements once, finds repeats in memory (of what is stored and of
+the earlier items of the same call), and writes new memories a chunk per transaction, with one
+embedding call per chunk. What stays the same:
+
+* an exact repeat (same normalized text and audience, active or candidate) or a near one (term
+  overlap of :data:`~steward.memory.book.NEAR_DUPLICATE` or more with an active, valid memory for
+  the same audience) writes nothing new: its sources are added to the memory it repeats, and a
+  trusted repeat of a trusted candidate promotes it;
+* an item from a forgotten source gives nothing;
+* slot placement: each new memory takes its place in its slot's history in item order, so a
+  later value (in observed time, or in the list when the times are equal) supersedes an
+  earlier one, within the call too; episodes never supersede;
+* untrusted items are candidates; every memory's versions and sources are recorded.
+
+Near repeats are found by prefix filtering (Bayardo et al., "Scaling up all pairs similarity
+search", 2007): two term sets with a Jaccard overlap of at least *t* share a term among the
+first ``n - floor(t·n) + 1`` of each set's terms in one fixed order, so only memories sharing
+one of those terms are compared.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import structlog
+
+from steward.domain.audience import Audience
+from steward.domain.memory import Memory, MemoryStatus, Source, content_hash
+from steward.errors import StewardRuntimeError
+from steward.memory.embedding import Embedder, pack
+from steward.memory.retrieval import terms_overlap
+from steward.store import Store
+from steward.store.memory import blocking_keys
+from steward.store.memory_bulk import Change, Statement
+from steward.store.memory_search import search_terms
+
+log = structlog.get_logger(__name__)
+
+CHUNK = 500
+"""New memories written per transaction (and embedded per call)."""
+
+Key = tuple[str, int]
+"""A known statement: ``("stored", i)`` or ``("new", i)``, i its index in its list."""
+
+
+@dataclass(kw_only=True)
+class _Known:
+    """The statements a repeat may repeat: stored and live, or new in this call."""
+
+    near_duplicate: float
+    """Term overlap from which a statement counts as a repeat."""
+    now: datetime
+    """What "valid now" means for a near repeat."""
+    exact: dict[tuple[str, Audience], Key] = field(default_factory=dict)
+    """By normalized text and audience."""
+    postings: dict[str, list[Key]] = field(default_factory=dict)
+    """By each term of a statement's prefix (see the module's docstring)."""
+    texts: dict[Key, tuple[str, Audience]] = field(default_factory=dict)
+    """What each near-repeat candidate says, and to whom."""
+
+    def add(self, key: Key, content: str, audience: Audience, *, near: bool) -> None:
+        # stored statements come oldest first: the newest one says it, as for one write
+        self.exact[(content_hash(content), audience)] = key
+        if not near:
+            return
+        self.texts[key] = (content, audience)
+        terms = search_terms(content)
+        for term in _prefix(terms, self.near_duplicate):
+            self.postings.setdefault(term, []).append(key)
+
+    def add_stored(self, index: int, statement: Statement) -> None:
+        valid = (statement.valid_from is None or statement.valid_from <= self.now) and (
+            statement.valid_to is None or statement.valid_to > self.now
+        )
+        near = statement.status is MemoryStatus.ACTIVE and valid
+        self.add(("stored", index), statement.content, statement.audience, near=near)
+
+    def same(self, content: str, audience: Audience) -> Key | None:
+        """What already says this to ``audience``: exactly, else the closest near repeat."""
+        exact = self.exact.get((content_hash(content), audience))
+        if exact is not None:
+            return exact
+        terms = search_terms(content)
+        best: tuple[float, Key] | None = None
+        seen: set[Key] = set()
+        for term in _prefix(terms, self.near_duplicate):
+            for key in self.postings.get(term, ()):
+                if key in seen:
+                    continue
+                seen.add(key)
+                text, heard_by = self.texts[key]
+                if heard_by != audience:
+                    continue
+                overlap = terms_overlap(terms, search_terms(text))
+                if overlap >= self.near_duplicate and (best is None or overlap > best[0]):
+                    best = (overlap, key)
+        return None if best is None else best[1]
+
+
+def _prefix(terms: Sequence[str], threshold: float) -> list[str]:
+    """The terms of a set two near repeats share one of (longest first: rarer words keep the
+    postings short)."""
+    if not terms:
+        return []
+    ordered = sorted(set(terms), key=lambda t: (-len(t), t))
+    # floor, not ceil: a float rounded low only makes the prefix longer (never misses a pair)
+    return ordered[: len(ordered) - math.floor(threshold * len(ordered)) + 1]
+
+
+def confirmed(memory: Memory, cited: Sequence[Source], status: MemoryStatus) -> Memory:
+    """``memory`` as a repeat citing ``cited`` (with ``status``) leaves it: its sources added,
+    and a trusted repeat of a trusted candidate promotes it (one from others' text waits for
+    the person, whoever repeats it)."""
+    sources = (*memory.sources, *(s for s in cited if s not in memory.sources))
+    promote = (
+        memory.status is MemoryStatus.CANDIDATE
+        and status is MemoryStatus.ACTIVE
+        and all(s.trusted for s in sources)
+    )
+    return replace(
+        memory, sources=sources, status=MemoryStatus.ACTIVE if promote else memory.status
+    )
+
+
+Outcome = tuple[str, Memory | None]
+"""``created``, ``duplicate`` or ``forgotten``, and the memory written or matched."""
+
+
+async def write_new(
+    store: Store,
+    embedder: Embedder | None,
+    *,
+    person_id: str,
+    memories: Sequence[Memory],
+    actor: str,
+    now: datetime,
+    near_duplicate: float,
+) -> list[Outcome]:
+    """Write ``memories`` (new, the person's, each citing its own sources) by the rules in
+    the module's docstring; one outcome per memory, in order."""
+    stones = await store.memory_bulk.forgotten_keys(person_id=person_id)
+    stored = await store.memory_bulk.live_statements(person_id=person_id)
+    known = _Known(near_duplicate=near_duplicate, now=now)
+    for index, statement in enumerate(stored):
+        known.add_stored(index, statement)
+    created: list[Memory] = []
+    repeated: dict[str, list[Memory]] = {}
+    plan: list[Key | None] = []
+    for memory in memories:
+        if stones & set(blocking_keys(memory.sources)):
+            plan.append(None)
+            continue
+        key = known.same(memory.content, memory.audience)
+        if key is None:
+            key = ("new", len(created))
+            created.append(memory)
+            known.add(key, memory.content, memory.audience, near=_valid_active(memory, now))
+        elif key[0] == "new":
+            created[key[1]] = confirmed(created[key[1]], memory.sources, memory.status)
+        else:
+            repeated.setdefault(stored[key[1]].id, []).append(memory)
+        plan.append(key)
+
+    written: list[Memory | None] = []
+    for start in range(0, len(created), CHUNK):
+        chunk = await store.memory_bulk.add_memories(created[start : start + CHUNK], actor=actor)
+        written += chunk
+        await _embed(store, embedder, [m for m in chunk if m is not None])
+    confirmed_stored = await _confirm_stored(store, repeated, actor=actor, now=now)
+
+    outcomes: list[Outcome] = []
+    first: set[int] = set()
+    for key in plan:
+        if key is None:
+            outcomes.append(("forgotten", None))
+        elif key[0] == "stored":
+            outcomes.append(("duplicate", confirmed_stored[stored[key[1]].id]))
+        elif written[key[1]] is None:
+            outcomes.append(("forgotten", None))  # its source was forgotten meanwhile
+        else:
+            outcomes.append(("duplicate" if key[1] in first else "created", written[key[1]]))
+            first.add(key[1])
+    return outcomes
+
+
+async def _confirm_stored(
+    store: Store, repeated: dict[str, list[Memory]], *, actor: str, now: datetime
+) -> dict[str, Memory]:
+    """Fold each stored memory's repeats into it, in order; write those it changed (one new
+    version each), a chunk per transaction. Returns every repeated memory as it now is."""
+    result: dict[str, Memory] = {}
+    changes: list[Change] = []
+    ids = list(repeated)
+    for start in range(0, len(ids), CHUNK):
+        for memory in await store.memory.get_memories(ids[start : start + CHUNK]):
+            current = memory
+            for repeat in repeated[memory.id]:
+                current = confirmed(current, repeat.sources, repeat.status)
+            result[memory.id] = memory
+            if current == memory:
+                continue
+            promoted = current.status is not memory.status
+            added = [s.key for s in current.sources if s not in memory.sources]
+            reason = "confirmed" if promoted else f"also from {added[0]}"
+            if len(added) > 1:
+                reason += f" and {len(added) - 1} more"
+            changes.append(
+                Change(memory=replace(current, updated_at=now), reason=reason, place=promoted)
+            )
+    for start in range(0, len(changes), CHUNK):
+        chunk = changes[start : start + CHUNK]
+        for memory in await store.memory_bulk.change_memories(chunk, actor=actor):
+            result[memory.id] = memory
+    return result
+
+
+async def _embed(store: Store, embedder: Embedder | None, memories: Sequence[Memory]) -> None:
+    """One embedding call for a chunk, its vectors written in one transaction."""
+    if embedder is None or not memories:
+        return
+    try:
+        vectors = await embedder.embed([m.content for m in memories])
+    except StewardRuntimeError as exc:
+        # the memories are kept, and lexical recall finds them
+        log.warning("embedding failed", error=str(exc), memories=len(memories))
+        return
+    await store.memory_bulk.put_memory_vectors(
+        [(m, pack(v)) for m, v in zip(memories, vectors, strict=True)], model=embedder.name
+    )
+
+
+def _valid_active(memory: Memory, now: datetime) -> bool:
+    return (
+        memory.status is MemoryStatus.ACTIVE
+        and (memory.valid_from is None or memory.valid_from <= now)
+        and (memory.valid_to is None or memory.valid_to > now)
+    )
