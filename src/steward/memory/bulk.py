@@ -18,13 +18,17 @@ embedding call per chunk. What stays the same:
 
 Near repeats are found by prefix filtering (Bayardo et al., "Scaling up all pairs similarity
 search", 2007): two term sets with a Jaccard overlap of at least *t* share a term among the
-first ``n - floor(t·n) + 1`` of each set's terms in one fixed order, so only memories sharing
-one of those terms are compared.
+first ``n - ceil(t·n) + 1`` of each set's terms in one fixed order (rarest first), so only
+memories sharing one of those terms are looked at, and of those only the ones whose first
+shared term leaves room for enough overlap after it are compared (positional filtering, Xiao
+et al., "Efficient similarity joins for near duplicate detection", 2008).
 """
 
 from __future__ import annotations
 
 import math
+import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -35,10 +39,9 @@ from steward.domain.audience import Audience
 from steward.domain.memory import Memory, MemoryStatus, Source, content_hash
 from steward.errors import StewardRuntimeError
 from steward.memory.embedding import Embedder, pack
-from steward.memory.retrieval import terms_overlap
 from steward.store import Store
 from steward.store.memory import blocking_keys
-from steward.store.memory_bulk import Change, Statement
+from steward.store.memory_bulk import Change
 from steward.store.memory_search import search_terms
 
 log = structlog.get_logger(__name__)
@@ -50,68 +53,84 @@ Key = tuple[str, int]
 """A known statement: ``("stored", i)`` or ``("new", i)``, i its index in its list."""
 
 
+Terms = tuple[str, ...]
+"""A statement's search terms, distinct, interned (they are kept for every live statement)."""
+
+
+def terms_of(content: str) -> Terms:
+    return tuple(sys.intern(t) for t in search_terms(content))
+
+
 @dataclass(kw_only=True)
 class _Known:
     """The statements a repeat may repeat: stored and live, or new in this call."""
 
     near_duplicate: float
     """Term overlap from which a statement counts as a repeat."""
-    now: datetime
-    """What "valid now" means for a near repeat."""
+    rarity: Counter[str]
+    """How many of the statements (stored, and this call's) have each term: rarer terms come
+    first in a prefix, so that its postings are short. Fixed for the call, as prefix filtering
+    needs one order."""
     exact: dict[tuple[str, Audience], Key] = field(default_factory=dict)
     """By normalized text and audience."""
-    postings: dict[str, list[Key]] = field(default_factory=dict)
-    """By each term of a statement's prefix (see the module's docstring)."""
-    texts: dict[Key, tuple[str, Audience]] = field(default_factory=dict)
-    """What each near-repeat candidate says, and to whom."""
+    postings: dict[tuple[str, Audience], list[tuple[Key, int]]] = field(default_factory=dict)
+    """By each term of a statement's prefix and its audience: the statement, and the term's
+    position in its terms (see the module's docstring)."""
+    terms: dict[Key, Terms] = field(default_factory=dict)
+    """The ordered terms of each statement that has postings."""
 
-    def add(self, key: Key, content: str, audience: Audience, *, near: bool) -> None:
+    def order(self, terms: Terms) -> Terms:
+        """``terms`` in the call's one order: rarest first."""
+        return tuple(sorted(terms, key=lambda t: (self.rarity[t], t)))
+
+    def add(
+        self, key: Key, content: str, audience: Audience, ordered: Terms, *, near: bool
+    ) -> None:
+        """Know ``key`` (its terms :meth:`order`-ed); ``near``: as a statement a near repeat
+        may repeat (active and valid now)."""
         # stored statements come oldest first: the newest one says it, as for one write
         self.exact[(content_hash(content), audience)] = key
-        if not near:
+        if not near or not ordered:
             return
-        self.texts[key] = (content, audience)
-        terms = search_terms(content)
-        for term in _prefix(terms, self.near_duplicate):
-            self.postings.setdefault(term, []).append(key)
+        self.terms[key] = ordered
+        for position, term in enumerate(ordered[: self._prefix(len(ordered))]):
+            self.postings.setdefault((term, audience), []).append((key, position))
 
-    def add_stored(self, index: int, statement: Statement) -> None:
-        valid = (statement.valid_from is None or statement.valid_from <= self.now) and (
-            statement.valid_to is None or statement.valid_to > self.now
-        )
-        near = statement.status is MemoryStatus.ACTIVE and valid
-        self.add(("stored", index), statement.content, statement.audience, near=near)
-
-    def same(self, content: str, audience: Audience) -> Key | None:
-        """What already says this to ``audience``: exactly, else the closest near repeat."""
+    def same(self, content: str, audience: Audience, ordered: Terms) -> Key | None:
+        """What already says this to ``audience`` (terms :meth:`order`-ed): exactly, else the
+        closest near repeat."""
         exact = self.exact.get((content_hash(content), audience))
-        if exact is not None:
+        if exact is not None or not ordered:
             return exact
-        terms = search_terms(content)
+        mine = frozenset(ordered)
+        size = len(ordered)
+        # Jaccard >= t means an overlap of t/(1+t) of both sizes together
+        share = self.near_duplicate / (1 + self.near_duplicate)
         best: tuple[float, Key] | None = None
         seen: set[Key] = set()
-        for term in _prefix(terms, self.near_duplicate):
-            for key in self.postings.get(term, ()):
+        for position, term in enumerate(ordered[: self._prefix(size)]):
+            for key, theirs in self.postings.get((term, audience), ()):
                 if key in seen:
                     continue
+                # met first at this term: no term before it in the order is shared, so at
+                # most the rest of the shorter remainder is (positional filtering, PPJoin)
                 seen.add(key)
-                text, heard_by = self.texts[key]
-                if heard_by != audience:
+                other = self.terms[key]
+                need = share * (size + len(other)) - 1e-9
+                if min(size - position, len(other) - theirs) < need:
                     continue
-                overlap = terms_overlap(terms, search_terms(text))
+                common = len(mine.intersection(other))
+                # the Jaccard overlap (terms_overlap) of the two, both sets already
+                overlap = common / (size + len(other) - common)
                 if overlap >= self.near_duplicate and (best is None or overlap > best[0]):
                     best = (overlap, key)
         return None if best is None else best[1]
 
-
-def _prefix(terms: Sequence[str], threshold: float) -> list[str]:
-    """The terms of a set two near repeats share one of (longest first: rarer words keep the
-    postings short)."""
-    if not terms:
-        return []
-    ordered = sorted(set(terms), key=lambda t: (-len(t), t))
-    # floor, not ceil: a float rounded low only makes the prefix longer (never misses a pair)
-    return ordered[: len(ordered) - math.floor(threshold * len(ordered)) + 1]
+    def _prefix(self, size: int) -> int:
+        """How many of a statement's first terms a near repeat shares one of (see the
+        module's docstring)."""
+        # a hair below, so that a float rounded high never makes the prefix too short
+        return size - math.ceil(self.near_duplicate * size - 1e-9) + 1
 
 
 def confirmed(memory: Memory, cited: Sequence[Source], status: MemoryStatus) -> Memory:
@@ -147,21 +166,32 @@ async def write_new(
     the module's docstring; one outcome per memory, in order."""
     stones = await store.memory_bulk.forgotten_keys(person_id=person_id)
     stored = await store.memory_bulk.live_statements(person_id=person_id)
-    known = _Known(near_duplicate=near_duplicate, now=now)
-    for index, statement in enumerate(stored):
-        known.add_stored(index, statement)
+    stored_terms = [terms_of(s.content) for s in stored]
+    new_terms = [terms_of(m.content) for m in memories]
+    rarity = Counter(t for terms in (*stored_terms, *new_terms) for t in terms)
+    known = _Known(near_duplicate=near_duplicate, rarity=rarity)
+    stored_terms = [known.order(terms) for terms in stored_terms]
+    new_terms = [known.order(terms) for terms in new_terms]
+    for index, (statement, terms) in enumerate(zip(stored, stored_terms, strict=True)):
+        valid = (statement.valid_from is None or statement.valid_from <= now) and (
+            statement.valid_to is None or statement.valid_to > now
+        )
+        near = statement.status is MemoryStatus.ACTIVE and valid
+        known.add(("stored", index), statement.content, statement.audience, terms, near=near)
+    del stored_terms
     created: list[Memory] = []
     repeated: dict[str, list[Memory]] = {}
     plan: list[Key | None] = []
-    for memory in memories:
+    for memory, terms in zip(memories, new_terms, strict=True):
         if stones & set(blocking_keys(memory.sources)):
             plan.append(None)
             continue
-        key = known.same(memory.content, memory.audience)
+        key = known.same(memory.content, memory.audience, terms)
         if key is None:
             key = ("new", len(created))
             created.append(memory)
-            known.add(key, memory.content, memory.audience, near=_valid_active(memory, now))
+            near = _valid_active(memory, now)
+            known.add(key, memory.content, memory.audience, terms, near=near)
         elif key[0] == "new":
             created[key[1]] = confirmed(created[key[1]], memory.sources, memory.status)
         else:
