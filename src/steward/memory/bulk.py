@@ -62,7 +62,7 @@ def terms_of(content: str) -> Terms:
 
 
 @dataclass(kw_only=True)
-class _Known:
+class RepeatIndex:
     """The statements a repeat may repeat: stored and live, or new in this call."""
 
     near_duplicate: float
@@ -169,7 +169,7 @@ async def write_new(
     stored_terms = [terms_of(s.content) for s in stored]
     new_terms = [terms_of(m.content) for m in memories]
     rarity = Counter(t for terms in (*stored_terms, *new_terms) for t in terms)
-    known = _Known(near_duplicate=near_duplicate, rarity=rarity)
+    known = RepeatIndex(near_duplicate=near_duplicate, rarity=rarity)
     stored_terms = [known.order(terms) for terms in stored_terms]
     new_terms = [known.order(terms) for terms in new_terms]
     for index, (statement, terms) in enumerate(zip(stored, stored_terms, strict=True)):
