@@ -377,14 +377,18 @@ class MemoryRepository:
         if self.backend.name == "postgresql":
             key = f"memory-slot:{memory.person_id}:{memory.slot}"
             conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(key))))
+        # the status is judged here: with it in SQL, SQLite (without statistics) picks the
+        # (person, status) index and walks every active memory of the person on each write
         query = select(memories).where(
             memories.c.person_id == memory.person_id,
             memories.c.slot == memory.slot,
             memories.c.kind == memory.kind.value,
-            memories.c.status == MemoryStatus.ACTIVE.value,
             memories.c.id != memory.id,
         )
-        return place_in_slot(memory, [memory_from_row(r) for r in conn.execute(query)])
+        values = [
+            memory_from_row(r) for r in conn.execute(query) if r.status == MemoryStatus.ACTIVE.value
+        ]
+        return place_in_slot(memory, values)
 
     def _close(
         self, conn: Connection, placed: Memory, supersede: Sequence[str], *, actor: str
