@@ -13,8 +13,9 @@ order, a word more), and about 3 % are values of one of 40 slots (a later value 
 They go in calls of ``--per-call`` (the facade's most, 10,000), as an import would send them.
 Timed: the whole import (memories/s) and the per-item ``remember`` rate on ``--single`` items
 into a fresh database; each also per second of the process's CPU time (every thread), which
-stays meaningful on a machine shared with other work, where wall time does not. With ``--embedder minilm`` every new memory is also embedded (in
-batches of 500); without, the search is lexical only, as by default.
+stays meaningful on a machine shared with other work, where wall time does not. With
+``--embedder minilm`` every new memory is also embedded (in batches of 500); without, the
+search is lexical only, as by default.
 """
 
 from __future__ import annotations

@@ -193,8 +193,9 @@ def test_statements_import_in_parts_once_and_a_bad_line_refuses_the_file(tmp_pat
     again = ok(tmp_path, "memory", "import", str(diary))
     assert again.strip() == "Imported 0 memories (1,203 already known)."
     assert len(listed(tmp_path, "--limit", "1000")) == 1000
-    porto = listed(tmp_path, "--kind", "fact")
-    assert [m["sources"][0]["ref"] for m in porto][0].startswith("diary/")
+    (porto,) = listed(tmp_path, "--kind", "fact")
+    assert porto["content"] == "Ada lives in Porto"
+    assert porto["sources"][0]["ref"].startswith("diary/")
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
