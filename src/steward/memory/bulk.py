@@ -211,7 +211,11 @@ async def write_new(
         if key is None:
             outcomes.append(("forgotten", None))
         elif key[0] == "stored":
-            outcomes.append(("duplicate", confirmed_stored[stored[key[1]].id]))
+            # gone only when its source was forgotten since it was read
+            repeated_memory = confirmed_stored.get(stored[key[1]].id)
+            outcomes.append(
+                ("forgotten" if repeated_memory is None else "duplicate", repeated_memory)
+            )
         elif written[key[1]] is None:
             outcomes.append(("forgotten", None))  # its source was forgotten meanwhile
         else:
