@@ -5,13 +5,14 @@ and what a bulk writer needs to know beforehand (the person's live statements, i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, func, select, text
+from sqlalchemy import Connection, bindparam, delete, func, select, text, update
 
 from steward.domain.audience import Audience
 from steward.domain.memory import Memory, MemoryKind, MemoryStatus
+from steward.errors import NotFound
 from steward.store import rows
 from steward.store.backend import Backend
 from steward.store.memory import (
@@ -184,12 +185,45 @@ class MemoryBulkRepository:
             return []
 
         def op(conn: Connection) -> list[Memory]:
-            return [
-                self.records.update_in(
-                    conn, change.memory, actor=actor, reason=change.reason, place=change.place
+            ids = [c.memory.id for c in changes]
+            current = {
+                r.id: r
+                for r in conn.execute(
+                    select(
+                        memories.c.id,
+                        memories.c.person_id,
+                        memories.c.version,
+                        memories.c.uses,
+                        memories.c.content,
+                        memories.c.subjects,
+                    ).where(memories.c.id.in_(ids))
                 )
-                for change in changes
-            ]
+            }
+            written: list[Memory] = []
+            plain: list[tuple[Memory, str]] = []
+            for change in changes:
+                memory, row = change.memory, current.get(change.memory.id)
+                if (
+                    change.place
+                    or row is None
+                    or row.content != memory.content
+                    or rows.load(row.subjects) != list(memory.subjects)
+                ):
+                    # placed in a slot, or indexed anew: one at a time, as one update is
+                    written.append(
+                        self.records.update_in(
+                            conn, memory, actor=actor, reason=change.reason, place=change.place
+                        )
+                    )
+                    continue
+                if row.person_id != memory.person_id:
+                    raise NotFound("memory", memory.id)
+                memory = replace(memory, version=row.version + 1, uses=row.uses)
+                plain.append((memory, change.reason))
+                written.append(memory)
+            if plain:
+                _save_plain(conn, plain, actor=actor)
+            return written
 
         return await self.backend.write(op)
 
@@ -258,3 +292,34 @@ def _insert_plain(
             ),
             params,
         )
+
+
+def _save_plain(conn: Connection, changed: Sequence[tuple[Memory, str]], *, actor: str) -> None:
+    """New versions of memories whose indexed text (content, subjects) is unchanged, each
+    statement run once for all of them: the record, its new source keys, its history."""
+    values = [_values(m) for m, _ in changed]
+    conn.execute(
+        update(memories).where(memories.c.id == bindparam("_id")),
+        [{k: v for k, v in row.items() if k != "id"} | {"_id": row["id"]} for row in values],
+    )
+    ids = [m.id for m, _ in changed]
+    indexed = {
+        (r.memory_id, r.source_key)
+        for r in conn.execute(
+            select(memory_sources.c.memory_id, memory_sources.c.source_key).where(
+                memory_sources.c.memory_id.in_(ids)
+            )
+        )
+    }
+    keys = [
+        {"memory_id": m.id, "source_key": key, "person_id": m.person_id}
+        for m, _ in changed
+        for key in sorted({s.key for s in m.sources})
+        if (m.id, key) not in indexed
+    ]
+    if keys:
+        conn.execute(memory_sources.insert(), keys)
+    conn.execute(
+        memory_versions.insert(),
+        [version_row(m, actor=actor, reason=reason) for m, reason in changed],
+    )
