@@ -25,6 +25,7 @@ from steward.domain import Budget, GoalStatus, TaskSpec, TriggerKind
 from steward.domain.channel import Channel
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
+from steward.domain.memory_item import MemoryItem
 from steward.domain.trigger import TriggerBudget
 from steward.domain.webwatch import Extract, Extractor
 from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
@@ -205,6 +206,10 @@ CASES: dict[str, tuple[str, Call]] = {
     "delete_secret": (CONTROL, lambda s, t: s.delete_secret("mail", person_id=_pid(t))),
     "rotate_vault_key": (OWNER, lambda s, t: s.rotate_vault_key()),
     "remember": (CONTROL, lambda s, t: s.remember(person_id=_pid(t), content="Likes tea")),
+    "remember_many": (
+        CONTROL,
+        lambda s, t: s.remember_many(person_id=_pid(t), items=[MemoryItem(content="Likes tea")]),
+    ),
     "list_memories": (READ, lambda s, t: s.list_memories(person_id=_pid(t))),
     "search_memories": (READ, lambda s, t: s.search_memories(person_id=_pid(t), query="Lisbon")),
     "memory_detail": (READ, lambda s, t: s.memory_detail(t.memory.id)),

@@ -527,6 +527,17 @@ CASES: list[Case] = [
             ),
         ),
     ),
+    Case(
+        "POST",
+        "/memories/bulk",
+        CONTROL,
+        200,
+        refused=(
+            Refusal(400, "item 1: kind", [{"content": "Likes tea"}, {"content": "x", "kind": "?"}]),
+            Refusal(400, "observed_at", [{"content": "Likes tea", "observed_at": "2999-01-01Z"}]),
+            Refusal(400, "bad import name", [{"content": "Tea"}], params={"import_name": "a:b"}),
+        ),
+    ),
     Case("GET", "/memories/export", READ, 200, shows=lambda s: s.memory),
     Case(
         "POST",

@@ -163,3 +163,49 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(tmp_path: Path) -> None
     assert "line 2: bad audience 'everyone'" in malformed.stdout
     assert "nothing was applied" in malformed.stdout
     assert listed(tmp_path) == before
+
+
+def test_statements_import_in_parts_once_and_a_bad_line_refuses_the_file(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"content": f"Ada's diary, day {n}: a walk of {n} km", "ref": f"d{n}"})
+        for n in range(1, 1201)
+    ]
+    lines += [
+        json.dumps({"content": "Ada's diary, day 7: a walk of 7 km", "ref": "again"}),
+        "",
+        json.dumps(
+            {
+                "content": "Ada lives in Porto",
+                "kind": "fact",
+                "slot": "home_city",
+                "observed_at": "2025-01-01T10:00:00Z",
+            }
+        ),
+        json.dumps({"content": "Bob says Ada owes him 50 euros", "trusted": False}),
+    ]
+    diary = tmp_path / "diary.jsonl"
+    diary.write_text("\n".join(lines) + "\n")
+
+    first = ok(tmp_path, "memory", "import", str(diary))
+    assert first.strip() == (
+        "Imported 1,202 memories (1 already known; 1 kept for you to confirm)."
+    )
+    again = ok(tmp_path, "memory", "import", str(diary))
+    assert again.strip() == "Imported 0 memories (1,203 already known)."
+    assert len(listed(tmp_path, "--limit", "1000")) == 1000
+    (porto,) = listed(tmp_path, "--kind", "fact")
+    assert porto["content"] == "Ada lives in Porto"
+    assert porto["sources"][0]["ref"].startswith("diary/")
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        json.dumps({"content": "Ada likes figs"}) + "\n\n" + json.dumps({"kind": "fact"}) + "\n"
+    )
+    refused = steward(tmp_path, "memory", "import", str(bad))
+    assert refused.returncode == 1
+    assert "line 3: content: Field required" in refused.stderr
+    assert json.loads(ok(tmp_path, "memory", "search", "figs", "--json")) == []
+
+    forgotten = ok(tmp_path, "memory", "forget", "import:diary")
+    assert "1202 memories and 0 skills purged" in forgotten
+    assert listed(tmp_path) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,15 @@ from support.screenshots import png, record_look
 from support.tenancy import Tenant, make_tenant, state_of
 
 Argv = Callable[[Tenant], list[str]]
+
+
+def _statements() -> str:
+    """A file of two statements to import (one written once per process)."""
+    path = Path(tempfile.gettempdir()) / f"steward-cli-tenancy-{os.getpid()}.jsonl"
+    if not path.exists():
+        path.write_text('{"content": "Likes tea"}\n{"content": "Walks to work", "ref": "w1"}\n')
+    return str(path)
+
 
 TARGETED: dict[str, Argv] = {
     "ask": lambda t: ["ask", "hello", "--person", t.person.id],
@@ -113,7 +123,8 @@ TARGETED: dict[str, Argv] = {
     "memory forget": lambda t: ["memory", "forget", "--conversation", t.task.id],
     "memory forgotten": lambda t: ["memory", "forgotten", "--person", t.person.id],
     "memory export": lambda t: ["memory", "export", "--person", t.person.id],
-    "memory import": lambda t: ["memory", "import", os.devnull, "--person", t.person.id],
+    # statements (JSON lines): the bulk import, remember_many, through the server too
+    "memory import": lambda t: ["memory", "import", _statements(), "--person", t.person.id],
     "memory passes": lambda t: ["memory", "passes", "--person", t.person.id],
     "memory review": lambda t: ["memory", "review", t.memory_pass.id, "--reject"],
     "skill list": lambda t: ["skill", "list", "--person", t.person.id],

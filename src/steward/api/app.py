@@ -36,6 +36,7 @@ from steward.api.routes import (
     webhooks,
     work,
 )
+from steward.api.routes.memory import MOST_IMPORT_BYTES
 from steward.errors import StewardError, UsageError
 from steward.service import Service
 from steward.service.hooks import MAX_BODY as MAX_DELIVERY
@@ -81,7 +82,7 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
         api_prefix=API_PREFIX,
         unsigned=(hooks,),
         max_body=MAX_BODY,
-        max_bodies={hooks: MAX_DELIVERY},
+        max_bodies={hooks: MAX_DELIVERY, f"{API_PREFIX}/memories/bulk": MOST_IMPORT_BYTES},
     )
     return app
 

@@ -4,6 +4,7 @@ archive, restore, promote, history, forget, and ``MEMORY.md`` export and import.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
@@ -25,6 +26,7 @@ from steward.cli.common import (
     service,
     working,
 )
+from steward.cli.memory_bulk import import_statements, looks_like_statements
 from steward.domain.memory import Memory, MemoryVersion
 from steward.domain.memory_pass import PassStatus
 from steward.memory.markdown import ImportReport
@@ -467,18 +469,32 @@ def memory_export(
 
 @memory_app.command("import")
 def memory_import(
-    file: Path = typer.Argument(..., help="An edited MEMORY.md (- reads standard input)."),
+    file: Path = typer.Argument(
+        ..., help="An edited MEMORY.md, or statements as JSON lines (- reads standard input)."
+    ),
     archive_missing: bool = typer.Option(
         False, help="Archive the memories whose bullet you removed (else only report them)."
+    ),
+    name: str | None = typer.Option(
+        None,
+        "--name",
+        help="Statements: the import's name (default: the file's); its memories cite "
+        "import:<name>/<ref>, and forgetting import:<name> forgets them all.",
     ),
     person: str | None = PersonOption,
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Apply your edits to MEMORY.md.
+    """Apply your edits to MEMORY.md, or remember many statements at once.
 
-    Nothing is applied if a line is malformed; an edit of a memory that changed since the
-    export is a conflict, not applied. Exits 1 on either."""
+    MEMORY.md: nothing is applied if a line is malformed; an edit of a memory that changed
+    since the export is a conflict, not applied. Exits 1 on either.
+
+    Statements (a chat history, a mailbox): one JSON object a line (or a JSON array), each
+    with "content" and optionally "kind", "subjects", "slot", "audience", "importance",
+    "valid_from", "valid_to", "observed_at" (when it was said), "ref" (its id in the import)
+    and "trusted" (false for text written by others). What is already known is not written
+    again, so importing the same file twice adds nothing."""
     stdin = str(file) == "-"
     try:
         text = sys.stdin.read() if stdin else file.read_text(encoding="utf-8")
@@ -486,6 +502,10 @@ def memory_import(
         _fail(f"cannot read {file}: {exc.strerror}")
     except UnicodeDecodeError:
         _fail(f"cannot read {file}: not UTF-8 text")
+    if looks_like_statements(text):
+        default = "stdin" if stdin else re.sub(r"[^A-Za-z0-9._-]+", "_", file.stem)[:100]
+        import_statements(text, import_name=name or default, person=person, db=db, as_json=as_json)
+        return
 
     async def main() -> ImportReport:
         async with service(db) as svc:

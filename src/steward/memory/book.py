@@ -30,7 +30,9 @@ from steward.domain.memory import (
     Source,
     Tombstone,
 )
+from steward.domain.memory_item import MemoryItem
 from steward.errors import StewardRuntimeError, UsageError
+from steward.memory.bulk import write_new
 from steward.memory.embedding import Embedder, pack
 from steward.memory.retrieval import Retriever, terms_overlap
 from steward.store import Store
@@ -140,6 +142,37 @@ class MemoryBook:
             return Written(outcome=WriteOutcome.FORGOTTEN, memory=None)
         await self._embed([written])
         return Written(outcome=WriteOutcome.CREATED, memory=written)
+
+    async def write_many(
+        self,
+        *,
+        person_id: str,
+        items: Sequence[MemoryItem],
+        sources: Sequence[Source],
+        actor: str,
+    ) -> list[Written]:
+        """Remember many statements at once, each item citing its source (the same index in
+        ``sources``), by the rules of :meth:`write` (see :mod:`steward.memory.bulk`: repeats
+        of stored memories and of earlier items, forgotten sources, slots in item order).
+        Every item is checked first: a bad one refuses the call (:class:`UsageError` naming
+        its index and why) and nothing is written. One :class:`Written` per item, in order."""
+        if len(items) != len(sources):
+            raise UsageError(f"{len(items)} items but {len(sources)} sources: give one each")
+        now = self.clock.now()
+        memories = [
+            _new_memory(index, item, source, person_id=person_id, now=now)
+            for index, (item, source) in enumerate(zip(items, sources, strict=True))
+        ]
+        outcomes = await write_new(
+            self.store,
+            self.embedder,
+            person_id=person_id,
+            memories=memories,
+            actor=actor,
+            now=now,
+            near_duplicate=NEAR_DUPLICATE,
+        )
+        return [Written(outcome=WriteOutcome(o), memory=m) for o, m in outcomes]
 
     async def edit(
         self,
@@ -305,6 +338,47 @@ class MemoryBook:
             await self.store.memory.put_memory_vector(
                 memory.id, person_id=memory.person_id, model=self.embedder.name, vector=pack(vector)
             )
+
+
+def _new_memory(
+    index: int, item: MemoryItem, source: Source, *, person_id: str, now: datetime
+) -> Memory:
+    """Item ``index`` of a bulk write as a new memory, checked as :meth:`MemoryBook.write`
+    checks one (and its times: with a time zone, said no later than now)."""
+    content = " ".join(item.content.split())
+    try:
+        for name, value in (
+            ("observed_at", item.observed_at),
+            ("valid_from", item.valid_from),
+            ("valid_to", item.valid_to),
+        ):
+            if value is not None and value.utcoffset() is None:
+                raise UsageError(f"{name} needs a time zone (e.g. 2024-05-01T09:30:00Z)")
+        _check(content, 1.0, item.importance, item.valid_from, item.valid_to)
+        if item.observed_at is not None and item.observed_at > now:
+            raise UsageError(
+                f"observed_at {item.observed_at.isoformat()} is in the future: a memory is "
+                "of something already said or seen"
+            )
+    except UsageError as exc:
+        raise UsageError(f"item {index}: {exc}") from None
+    return Memory(
+        id=f"mem_{uuid.uuid4().hex[:20]}",
+        person_id=person_id,
+        kind=item.kind,
+        content=content,
+        sources=(source,),
+        subjects=tuple(dict.fromkeys(s.strip() for s in item.subjects if s.strip())),
+        slot=(item.slot or "").strip() or None,
+        audience=item.audience,
+        importance=item.importance,
+        observed_at=item.observed_at or now,
+        valid_from=item.valid_from,
+        valid_to=item.valid_to,
+        status=MemoryStatus.ACTIVE if source.trusted else MemoryStatus.CANDIDATE,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def _check(

@@ -30,7 +30,9 @@ from steward.domain.memory import (
     Source,
     SourceKind,
     Tombstone,
+    content_hash,
 )
+from steward.domain.memory_item import MemoryItem
 from steward.domain.memory_pass import MemoryPass, PassStatus
 from steward.domain.tokens import CONTROL, READ
 from steward.errors import UsageError
@@ -44,6 +46,9 @@ E = TypeVar("E", bound=StrEnum)
 
 MOST_LISTED = 1000
 """The most memories one listing returns (page on with ``offset``)."""
+MOST_IMPORTED = 10_000
+"""The most memories one :meth:`MemoryService.remember_many` call takes (send more in parts)."""
+_IMPORT_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _KEPT = (MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE, MemoryStatus.ARCHIVED)
 """What a listing without a status shows: everything but deleted memories."""
 
@@ -197,6 +202,39 @@ class MemoryService(ServiceBase):
             valid_to=valid_to,
         )
 
+    async def remember_many(
+        self, *, person_id: str, items: Sequence[MemoryItem], import_name: str = "bulk"
+    ) -> list[Written]:
+        """Remember many statements at once (a chat history, a mailbox), by the rules of
+        :meth:`remember` (see :mod:`steward.memory.bulk`). Item ``n`` cites
+        ``import:<import_name>/<its ref>`` (its ref defaults to a digest of its text), so one
+        item is forgotten by its key and the whole import by ``import:<import_name>``, and the
+        same import given again writes nothing new. A bad item refuses the call, naming it,
+        and nothing is written. One result per item, in order."""
+        person_id = self._for(person_id, CONTROL)
+        if len(items) > MOST_IMPORTED:
+            raise UsageError(
+                f"at most {MOST_IMPORTED} memories per call, not {len(items)}: send them in parts"
+            )
+        name = import_name.strip()
+        if not _IMPORT_NAME.match(name):
+            raise UsageError(
+                f"bad import name {import_name!r}: 1 to 100 letters, digits and . _ - only"
+            )
+        sources = []
+        for index, item in enumerate(items):
+            try:
+                check_json([list(item.subjects), item.slot], "a memory's subjects and slot")
+                ref = item.ref if item.ref is not None else content_hash(item.content)[:16]
+                sources.append(
+                    Source(kind=SourceKind.IMPORT, ref=f"{name}/{ref}", trusted=item.trusted)
+                )
+            except UsageError as exc:
+                raise UsageError(f"item {index}: {exc}") from None
+        return await self.memory.write_many(
+            person_id=person_id, items=items, sources=sources, actor=self._changer()
+        )
+
     async def edit_memory(
         self,
         memory_id: str,
@@ -264,12 +302,14 @@ class MemoryService(ServiceBase):
     async def forget_source(self, source_key: str, *, person_id: str) -> Forgotten:
         """Purge every memory derived from a source, every version included, and leave a
         tombstone so nothing is derived from it again. ``connector:<connection>`` (without an
-        item) forgets every item of the connection."""
+        item) forgets every item of the connection, ``import:<name>`` every item of a bulk
+        import (:meth:`remember_many`)."""
         person_id = self._for(person_id, CONTROL)
         kind, ref = Source.parse_key(source_key.strip())
         key = Source(kind=kind, ref=ref, trusted=True).key  # checks the reference
         keys = [key]
-        if kind is SourceKind.CONNECTOR and "/" not in ref:
+        # a whole connection, or a whole bulk import: each of its items too
+        if kind in (SourceKind.CONNECTOR, SourceKind.IMPORT) and "/" not in ref:
             keys += await self.store.memory_search.memory_source_keys(
                 person_id=person_id, prefix=f"{key}/"
             )

@@ -31,6 +31,7 @@ from steward.store.heartbeats import HeartbeatRepository
 from steward.store.inbox import InboxRepository
 from steward.store.mailchannel import MailChannelRepository
 from steward.store.memory import MemoryRepository
+from steward.store.memory_bulk import MemoryBulkRepository
 from steward.store.memory_passes import MemoryPassRepository
 from steward.store.memory_search import MemorySearchRepository
 from steward.store.persons import PersonRepository
@@ -64,6 +65,7 @@ class Store:
     secrets: SecretRepository
     authority: AuthorityRepository
     memory: MemoryRepository
+    memory_bulk: MemoryBulkRepository
     memory_search: MemorySearchRepository
     memory_passes: MemoryPassRepository
     skills: SkillRepository
@@ -90,6 +92,7 @@ class Store:
         self.secrets = SecretRepository(backend)
         self.authority = AuthorityRepository(backend)
         self.memory = MemoryRepository(backend)
+        self.memory_bulk = MemoryBulkRepository(backend)
         self.memory_search = MemorySearchRepository(backend)
         self.memory_passes = MemoryPassRepository(backend)
         self.skills = SkillRepository(backend)

@@ -150,25 +150,16 @@ class MemoryRepository:
         ``place`` (a memory promoted or restored), it also takes its place in its slot's
         history, as :meth:`add_memory` does, in the same transaction."""
 
-        def op(conn: Connection) -> Memory:
-            current = load_memory(conn, memory.id)
-            if current.person_id != memory.person_id:
-                raise NotFound("memory", memory.id)
-            if expected_version is not None and current.version != expected_version:
-                raise Conflict(
-                    f"memory {memory.id} changed meanwhile (now version {current.version}, "
-                    f"you edited version {expected_version})"
-                )
-            written = replace(memory, version=current.version + 1, uses=current.uses)
-            supersedes: tuple[str, ...] = ()
-            if place:
-                placement = self._placed(conn, written)
-                written, supersedes = placement.memory, placement.supersedes
-            save_memory(conn, self.backend, written, actor=actor, reason=reason)
-            self._close(conn, written, supersedes, actor=actor)
-            return written
-
-        return await self.backend.write(op)
+        return await self.backend.write(
+            lambda conn: self.update_in(
+                conn,
+                memory,
+                actor=actor,
+                reason=reason,
+                expected_version=expected_version,
+                place=place,
+            )
+        )
 
     async def record_memory_uses(self, ids: Sequence[str]) -> None:
         """Count a recall of each memory (not a new version: nothing about it changed)."""
@@ -358,6 +349,34 @@ class MemoryRepository:
 
     # --- inside a transaction ---------------------------------------------------------------
 
+    def update_in(
+        self,
+        conn: Connection,
+        memory: Memory,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+        place: bool = False,
+    ) -> Memory:
+        """:meth:`update_memory` inside the caller's transaction."""
+        current = load_memory(conn, memory.id)
+        if current.person_id != memory.person_id:
+            raise NotFound("memory", memory.id)
+        if expected_version is not None and current.version != expected_version:
+            raise Conflict(
+                f"memory {memory.id} changed meanwhile (now version {current.version}, "
+                f"you edited version {expected_version})"
+            )
+        written = replace(memory, version=current.version + 1, uses=current.uses)
+        supersedes: tuple[str, ...] = ()
+        if place:
+            placement = self._placed(conn, written)
+            written, supersedes = placement.memory, placement.supersedes
+        save_memory(conn, self.backend, written, actor=actor, reason=reason)
+        self._close(conn, written, supersedes, actor=actor)
+        return written
+
     def _placed(self, conn: Connection, memory: Memory) -> Placement:
         """Where ``memory`` goes among its slot's active values as they are in this
         transaction. On PostgreSQL the slot is locked first, or two writers could each place a
@@ -367,14 +386,18 @@ class MemoryRepository:
         if self.backend.name == "postgresql":
             key = f"memory-slot:{memory.person_id}:{memory.slot}"
             conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(key))))
+        # the status is judged here: with it in SQL, SQLite (without statistics) picks the
+        # (person, status) index and walks every active memory of the person on each write
         query = select(memories).where(
             memories.c.person_id == memory.person_id,
             memories.c.slot == memory.slot,
             memories.c.kind == memory.kind.value,
-            memories.c.status == MemoryStatus.ACTIVE.value,
             memories.c.id != memory.id,
         )
-        return place_in_slot(memory, [memory_from_row(r) for r in conn.execute(query)])
+        values = [
+            memory_from_row(r) for r in conn.execute(query) if r.status == MemoryStatus.ACTIVE.value
+        ]
+        return place_in_slot(memory, values)
 
     def _close(
         self, conn: Connection, placed: Memory, supersede: Sequence[str], *, actor: str
@@ -485,18 +508,24 @@ def _purge_from_passes(conn: Connection, owners: set[str], purged: set[str]) -> 
         )
 
 
-def _forgotten(conn: Connection, person_id: str, sources: Sequence[Source]) -> bool:
+def blocking_keys(sources: Sequence[Source]) -> list[str]:
+    """The source keys whose tombstone forbids deriving from ``sources``: their own, and for an
+    item of a connection or of a bulk import, the whole connection's or import's (forgotten
+    with it)."""
     keys = [s.key for s in sources]
-    # an item of a forgotten connection is forgotten with it
     keys += [
         f"{s.kind}:{s.ref.split('/')[0]}"
         for s in sources
-        if s.kind is SourceKind.CONNECTOR and "/" in s.ref
+        if s.kind in (SourceKind.CONNECTOR, SourceKind.IMPORT) and "/" in s.ref
     ]
+    return keys
+
+
+def _forgotten(conn: Connection, person_id: str, sources: Sequence[Source]) -> bool:
     found = conn.execute(
         select(memory_tombstones.c.source_key).where(
             memory_tombstones.c.person_id == person_id,
-            memory_tombstones.c.source_key.in_(keys),
+            memory_tombstones.c.source_key.in_(blocking_keys(sources)),
         )
     ).first()
     return found is not None
@@ -520,19 +549,21 @@ def save_memory(
 
 
 def _version(conn: Connection, memory: Memory, *, actor: str, reason: str) -> None:
+    conn.execute(memory_versions.insert(), version_row(memory, actor=actor, reason=reason))
+
+
+def version_row(memory: Memory, *, actor: str, reason: str) -> dict[str, Any]:
+    """The history row of ``memory`` as it is now."""
     values = _values(memory)
-    conn.execute(
-        memory_versions.insert(),
-        {
-            "memory_id": memory.id,
-            "version": memory.version,
-            "person_id": memory.person_id,
-            "snapshot": rows.dump(values),
-            "actor": actor,
-            "reason": reason,
-            "at": values["updated_at"],
-        },
-    )
+    return {
+        "memory_id": memory.id,
+        "version": memory.version,
+        "person_id": memory.person_id,
+        "snapshot": rows.dump(values),
+        "actor": actor,
+        "reason": reason,
+        "at": values["updated_at"],
+    }
 
 
 def _index(conn: Connection, backend: Backend, memory: Memory) -> None:

@@ -4,17 +4,20 @@ consolidation passes that wait for review."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import Field
 
 from steward.api.common import Caller, json
 from steward.api.routes.work import Body, Limit, Offset
 from steward.domain.memory_pass import PassStatus
+from steward.errors import UsageError
 from steward.service.encode import to_jsonable
+from steward.service.memory_items import parse_memory_items
 
 router = APIRouter(tags=["memory"])
 
@@ -111,6 +114,58 @@ async def remember(svc: Caller, body: MemoryIn) -> JSONResponse:
         valid_to=body.valid_to,
     )
     return json(written, 201)
+
+
+MOST_IMPORT_BYTES = 20_000_000
+"""Bytes in one bulk import's body (:data:`~steward.service.memory.MOST_IMPORTED` statements of
+up to 2,000 characters fit)."""
+
+
+@router.post(
+    "/memories/bulk",
+    summary="Remember many statements at once (an imported history)",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "A JSON array of statements, or JSON lines (one statement a line): "
+            "each an object with content and optionally kind, subjects, slot, audience, "
+            "importance, valid_from, valid_to, observed_at (when it was said), ref (its id in "
+            "the import) and trusted (false for text written by others).",
+            "content": {
+                "application/json": {"schema": {"type": "array", "items": {"type": "object"}}},
+                "application/x-ndjson": {"schema": {"type": "string"}},
+            },
+        }
+    },
+)
+async def remember_many(
+    svc: Caller,
+    request: Request,
+    import_name: str = Query(
+        "bulk",
+        min_length=1,
+        max_length=100,
+        description="Its memories cite import:<name>/<ref>; forgetting import:<name> forgets "
+        "them all. The same import sent again writes nothing new.",
+    ),
+) -> JSONResponse:
+    body = await request.body()
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("the body is not UTF-8 text") from None
+    written = await svc.remember_many(
+        person_id="", items=parse_memory_items(text), import_name=import_name
+    )
+    counts = Counter(str(w.outcome) for w in written)
+    return json(
+        {
+            "created": counts["created"],
+            "duplicate": counts["duplicate"],
+            "forgotten": counts["forgotten"],
+            "items": written,
+        }
+    )
 
 
 class MarkdownResponse(PlainTextResponse):
