@@ -247,3 +247,34 @@ async def test_the_audience_is_enforced_through_time_and_hops(
     secret = await remember(book, person, "Tom owes me money since March", subjects=("Tom",))
     for query in ("who did my sister marry?", "what happened in March with Tom?"):
         assert secret not in await ids(book.retriever, person, query, audience=family, hops=2)
+
+
+async def test_a_named_time_is_read_in_the_persons_own_time_zone(
+    book: MemoryBook, store: Store, clock: SimulatedClock
+) -> None:
+    # asked at midnight in Auckland (11:00 UTC): "yesterday" there is 1 December, while in UTC
+    # it would be 30 November
+    kiwi = (
+        await store.persons.create_person(name="kiri", now=clock.now(), timezone="Pacific/Auckland")
+    ).id
+    asked = datetime(2026, 12, 1, 11, tzinfo=UTC)
+    on_the_first = await remember(
+        book,
+        kiwi,
+        "Paid the plumber for the sink",
+        observed_at=datetime(2026, 12, 1, 2, tzinfo=UTC),  # 15:00 on 1 December there
+        importance=0.1,
+    )
+    before = await remember(
+        book,
+        kiwi,
+        "Paid the plumber for the sink and the tap",
+        observed_at=datetime(2026, 11, 30, 2, tzinfo=UTC),  # 30 November there
+        importance=0.9,
+    )
+    found = await ids(book.retriever, kiwi, "what did I pay the plumber yesterday?", at=asked)
+    assert found[:2] == [on_the_first, before]
+    in_utc = await ids(
+        book.retriever, kiwi, "what did I pay the plumber yesterday?", at=asked, timezone="UTC"
+    )
+    assert in_utc[:2] == [before, on_the_first]

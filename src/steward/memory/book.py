@@ -36,7 +36,7 @@ from steward.memory.bulk import write_new
 from steward.memory.embedding import Embedder, pack
 from steward.memory.retrieval import Retriever, terms_overlap
 from steward.store import Store
-from steward.store.memory_search import search_terms
+from steward.store.memory_search import statement_terms
 
 log = structlog.get_logger(__name__)
 
@@ -287,12 +287,12 @@ class MemoryBook:
         ):
             if memory.audience == audience:
                 return memory
-        terms = search_terms(content)
+        terms = statement_terms(content)
         hits = await self.store.memory_search.search_memories_text(
             person_id=person_id, query=content, audience=audience, at=self.clock.now(), limit=5
         )
         for memory in await self.store.memory.get_memories([hit.id for hit in hits]):
-            close = terms_overlap(terms, search_terms(memory.content)) >= NEAR_DUPLICATE
+            close = terms_overlap(terms, statement_terms(memory.content)) >= NEAR_DUPLICATE
             if close and memory.audience == audience:
                 return memory
         return None

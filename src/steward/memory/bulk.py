@@ -42,7 +42,7 @@ from steward.memory.embedding import Embedder, pack
 from steward.store import Store
 from steward.store.memory import blocking_keys
 from steward.store.memory_bulk import Change
-from steward.store.memory_search import search_terms
+from steward.store.memory_search import statement_terms
 
 log = structlog.get_logger(__name__)
 
@@ -58,7 +58,7 @@ Terms = tuple[str, ...]
 
 
 def terms_of(content: str) -> Terms:
-    return tuple(sys.intern(t) for t in search_terms(content))
+    return tuple(sys.intern(t) for t in statement_terms(content))
 
 
 @dataclass(kw_only=True)

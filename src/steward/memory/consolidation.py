@@ -29,7 +29,7 @@ from steward.domain.memory_pass import MemoryPass, OperationKind, PassOperation,
 from steward.errors import Conflict, InvalidTransition, NotFound, UsageError
 from steward.memory.book import NEAR_DUPLICATE, MemoryBook
 from steward.memory.retrieval import terms_overlap
-from steward.store.memory_search import search_terms
+from steward.store.memory_search import statement_terms
 
 _LIVE = [MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE]
 _ALL = 1_000_000
@@ -271,7 +271,7 @@ def _duplicates(group: Sequence[Memory]) -> list[list[Memory]]:
     by_term: dict[str, list[int]] = defaultdict(list)
     for memory in group:
         text = normalized(memory.content)
-        terms = search_terms(memory.content)
+        terms = statement_terms(memory.content)
         found = exact.get(text)
         if found is None:
             sharing = sorted({i for term in terms for i in by_term[term]})

@@ -19,7 +19,7 @@ import numpy as np
 
 from steward.domain.audience import Audience
 from steward.domain.memory import Memory, MemoryHit, Recallable
-from steward.errors import StewardRuntimeError
+from steward.errors import NotFound, StewardRuntimeError
 from steward.memory.embedding import Embedder, Vectors, unpack_many
 from steward.memory.ranking import fuse, ordered, prior, tie_broken
 from steward.memory.rerank import Reranker
@@ -28,11 +28,11 @@ from steward.store import Store
 
 LEXICAL_WEIGHT = 1.0
 """The lexical list's share in a hybrid fusion, the semantic list's being 1 (see
-docs/_draft_C.md for the grid it was chosen on)."""
+docs/benchmarks.md, "Memory recall (issue 20)", for the grid it was chosen on)."""
 HOP_WEIGHT = 0.25
 """The second hop's share: it finds what the first results lead to, never what they are.
 Asked for (``hops=2``), not by default: on 100,000 memories it added about a third to a
-lexical search's time, and none of the evaluations gained from it (docs/_draft_C.md)."""
+lexical search's time, and none of the evaluations gained from it (docs/benchmarks.md)."""
 HOP_SEEDS = 3
 """The first results whose entities the second hop follows."""
 HOP_LIMIT = 10
@@ -87,9 +87,9 @@ class Retriever:
         hops: int = 1,
     ) -> list[MemoryHit]:
         """The ``limit`` best memories for ``query`` asked ``at`` (times it names are read in
-        ``timezone``, an IANA name; None: UTC). ``rerank``: whether the configured reranker
-        reorders the fused top (None: when one is configured); a reranked hit's score is the
-        reranker's. ``hops``: 2 also follows the entities of the best first results (a
+        ``timezone``, an IANA name; None: the person's own). ``rerank``: whether the configured
+        reranker reorders the fused top (None: when one is configured); a reranked hit's score
+        is the reranker's. ``hops``: 2 also follows the entities of the best first results (a
         lexical or hybrid search only; it costs another full-text search)."""
         mode = mode or self.default_mode
         if mode is not SearchMode.LEXICAL and self.embedder is None:
@@ -99,7 +99,10 @@ class Retriever:
         if rerank and self.reranker is None:
             raise StewardRuntimeError("reranking needs a reranker; none is configured")
         wanted = max(CANDIDATES, limit)
-        frame = parse_timeframe(query, at, timezone)
+        frame = parse_timeframe(query, at, timezone or "UTC")
+        if frame is not None and timezone is None:
+            # only a question that names a time needs the person's zone
+            frame = parse_timeframe(query, at, await self._zone_of(person_id))
         words = frame.remainder(query) if frame is not None else query
         if frame is not None and frame.anchor is not None:
             frame = await self._anchored(frame, person_id, audience, at)
@@ -235,6 +238,12 @@ class Retriever:
             for hit, mark in zip(hits, marks, strict=True)
         ]
         return sorted(rescored, key=lambda hit: -hit.score)  # stable: fused order breaks ties
+
+    async def _zone_of(self, person_id: str) -> str:
+        try:
+            return (await self.store.persons.get_person(person_id)).timezone
+        except NotFound:  # a person not (or no longer) known: the searches will find nothing
+            return "UTC"
 
     async def _semantic(
         self, person_id: str, query: str, audience: Audience, at: datetime, wanted: int

@@ -52,6 +52,12 @@ def search_terms(query: str, *, most: int = 32) -> list[str]:
     return list(seen)
 
 
+def statement_terms(content: str) -> list[str]:
+    """All the words of a statement worth comparing with another's (near repeats): a query's
+    cap would compare only the first few dozen characters of a statement in Chinese."""
+    return search_terms(content, most=len(content))
+
+
 @dataclass(kw_only=True, frozen=True)
 class VectorDelta:
     """What changed in a person's vectors since a reader last looked."""
