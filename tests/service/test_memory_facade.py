@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from steward.cli.common import to_jsonable
 from steward.domain import TaskSpec
 from steward.domain.clock import SimulatedClock
 from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
@@ -23,6 +22,7 @@ from steward.memory.skills import SkillLibrary
 from steward.service import Service
 from steward.store import Store
 from steward.testing.embeddings import HashingEmbedder
+from support.memory import everything
 
 
 @pytest.fixture
@@ -33,17 +33,6 @@ async def svc(store: Store, clock: SimulatedClock) -> Service:
 @pytest.fixture
 async def me(svc: Service) -> str:
     return (await svc.ensure_person()).id
-
-
-async def everything(svc: Service, person: str) -> Any:
-    """All of the person's memories (deleted ones too) with their histories, and tombstones."""
-    memories = await svc.store.memory.list_memories(person_id=person, limit=10_000)
-    return to_jsonable(
-        {
-            "memories": [await svc.memory_detail(m.id) for m in memories],
-            "tombstones": await svc.list_tombstones(person_id=person),
-        }
-    )
 
 
 async def contents(svc: Service, person: str, **filters: Any) -> list[str]:

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from steward.cli.common import to_jsonable
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
 from steward.domain.memory import MemoryKind, MemoryStatus
@@ -21,6 +20,7 @@ from steward.service import Service
 from steward.service.memory import MOST_IMPORTED
 from steward.store import Store
 from steward.testing.embeddings import HashingEmbedder
+from support.memory import everything
 
 CREATED, DUPLICATE, FORGOTTEN = WriteOutcome.CREATED, WriteOutcome.DUPLICATE, WriteOutcome.FORGOTTEN
 TEA = "Ada's favourite tea is a smoky lapsang souchong from Fujian province"
@@ -34,17 +34,6 @@ async def svc(store: Store, clock: SimulatedClock) -> Service:
 @pytest.fixture
 async def me(svc: Service) -> str:
     return (await svc.ensure_person()).id
-
-
-async def everything(svc: Service, person: str) -> Any:
-    """All of the person's memories with their histories and sources, and tombstones."""
-    memories = await svc.store.memory.list_memories(person_id=person, limit=10_000)
-    return to_jsonable(
-        {
-            "memories": [await svc.memory_detail(m.id) for m in memories],
-            "tombstones": await svc.list_tombstones(person_id=person),
-        }
-    )
 
 
 def said(content: str, **fields: Any) -> MemoryItem:
