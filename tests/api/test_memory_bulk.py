@@ -66,7 +66,7 @@ async def test_statements_in_as_json_lines_or_an_array_once(api: Api) -> None:
             content='{"content": "Ann likes figs"}\n{"content": "x", "importance": 3}\n',
         )
         assert bad.status_code == 400
-        assert "line 2: importance" in bad.json()["detail"]
+        assert "line 2: importance is a number from 0 to 1" in bad.json()["detail"]
         too_big = await client.post(
             "/memories/bulk", content=b"[" + b" " * MOST_IMPORT_BYTES + b"]"
         )

@@ -203,7 +203,7 @@ def test_statements_import_in_parts_once_and_a_bad_line_refuses_the_file(tmp_pat
     )
     refused = steward(tmp_path, "memory", "import", str(bad))
     assert refused.returncode == 1
-    assert "line 3: content: Field required" in refused.stderr
+    assert "line 3: a memory needs content" in refused.stderr
     assert json.loads(ok(tmp_path, "memory", "search", "figs", "--json")) == []
 
     forgotten = ok(tmp_path, "memory", "forget", "import:diary")

@@ -110,6 +110,45 @@ async def test_news_older_than_what_is_known_does_not_replace_it(
     assert await find(book, person, "where does she work Acme Initech") == ["Works at Acme"]
 
 
+async def test_a_value_without_a_start_starts_where_older_news_of_it_ends(
+    book: MemoryBook, person: str
+) -> None:
+    current = await book.write(
+        person_id=person,
+        content="Works at Acme",
+        kind=MemoryKind.FACT,
+        slot="employer",
+        source=said_in("tsk_a"),
+        actor="agent:tsk_a",
+    )
+    left = MAY - timedelta(days=100)
+    earlier = await book.write(
+        person_id=person,
+        content="Spent three years at Initech before Acme",
+        kind=MemoryKind.FACT,
+        slot="employer",
+        source=said_in("tsk_b"),
+        actor="agent:tsk_b",
+        valid_from=left - timedelta(days=3 * 365),
+        valid_to=left,
+    )
+    assert current.memory is not None
+    assert earlier.memory is not None
+    acme = await book.store.memory.get_memory(current.memory.id)
+    assert (acme.valid_from, acme.supersedes) == (left, earlier.memory.id)
+    history = await book.history(acme.id)
+    assert [v.reason for v in history] == ["created", f"supersedes {earlier.memory.id}"]
+    # asked about a time before the change, only the older employer answers
+    before = await book.retriever.search(
+        person_id=person,
+        query="works Acme Initech",
+        audience=PRIVATE,
+        at=left - timedelta(days=400),
+    )
+    assert [h.memory.content for h in before] == ["Spent three years at Initech before Acme"]
+    assert await find(book, person, "where does she work Acme Initech") == ["Works at Acme"]
+
+
 async def test_a_one_off_exception_leaves_the_standing_preference(
     book: MemoryBook, person: str
 ) -> None:

@@ -5,6 +5,7 @@ the same import twice writes nothing new, and each new memory gets its vector.""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,6 +19,7 @@ from steward.errors import UsageError
 from steward.memory.book import WriteOutcome
 from steward.service import Service
 from steward.service.memory import MOST_IMPORTED
+from steward.service.memory_items import parse_memory_items
 from steward.store import Store
 from steward.testing.embeddings import HashingEmbedder
 from support.memory import everything
@@ -229,3 +231,34 @@ async def test_each_new_memory_gets_its_vector(store: Store, clock: SimulatedClo
     hits = await svc.search_memories(person_id=me, query="note about c", mode="semantic")
     assert hits
     assert hits[0].memory.content == "Ada's note number 2 is about c"
+
+
+@pytest.mark.parametrize(
+    ("line", "said_back"),
+    [
+        ('{"content": ""}', "line 1: a memory needs content"),
+        ('{"kind": "fact"}', "line 1: a memory needs content"),
+        ('{"content": "x", "colour": "red"}', "line 1: “colour” is not a field of a statement"),
+        ('{"content": "x", "importance": 3}', "line 1: importance is a number from 0 to 1"),
+        ('{"content": "x", "kind": "blob"}', "line 1: kind is one of 'preference'"),
+        (
+            '{"content": "x", "observed_at": "2026-05-01T09:00"}',
+            "line 1: observed_at needs a time zone",
+        ),
+        ('{"content": "x", "valid_to": "in May"}', "line 1: valid_to is not a date and time"),
+        ('{"content": "' + "x" * 2001 + '"}', "line 1: content is longer than 2000 characters"),
+        (
+            '{"content": "x", "subjects": ' + json.dumps(["a"] * 51) + "}",
+            "subjects has more than 50",
+        ),
+        ('{"content": "x"}\n[1]', "line 2: a statement is a JSON object"),
+        ('{"content": "x"}\n{"content": ', "line 2: not a JSON object"),
+    ],
+)
+def test_a_bad_line_is_named_and_said_in_plain_words(line: str, said_back: str) -> None:
+    with pytest.raises(UsageError) as refused:
+        parse_memory_items(line)
+    assert said_back in str(refused.value)
+    # pydantic's own wording stays out of what the person reads
+    assert "Field required" not in str(refused.value)
+    assert "should be" not in str(refused.value)

@@ -253,6 +253,16 @@ def closed_by(old: Memory, successor: Memory, *, at: datetime) -> Memory:
     )
 
 
+def followed_by(later: Memory, placed: Memory, *, at: datetime) -> Memory:
+    """``later`` as the successor of ``placed``, an older value learnt after it: linked to it,
+    and, if it named no start, starting where ``placed`` ends (a changed value is known from
+    the change, not "always": asked about a time before it, the older value answers alone)."""
+    start = later.valid_from
+    if start is None and placed.valid_to is not None:
+        start = min(placed.valid_to, later.observed_at)
+    return replace(later, supersedes=placed.id, valid_from=start, updated_at=at)
+
+
 @dataclass(kw_only=True, frozen=True)
 class MemoryVersion:
     """One version of a memory, as it was after a change."""

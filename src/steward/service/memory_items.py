@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from steward.domain.audience import Audience
 from steward.domain.memory import MemoryKind
@@ -89,9 +90,35 @@ def _checked(where: str, value: Any) -> MemoryItem:
     try:
         return MemoryItemIn.model_validate(value).item()
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = "; ".join(_plain(error) for error in exc.errors())
         raise UsageError(f"{where}: {problems}") from None
     except UsageError as exc:
         raise UsageError(f"{where}: {exc}") from None
+
+
+def _plain(error: ErrorDetails) -> str:
+    """One of pydantic's findings in the words of a person fixing their file."""
+    field = ".".join(map(str, error["loc"])) or "the statement"
+    context = error.get("ctx", {})
+    kind = error["type"]
+    if field == "content" and kind in ("string_too_short", "missing", "value_error"):
+        return "a memory needs content"
+    if kind == "missing":
+        return f"{field} is missing"
+    if kind == "extra_forbidden":
+        return f"“{field}” is not a field of a statement"
+    if kind == "string_too_short":
+        return f"{field} is empty"
+    if kind == "string_too_long":
+        return f"{field} is longer than {context.get('max_length')} characters"
+    if kind == "too_long":
+        return f"{field} has more than {context.get('max_length')} entries"
+    if kind in ("greater_than_equal", "less_than_equal"):
+        return f"{field} is a number from 0 to 1"
+    if kind == "enum":
+        return f"{field} is one of {context.get('expected')}"
+    if kind == "timezone_aware":
+        return f"{field} needs a time zone, as in 2026-05-01T09:00:00+02:00"
+    if kind.startswith(("datetime", "date")):
+        return f"{field} is not a date and time, as in 2026-05-01T09:00:00+02:00"
+    return f"{field}: {error['msg'][:1].lower()}{error['msg'][1:]}"

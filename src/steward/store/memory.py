@@ -23,6 +23,7 @@ from steward.domain.memory import (
     Tombstone,
     closed_by,
     content_hash,
+    followed_by,
     place_in_slot,
 )
 from steward.errors import Conflict, NotFound
@@ -403,7 +404,7 @@ class MemoryRepository:
         self, conn: Connection, placed: Memory, supersede: Sequence[str], *, actor: str
     ) -> None:
         """End each of ``supersede`` where ``placed`` starts, and link them to it; when it was
-        placed before a later value, that value now supersedes it."""
+        placed before a later value, that value now supersedes it (and starts where it ends)."""
         for old_id in supersede:
             old = load_memory(conn, old_id)
             closed = closed_by(old, placed, at=placed.updated_at)
@@ -415,10 +416,7 @@ class MemoryRepository:
             later = load_memory(conn, placed.superseded_by)
             if later.supersedes != placed.id:
                 linked = replace(
-                    later,
-                    supersedes=placed.id,
-                    version=later.version + 1,
-                    updated_at=placed.updated_at,
+                    followed_by(later, placed, at=placed.updated_at), version=later.version + 1
                 )
                 save_memory(
                     conn, self.backend, linked, actor=actor, reason=f"supersedes {placed.id}"
