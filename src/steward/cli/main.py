@@ -112,6 +112,7 @@ async def _serve(
 ) -> None:
     settings = Settings()
     private_data_dir(settings)
+    configure_logging(to_file=settings)
     clock = Clock()
     # a database still starting (or failing over) is waited for, not a reason to exit
     starting = DatabaseOutage(clock)
