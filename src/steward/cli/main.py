@@ -43,6 +43,7 @@ from steward.cli.common import (
 from steward.cli.connect import connect, connection_status, connection_test, disconnect
 from steward.cli.demo import demo
 from steward.cli.login import login, logout
+from steward.cli.logs import logs
 from steward.cli.manage import effect_app, event_app, goal_app, task_app
 from steward.cli.memory import memory_app
 from steward.cli.reports import reach_app, report_app
@@ -103,6 +104,7 @@ connection_app.command("test")(connection_test)
 connection_app.command("status")(connection_status)
 app.command()(login)
 app.command()(logout)
+app.command()(logs)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
