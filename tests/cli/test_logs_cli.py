@@ -108,6 +108,10 @@ def test_logs_shows_every_generation_filtered_and_follows_across_a_rotation(
     assert "    RuntimeError: the model went away" in filtered
     assert "lease lost" not in filtered
     assert "tsk_two" not in filtered
+    in_tokyo = runner.invoke(app, ["logs", "--tz", "Asia/Tokyo", "-n", "1"]).output
+    utc = runner.invoke(app, ["logs", "--tz", "UTC", "-n", "1"]).output
+    assert (int(in_tokyo[11:13]) - int(utc[11:13])) % 24 == 9
+    assert "no time zone is called" in runner.invoke(app, ["logs", "--tz", "Mars/Base"]).output
     refused = runner.invoke(app, ["logs", "--level", "loud"])
     assert refused.exit_code == 2
     assert "must be one of debug" in refused.output

@@ -1,5 +1,6 @@
 """``steward logs``: what ``steward up``, ``worker`` and ``scheduler`` wrote to their log file
-(the rotated ones too, oldest first), as readable lines in this machine's time zone."""
+(the rotated ones too, oldest first), as readable lines in this machine's time zone or the
+one asked for. It reads no database: it works when the database is what went wrong."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import os
 import time
 from collections import deque
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import IO, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
@@ -28,6 +30,9 @@ def logs(
     task: str | None = typer.Option(None, "--task", help="Only the lines about this task id."),
     lines: int = typer.Option(50, "--lines", "-n", min=0, help="How many recent lines first."),
     level: str = typer.Option("info", "--level", help="The least: debug, info, warning, error."),
+    tz: str | None = typer.Option(
+        None, "--tz", help="Show times in this zone (Europe/Paris); default: this machine's."
+    ),
 ) -> None:
     """Show the log of the Steward processes on this data directory (`steward up`, `worker`,
     `scheduler`)."""
@@ -36,6 +41,10 @@ def logs(
     if level.lower() not in _LEVELS:
         raise typer.BadParameter(f"must be one of {', '.join(_LEVELS)}", param_hint="--level")
     least = _LEVELS.index(level.lower())
+    try:
+        zone = ZoneInfo(tz) if tz else None
+    except (ZoneInfoNotFoundError, ValueError):
+        raise typer.BadParameter(f"no time zone is called {tz!r}", param_hint="--tz") from None
     path = log_file(Settings().data_dir)
 
     def wanted(record: dict[str, Any]) -> bool:
@@ -50,12 +59,12 @@ def logs(
     recent: deque[str] = deque(maxlen=lines)
     for generation in _generations(path):
         with generation.open(encoding="utf-8", errors="replace") as file:
-            recent.extend(_shown(file, wanted))
+            recent.extend(_shown(file, wanted, zone))
     for line in recent:
         typer.echo(line)
     if follow:
         with contextlib.suppress(KeyboardInterrupt):
-            _follow(path, wanted)
+            _follow(path, wanted, zone)
 
 
 def _generations(path: Path) -> list[Path]:
@@ -65,14 +74,14 @@ def _generations(path: Path) -> list[Path]:
     return [*rotated, path] if path.exists() else rotated
 
 
-def _shown(file: IO[str], wanted: Any) -> Iterator[str]:
+def _shown(file: IO[str], wanted: Any, zone: tzinfo | None) -> Iterator[str]:
     for raw in file:
         record = _record(raw)
         if record is not None and wanted(record):
-            yield _readable(record)
+            yield _readable(record, zone)
 
 
-def _follow(path: Path, wanted: Any) -> None:
+def _follow(path: Path, wanted: Any, zone: tzinfo | None) -> None:
     """Print lines added to ``path`` as they come; after a rotation, the rest of the old file
     and then the new one from its start."""
     file = path.open(encoding="utf-8", errors="replace") if path.exists() else None
@@ -80,7 +89,7 @@ def _follow(path: Path, wanted: Any) -> None:
         file.seek(0, os.SEEK_END)
     while True:
         if file is not None:
-            for line in _shown(file, wanted):
+            for line in _shown(file, wanted, zone):
                 typer.echo(line)
         try:
             rotated = file is None or os.stat(path).st_ino != os.fstat(file.fileno()).st_ino
@@ -88,7 +97,7 @@ def _follow(path: Path, wanted: Any) -> None:
             rotated = False
         if rotated:
             if file is not None:
-                for line in _shown(file, wanted):
+                for line in _shown(file, wanted, zone):
                     typer.echo(line)
                 file.close()
             file = path.open(encoding="utf-8", errors="replace")
@@ -105,12 +114,12 @@ def _record(raw: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _readable(record: dict[str, Any]) -> str:
+def _readable(record: dict[str, Any], zone: tzinfo | None) -> str:
     """``2026-12-05 06:04:12  warning  activation abandoned  task_id=tsk_... (steward...)``
     with a failure's traceback indented below."""
     when = str(record.get("timestamp", ""))
     with contextlib.suppress(ValueError):
-        when = datetime.fromisoformat(when).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        when = datetime.fromisoformat(when).astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
     rest = "  ".join(f"{k}={v}" for k, v in record.items() if k not in _SHOWN_FIRST)
     line = f"{when}  {record.get('level', ''):<8} {record.get('event', '')}"
     line += f"  {rest}" if rest else ""
