@@ -48,6 +48,7 @@ from steward.cli.manage import effect_app, event_app, goal_app, task_app
 from steward.cli.memory import memory_app
 from steward.cli.reports import reach_app, report_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
+from steward.cli.service_unit import service_app
 from steward.cli.skills import skill_app
 from steward.cli.triggers import trigger_app
 from steward.cli.vault import secret_app, vault_app
@@ -93,6 +94,7 @@ app.add_typer(codehost_app, name="codehost")
 app.add_typer(report_app, name="report")
 app.add_typer(reach_app, name="reach")
 app.add_typer(browser_app, name="browser")
+app.add_typer(service_app, name="service")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
