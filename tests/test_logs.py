@@ -51,6 +51,7 @@ def test_the_file_gets_json_lines_the_terminal_readable_ones(
     try:
         structlog.get_logger("steward.test").info("started", key=KEY)
         structlog.get_logger("steward.test").warning("slow", seconds=3)
+        logging.getLogger("alembic.runtime.migration").info("Running upgrade")  # noise, dropped
     finally:
         structlog.contextvars.clear_contextvars()
     path = logs.log_file(settings.data_dir)

@@ -181,7 +181,7 @@ def configure(level: str | None = None, *, to_file: FileSettings | None = None) 
         lowest = min(lowest, FILE_LEVEL)
     root.setLevel(lowest)
     for name, quiet in _QUIET.items():
-        logging.getLogger(name).setLevel(min(quiet, _State.level))
+        logging.getLogger(name).setLevel(logging.DEBUG if _State.level <= logging.DEBUG else quiet)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
