@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "domain": {"errors"},
     "filemodes": {"errors"},
-    "logs": set(),
+    "logs": {"errors", "filemodes"},
     "sendby": {"errors"},
     "failpoints": set(),
     "config": {"errors", "filemodes"},

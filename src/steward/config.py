@@ -26,6 +26,9 @@ from pydantic_settings import (
 
 from steward.filemodes import private_dir, tighten
 
+_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+"""The providers' own API key variables, used when Steward's are unset."""
+
 
 def default_data_dir() -> Path:
     return Path(user_data_dir("steward", appauthor=False))
@@ -111,6 +114,12 @@ class Settings(BaseSettings):
     streams_per_person: int = Field(default=16, ge=1)
     """Live streams (SSE) one person may have open at once on the API; one more is a 429."""
 
+    log_file_max_mb: int = Field(default=10, ge=1)
+    """The log file of ``steward up``/``worker``/``scheduler`` (``<data dir>/logs/steward.log``)
+    is rotated when it reaches this size, in MiB."""
+    log_file_backups: int = Field(default=5, ge=0)
+    """Rotated log files kept (``steward.log.1`` the newest); older ones are deleted."""
+
     database_busy_timeout_seconds: float = Field(default=30.0, gt=0)
     """SQLite: how long a write waits for another process's write lock; past it the write
     fails, and the worker or scheduler backs off and tries again (it never exits)."""
@@ -175,6 +184,12 @@ class Settings(BaseSettings):
         elif ":" in host:
             host = f"[{host}]"
         return f"http://{host}:{port or self.port}"
+
+    def secret_values(self) -> list[str]:
+        """The configured API keys (and the providers' own variables they fall back to): never
+        written to a log."""
+        keys = [k.get_secret_value() for k in (self.model_api_key, self.embeddings_api_key) if k]
+        return keys + [v for n in _KEY_VARIABLES if (v := os.environ.get(n))]
 
     @property
     def workspace_dir(self) -> Path:

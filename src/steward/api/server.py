@@ -32,6 +32,7 @@ async def serving(
             host=host,
             port=port,
             log_level=log_level,
+            log_config=None,  # its records go through Steward's logging (steward.logs)
             lifespan="off",
             timeout_graceful_shutdown=GRACE_SECONDS,
         )

@@ -43,10 +43,12 @@ from steward.cli.common import (
 from steward.cli.connect import connect, connection_status, connection_test, disconnect
 from steward.cli.demo import demo
 from steward.cli.login import login, logout
+from steward.cli.logs import logs
 from steward.cli.manage import effect_app, event_app, goal_app, task_app
 from steward.cli.memory import memory_app
 from steward.cli.reports import reach_app, report_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
+from steward.cli.service_unit import service_app
 from steward.cli.skills import skill_app
 from steward.cli.triggers import trigger_app
 from steward.cli.vault import secret_app, vault_app
@@ -92,6 +94,7 @@ app.add_typer(codehost_app, name="codehost")
 app.add_typer(report_app, name="report")
 app.add_typer(reach_app, name="reach")
 app.add_typer(browser_app, name="browser")
+app.add_typer(service_app, name="service")
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
@@ -103,6 +106,7 @@ connection_app.command("test")(connection_test)
 connection_app.command("status")(connection_status)
 app.command()(login)
 app.command()(logout)
+app.command()(logs)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
@@ -112,6 +116,7 @@ async def _serve(
 ) -> None:
     settings = Settings()
     private_data_dir(settings)
+    configure_logging(to_file=settings)
     clock = Clock()
     # a database still starting (or failing over) is waited for, not a reason to exit
     starting = DatabaseOutage(clock)

@@ -166,6 +166,8 @@ class Worker:
 
     async def _execute(self, claim: Claim) -> None:
         self.activations += 1
+        # every record of this activation names its task (its own asyncio task: nothing leaks)
+        structlog.contextvars.bind_contextvars(task_id=claim.task.id)
         run = TaskRun(store=self.store, clock=self.clock, claim=claim, draining=self._draining)
         log.debug("activation start", task=claim.task.id, reason=claim.activation.reason)
         work = asyncio.ensure_future(self._activate(run))
