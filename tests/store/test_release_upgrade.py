@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from data.make_release_db import FINISH, MEMORIES, STARTED, TIMER_SECONDS, invoice_tool
@@ -83,3 +84,37 @@ async def test_a_release_0_1_0_database_upgrades_and_its_waiting_work_resumes(
         assert (await store.inbox.get_approval(approvals[1].id)).status is ApprovalStatus.PENDING
     finally:
         await store.close()
+
+
+def _steward(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_upgrade_takes_a_backup_then_migrates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    monkeypatch.setenv("STEWARD_DATA_DIR", str(data))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("STEWARD_DATABASE_URL", raising=False)
+    behind = migrate.revisions()[-2]
+    engine = sa.create_engine(f"sqlite:///{data / 'steward.db'}")
+    migrate.upgrade(engine, behind)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO persons (id, name, max_concurrency, timezone, created_at) "
+                "VALUES ('per_1', 'Mia', 4, 'UTC', 0)"
+            )
+        )
+    engine.dispose()
+    code, out = _steward("upgrade")
+    assert code == 0, out
+    head = migrate.head_revision()
+    assert f"Upgraded the schema from {behind} to {head}" in " ".join(out.split())
+    [backup] = (data / "backups").iterdir()
+    assert backup.name in "".join(out.split())  # the terminal may wrap it anywhere
+    code, out = _steward("upgrade")
+    assert "up to date" in out
