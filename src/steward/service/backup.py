@@ -276,7 +276,9 @@ def restore_backup(
         if manifest.backend == "sqlite":
             db.place_sqlite(dump, url)
         else:
-            db.restore_postgres(dump, url, replace=bool(replaced))
+            # a Steward schema already there (even with no data in it) is replaced whole
+            schema = db.holdings(url).revision is not None
+            db.restore_postgres(dump, url, replace=schema)
         kept_config = _place_files(root / "data", data_dir)
     return RestoreResult(manifest=manifest, replaced=replaced, kept_config=kept_config)
 
