@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from steward.cli.common import DbOption, console, err_console
+from steward.cli.remote import TOKEN_ENV
 from steward.errors import StewardError, UsageError
 
 if TYPE_CHECKING:
@@ -27,6 +28,13 @@ PassphraseOption = typer.Option(
     metavar="VAR",
     help="Seal (or open) the archive with the passphrase in this environment variable.",
 )
+
+
+def _owner_only(what: str) -> None:
+    """The whole machine's data is the owner's: refused to an API token, as the facade's
+    maintenance is (a token holder acts through the facade, on their own data only)."""
+    if os.environ.get(TOKEN_ENV):
+        raise _fail(UsageError(f"{what} is for the machine's owner, not an API token"))
 
 
 def _passphrase(var: str | None) -> str | None:
@@ -88,6 +96,7 @@ def backup(
     db: str | None = DbOption,
 ) -> None:
     """Back up the database, the vault key and the data directory into one file."""
+    _owner_only("a backup")
     from steward.config import Settings
     from steward.domain.clock import Clock
 
@@ -113,6 +122,7 @@ def restore(
     db: str | None = DbOption,
 ) -> None:
     """Restore a backup into an empty data directory and database (Steward stopped)."""
+    _owner_only("a restore")
     from steward.config import Settings
     from steward.service.backup import restore_backup
 
@@ -145,6 +155,7 @@ def restore(
 
 def upgrade(db: str | None = DbOption) -> None:
     """Back up into the data directory's backups/, then bring the schema up to date."""
+    _owner_only("an upgrade")
     from steward.config import Settings, private_data_dir
     from steward.service.backup import BACKUPS_DIR
     from steward.store import backup as stored
