@@ -245,6 +245,10 @@ def test_a_restore_refuses_what_it_cannot_do_well(
             else:
                 out.addfile(member, raw)
     assert read_manifest(newer).steward_version == "9.0.0"
+    for bad in (b"not a backup at all", made.path.read_bytes()[:30]):
+        (tmp / "bad.tar.gz").write_bytes(bad)
+        with pytest.raises(UsageError, match="damaged or not a Steward backup"):
+            read_manifest(tmp / "bad.tar.gz")
     elsewhere = tmp / "elsewhere"
     with pytest.raises(UsageError, match=r"made by Steward 9\.0\.0, whose .* schema is newer"):
         restore_backup(source=newer, url=f"sqlite:///{elsewhere / 's.db'}", data_dir=elsewhere)

@@ -18,11 +18,13 @@ crash (:doc:`the runtime's guarantees <design>`: an effect already sent is not s
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import shutil
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -188,12 +190,25 @@ def _sealing(out: BinaryIO, passphrase: str | None) -> Iterator[BinaryIO]:
 
 def read_manifest(source: Path, *, passphrase: str | None = None) -> Manifest:
     """The manifest of the backup ``source`` (its first member: read without unpacking)."""
-    with _opened(source, passphrase) as stream, tarfile.open(fileobj=stream, mode="r|gz") as tar:
+    with (
+        _unreadable(source),
+        _opened(source, passphrase) as stream,
+        tarfile.open(fileobj=stream, mode="r|gz") as tar,
+    ):
         for member in tar:
             if member.name == MANIFEST:
                 return _manifest(tar.extractfile(member), source)
             break
     raise UsageError(f"{source} is not a Steward backup (it has no manifest)")
+
+
+@contextlib.contextmanager
+def _unreadable(source: Path) -> Iterator[None]:
+    """An archive the tar and gzip readers fail on, as one plain line."""
+    try:
+        yield
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise UsageError(f"{source} is damaged or not a Steward backup ({exc})") from None
 
 
 def _manifest(raw: IO[bytes] | None, source: Path) -> Manifest:
@@ -263,6 +278,7 @@ def restore_backup(
     with tempfile.TemporaryDirectory(prefix="steward-restore-") as scratch:
         root = Path(scratch)
         with (
+            _unreadable(source),
             _opened(source, passphrase) as stream,
             tarfile.open(fileobj=stream, mode="r|gz") as tar,
         ):
