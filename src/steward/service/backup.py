@@ -12,7 +12,7 @@ An archive (tar.gz, optionally sealed with a passphrase, :mod:`steward.service.s
 A restore goes into an empty place only (``force`` replaces what is there, after the caller
 said what). Tasks that were running when the backup was taken come back under their old
 leases: once those expire a worker takes them up again from their last checkpoint, as after a
-crash (:doc:`the runtime's guarantees <design>`: an effect already sent is not sent again).
+crash (the effect journal holds: an effect recorded as applied is not applied again).
 """
 
 from __future__ import annotations
