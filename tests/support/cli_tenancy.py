@@ -165,6 +165,9 @@ OWNER_ONLY = {
     "prune": ["prune"],
     "audit verify": ["audit", "verify"],
     "vault rotate": ["vault", "rotate"],
+    "backup": ["backup", "--to", "refused.tar.gz"],
+    "restore": ["restore", "refused.tar.gz"],
+    "upgrade": ["upgrade"],
 }
 """Maintenance over everyone's data: refused to any token."""
 NOT_DATA = {

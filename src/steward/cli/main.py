@@ -29,6 +29,7 @@ from steward.app import (
     web_watch_runner,
 )
 from steward.cli.agent import answer, approval_app, ask, chat, inbox
+from steward.cli.backup import backup, restore, upgrade
 from steward.cli.browser import browser_app
 from steward.cli.channels import channel_app
 from steward.cli.codehost import codehost_app
@@ -105,6 +106,9 @@ app.command("disconnect")(disconnect)
 connection_app.command("test")(connection_test)
 connection_app.command("status")(connection_status)
 app.command()(login)
+app.command()(backup)
+app.command()(restore)
+app.command()(upgrade)
 app.command()(logout)
 app.command()(logs)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)

@@ -25,6 +25,12 @@ def head_revision() -> str:
     return head
 
 
+def revisions() -> list[str]:
+    """Every revision, first to head."""
+    script = ScriptDirectory.from_config(_config())
+    return [rev.revision for rev in reversed(list(script.walk_revisions()))]
+
+
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
