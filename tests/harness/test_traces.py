@@ -101,7 +101,8 @@ async def test_one_activation_is_one_span_tree_and_is_counted(
         (1, "tool"),
     ]
     [activation] = [s for s in spans.get_finished_spans() if s.name == "activation"]
-    assert activation.attributes is not None and activation.attributes["kind"] == "agent"
+    assert activation.attributes is not None
+    assert activation.attributes["kind"] == "agent"
 
     assert sample("steward_activations_total", outcome="succeed") == before["succeed"] + 1
     assert sample("steward_model_calls_total") == before["calls"] + 2
