@@ -48,7 +48,7 @@ class Listener:
         while True:
             try:
                 await self._listen()
-            except psycopg.Error as error:
+            except (psycopg.Error, OSError) as error:
                 self.connected.clear()
                 self.backend_pid = None
                 wait = RECONNECT_SECONDS[min(failures, len(RECONNECT_SECONDS) - 1)]
