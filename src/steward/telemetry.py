@@ -4,15 +4,15 @@ Every layer reports through the few functions here (an activation ended, a model
 a sentinel verdict, an effect's outcome, a watch check) and opens spans with :func:`span`; none
 imports prometheus_client or OpenTelemetry itself. The counters live in :data:`REGISTRY`, one
 per process, and the API's ``/metrics`` serves them with the queue depth read from the store at
-scrape time. Traces are off unless an exporter is configured (:func:`configure_tracing`): the
-OpenTelemetry API's default tracer then does nothing, at the cost of a function call per span.
+scrape time. Traces are off unless an exporter is configured (:func:`configure_tracing`); until
+then :func:`span` does nothing at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from typing import Literal
 
 from opentelemetry import trace
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -129,16 +129,35 @@ EXPORTERS = ("none", "console", "otlp")
 """Where traces go: nowhere (the default), the console (standard error), or an OTLP collector
 (``OTEL_EXPORTER_OTLP_ENDPOINT``; needs the ``observability`` extra)."""
 
-_tracer = trace.get_tracer("steward")
+_tracer: trace.Tracer | None = None
+"""Steward's tracer once tracing is configured; until then spans are skipped outright (even
+the API's no-op tracer costs microseconds per span, and a checkpoint opens one)."""
 
 
-@contextmanager
-def span(name: str, **attributes: str | int | float | bool | None) -> Iterator[Any]:
-    """A span around a piece of work, child of the current one (the activation's); a no-op
+_OFF = nullcontext(trace.INVALID_SPAN)
+
+
+def span(
+    name: str, **attributes: str | int | float | bool | None
+) -> AbstractContextManager[trace.Span]:
+    """A span around a piece of work, child of the current one (the activation's); nothing
     unless tracing is configured. Attributes that are None are left out."""
+    if _tracer is None:
+        return _OFF
     given = {k: v for k, v in attributes.items() if v is not None}
-    with _tracer.start_as_current_span(name, attributes=given) as current:
-        yield current
+    return _tracer.start_as_current_span(name, attributes=given)
+
+
+def trace_to(provider: trace.TracerProvider) -> None:
+    """Record Steward's spans with ``provider`` (an SDK ``TracerProvider`` with its exporters)."""
+    global _tracer
+    _tracer = provider.get_tracer("steward")
+
+
+def trace_off() -> None:
+    """Stop recording Steward's spans."""
+    global _tracer
+    _tracer = None
 
 
 def configure_tracing(exporter: str, *, service_name: str = "steward") -> None:
@@ -171,4 +190,5 @@ def configure_tracing(exporter: str, *, service_name: str = "steward") -> None:
         ) from exc
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     provider.add_span_processor(BatchSpanProcessor(chosen))
-    trace.set_tracer_provider(provider)
+    trace.set_tracer_provider(provider)  # for libraries that trace too
+    trace_to(provider)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -25,21 +24,19 @@ from steward.sentinel.defaults import AllowAll
 from steward.store import Store
 from support.agents import agent_worker
 
-_EXPORTER = InMemorySpanExporter()
-
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    """The spans this process records from now on (the tracer provider is set once per process,
-    as in a real one; an exporter the test reads is added to it)."""
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-        trace.set_tracer_provider(provider)
-    _EXPORTER.clear()
-    yield _EXPORTER
-    _EXPORTER.clear()
+    """The spans Steward records while the test runs (then tracing is off again)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.trace_to(provider)
+    try:
+        yield exporter
+    finally:
+        telemetry.trace_off()
+        provider.shutdown()
 
 
 def tree(spans: tuple[ReadableSpan, ...]) -> list[tuple[int, str]]:
