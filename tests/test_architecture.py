@@ -27,7 +27,7 @@ def modules(package: str) -> list[Path]:
     return sorted((SRC / package).rglob("*.py"))
 
 
-GROUND = {"errors", "domain", "filemodes", "logs", "sendby", "failpoints", "config"}
+GROUND = {"errors", "domain", "filemodes", "logs", "sendby", "failpoints", "config", "telemetry"}
 """Shared by every layer: the error hierarchy, the vocabulary, process-wide helpers."""
 
 ALLOWED: dict[str, set[str]] = {
@@ -38,6 +38,8 @@ ALLOWED: dict[str, set[str]] = {
     "sendby": {"errors"},
     "failpoints": set(),
     "config": {"errors", "filemodes"},
+    # metrics and traces: every layer reports through it; it knows only the error hierarchy
+    "telemetry": {"errors"},
     "store": GROUND,
     "sentinel": GROUND | {"store"},
     "runtime": GROUND | {"store"},

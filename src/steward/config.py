@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from platformdirs import user_config_dir, user_data_dir
@@ -130,6 +130,12 @@ class Settings(BaseSettings):
     database_idle_in_transaction_timeout_seconds: float = Field(default=30.0, ge=0)
     """PostgreSQL: a session idle this long inside a transaction (its process paused or hung)
     is ended by the server, releasing the task it held for another worker (0: no limit)."""
+
+    otel_exporter: Literal["none", "console", "otlp"] = "none"
+    """Where a runtime sends its OpenTelemetry traces (a span per activation, with its model
+    calls, sentinel decisions, tools, effects and checkpoints): ``none`` (default, no cost),
+    ``console`` (standard error) or ``otlp`` (the collector named by
+    ``OTEL_EXPORTER_OTLP_ENDPOINT``). Both need the ``observability`` extra."""
 
     embeddings: str = "none"
     """Semantic memory recall: ``none`` (lexical only), ``minilm`` (all-MiniLM-L6-v2 on the

@@ -28,6 +28,7 @@ from steward.api.routes import (
     codehost,
     files,
     memory,
+    metrics,
     reports,
     security,
     skills,
@@ -71,6 +72,7 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     for module in routers:
         api.include_router(module.router)
     app.include_router(api)
+    app.include_router(metrics.router)  # where Prometheus looks by default
     mcp.mount(app)
     web.mount(app)
     _handle_errors(app)

@@ -121,6 +121,9 @@ async def _serve(
     settings = Settings()
     private_data_dir(settings)
     configure_logging(to_file=settings)
+    from steward.telemetry import configure_tracing  # loads OpenTelemetry: not for --help
+
+    configure_tracing(settings.otel_exporter)
     clock = Clock()
     # a database still starting (or failing over) is waited for, not a reason to exit
     starting = DatabaseOutage(clock)

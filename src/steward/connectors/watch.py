@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
+from steward import telemetry
 from steward.connectors import registry
 from steward.connectors.base import ConnectorEnv, TriggerSource
 from steward.domain.authority import Connection
@@ -161,6 +162,7 @@ class Watcher:
         except NotFound:
             return 0  # disconnected meanwhile: nothing is recorded, the watch is stopped soon
         except Exception as exc:
+            telemetry.watch_checked("account", "failed")
             error = str(exc) or type(exc).__name__
             failures = (state.failures if state else 0) + 1
             now = self.env.clock.now()
@@ -176,9 +178,11 @@ class Watcher:
                     "watch failing", connection=connection.name, source=source.name, error=error
                 )
             return failures
+        found_new = any(created for _, created in stored)
+        telemetry.watch_checked("account", "changed" if found_new else "ok")
         if state is not None and state.failures:
             log.info("watch recovered", connection=connection.name, source=source.name)
-        if any(created for _, created in stored) and self.on_events is not None:
+        if found_new and self.on_events is not None:
             self.on_events()
         return 0
 

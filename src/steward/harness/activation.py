@@ -18,6 +18,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from steward import telemetry
 from steward.domain import Goal, Notification, Step
 from steward.domain.actions import ActionRequest, EffectClass
 from steward.domain.agent_input import AgentTaskInput
@@ -207,6 +208,12 @@ class Activation:
     # --- budgets ---------------------------------------------------------------------------
 
     def account(self, usage: Usage, *, model_calls: int | bool) -> None:
+        telemetry.model_used(
+            calls=int(model_calls),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.cost_usd,
+        )
         self.run.add_usage(
             model_calls=int(model_calls),
             input_tokens=usage.input_tokens,

@@ -11,6 +11,7 @@ from typing import Any
 
 import structlog
 
+from steward import telemetry
 from steward.domain import Approval, Artifact
 from steward.domain.actions import Verdict, provenance_reason
 from steward.domain.outcome import Outcome
@@ -53,7 +54,10 @@ async def authorize(
     if await _already_attempted(act, found):
         return await execute(act, call, found, args)
     request = act.request(found, args)
-    decision = await act.h.sentinel.check(request)
+    with telemetry.span("sentinel decision", tool=found.name) as current:
+        decision = await act.h.sentinel.check(request)
+        current.set_attribute("verdict", decision.verdict.value)
+    telemetry.sentinel_decided(decision.verdict.value)
     if decision.verdict is Verdict.DENY:
         return await act.observe(call, f"denied: {decision.reason}", True)
     if decision.verdict is Verdict.HANDOFF:
@@ -83,6 +87,13 @@ async def _already_attempted(act: Activation, found: Tool) -> bool:
 
 
 async def execute(
+    act: Activation, call: ToolCall, found: Tool, args: dict[str, Any]
+) -> Outcome | None:
+    with telemetry.span("tool", tool=found.name, effect=found.effect.value):
+        return await _run_tool(act, call, found, args)
+
+
+async def _run_tool(
     act: Activation, call: ToolCall, found: Tool, args: dict[str, Any]
 ) -> Outcome | None:
     ctx = act.tool_context()

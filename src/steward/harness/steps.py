@@ -13,6 +13,7 @@ from typing import Any
 
 import structlog
 
+from steward import telemetry
 from steward.domain import WaitCondition
 from steward.domain.outcome import Outcome
 from steward.errors import UsageError
@@ -135,9 +136,10 @@ class Think(Node):
         for attempt in range(2):
             context = await act.context(specs, shrink=attempt > 0)
             try:
-                response = await act.h.model.complete(
-                    context.messages, specs, on_delta=act.h.on_delta
-                )
+                with telemetry.span("model call", attempt=attempt + 1):
+                    response = await act.h.model.complete(
+                        context.messages, specs, on_delta=act.h.on_delta
+                    )
                 break
             except ContextOverflow:
                 if attempt == 1:

@@ -39,6 +39,7 @@ from typing import Any
 
 import structlog
 
+from steward import telemetry
 from steward.domain import (
     Approval,
     Artifact,
@@ -147,16 +148,17 @@ class TaskRun:
     async def checkpoint(self, *, kind: str = "step", output: Any = None) -> None:
         """Commit the next step and :attr:`state` atomically. Raises StopRequested if the task
         was cancelled or paused meanwhile, LeaseLost if another worker owns it now."""
-        control = await self.store.activations.checkpoint(
-            self.fence,
-            seq=self.seq + 1,
-            kind=kind,
-            output=output,
-            state=self.state,
-            now=self.clock.now(),
-            lease_now=self.clock.lease_now(),
-            usage=self.usage if self._usage_dirty else None,
-        )
+        with telemetry.span("checkpoint", kind=kind, seq=self.seq + 1):
+            control = await self.store.activations.checkpoint(
+                self.fence,
+                seq=self.seq + 1,
+                kind=kind,
+                output=output,
+                state=self.state,
+                now=self.clock.now(),
+                lease_now=self.clock.lease_now(),
+                usage=self.usage if self._usage_dirty else None,
+            )
         self.seq += 1
         self.steps += 1
         self._usage_dirty = False
@@ -193,6 +195,26 @@ class TaskRun:
         the same key only if the tool honours keys, else reconciled through ``reconcile``, else
         left *in doubt* for the person (:class:`EffectInDoubt`) — never blindly replayed.
         """
+        with telemetry.span("effect", tool=tool):
+            try:
+                result = await self._effect(tool, args, call, idempotent, reconcile)
+            except EffectFailed:
+                telemetry.effect_ended("failed")
+                raise
+            except EffectInDoubt:
+                telemetry.effect_ended("in_doubt")
+                raise
+            telemetry.effect_ended("succeeded")
+            return result
+
+    async def _effect(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        call: EffectCall,
+        idempotent: bool,
+        reconcile: Reconcile | None,
+    ) -> Any:
         key = effect_key(self.task.id, self.seq + 1, self._effects_in_step)
         self._effects_in_step += 1
         effect = await self.store.effects.plan_effect(

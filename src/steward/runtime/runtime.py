@@ -7,6 +7,8 @@ any number of hosts can run either role (one scheduler is active at a time; the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from steward.domain.clock import Clock
@@ -14,7 +16,7 @@ from steward.runtime.harness import Harness
 from steward.runtime.outage import DatabaseOutage
 from steward.runtime.scheduler import Scheduler
 from steward.runtime.worker import Worker
-from steward.store import Store
+from steward.store import Store, notify
 
 
 @dataclass(kw_only=True)
@@ -31,6 +33,9 @@ class RuntimeConfig:
     """Idle re-check period; None for a single-process simulation (wake-ups only)."""
     retry_base_seconds: float = 1.0
     """Base of the exponential retry backoff."""
+    listen: bool = True
+    """Hear at once of work other processes make (PostgreSQL LISTEN/NOTIFY); off, or on
+    SQLite, such work is found by the idle poll of ``poll_seconds``."""
 
 
 class Runtime:
@@ -72,6 +77,14 @@ class Runtime:
             for _ in range(cfg.workers)
         ]
         self.stop_event = asyncio.Event()
+        wakes: dict[str, Callable[[], None]] = {}
+        if self.workers:
+            wakes[notify.WORK] = self.notify_work
+        if self.scheduler is not None:
+            # an event routed or a wait ended elsewhere may make a trigger fire or a wait due
+            wakes[notify.EVENTS] = self.notify_scheduler
+        self.listener = store.listener(wakes) if wakes and cfg.listen else None
+        """Other processes' wake-ups (PostgreSQL LISTEN/NOTIFY); None on SQLite, which polls."""
 
     def notify_work(self) -> None:
         """Something became runnable in this process: wake workers now."""
@@ -86,7 +99,16 @@ class Runtime:
         roles = [w.run(self.stop_event) for w in self.workers]
         if self.scheduler is not None:
             roles.append(self.scheduler.run(self.stop_event))
-        await asyncio.gather(*roles)
+        listening = None
+        if self.listener is not None:
+            listening = asyncio.get_running_loop().create_task(self.listener.run())
+        try:
+            await asyncio.gather(*roles)
+        finally:
+            if listening is not None:
+                listening.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listening
 
     def stop(self) -> None:
         self.stop_event.set()

@@ -22,6 +22,7 @@ from typing import Any
 
 import structlog
 
+from steward import telemetry
 from steward.domain.clock import Clock
 from steward.domain.goal import Budget, Overrun
 from steward.domain.outcome import Claim, Fail, Outcome, Requeue, Retry, Stop, Wait
@@ -165,6 +166,14 @@ class Worker:
             await asyncio.gather(*list(self._running.values()), return_exceptions=True)
 
     async def _execute(self, claim: Claim) -> None:
+        telemetry.claimed((claim.activation.started_at - claim.task.run_at).total_seconds())
+        task = claim.task
+        with telemetry.span(
+            "activation", task=task.id, kind=task.kind, reason=claim.activation.reason
+        ):
+            await self._run_claim(claim)
+
+    async def _run_claim(self, claim: Claim) -> None:
         self.activations += 1
         # every record of this activation names its task (its own asyncio task: nothing leaks)
         structlog.contextvars.bind_contextvars(task_id=claim.task.id)
@@ -177,9 +186,11 @@ class Worker:
             outcome = await work
         except asyncio.CancelledError:
             log.warning("activation abandoned: lease lost", task=claim.task.id)
+            telemetry.activation_ended("lost")
             return
         except LeaseLost:
             log.warning("activation rejected by fence", task=claim.task.id)
+            telemetry.activation_ended("lost")
             return
         except DatabaseUnavailable as error:
             # cut off mid-way: what it committed stands (each write is fenced); hand the task
@@ -218,6 +229,7 @@ class Worker:
                     final_step=run.final_step,
                 )
             except LeaseLost:
+                telemetry.activation_ended("lost")
                 if cut_off:  # the lease lapsed meanwhile, or the cut-off commit landed after all
                     log.info("outcome not written after the outage: lease gone", task=run.task.id)
                 else:
@@ -235,6 +247,7 @@ class Worker:
                 await self.outage.unexpected("writing an outcome", error, self._draining)
                 continue
             self.outage.ok()
+            telemetry.activation_ended(outcome.kind)
             return
 
     async def _activate(self, run: TaskRun) -> Outcome:

@@ -11,7 +11,7 @@ backends. A database that cannot be reached raises
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from sqlalchemy.engine import make_url
 
@@ -34,6 +34,7 @@ from steward.store.memory import MemoryRepository
 from steward.store.memory_bulk import MemoryBulkRepository
 from steward.store.memory_passes import MemoryPassRepository
 from steward.store.memory_search import MemorySearchRepository
+from steward.store.notify import Listener
 from steward.store.persons import PersonRepository
 from steward.store.reports import ReportRepository
 from steward.store.schedule import ScheduleRepository
@@ -130,6 +131,15 @@ class Store:
         """Call ``callback`` after each commit in this process that planned deliveries (a
         report, an approval, a question, a digest); returns what stops it."""
         return self.backend.listen_planned(callback)
+
+    def listener(self, callbacks: Mapping[str, Callable[[], None]]) -> Listener | None:
+        """A LISTEN connection calling ``callbacks[channel]`` on each notification of
+        :mod:`steward.store.notify`'s channels; None on SQLite (polling only)."""
+        from steward.store.postgres import PostgresBackend
+
+        if not isinstance(self.backend, PostgresBackend):
+            return None
+        return Listener(self.backend.dsn, callbacks)
 
     async def close(self) -> None:
         await self.backend.close()

@@ -26,7 +26,7 @@ from steward.domain import Activation, Task, TaskStatus
 from steward.domain.outcome import Fail, Outcome, Wait
 from steward.domain.runtime_reports import goal_budget_reached, task_failed
 from steward.errors import LeaseLost
-from steward.store import rows
+from steward.store import notify, rows
 from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.fencing import Fence, fenced, hold
@@ -280,6 +280,8 @@ class ActivationRepository:
             if values.get("status") in TERMINAL:
                 values["finished_at"] = now_f
             conn.execute(update(tasks).where(tasks.c.id == fence.task_id).values(values))
+            if values.get("status") == "pending":
+                Backend.announce(conn, notify.WORK)
             conn.execute(
                 update(activations)
                 .where(activations.c.id == fence.activation_id)

@@ -34,6 +34,9 @@ Op = Callable[[Connection], T]
 
 _LEASES = "steward.leases"
 _PLANNED = "steward.deliveries_planned"
+_ANNOUNCE = "steward.announce"
+"""Key in a connection's info: the channels (:mod:`steward.store.notify`) to announce on when
+the open transaction commits."""
 """Key in a connection's info: the leases the open transaction's fenced writes relied on."""
 
 
@@ -171,6 +174,19 @@ class Backend(abc.ABC):
         connection."""
         conn.info.pop(_LEASES, None)
         conn.info.pop(_PLANNED, None)
+        conn.info.pop(_ANNOUNCE, None)
+
+    @staticmethod
+    def announce(conn: Connection, channel: str) -> None:
+        """Tell other processes on ``channel`` once this transaction commits (a task became
+        runnable, an event arrived), so they look now rather than at their next poll."""
+        conn.info.setdefault(_ANNOUNCE, set()).add(channel)
+
+    @staticmethod
+    def announced(conn: Connection) -> set[str]:
+        """The channels this transaction announces on (asked once, just before commit)."""
+        found: set[str] = conn.info.pop(_ANNOUNCE, set())
+        return found
 
     @staticmethod
     def note_planned(conn: Connection) -> None:

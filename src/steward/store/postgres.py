@@ -63,6 +63,8 @@ class PostgresBackend(Backend):
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
         self.url = parsed.render_as_string(hide_password=True)
+        self.dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        """The libpq connection string: for the LISTEN connection (:mod:`steward.store.notify`)."""
         bounded = {
             "connect_timeout": CONNECT_TIMEOUT_SECONDS,
             "options": _session_options(limits or DatabaseLimits()),
@@ -98,6 +100,9 @@ class PostgresBackend(Backend):
                 with self._write_engine.begin() as conn:
                     self.begin_fenced(conn)
                     result = op(conn)
+                    for channel in sorted(self.announced(conn)):
+                        # delivered by the server only if (and once) this transaction commits
+                        conn.exec_driver_sql(f"NOTIFY {channel}")
                     self.check_leases(conn)
                     planned = self.took_plans(conn)
                 if planned:

@@ -15,7 +15,7 @@ from steward.domain.ids import firing_id, new_id
 from steward.domain.task import WaitCondition, payload_matches
 from steward.domain.trigger import TriggerBudget
 from steward.errors import NotFound
-from steward.store import rows
+from steward.store import notify, rows
 from steward.store.backend import Backend
 from steward.store.fencing import lease_clock
 from steward.store.heartbeats import budget_stop, check_heartbeat, record_beat
@@ -490,6 +490,7 @@ def _record_firing(
     )
     values["wake"] = rows.dump({"reason": "event" if "event" in extra_input else "timer"})
     conn.execute(insert(tasks).values(values))
+    Backend.announce(conn, notify.WORK)
     conn.execute(update(firings).where(firings.c.id == fid).values(task_id=values["id"]))
     task_id: str = values["id"]
     return task_id
@@ -557,4 +558,7 @@ def insert_event(
         select(events).where(events.c.person_id == person_id, events.c.dedupe_key == dedupe_key)
     ).one()
     stored = rows.event(row)
-    return stored, stored.id == values["id"]
+    first = stored.id == values["id"]
+    if first:
+        Backend.announce(conn, notify.EVENTS)
+    return stored, first

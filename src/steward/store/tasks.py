@@ -27,7 +27,7 @@ from steward.domain.report import Report
 from steward.domain.runtime_reports import task_failed
 from steward.domain.wake import wake_from_json
 from steward.errors import InvalidTransition, LeaseLost, NotFound
-from steward.store import rows
+from steward.store import notify, rows
 from steward.store.backend import Backend
 from steward.store.feed import append_feed
 from steward.store.fencing import Fence, fenced, lease_clock, touch_fenced
@@ -96,6 +96,7 @@ class TaskRepository:
                 if owner != person_id:
                     raise NotFound("goal", goal_id)
             conn.execute(insert(tasks).values(values))
+            Backend.announce(conn, notify.WORK)
             created = load_task(conn, values["id"])
             append_feed(
                 conn,
@@ -336,6 +337,8 @@ class TaskRepository:
             else:
                 raise InvalidTransition(f"unknown control {control!r}")
             conn.execute(update(tasks).where(tasks.c.id == task_id).values(values))
+            if values.get("status") == "pending":
+                Backend.announce(conn, notify.WORK)
             if values.get("status") == "cancelled":
                 close_effects_of_ended(conn, [task_id], "cancelled", now_f)
                 if task.parent_id:
@@ -452,6 +455,8 @@ class TaskRepository:
                     .where(tasks.c.id == task_id, tasks.c.epoch == epoch)
                     .values(values)
                 )
+                if values["status"] == "pending":
+                    Backend.announce(conn, notify.WORK)
                 conn.execute(
                     update(activations)
                     .where(

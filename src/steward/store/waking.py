@@ -9,7 +9,8 @@ from sqlalchemy import Connection, func, select, update
 
 from steward.domain import Event, TaskStatus, WaitCondition
 from steward.domain.task import TERMINAL_TASK_STATUSES
-from steward.store import rows
+from steward.store import notify, rows
+from steward.store.backend import Backend
 from steward.store.schema import approvals, effects, events, persons, tasks
 
 TERMINAL = [s.value for s in TERMINAL_TASK_STATUSES]
@@ -99,7 +100,10 @@ def wake_in(conn: Connection, task_id: str, wake: dict[str, Any], now_f: float) 
             updated_at=now_f,
         )
     )
-    return res.rowcount == 1
+    if res.rowcount == 1:
+        Backend.announce(conn, notify.WORK)
+        return True
+    return False
 
 
 def _children_done(conn: Connection, parent_id: str) -> bool:

@@ -34,6 +34,7 @@ from typing import Any
 import httpx
 import structlog
 
+from steward import telemetry
 from steward.connectors.web.condition import evaluate
 from steward.connectors.web.extract import extract
 from steward.connectors.web.fetch import Fetcher, FetchFailed
@@ -150,8 +151,10 @@ class WebWatchRunner:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            telemetry.watch_checked("web", "failed")
             await self._failed(watch, exc)
             return
+        telemetry.watch_checked("web", "changed" if result.changed else "ok")
         try:
             stored = await self.store.webwatches.record_check(
                 watch, holder=self.holder, result=result
