@@ -42,6 +42,7 @@ from steward.cli.common import (
 )
 from steward.cli.connect import connect, connection_status, connection_test, disconnect
 from steward.cli.demo import demo
+from steward.cli.init import init
 from steward.cli.login import login, logout
 from steward.cli.manage import effect_app, event_app, goal_app, task_app
 from steward.cli.memory import memory_app
@@ -97,6 +98,7 @@ app.command()(chat)
 app.command()(answer)
 app.command()(inbox)
 app.command("demo")(demo)
+app.command("init")(init)
 app.command("connect")(connect)
 app.command("disconnect")(disconnect)
 connection_app.command("test")(connection_test)
