@@ -105,6 +105,8 @@ def init(
     path = where / "steward.toml" if where != _found_data_dir() else config_file()
     document = _load(path)
     current = _current(document, where)
+    if provider is None and current.provider == "none" and (model or base_url):
+        given["provider"] = "openai"  # an endpoint or a model given: the common kind
     answers = _answer(current, given, ask=ask)
     while answers.provider != "none":
         console.print("checking the model endpoint…")
@@ -218,9 +220,7 @@ def _answer(
     base_url = model = api_key = ""
     if provider != "none":
         same = provider == current.provider
-        base_url = pick(
-            "base_url", f"Endpoint ({ENDPOINT_HELP})", current.base_url if same else ""
-        )
+        base_url = pick("base_url", f"Endpoint ({ENDPOINT_HELP})", current.base_url if same else "")
         fallback = current.model if same and current.model else DEFAULT_MODELS[provider]
         model = pick("model", "Model name", fallback)
         kept = current.api_key if same else ""

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from steward.api import create_app
 from steward.api.server import serving
 from steward.app import (
+    UnconfiguredModel,
     build_harness,
     connection_watcher,
     database_limits,
@@ -148,6 +149,7 @@ async def _serve(
         data_dir=settings.data_dir,
         embedder=embedder_from(settings),
         task_kinds=task_kinds(),
+        no_model=isinstance(harness.model, UnconfiguredModel),
     )
     if watcher is not None:  # the person's own mail to the agent's mailbox goes to them
         watcher.env.person_mail = service
@@ -252,7 +254,10 @@ def _banner(
         say(f"  api:     {address}/api/v1  (docs at {address}/api/v1/docs)")
     say(f"  data:    {where}")
     say(f"  person:  {person.name} ({person.id})")
-    say(f"  model:   {model} ({settings.model_provider})")
+    if model == UnconfiguredModel.name:
+        say("  model:   none set, so agent tasks cannot run: `steward init` sets one")
+    else:
+        say(f"  model:   {model} ({settings.model_provider})")
     say(f"  stop:    Ctrl-C, or kill {os.getpid()} (all state is kept in the database)")
 
 
