@@ -97,6 +97,7 @@ CASES: dict[str, tuple[str, Call]] = {
         lambda s, t: s.set_quiet_hours("22:00-07:00", person_id=_pid(t)),
     ),
     "set_digest_time": (CONTROL, lambda s, t: s.set_digest_time("19:30", person_id=_pid(t))),
+    "set_timezone": (CONTROL, lambda s, t: s.set_timezone("Europe/Lisbon", person_id=_pid(t))),
     "send_event": (CONTROL, lambda s, t: s.send_event(person_id=_pid(t), type="ping")),
     "list_events": (READ, lambda s, t: s.list_events(person_id=_pid(t))),
     "list_effects": (READ, lambda s, t: s.list_effects(task_id=t.task.id)),

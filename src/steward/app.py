@@ -40,6 +40,7 @@ from steward.memory.extraction import ModelExtractor
 from steward.memory.jobs import CONSOLIDATE, with_memory_jobs
 from steward.memory.skills import SkillLibrary
 from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, ToolSpec
+from steward.models.check import Listing, ModelCheck, check_model
 from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
@@ -53,8 +54,9 @@ from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import DatabaseLimits, Store
 
 NO_MODEL = (
-    "no model is configured: set STEWARD_MODEL (and STEWARD_MODEL_BASE_URL for a local server "
-    "such as Ollama, STEWARD_MODEL_API_KEY for a hosted one); see the README"
+    "no model is configured: run `steward init` to set one (or set STEWARD_MODEL, and "
+    "STEWARD_MODEL_BASE_URL for a local server such as Ollama, STEWARD_MODEL_API_KEY for a "
+    "hosted one)"
 )
 
 
@@ -133,6 +135,30 @@ def model_from(settings: Settings) -> Model:
         timeout_seconds=settings.model_timeout_seconds,
         stream=settings.model_stream,
     )
+
+
+async def check_model_live(settings: Settings, *, timeout_seconds: float = 10.0) -> ModelCheck:
+    """Ask the configured endpoint, once and briefly, whether it answers, takes the key and
+    serves the model (``steward init`` runs it before saving the settings)."""
+    if settings.model is None or settings.model_provider == "scripted":
+        return ModelCheck(ok=True, said="no endpoint to check")
+    quick = settings.model_copy(
+        update={"model_max_retries": 0, "model_timeout_seconds": timeout_seconds}
+    )
+    try:
+        model = model_from(quick)
+    except ConfigError as exc:
+        return ModelCheck(ok=False, said=str(exc))
+    if not isinstance(model, Listing):
+        return ModelCheck(ok=True, said="no endpoint to check")
+    try:
+        return await check_model(model)
+    except ModuleNotFoundError as exc:  # the provider's SDK is an optional extra
+        return ModelCheck(
+            ok=False,
+            said=f"the {settings.model_provider} SDK is not installed ({exc.name}); "
+            f"install it with: pip install -e '.[{settings.model_provider}]'",
+        )
 
 
 def step_harness(broker: EgressBroker, sentinel: PolicySentinel) -> StepHarness:

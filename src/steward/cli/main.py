@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from steward.api import create_app
 from steward.api.server import serving
 from steward.app import (
+    UnconfiguredModel,
     build_harness,
     connection_watcher,
     database_limits,
@@ -43,6 +44,7 @@ from steward.cli.common import (
 )
 from steward.cli.connect import connect, connection_status, connection_test, disconnect
 from steward.cli.demo import demo
+from steward.cli.init import init
 from steward.cli.login import login, logout
 from steward.cli.logs import logs
 from steward.cli.manage import effect_app, event_app, goal_app, task_app
@@ -101,6 +103,7 @@ app.command()(chat)
 app.command()(answer)
 app.command()(inbox)
 app.command("demo")(demo)
+app.command("init")(init)
 app.command("connect")(connect)
 app.command("disconnect")(disconnect)
 connection_app.command("test")(connection_test)
@@ -158,6 +161,7 @@ async def _serve(
         data_dir=settings.data_dir,
         embedder=embedder_from(settings),
         task_kinds=task_kinds(),
+        no_model=isinstance(harness.model, UnconfiguredModel),
     )
     if watcher is not None:  # the person's own mail to the agent's mailbox goes to them
         watcher.env.person_mail = service
@@ -262,7 +266,10 @@ def _banner(
         say(f"  api:     {address}/api/v1  (docs at {address}/api/v1/docs)")
     say(f"  data:    {where}")
     say(f"  person:  {person.name} ({person.id})")
-    say(f"  model:   {model} ({settings.model_provider})")
+    if model == UnconfiguredModel.name:
+        say("  model:   none set, so agent tasks cannot run: `steward init` sets one")
+    else:
+        say(f"  model:   {model} ({settings.model_provider})")
     say(f"  stop:    Ctrl-C, or kill {os.getpid()} (all state is kept in the database)")
 
 

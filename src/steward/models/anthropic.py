@@ -130,6 +130,22 @@ class AnthropicModel:
             raise self._translate(exc) from exc
         return self._from_message(answer)
 
+    async def list_models(self) -> list[str]:
+        """The model names the endpoint serves (``GET /v1/models``), for a live check."""
+        import anthropic
+
+        try:
+            async with anthropic.AsyncAnthropic(
+                base_url=self.base_url,
+                api_key=self._api_key,
+                max_retries=self.max_retries,
+                timeout=self.timeout_seconds,
+                http_client=anthropic.DefaultAsyncHttpxClient(verify=tls_context()),
+            ) as client:
+                return [m.id async for m in client.models.list()]
+        except anthropic.AnthropicError as exc:
+            raise self._translate(exc) from exc
+
     def _from_message(self, answer: anthropic.types.Message) -> ModelResponse:
         texts: list[str] = []
         calls: list[ToolCall] = []

@@ -183,6 +183,20 @@ class OpenAIModel:
             finish_reason=getattr(choice, "finish_reason", None) or "",
         )
 
+    async def list_models(self) -> list[str]:
+        """The model names the endpoint serves (``GET /models``), for a live check."""
+        try:
+            async with openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self._api_key,
+                max_retries=self.max_retries,
+                timeout=self.timeout_seconds,
+                http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()),
+            ) as client:
+                return [m.id async for m in client.models.list()]
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from exc
+
     def _translate(self, exc: openai.OpenAIError) -> Exception:
         """Map an SDK error onto Steward's (the SDK has already retried what was transient)."""
         prefix = f"model {self.name}"

@@ -72,6 +72,7 @@ class ServiceBase:
         data_dir: Path | None = None,
         embedder: Embedder | None = None,
         task_kinds: Collection[str] | None = None,
+        no_model: bool = False,
     ) -> None:
         self.store = store
         self.clock = clock or Clock()
@@ -86,6 +87,9 @@ class ServiceBase:
         self.task_kinds = None if task_kinds is None else frozenset(task_kinds)
         """The task kinds the workers run (``steward.app.task_kinds``): a new task or trigger
         of another kind is refused (None: not checked, for tests that run no worker)."""
+        self.no_model = no_model
+        """This process runs agent tasks without a model configured: the dashboard says so,
+        and how to set one."""
         self.memory = MemoryBook(store, self.clock, embedder=embedder)
         """The person's memories, with the rules every write follows."""
 
@@ -103,6 +107,7 @@ class ServiceBase:
             data_dir=self.data_dir,
             embedder=self.embedder,
             task_kinds=self.task_kinds,
+            no_model=self.no_model,
         )
 
     def _may(self, scope: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import time
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from steward.domain import Person
 from steward.domain.report import Report
@@ -94,3 +95,15 @@ class ReportService(ServiceBase):
         return await self.store.persons.set_reach(
             pid, quiet_start=person.quiet_start, quiet_end=person.quiet_end, digest_at=when
         )
+
+    async def set_timezone(self, timezone: str, *, person_id: str | None = None) -> Person:
+        """Set the time zone (IANA name, ``Europe/Berlin``) the person's times are shown in
+        and their quiet hours, digest and new cron triggers keep."""
+        pid = self._for(person_id, CONTROL)
+        try:
+            ZoneInfo(timezone)
+        except (ValueError, ZoneInfoNotFoundError):
+            raise UsageError(
+                f"unknown time zone {timezone!r}; give an IANA name like 'Europe/Berlin'"
+            ) from None
+        return await self.store.persons.set_timezone(pid, timezone)

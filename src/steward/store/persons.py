@@ -69,6 +69,16 @@ class PersonRepository:
 
         return await self.backend.write(op)
 
+    async def set_timezone(self, person_id: str, timezone: str) -> Person:
+        """Set the IANA time zone a person's times are shown and scheduled in."""
+
+        def op(conn: Connection) -> Person:
+            load_person(conn, person_id)
+            conn.execute(update(persons).where(persons.c.id == person_id).values(timezone=timezone))
+            return load_person(conn, person_id)
+
+        return await self.backend.write(op)
+
     async def list_persons(self) -> list[Person]:
         query = select(persons).order_by(persons.c.created_at)
         return await self.backend.read(lambda conn: [rows.person(r) for r in conn.execute(query)])

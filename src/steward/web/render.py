@@ -104,6 +104,7 @@ def page(request: Request, template: str, code: int = 200, **context: Any) -> HT
     context.setdefault("tz", getattr(request.state, "tz", None) or words.zone("UTC"))
     context.setdefault("now", request.app.state.service.clock.now())
     context.setdefault("can_control", getattr(request.state, "can_control", False))
+    context.setdefault("no_model", request.app.state.service.no_model)
     html = _env.get_template(template).render(path=request.url.path, flash=flash, **context)
     response = HTMLResponse(html, status_code=code)
     if flash:
