@@ -180,6 +180,10 @@ NOT_DATA = {
     "demo": "runs the offline demo in a database of its own",
     "login": "checks a token with a server and saves it: tested in test_remote.py",
     "logout": "forgets the saved login",
+    "logs": "reads this machine's log files, not the database",
+    "service install": "writes a systemd unit for steward up",
+    "service uninstall": "removes that unit",
+    "init": "first-run setup of this machine's settings file, database and control token",
 }
 """Commands that read or change no person's data through the facade."""
 LISTINGS = [
