@@ -27,6 +27,7 @@ from steward.api.routes import (
     channels,
     codehost,
     files,
+    health,
     memory,
     reports,
     security,
@@ -71,6 +72,7 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
     for module in routers:
         api.include_router(module.router)
     app.include_router(api)
+    app.include_router(health.router)
     mcp.mount(app)
     web.mount(app)
     _handle_errors(app)

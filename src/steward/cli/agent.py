@@ -1,9 +1,9 @@
 """Talking to the agent from a terminal: ``steward ask``, ``steward chat``, approvals, the inbox
 and answers to a waiting task.
 
-``ask`` and ``chat`` run a runtime in this process and follow the task's journal in the store,
-so they show the same steps whichever process (this one, or a ``steward up`` elsewhere on the
-same database) runs the task.
+``ask`` and ``chat`` follow the task's journal in the store, so they show the same steps
+whichever process runs the task: a ``steward up`` (or worker) registered on the same database that
+can run agent tasks, or else a runtime in this process.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from steward.app import build_harness, embedder_from, task_kinds
+from steward.app import build_harness, embedder_from, process_identity, task_kinds
 from steward.cli.common import (
     AudienceOption,
     DbOption,
@@ -38,6 +38,7 @@ from steward.domain import ApprovalStatus, Step, Task, TaskStatus
 from steward.domain.audience import Audience
 from steward.domain.clock import Clock
 from steward.errors import UsageError
+from steward.harness.agent import AGENT_KIND
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.service import Service
 from steward.store import Store
@@ -62,20 +63,31 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
     clock = Clock()
 
     try:
-        # no token streaming here: this runtime may run other tasks (and persons) too, and
-        # steps are shown from the journal whichever process runs them
-        harness = await build_harness(settings, store, clock)
-        runtime = Runtime(store, harness, clock, RuntimeConfig(poll_seconds=0.5))
         svc = await as_caller(
             Service(
                 store,
                 clock,
-                runtime,
                 data_dir=settings.data_dir,
                 embedder=embedder_from(settings),
                 task_kinds=task_kinds(),
             )
         )
+        if (await svc.status()).can_run(AGENT_KIND):
+            # a server (or worker) on this database runs agent tasks: this command only
+            # enqueues and follows the journal, with no worker of its own to take them
+            yield svc
+            return
+        # no token streaming here: this runtime may run other tasks (and persons) too, and
+        # steps are shown from the journal whichever process runs them
+        harness = await build_harness(settings, store, clock)
+        runtime = Runtime(
+            store,
+            harness,
+            clock,
+            RuntimeConfig(poll_seconds=0.5),
+            identity=process_identity(settings, harness, cli=True),
+        )
+        svc.runtime = runtime
         running = asyncio.create_task(runtime.run())
         try:
             yield svc

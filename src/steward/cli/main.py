@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import os
 import signal
@@ -18,6 +19,7 @@ from steward.api import create_app
 from steward.api.server import serving
 from steward.app import (
     build_harness,
+    cannot_run,
     connection_watcher,
     database_limits,
     embedder_from,
@@ -25,6 +27,7 @@ from steward.app import (
     matrix_channel_sender,
     matrix_listener,
     notify_dispatcher,
+    process_identity,
     task_kinds,
     web_watch_runner,
 )
@@ -48,6 +51,7 @@ from steward.cli.memory import memory_app
 from steward.cli.reports import reach_app, report_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
 from steward.cli.skills import skill_app
+from steward.cli.status import status
 from steward.cli.triggers import trigger_app
 from steward.cli.vault import secret_app, vault_app
 from steward.cli.watch import watch_app
@@ -92,6 +96,7 @@ app.add_typer(codehost_app, name="codehost")
 app.add_typer(report_app, name="report")
 app.add_typer(reach_app, name="reach")
 app.add_typer(browser_app, name="browser")
+app.command()(status)
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
@@ -122,7 +127,13 @@ async def _serve(
     except BaseException:
         await store.close()
         raise
-    runtime = Runtime(store, harness, clock, config)
+    runtime = Runtime(
+        store,
+        harness,
+        clock,
+        dataclasses.replace(config, skip_kinds=cannot_run(harness)),
+        identity=process_identity(settings, harness, http=http is not None),
+    )
     # connected accounts are watched where events are routed
     watcher = (
         await starting.retry(
