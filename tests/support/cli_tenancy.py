@@ -177,6 +177,8 @@ NOT_DATA = {
     "demo": "runs the offline demo in a database of its own",
     "login": "checks a token with a server and saves it: tested in test_remote.py",
     "logout": "forgets the saved login",
+    "status": "names no one: its counts are the token's own person's (in LISTINGS)",
+    "doctor": "checks this machine's installation (files, database, model server, accounts)",
 }
 """Commands that read or change no person's data through the facade."""
 LISTINGS = [
@@ -205,6 +207,7 @@ LISTINGS = [
     ["channel", "list", "--json"],
     ["report", "list", "--json"],
     ["browser", "views", "--json"],
+    ["status", "--json"],
 ]
 
 

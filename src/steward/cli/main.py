@@ -45,6 +45,7 @@ from steward.cli.common import (
 )
 from steward.cli.connect import connect, connection_status, connection_test, disconnect
 from steward.cli.demo import demo
+from steward.cli.doctor import doctor
 from steward.cli.login import login, logout
 from steward.cli.manage import effect_app, event_app, goal_app, task_app
 from steward.cli.memory import memory_app
@@ -97,6 +98,7 @@ app.add_typer(report_app, name="report")
 app.add_typer(reach_app, name="reach")
 app.add_typer(browser_app, name="browser")
 app.command()(status)
+app.command()(doctor)
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
