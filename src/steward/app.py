@@ -25,6 +25,7 @@ from steward.connectors.web.goalwatch import watch_page_tool
 from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.channel import ChannelKind, ChannelSender
 from steward.domain.clock import Clock
+from steward.domain.workers import SystemStatus
 from steward.environment import sandbox
 from steward.environment.browser import launcher
 from steward.environment.provenance import Provenance
@@ -157,6 +158,12 @@ def cannot_run(harness: AgentHarness) -> frozenset[str]:
     """The task kinds ``harness`` cannot run: agent tasks, without a model (a worker leaves
     them to one that has a model)."""
     return frozenset({AGENT_KIND}) if isinstance(harness.model, UnconfiguredModel) else frozenset()
+
+
+def server_runs_agents(status: SystemStatus) -> bool:
+    """Whether a live registered process (not a command's own) runs agent tasks: then a
+    command asking the agent only enqueues and follows."""
+    return status.can_run(AGENT_KIND)
 
 
 def process_identity(

@@ -20,7 +20,13 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from steward.app import build_harness, embedder_from, process_identity, task_kinds
+from steward.app import (
+    build_harness,
+    embedder_from,
+    process_identity,
+    server_runs_agents,
+    task_kinds,
+)
 from steward.cli.common import (
     AudienceOption,
     DbOption,
@@ -38,7 +44,6 @@ from steward.domain import ApprovalStatus, Step, Task, TaskStatus
 from steward.domain.audience import Audience
 from steward.domain.clock import Clock
 from steward.errors import UsageError
-from steward.harness.agent import AGENT_KIND
 from steward.runtime.runtime import Runtime, RuntimeConfig
 from steward.service import Service
 from steward.store import Store
@@ -72,7 +77,7 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
                 task_kinds=task_kinds(),
             )
         )
-        if (await svc.status()).can_run(AGENT_KIND):
+        if server_runs_agents(await svc.status()):
             # a server (or worker) on this database runs agent tasks: this command only
             # enqueues and follows the journal, with no worker of its own to take them
             yield svc
@@ -153,6 +158,7 @@ async def _follow(svc: Service, task_id: str, *, interactive: bool, after: int =
     terminal when ``interactive``. Returns the task once it ends or waits on something the
     terminal cannot give."""
     seen = after
+    tried: int | None = None
     while True:
         for step in await svc.steps(task_id, after=seen):
             _show_step(step)
@@ -160,6 +166,9 @@ async def _follow(svc: Service, task_id: str, *, interactive: bool, after: int =
         task = await svc.get_task(task_id)
         if task.status.terminal:
             return task
+        if tried is not None and task.attempts > tried:
+            _show_retry(task)
+        tried = task.attempts
         if task.status is TaskStatus.WAITING and task.wait is not None:
             kind = task.wait.kind
             if kind == "approval" and interactive and task.wait.ref:
@@ -170,6 +179,19 @@ async def _follow(svc: Service, task_id: str, *, interactive: bool, after: int =
             elif kind != "children":  # its subtasks run here too: keep following
                 return task
         await asyncio.sleep(POLL_SECONDS)
+
+
+def _show_retry(task: Task) -> None:
+    """An attempt failed and the task will be tried again: say why, and when (rather than stay
+    silent through the backoff)."""
+    when = task.run_at.astimezone().strftime("%H:%M:%S")
+    console.print(
+        Text(
+            f"  attempt {task.attempts} of {task.max_attempts} failed: {_short(task.error or '')}"
+            f"; trying again at {when}",
+            style="yellow",
+        )
+    )
 
 
 def _chat_reply(task: Task) -> bool:
@@ -201,6 +223,9 @@ def _final(task: Task) -> None:
         read = result.get("untrusted_sources") if isinstance(result, dict) else None
         if read:
             console.print(f"  written after reading others' text: {escape(', '.join(read))}")
+    elif task.status is TaskStatus.DEAD_LETTERED:  # its error starts "gave up after N attempts"
+        console.print(f"\n[bold red]{escape(str(task.error))}[/bold red]")
+        raise typer.Exit(1)
     elif task.status.terminal:
         console.print(f"\n[bold red]{task.status.value}[/bold red]: {escape(str(task.error))}")
         raise typer.Exit(1)
