@@ -170,3 +170,18 @@ def test_the_command_prints_each_finding_with_its_fix_and_fails(
     assert "PROBLEM  database: the database has no schema yet\n" in out
     assert "         fix: run 'steward db upgrade'\n" in out
     assert "Traceback" not in out
+
+
+async def test_a_connected_account_that_no_longer_signs_in_is_a_problem(
+    store: Store, db_url: str, data_dir: Path
+) -> None:
+    svc = Service(store, Clock(), data_dir=data_dir)
+    person = await svc.ensure_person()
+    await svc.add_connection(
+        person_id=person.id, kind="email", name="home mail", scopes=["email.send"]
+    )
+    found = (await findings(data_dir, db_url))["account home mail"]
+    assert found.level is Level.PROBLEM
+    # a connection made before its kind had a connector: the connector test's own words
+    assert found.said.startswith("no connector for 'email'; connectable: mail, calendar")
+    assert found.fix == "steward connect email again, or disconnect it"

@@ -19,7 +19,7 @@ from steward.store.schema import approvals, effects, goals, leases, tasks, worke
 KEEP_STOPPED = timedelta(days=7)
 """How long a stopped or gone process stays listed (the table holds one row per start)."""
 SCHEDULER_LEASE = "scheduler"
-"""The lease the active scheduler holds (:mod:`steward.runtime.scheduler`)."""
+"""The lease the active scheduler holds (:mod:`steward.runtime.scheduler` takes it)."""
 
 
 @dataclass(kw_only=True, frozen=True)
