@@ -70,6 +70,8 @@ CASES: dict[str, tuple[str, Call]] = {
     "get_task": (READ, lambda s, t: s.get_task(t.task.id)),
     "task_detail": (READ, lambda s, t: s.task_detail(t.task.id)),
     "count_tasks": (OWN, lambda s, t: s.count_tasks()),
+    "status": (OWN, lambda s, t: s.status()),
+    "readiness": (OWN, lambda s, t: s.readiness()),
     "control_task": (CONTROL, lambda s, t: s.control_task(t.task.id, "pause")),
     "list_tasks": (READ, lambda s, t: s.list_tasks(person_id=_pid(t), kind="noop")),
     "add_trigger": (
@@ -434,6 +436,9 @@ async def test_listings_without_a_person_are_the_tokens_own(
     assert [e.id for e in await as_a.in_doubt_effects()] == [a.effect.id]
     assert await as_a.count_tasks() == {"running": 1}
     assert await owner.count_tasks() == {"running": 2}
+    assert (await as_a.status()).tasks == {"running": 1}
+    assert (await as_a.status()).in_doubt_effects == 1
+    assert (await owner.status()).in_doubt_effects == 2
     blob = json.dumps(to_jsonable(await as_a.list_effects()))
     assert b.effect.id not in blob
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
@@ -23,6 +25,7 @@ from steward.connectors.web.goalwatch import watch_page_tool
 from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.channel import ChannelKind, ChannelSender
 from steward.domain.clock import Clock
+from steward.domain.workers import SystemStatus
 from steward.environment import sandbox
 from steward.environment.browser import launcher
 from steward.environment.provenance import Provenance
@@ -44,6 +47,7 @@ from steward.models.check import Listing, ModelCheck, check_model
 from steward.models.factory import build_model
 from steward.models.scripted import ScriptedModel, load_script
 from steward.runtime.builtin import builtin_harness
+from steward.runtime.registry import Identity
 from steward.runtime.standing import StandingWork
 from steward.runtime.stepfn import StepHarness
 from steward.runtime.worker import default_worker_name
@@ -174,6 +178,38 @@ def task_kinds() -> frozenset[str]:
     together): the facade refuses a task, or a trigger's task, of any other kind at the door,
     rather than let it fail when a worker picks it up."""
     return frozenset({AGENT_KIND, *builtin_harness().kinds, HTTP_POST, CONSOLIDATE})
+
+
+def cannot_run(harness: AgentHarness) -> frozenset[str]:
+    """The task kinds ``harness`` cannot run: agent tasks, without a model (a worker leaves
+    them to one that has a model)."""
+    return frozenset({AGENT_KIND}) if isinstance(harness.model, UnconfiguredModel) else frozenset()
+
+
+def server_runs_agents(status: SystemStatus) -> bool:
+    """Whether a live registered process (not a command's own) runs agent tasks: then a
+    command asking the agent only enqueues and follows."""
+    return status.can_run(AGENT_KIND)
+
+
+def process_identity(
+    settings: Settings, harness: AgentHarness, *, http: bool = False, cli: bool = False
+) -> Identity:
+    """What a runtime process says about itself in the registry of processes (``http``: it
+    serves the API too; ``cli``: it is a command's own, ending with it)."""
+    decisive = {
+        "model_provider": settings.model_provider,
+        "model": settings.model,
+        "model_base_url": settings.model_base_url,
+        "embeddings": settings.embeddings,
+        "embeddings_model": settings.embeddings_model,
+        "embeddings_base_url": settings.embeddings_base_url,
+    }
+    digest = hashlib.sha256(json.dumps(decisive, sort_keys=True).encode()).hexdigest()
+    model = None if isinstance(harness.model, UnconfiguredModel) else harness.model.name
+    return Identity(
+        fingerprint=digest[:12], model=model, cannot_run=cannot_run(harness), http=http, cli=cli
+    )
 
 
 async def connector_env(

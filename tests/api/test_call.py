@@ -46,6 +46,8 @@ READS: dict[str, Read] = {
     "get_skill": lambda s, t: s.get_skill(t.skill.name, person_id=t.person.id),
     "skill_history": lambda s, t: s.skill_history(t.skill.name, person_id=t.person.id),
     "feed": lambda s, t: s.feed(person_id=t.person.id),
+    "status": lambda s, t: s.status(),
+    "readiness": lambda s, t: s.readiness(),
 }
 
 

@@ -184,6 +184,8 @@ NOT_DATA = {
     "service install": "writes a systemd unit for steward up",
     "service uninstall": "removes that unit",
     "init": "first-run setup of this machine's settings file, database and control token",
+    "status": "names no one: its counts are the token's own person's (in LISTINGS)",
+    "doctor": "checks this machine's installation (files, database, model server, accounts)",
 }
 """Commands that read or change no person's data through the facade."""
 LISTINGS = [
@@ -212,6 +214,7 @@ LISTINGS = [
     ["channel", "list", "--json"],
     ["report", "list", "--json"],
     ["browser", "views", "--json"],
+    ["status", "--json"],
 ]
 
 

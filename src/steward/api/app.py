@@ -27,6 +27,7 @@ from steward.api.routes import (
     channels,
     codehost,
     files,
+    health,
     memory,
     metrics,
     reports,
@@ -73,6 +74,7 @@ def create_app(service: Service, *, streams_per_person: int = stream.STREAMS_PER
         api.include_router(module.router)
     app.include_router(api)
     app.include_router(metrics.router)  # where Prometheus looks by default
+    app.include_router(health.router)
     mcp.mount(app)
     web.mount(app)
     _handle_errors(app)

@@ -1,9 +1,9 @@
 """Talking to the agent from a terminal: ``steward ask``, ``steward chat``, approvals, the inbox
 and answers to a waiting task.
 
-``ask`` and ``chat`` run a runtime in this process and follow the task's journal in the store,
-so they show the same steps whichever process (this one, or a ``steward up`` elsewhere on the
-same database) runs the task.
+``ask`` and ``chat`` follow the task's journal in the store, so they show the same steps
+whichever process runs the task: a ``steward up`` (or worker) registered on the same database that
+can run agent tasks, or else a runtime in this process.
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from steward.app import build_harness, embedder_from, task_kinds
+from steward.app import (
+    build_harness,
+    embedder_from,
+    process_identity,
+    server_runs_agents,
+    task_kinds,
+)
 from steward.cli.common import (
     AudienceOption,
     DbOption,
@@ -62,20 +68,31 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
     clock = Clock()
 
     try:
-        # no token streaming here: this runtime may run other tasks (and persons) too, and
-        # steps are shown from the journal whichever process runs them
-        harness = await build_harness(settings, store, clock)
-        runtime = Runtime(store, harness, clock, RuntimeConfig(poll_seconds=0.5))
         svc = await as_caller(
             Service(
                 store,
                 clock,
-                runtime,
                 data_dir=settings.data_dir,
                 embedder=embedder_from(settings),
                 task_kinds=task_kinds(),
             )
         )
+        if server_runs_agents(await svc.status()):
+            # a server (or worker) on this database runs agent tasks: this command only
+            # enqueues and follows the journal, with no worker of its own to take them
+            yield svc
+            return
+        # no token streaming here: this runtime may run other tasks (and persons) too, and
+        # steps are shown from the journal whichever process runs them
+        harness = await build_harness(settings, store, clock)
+        runtime = Runtime(
+            store,
+            harness,
+            clock,
+            RuntimeConfig(poll_seconds=0.5),
+            identity=process_identity(settings, harness, cli=True),
+        )
+        svc.runtime = runtime
         running = asyncio.create_task(runtime.run())
         try:
             yield svc
@@ -141,6 +158,7 @@ async def _follow(svc: Service, task_id: str, *, interactive: bool, after: int =
     terminal when ``interactive``. Returns the task once it ends or waits on something the
     terminal cannot give."""
     seen = after
+    tried: int | None = None
     while True:
         for step in await svc.steps(task_id, after=seen):
             _show_step(step)
@@ -148,6 +166,9 @@ async def _follow(svc: Service, task_id: str, *, interactive: bool, after: int =
         task = await svc.get_task(task_id)
         if task.status.terminal:
             return task
+        if tried is not None and task.attempts > tried:
+            _show_retry(task)
+        tried = task.attempts
         if task.status is TaskStatus.WAITING and task.wait is not None:
             kind = task.wait.kind
             if kind == "approval" and interactive and task.wait.ref:
@@ -158,6 +179,19 @@ async def _follow(svc: Service, task_id: str, *, interactive: bool, after: int =
             elif kind != "children":  # its subtasks run here too: keep following
                 return task
         await asyncio.sleep(POLL_SECONDS)
+
+
+def _show_retry(task: Task) -> None:
+    """An attempt failed and the task will be tried again: say why, and when (rather than stay
+    silent through the backoff)."""
+    when = task.run_at.astimezone().strftime("%H:%M:%S")
+    console.print(
+        Text(
+            f"  attempt {task.attempts} of {task.max_attempts} failed: {_short(task.error or '')}"
+            f"; trying again at {when}",
+            style="yellow",
+        )
+    )
 
 
 def _chat_reply(task: Task) -> bool:
@@ -189,6 +223,9 @@ def _final(task: Task) -> None:
         read = result.get("untrusted_sources") if isinstance(result, dict) else None
         if read:
             console.print(f"  written after reading others' text: {escape(', '.join(read))}")
+    elif task.status is TaskStatus.DEAD_LETTERED:  # its error starts "gave up after N attempts"
+        console.print(f"\n[bold red]{escape(str(task.error))}[/bold red]")
+        raise typer.Exit(1)
     elif task.status.terminal:
         console.print(f"\n[bold red]{task.status.value}[/bold red]: {escape(str(task.error))}")
         raise typer.Exit(1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import os
 import signal
@@ -19,6 +20,7 @@ from steward.api.server import serving
 from steward.app import (
     UnconfiguredModel,
     build_harness,
+    cannot_run,
     connection_watcher,
     database_limits,
     embedder_from,
@@ -26,6 +28,7 @@ from steward.app import (
     matrix_channel_sender,
     matrix_listener,
     notify_dispatcher,
+    process_identity,
     task_kinds,
     web_watch_runner,
 )
@@ -44,6 +47,7 @@ from steward.cli.common import (
 )
 from steward.cli.connect import connect, connection_status, connection_test, disconnect
 from steward.cli.demo import demo
+from steward.cli.doctor import doctor
 from steward.cli.init import init
 from steward.cli.login import login, logout
 from steward.cli.logs import logs
@@ -53,6 +57,7 @@ from steward.cli.reports import reach_app, report_app
 from steward.cli.security import audit_app, connection_app, grant_app, rule_app, token_app
 from steward.cli.service_unit import service_app
 from steward.cli.skills import skill_app
+from steward.cli.status import status
 from steward.cli.triggers import trigger_app
 from steward.cli.vault import secret_app, vault_app
 from steward.cli.watch import watch_app
@@ -98,6 +103,8 @@ app.add_typer(report_app, name="report")
 app.add_typer(reach_app, name="reach")
 app.add_typer(browser_app, name="browser")
 app.add_typer(service_app, name="service")
+app.command()(status)
+app.command()(doctor)
 app.command()(ask)
 app.command()(chat)
 app.command()(answer)
@@ -137,7 +144,13 @@ async def _serve(
     except BaseException:
         await store.close()
         raise
-    runtime = Runtime(store, harness, clock, config)
+    runtime = Runtime(
+        store,
+        harness,
+        clock,
+        dataclasses.replace(config, skip_kinds=cannot_run(harness)),
+        identity=process_identity(settings, harness, http=http is not None),
+    )
     # connected accounts are watched where events are routed
     watcher = (
         await starting.retry(

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from steward.domain.clock import Clock
 from steward.runtime.harness import Harness
 from steward.runtime.outage import DatabaseOutage
+from steward.runtime.registry import Identity, Registration
 from steward.runtime.scheduler import Scheduler
-from steward.runtime.worker import Worker
+from steward.runtime.worker import Worker, default_worker_name
 from steward.store import Store, notify
 
 
@@ -36,15 +37,27 @@ class RuntimeConfig:
     listen: bool = True
     """Hear at once of work other processes make (PostgreSQL LISTEN/NOTIFY); off, or on
     SQLite, such work is found by the idle poll of ``poll_seconds``."""
+    skip_kinds: frozenset[str] = frozenset()
+    """Task kinds its workers never claim (the harness cannot run them: no model), left for
+    another process that can."""
 
 
 class Runtime:
     def __init__(
-        self, store: Store, harness: Harness, clock: Clock, config: RuntimeConfig | None = None
+        self,
+        store: Store,
+        harness: Harness,
+        clock: Clock,
+        config: RuntimeConfig | None = None,
+        *,
+        identity: Identity | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.config = config or RuntimeConfig()
+        self.name = default_worker_name()
+        """This process in the registry; its scheduler holds leases as it, its workers claim
+        tasks as it with a loop number."""
         self.work_available = asyncio.Event()
         self.scheduler_wakeup = asyncio.Event()
         self.outage = DatabaseOutage(clock)
@@ -54,6 +67,7 @@ class Runtime:
             Scheduler(
                 store,
                 clock,
+                name=self.name,
                 max_sleep_seconds=cfg.poll_seconds,
                 on_work=self.work_available,
                 wakeup=self.scheduler_wakeup,
@@ -67,15 +81,31 @@ class Runtime:
                 store,
                 harness,
                 clock,
+                name=f"{self.name}#{i}",
                 concurrency=cfg.concurrency,
                 lease_seconds=cfg.lease_seconds,
                 poll_seconds=cfg.poll_seconds,
                 retry_base_seconds=cfg.retry_base_seconds,
                 wakeup=self.work_available,
                 outage=self.outage,
+                skip_kinds=cfg.skip_kinds,
             )
-            for _ in range(cfg.workers)
+            for i in range(cfg.workers)
         ]
+        roles = ("scheduler",) * cfg.scheduler + ("worker",) * bool(cfg.workers)
+        self.registration = (
+            None
+            if identity is None
+            else Registration(
+                store,
+                clock,
+                name=self.name,
+                identity=identity,
+                roles=roles,
+                lease_seconds=cfg.lease_seconds,
+            )
+        )
+        """Its row in the registry of processes (None: unlisted, as in tests)."""
         self.stop_event = asyncio.Event()
         wakes: dict[str, Callable[[], None]] = {}
         if self.workers:
@@ -102,6 +132,8 @@ class Runtime:
         listening = None
         if self.listener is not None:
             listening = asyncio.get_running_loop().create_task(self.listener.run())
+        if self.registration is not None:
+            roles.append(self.registration.run(self.stop_event))
         try:
             await asyncio.gather(*roles)
         finally:
@@ -109,6 +141,8 @@ class Runtime:
                 listening.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await listening
+            if self.registration is not None:
+                await self.registration.stopped()
 
     def stop(self) -> None:
         self.stop_event.set()

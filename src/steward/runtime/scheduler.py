@@ -24,10 +24,11 @@ from steward.runtime.outage import DatabaseOutage
 from steward.runtime.schedule import plan_firings, resume_time
 from steward.runtime.worker import _either, default_worker_name
 from steward.store import Store
+from steward.store.workers import SCHEDULER_LEASE
 
 log = structlog.get_logger(__name__)
 
-LEASE_NAME = "scheduler"
+LEASE_NAME = SCHEDULER_LEASE
 
 
 class Scheduler:

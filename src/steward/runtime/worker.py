@@ -70,6 +70,7 @@ class Worker:
         retry_base_seconds: float = 1.0,
         wakeup: asyncio.Event | None = None,
         outage: DatabaseOutage | None = None,
+        skip_kinds: frozenset[str] = frozenset(),
     ) -> None:
         self.store = store
         self.harness = harness
@@ -85,6 +86,8 @@ class Worker:
         """Set it to make the worker look for work now."""
         self.outage = outage or DatabaseOutage(clock)
         """Database outages as this process sees them (shared by its loops)."""
+        self.skip_kinds = skip_kinds
+        """Task kinds it never claims (its harness cannot run them: no model)."""
         self._running: dict[str, asyncio.Task[None]] = {}
         self._draining = asyncio.Event()
         self.activations = 0
@@ -145,6 +148,7 @@ class Worker:
             lease_seconds=self.lease_seconds,
             now=self.clock.now(),
             lease_now=self.clock.lease_now(),
+            skip_kinds=self.skip_kinds,
         )
         for claim in claims:
             task = asyncio.get_running_loop().create_task(self._execute(claim))

@@ -30,6 +30,7 @@ from steward.service.browser import BrowserService
 from steward.service.channels import ChannelService
 from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
+from steward.service.health import HealthService
 from steward.service.hooks import WebhookService
 from steward.service.mailchannel import MailChannelService
 from steward.service.matrixchannel import MatrixChannelService
@@ -37,6 +38,7 @@ from steward.service.memory import MemoryService
 from steward.service.reports import ReportService
 from steward.service.security import SecurityService
 from steward.service.skills import SkillService
+from steward.service.status import StatusService
 from steward.service.triggers import TriggerReport, TriggerService
 from steward.service.webwatches import WebWatchService
 from steward.service.work import TimelineEntry, WorkService, parse_time
@@ -70,5 +72,7 @@ class Service(
     ReportService,
     BrowserService,
     WorkspaceService,
+    StatusService,
+    HealthService,
 ):
     """Everything an interface may do, for the owner or for one token's person."""

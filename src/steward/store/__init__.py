@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 
+from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from steward.errors import ConfigError
@@ -44,6 +46,7 @@ from steward.store.tokens import TokenRepository
 from steward.store.vault import SecretRepository
 from steward.store.watches import WatchRepository
 from steward.store.webwatches import WebWatchRepository
+from steward.store.workers import WorkerRepository
 
 __all__ = ["DatabaseLimits", "Fence", "FinalStep", "Store"]
 
@@ -75,6 +78,7 @@ class Store:
     channels: ChannelRepository
     reports: ReportRepository
     deliveries: DeliveryRepository
+    workers: WorkerRepository
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -102,6 +106,7 @@ class Store:
         self.channels = ChannelRepository(backend)
         self.reports = ReportRepository(backend)
         self.deliveries = DeliveryRepository(backend)
+        self.workers = WorkerRepository(backend)
 
     @classmethod
     async def open(
@@ -140,6 +145,17 @@ class Store:
         if not isinstance(self.backend, PostgresBackend):
             return None
         return Listener(self.backend.dsn, callbacks)
+
+    async def schema_revision(self) -> str | None:
+        """The revision the database's schema is at (None: not set up); the code needs
+        :func:`migrate.head_revision`. Raises :class:`~steward.errors.DatabaseUnavailable`."""
+        return await self.backend.read(migrate.connection_revision)
+
+    async def database_time(self) -> datetime:
+        """The database server's own clock (to compare with this host's)."""
+        now = self.backend.db_now()
+        seconds = await self.backend.read(lambda conn: conn.execute(select(now)).scalar_one())
+        return datetime.fromtimestamp(float(seconds), UTC)
 
     async def close(self) -> None:
         await self.backend.close()

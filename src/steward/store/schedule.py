@@ -108,10 +108,13 @@ class ScheduleRepository:
         )
         return await self.backend.read(lambda conn: [rows.trigger(r) for r in conn.execute(query)])
 
-    async def next_trigger_time(self) -> datetime | None:
+    async def next_trigger_time(self, *, person_id: str | None = None) -> datetime | None:
+        """The next firing: of anyone's trigger, or of one person's."""
         # the same triggers due_triggers hands out: one of a paused goal is not due, and
         # counting it would wake the scheduler over and over for nothing
         query = select(func.min(triggers.c.next_fire_at)).where(_LIVE_TRIGGER)
+        if person_id is not None:
+            query = query.where(triggers.c.person_id == person_id)
         value = await self.backend.read(lambda conn: conn.execute(query).scalar())
         return rows.dt_opt(value)
 

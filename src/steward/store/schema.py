@@ -252,6 +252,24 @@ leases = Table(
     Column("expires_at", Float, nullable=False),
 )
 
+workers = Table(
+    "workers",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("host", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("version", Text, nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("model", Text),
+    Column("roles", Text, nullable=False),
+    Column("cannot_run", Text, nullable=False),
+    Column("lease_seconds", Float, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+    Column("stopped_at", Float),
+    Index("ix_workers_heartbeat", "stopped_at", "heartbeat_at"),
+)
+
 approvals = Table(
     "approvals",
     metadata,

@@ -6,7 +6,7 @@ claimed task commits as it runs (its steps, its outcome) is in :mod:`steward.sto
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +17,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    true,
     update,
 )
 
@@ -159,17 +160,21 @@ class TaskRepository:
         lease_seconds: float,
         now: datetime,
         lease_now: datetime | None = None,
+        skip_kinds: Collection[str] = (),
     ) -> list[Claim]:
         """Take up to ``limit`` due tasks, honouring each person's concurrency limit and
-        skipping tasks of goals that are not active."""
+        skipping tasks of goals that are not active, and tasks of ``skip_kinds`` (kinds this
+        worker cannot run: they wait for one that can)."""
         backend = self.backend
         now_f = rows.ts(now)
+        skipped = sorted(skip_kinds)
 
         def op(conn: Connection) -> list[Claim]:
             candidates = conn.execute(
                 backend.lock_rows(
                     select(tasks.c.id, tasks.c.person_id)
                     .where(tasks.c.status == TaskStatus.PENDING.value, tasks.c.run_at <= now_f)
+                    .where(tasks.c.kind.not_in(skipped) if skipped else true())
                     .where(
                         or_(
                             tasks.c.goal_id.is_(None),
@@ -493,9 +498,12 @@ class TaskRepository:
         query = select(func.min(tasks.c.run_at)).where(tasks.c.status == "pending")
         return rows.dt_opt(await self.backend.read(lambda conn: conn.execute(query).scalar()))
 
-    async def next_wait_time(self) -> datetime | None:
-        """Earliest wake time of a timed wait (what the scheduler waits for)."""
+    async def next_wait_time(self, *, person_id: str | None = None) -> datetime | None:
+        """Earliest wake time of a timed wait (what the scheduler waits for): everyone's, or
+        one person's."""
         query = select(func.min(tasks.c.wait_until)).where(tasks.c.status == "waiting")
+        if person_id is not None:
+            query = query.where(tasks.c.person_id == person_id)
         return rows.dt_opt(await self.backend.read(lambda conn: conn.execute(query).scalar()))
 
 

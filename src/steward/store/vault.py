@@ -97,6 +97,11 @@ class SecretRepository:
         query = select(func.count()).select_from(secrets)
         return await self.backend.read(lambda conn: int(conn.execute(query).scalar_one()))
 
+    async def sample_ciphertexts(self, limit: int = 5) -> list[str]:
+        """A few stored ciphertexts, the newest first: whether the vault's keys open them."""
+        query = select(secrets.c.ciphertext).order_by(secrets.c.created_at.desc()).limit(limit)
+        return await self.backend.read(lambda conn: [str(c) for c in conn.execute(query).scalars()])
+
     async def delete_secret(
         self, person_id: str, name: str, *, now: datetime, actor: str = "person"
     ) -> None:
