@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from fastapi import FastAPI, Header, HTTPException
 
 from steward.config import Settings
+from steward.domain.authority import Connection
 from steward.domain.clock import Clock
+from steward.domain.ids import new_id
 from steward.sentinel.vault import VaultKeys
 from steward.service import Service
 from steward.service.doctor import Finding, Level, diagnose
@@ -177,10 +180,25 @@ async def test_a_connected_account_that_no_longer_signs_in_is_a_problem(
 ) -> None:
     svc = Service(store, Clock(), data_dir=data_dir)
     person = await svc.ensure_person()
-    await svc.add_connection(
-        person_id=person.id, kind="email", name="home mail", scopes=["email.send"]
+    # an account connected before its kind's connector went away (settings, a login)
+    await store.authority.add_connection(
+        Connection(
+            id=new_id("con"),
+            person_id=person.id,
+            kind="email",
+            name="home mail",
+            scopes=("email.send",),
+            created_at=datetime.now(UTC),
+            settings={"host": "imap.example.com", "username": "me"},
+        )
     )
-    found = (await findings(data_dir, db_url))["account home mail"]
+    # a connection that only holds authority has no login to test
+    await svc.add_connection(
+        person_id=person.id, kind="http", name="shop", scopes=["payment.send"], hosts=["shop.io"]
+    )
+    everything = await findings(data_dir, db_url)
+    assert "account shop" not in everything
+    found = everything["account home mail"]
     assert found.level is Level.PROBLEM
     # a connection made before its kind had a connector: the connector test's own words
     assert found.said.startswith("no connector for 'email'; connectable: mail, calendar")

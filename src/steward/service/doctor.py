@@ -236,9 +236,13 @@ async def model(settings: Settings, client_factory: Callable[..., httpx.AsyncCli
 
 
 async def connections(store: Store, svc: Service) -> list[Finding]:
-    """Each active connected account signs in again (its connector's own test)."""
+    """Each active connected account signs in again (its connector's own test). A connection
+    made only to hold authority (`steward connection add`: an HTTP host a grant may pay, say)
+    has no login to test."""
     found = []
     for connection in await store.authority.list_active_connections():
+        if not connection.settings and connection.secret is None:
+            continue
         try:
             checked = await svc.test_connection(connection.name, person_id=connection.person_id)
             said, fine = checked.said, checked.ok
