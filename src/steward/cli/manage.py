@@ -15,13 +15,13 @@ from steward.cli.common import (
     emit,
     emit_one,
     parse_json_arg,
+    parse_time,
     run,
     service,
+    to_jsonable,
 )
 from steward.domain import Budget, GoalStatus, TaskSpec
 from steward.domain.journal import resolution_summary
-from steward.service import parse_time
-from steward.service.encode import to_jsonable
 
 goal_app = typer.Typer(help="Goals: durable intent.", no_args_is_help=True)
 task_app = typer.Typer(help="Tasks: units of execution.", no_args_is_help=True)
