@@ -126,19 +126,25 @@ def emit(items: Sequence[Any], columns: Sequence[str], *, as_json: bool, title: 
         return
     table = Table(title=title or None)
     for col in columns:
-        table.add_column(col)
+        # an id is what the person copies into the next command: never cut short with an
+        # ellipsis (folded onto a second line only on a terminal too narrow for it)
+        table.add_column(col, overflow="fold" if _is_id(col) else "ellipsis")
     for item in items:
-        row = []
-        for col in columns:
-            value = getattr(item, col, None)
-            if isinstance(value, datetime):
-                value = value.strftime("%Y-%m-%d %H:%M:%S")
-            elif isinstance(value, Enum):
-                value = value.value
-            # stored values can carry others' text: shown as text, never as Rich markup
-            row.append(Text("" if value is None else str(value)))
-        table.add_row(*row)
+        table.add_row(*[_cell(getattr(item, col, None)) for col in columns])
     console.print(table)
+
+
+def _is_id(column: str) -> bool:
+    return column == "id" or column.endswith("_id")
+
+
+def _cell(value: Any) -> Text:
+    if isinstance(value, datetime):
+        value = value.strftime("%Y-%m-%d %H:%M:%S")
+    elif isinstance(value, Enum):
+        value = value.value
+    # stored values can carry others' text: shown as text, never as Rich markup
+    return Text("" if value is None else str(value))
 
 
 def emit_one(item: Any, *, as_json: bool) -> None:
