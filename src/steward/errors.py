@@ -147,6 +147,12 @@ class DatabaseUnavailable(StewardRuntimeError):
         self.reason = reason
 
 
+class DatabaseUnusable(StewardRuntimeError):
+    """The database cannot be used at all, however long one waits: the file is not a
+    database, its schema was written by a newer Steward, or it is read-only. The person must
+    act (the message says how); nothing was changed."""
+
+
 class EffectInDoubt(StewardRuntimeError):
     """A side effect may or may not have happened, and the tool cannot tell; a person decides."""
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from sqlalchemy.engine import make_url
 
-from steward.errors import ConfigError
+from steward.errors import ConfigError, DatabaseUnusable
 from steward.store import migrate
 from steward.store.activations import ActivationRepository, FinalStep
 from steward.store.audit import AuditRepository
@@ -138,8 +138,15 @@ class Store:
 def _migrate_if_behind(backend: Backend) -> None:
     """Migrate only when the schema is behind: a read decides, so opening a current database
     never waits for (nor takes) the write lock another process may hold for a long time."""
-    if migrate.current_revision(backend.engine) != migrate.head_revision():
-        migrate.upgrade(backend.migration_engine)
+    current, head = migrate.current_revision(backend.engine), migrate.head_revision()
+    if current == head:
+        return
+    if current is not None and not migrate.is_known(current):
+        raise DatabaseUnusable(
+            f"the database {backend.url} is at schema revision {current}, which a newer "
+            f"Steward wrote (this one knows up to {head}): run that newer Steward on it"
+        )
+    migrate.upgrade(backend.migration_engine)
 
 
 def _backend_for(url: str, limits: DatabaseLimits | None) -> Backend:

@@ -8,6 +8,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 from sqlalchemy import Engine
 
 _HERE = Path(__file__).parent / "migrations"
@@ -23,6 +24,15 @@ def head_revision() -> str:
     head = ScriptDirectory.from_config(_config()).get_current_head()
     assert head is not None
     return head
+
+
+def is_known(revision: str) -> bool:
+    """Whether this code has the migration ``revision`` (an unknown one was written by a newer
+    Steward)."""
+    try:
+        return ScriptDirectory.from_config(_config()).get_revision(revision) is not None
+    except CommandError:
+        return False
 
 
 def current_revision(engine: Engine) -> str | None:
