@@ -37,6 +37,7 @@ from steward.domain.tokens import CONTROL, READ
 from steward.errors import ConfigError, UsageError
 from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
+from steward.service.taskinput import check_input
 
 _ENDED = {
     "succeed": "succeeded",
@@ -239,7 +240,7 @@ class WorkService(ServiceBase):
     ) -> Task:
         person_id = self._for(person_id, CONTROL)
         task = await self.store.tasks.create_task(
-            checked_task(spec, self.task_kinds),
+            checked_task(spec, self.task_kinds, goal_id=goal_id),
             person_id=person_id,
             goal_id=goal_id,
             run_at=run_at,
@@ -446,8 +447,9 @@ def _short(content: dict[str, Any], width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def checked_task(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
-    """A task spec as stored: a bad one is refused here, not discovered mid-run."""
+def checked_task(spec: TaskSpec, kinds: frozenset[str] | None, *, goal_id: str | None) -> TaskSpec:
+    """A task spec as stored, for a task under ``goal_id`` (or none): a bad one is refused
+    here, not discovered mid-run."""
     if kinds is not None and spec.kind not in kinds:
         raise UsageError(
             f"unknown task kind {spec.kind!r}: the workers run {', '.join(sorted(kinds))}"
@@ -456,6 +458,7 @@ def checked_task(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
         raise UsageError("max_attempts must be at least 1")
     check_json([spec.kind, spec.title, spec.input], "a task")
     check_text(spec.kind, "a task's kind", most=MAX_NAME)
+    check_input(spec.kind, spec.input, goal_id)
     if spec.kind == "http_post":
         # where it may post is decided when it runs (connections change); what it names is
         # read here, the way the sentinel and the broker will read it
