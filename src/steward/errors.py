@@ -68,6 +68,15 @@ class NotFound(UsageError):
         self.ident = ident
 
 
+class NoneStartsWith(NotFound):
+    """No object of a kind the caller may see has an id starting with the given prefix."""
+
+    def __init__(self, kind: str, prefix: str) -> None:
+        UsageError.__init__(self, f"no {kind} starts with {prefix!r}")
+        self.kind = kind
+        self.ident = prefix
+
+
 class InvalidTransition(UsageError):
     """A status change the state machine does not allow."""
 

@@ -168,4 +168,4 @@ async def remote_service(login: Login) -> AsyncIterator[Service]:
         timeout=CALL_TIMEOUT_SECONDS,
     ) as client:
         # it has every remote-callable method of Service, by name; commands need no other
-        yield cast(Service, RemoteService(client))
+        yield cast("Service", RemoteService(client))

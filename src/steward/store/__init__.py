@@ -28,6 +28,7 @@ from steward.store.feed import FeedRepository
 from steward.store.fencing import Fence
 from steward.store.goals import GoalRepository
 from steward.store.heartbeats import HeartbeatRepository
+from steward.store.ids import IdRepository
 from steward.store.inbox import InboxRepository
 from steward.store.mailchannel import MailChannelRepository
 from steward.store.memory import MemoryRepository
@@ -52,6 +53,7 @@ class Store:
 
     persons: PersonRepository
     goals: GoalRepository
+    ids: IdRepository
     tasks: TaskRepository
     activations: ActivationRepository
     schedule: ScheduleRepository
@@ -79,6 +81,7 @@ class Store:
         self.backend = backend
         self.persons = PersonRepository(backend)
         self.goals = GoalRepository(backend)
+        self.ids = IdRepository(backend)
         self.tasks = TaskRepository(backend)
         self.activations = ActivationRepository(backend)
         self.schedule = ScheduleRepository(backend)
