@@ -68,6 +68,8 @@ CASES: dict[str, tuple[str, Call]] = {
         lambda s, t: s.create_task(person_id=_pid(t), spec=TaskSpec(kind="noop")),
     ),
     "get_task": (READ, lambda s, t: s.get_task(t.task.id)),
+    # a whole id, so that it names one person's task only
+    "resolve_id": (READ, lambda s, t: s.resolve_id(t.task.id)),
     "task_detail": (READ, lambda s, t: s.task_detail(t.task.id)),
     "count_tasks": (OWN, lambda s, t: s.count_tasks()),
     "status": (OWN, lambda s, t: s.status()),

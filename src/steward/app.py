@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -14,20 +15,14 @@ from steward.connectors import registry
 from steward.connectors.base import ConnectorEnv
 from steward.connectors.http import http_tool
 from steward.connectors.mail.channel import EmailSender
-from steward.connectors.matrix.listen import MatrixListener, MatrixPeople
-from steward.connectors.matrix.sender import MatrixSender
 from steward.connectors.notify.dispatch import Dispatcher
 from steward.connectors.post import KIND as HTTP_POST
 from steward.connectors.post import http_post_kind
 from steward.connectors.watch import Watcher
-from steward.connectors.web.fetch import Fetcher
-from steward.connectors.web.goalwatch import watch_page_tool
-from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
 from steward.domain.channel import ChannelKind, ChannelSender
 from steward.domain.clock import Clock
 from steward.domain.workers import SystemStatus
 from steward.environment import sandbox
-from steward.environment.browser import launcher
 from steward.environment.provenance import Provenance
 from steward.environment.tools import workspace_tools
 from steward.errors import ConfigError
@@ -56,6 +51,13 @@ from steward.sentinel.policy import PolicySentinel
 from steward.sentinel.replytoken import ReplyTokens
 from steward.sentinel.vault import Vault, VaultKeys
 from steward.store import DatabaseLimits, Store
+
+# what only the long-running roles use (Matrix's client, page watches, the browser) is
+# imported inside the functions that build them: the CLI's short commands import this module
+if TYPE_CHECKING:
+    from steward.connectors.matrix.listen import MatrixListener, MatrixPeople
+    from steward.connectors.matrix.sender import MatrixSender
+    from steward.connectors.web.watches import WebWatchRunner
 
 NO_MODEL = (
     "no model is configured: run `steward init` to set one (or set STEWARD_MODEL, and "
@@ -259,6 +261,9 @@ async def web_watch_runner(
     """The runner of every person's web watches: due ones claimed in batches under a lease
     (one process checks each), fetched politely through the egress broker; ``on_events`` is
     called when a check stored an event (the scheduler routes it to the goal's trigger)."""
+    from steward.connectors.web.fetch import Fetcher
+    from steward.connectors.web.watches import WebWatchRunner, shared_tls_clients
+
     env = await connector_env(settings, store, clock, client_factory=shared_tls_clients())
     return WebWatchRunner(
         store=store,
@@ -300,6 +305,8 @@ async def matrix_channel_sender(
 ) -> MatrixSender:
     """The Matrix channel's sender: the bot's token opened from the vault by the broker,
     links on ``dashboard_url``."""
+    from steward.connectors.matrix.sender import MatrixSender
+
     return MatrixSender(
         env=await connector_env(settings, store, clock), dashboard_url=dashboard_url
     )
@@ -310,6 +317,8 @@ async def matrix_listener(
 ) -> MatrixListener:
     """The long-poll sync of every Matrix channel's rooms: the person's messages go to
     ``people`` (the facade), which posts the agent's answers."""
+    from steward.connectors.matrix.listen import MatrixListener
+
     return MatrixListener(env=await connector_env(settings, store, clock), people=people)
 
 
@@ -326,6 +335,9 @@ async def build_harness(
     every proposed action passes the person's policy (:class:`PolicySentinel`), and web API
     calls carry credentials only through the egress broker. ``more_tools`` adds tools made
     over that broker (the demo's office)."""
+    from steward.connectors.web.goalwatch import watch_page_tool
+    from steward.environment.browser import launcher
+
     connectors = await connector_env(settings, store, clock)
     broker = connectors.broker
     sentinel = PolicySentinel(store, clock)

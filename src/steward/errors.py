@@ -68,6 +68,15 @@ class NotFound(UsageError):
         self.ident = ident
 
 
+class NoneStartsWith(NotFound):
+    """No object of a kind the caller may see has an id starting with the given prefix."""
+
+    def __init__(self, kind: str, prefix: str) -> None:
+        UsageError.__init__(self, f"no {kind} starts with {prefix!r}")
+        self.kind = kind
+        self.ident = prefix
+
+
 class InvalidTransition(UsageError):
     """A status change the state machine does not allow."""
 
@@ -145,6 +154,12 @@ class DatabaseUnavailable(StewardRuntimeError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"database unavailable: {reason}")
         self.reason = reason
+
+
+class DatabaseUnusable(StewardRuntimeError):
+    """The database cannot be used at all, however long one waits: the file is not a
+    database, its schema was written by a newer Steward, or it is read-only. The person must
+    act (the message says how); nothing was changed."""
 
 
 class EffectInDoubt(StewardRuntimeError):

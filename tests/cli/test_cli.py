@@ -50,7 +50,7 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(db: str) -> None:
     assert cli_json(db, "trigger", "list") == []
     code, out = cli(db, "task", "pause", "tsk_missing")
     assert code == 1
-    assert "not found" in out
+    assert "no task starts with 'tsk_missing'" in out  # ids may be given shortened
     code, out = cli(db, "goal", "create", "x", "--deadline", "2020-01-01T00:00:00+00:00")
     assert code == 1
     assert "already past" in out
@@ -141,7 +141,7 @@ def test_goal_budget_is_set_and_validated(db: str) -> None:
     assert "must not be negative" in out
     code, out = cli(db, "goal", "budget", "gol_missing", "--max-steps", "1")
     assert code == 1
-    assert "not found" in out
+    assert "no goal starts with 'gol_missing'" in out
 
 
 def test_tokens_and_audit_from_the_cli(db: str) -> None:

@@ -58,10 +58,18 @@ async def test_the_facade_refuses_an_unknown_kind_for_tasks_and_triggers(
             )
     assert await store.tasks.list_tasks(person_id=person.id) == []
     assert await store.schedule.list_triggers(person_id=person.id) == []
-    needs = {"http_post": {"url": "https://api.example.org/hook"}}  # refused without one
+    # each refused without what it needs (see the test of input below)
+    needs = {
+        "http_post": {"url": "https://api.example.org/hook"},
+        "note": {"text": "remember the milk"},
+        "wait_event": {"type": "email.received"},
+    }
+    goal = await svc.create_goal(person_id=person.id, title="a note needs a goal")
     for kind in sorted(task_kinds()):
         await svc.create_task(
-            person_id=person.id, spec=TaskSpec(kind=kind, input=needs.get(kind, {}))
+            person_id=person.id,
+            spec=TaskSpec(kind=kind, input=needs.get(kind, {})),
+            goal_id=goal.id,
         )
 
 
@@ -74,3 +82,57 @@ async def test_the_kinds_checked_are_the_kinds_the_workers_run(
     harness = await build_harness(Settings(data_dir=tmp_path), store, clock)
     assert isinstance(harness.fallback, StepHarness)
     assert task_kinds() == {AGENT_KIND, *harness.fallback.kinds}
+
+
+def test_the_command_line_refuses_a_note_without_a_goal_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A note writes into its goal: without one it used to fail five times on a worker and end
+    dead-lettered."""
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    code, out = cli(db, "task", "create", "note", "--input", '{"text": "hi"}')
+    assert code == 1, out
+    assert "a note task writes into its goal, so it needs one" in out
+    assert json.loads(cli(db, "task", "list", "--json")[1]) == []
+    goal = json.loads(cli(db, "goal", "create", "Notes", "--json")[1])
+    code, out = cli(db, "task", "create", "note", "--goal", goal["id"], "--input", "{}")
+    assert code == 1, out
+    assert "a note task needs input.text" in out
+    code, out = cli(db, "task", "create", "note", "--goal", goal["id"], "--input", '{"text": "hi"}')
+    assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    ("spec", "goal", "why"),
+    [
+        (TaskSpec(kind="note", input={"text": "hi"}), False, "needs one"),
+        (TaskSpec(kind="note", input={"text": 3}), True, "needs input.text"),
+        (TaskSpec(kind="noop", input={"steps": 0}), False, "input.steps must be a whole number"),
+        (TaskSpec(kind="noop", input={"steps": "2"}), False, "input.steps must be a whole number"),
+        (TaskSpec(kind="wait_event"), False, "needs input.type"),
+        (TaskSpec(kind="wait_event", input={"type": "x", "match": []}), False, "input.match"),
+        (
+            TaskSpec(kind="wait_event", input={"type": "x", "timeout_seconds": -1}),
+            False,
+            "input.timeout_seconds must be above 0",
+        ),
+    ],
+)
+async def test_the_facade_refuses_input_a_kind_cannot_run_for_tasks_and_triggers(
+    store: Store, clock: SimulatedClock, spec: TaskSpec, goal: bool, why: str
+) -> None:
+    svc = Service(store, clock, task_kinds=task_kinds())
+    person = await svc.ensure_person()
+    goal_id = (await svc.create_goal(person_id=person.id, title="g")).id if goal else None
+    with pytest.raises(UsageError, match=why):
+        await svc.create_task(person_id=person.id, spec=spec, goal_id=goal_id)
+    with pytest.raises(UsageError, match=why):
+        await svc.add_trigger(
+            person_id=person.id,
+            goal_id=goal_id,
+            kind=TriggerKind.INTERVAL,
+            spec="3600",
+            task=spec,
+        )
+    assert await store.tasks.list_tasks(person_id=person.id) == []
+    assert await store.schedule.list_triggers(person_id=person.id) == []

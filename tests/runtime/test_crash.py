@@ -65,7 +65,8 @@ the service then killed, which a random kill may pre-empt): a run without it is 
 
 
 PROCESSES = multiprocessing.get_context("forkserver")
-PROCESSES.set_forkserver_preload(["steward.cli.main", __name__])
+# what a serving process imports (steward.cli.main alone is light, for `steward --help`)
+PROCESSES.set_forkserver_preload(["steward.cli.main", "steward.api", "steward.app", __name__])
 
 
 def steward(argv: list[str], log: str) -> None:

@@ -224,7 +224,9 @@ async def test_event_arriving_as_the_task_goes_to_sleep_wakes_it(db_url: str, ri
     store = rig.service.store
     clock = rig.clock
     task = await rig.service.create_task(
-        person_id=rig.person.id, goal_id=rig.goal.id, spec=TaskSpec(kind="wait_event")
+        person_id=rig.person.id,
+        goal_id=rig.goal.id,
+        spec=TaskSpec(kind="wait_event", input={"type": PR}),
     )
     [claim] = await store.tasks.claim_tasks(
         worker="w", limit=1, lease_seconds=30, now=clock.now(), lease_now=clock.lease_now()

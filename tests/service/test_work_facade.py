@@ -101,8 +101,10 @@ async def test_list_tasks_of_one_kind(two: tuple[Tenant, Tenant, Service, Servic
     everyones = await owner.list_tasks(kind="agent")
     assert {t.person_id for t in everyones} == {a.person.id, b.person.id}
     assert [t.id for t in await owner.list_tasks(person_id=a.person.id, kind="agent")] == [asked.id]
-    note = await as_a.create_task(person_id="", spec=TaskSpec(kind="note"))
-    assert [t.id for t in await as_a.list_tasks(kind="note", status="pending")] == [note.id]
+    waits = TaskSpec(kind="wait_event", input={"type": "email.received"})
+    waiting = await as_a.create_task(person_id="", spec=waits)
+    pending = await as_a.list_tasks(kind="wait_event", status="pending")
+    assert [t.id for t in pending] == [waiting.id]
     assert await as_a.list_tasks(kind="noop", status="pending") == []  # it is running
     with pytest.raises(UsageError, match="unknown status"):
         await as_a.list_tasks(status="asleep")

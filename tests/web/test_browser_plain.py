@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from playwright.async_api import Browser, Page, expect
 
 from steward.api import create_app
-from steward.cli.main import _login_link
+from steward.cli.serve import _login_link
 from steward.domain import (
     Approval,
     ApprovalStatus,

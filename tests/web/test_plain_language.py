@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import httpx
 
 from steward.api import create_app
-from steward.cli.main import _login_link
+from steward.cli.serve import _login_link
 from steward.domain import ApprovalStatus, TaskSpec
 from steward.domain.clock import SimulatedClock
 from steward.domain.skill import SkillContent

@@ -14,19 +14,12 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.markup import escape
 from rich.text import Text
 
-from steward.app import (
-    build_harness,
-    embedder_from,
-    process_identity,
-    server_runs_agents,
-    task_kinds,
-)
 from steward.cli.common import (
     AudienceOption,
     DbOption,
@@ -38,15 +31,12 @@ from steward.cli.common import (
     run,
     service,
 )
-from steward.cli.remote import remote_login, remote_service
-from steward.config import Settings, private_data_dir
 from steward.domain import ApprovalStatus, Step, Task, TaskStatus
 from steward.domain.audience import Audience
-from steward.domain.clock import Clock
 from steward.errors import UsageError
-from steward.runtime.runtime import Runtime, RuntimeConfig
-from steward.service import Service
-from steward.store import Store
+
+if TYPE_CHECKING:
+    from steward.service import Service
 
 T = TypeVar("T")
 approval_app = typer.Typer(help="Approvals the agent is waiting for.", no_args_is_help=True)
@@ -57,6 +47,20 @@ POLL_SECONDS = 0.2
 async def _live(db: str | None) -> AsyncIterator[Service]:
     """A service with a runtime running in this process (or a server's, which runs tasks
     itself)."""
+    from steward.app import (
+        build_harness,
+        embedder_from,
+        process_identity,
+        server_runs_agents,
+        task_kinds,
+    )
+    from steward.cli.remote import remote_login, remote_service
+    from steward.config import Settings, private_data_dir
+    from steward.domain.clock import Clock
+    from steward.runtime.runtime import Runtime, RuntimeConfig
+    from steward.service import Service
+    from steward.store import Store
+
     login = remote_login(db)
     if login is not None:
         async with remote_service(login) as remote:

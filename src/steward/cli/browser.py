@@ -4,14 +4,24 @@ every site."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from steward.cli.common import DbOption, JsonOption, PersonOption, console, run, service
-from steward.service.browser import BrowserView
-from steward.service.encode import to_jsonable
+from steward.cli.common import (
+    DbOption,
+    JsonOption,
+    PersonOption,
+    console,
+    run,
+    service,
+    to_jsonable,
+)
+
+if TYPE_CHECKING:
+    from steward.service.browser import BrowserView
 
 browser_app = typer.Typer(
     help="Your browser: what it last showed each task; log it out everywhere.",

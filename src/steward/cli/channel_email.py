@@ -8,9 +8,16 @@ import json
 import typer
 from rich.text import Text
 
-from steward.cli.common import DbOption, JsonOption, PersonOption, console, run, service
+from steward.cli.common import (
+    DbOption,
+    JsonOption,
+    PersonOption,
+    console,
+    run,
+    service,
+    to_jsonable,
+)
 from steward.domain.channel import Channel
-from steward.service.encode import to_jsonable
 
 
 def add_email(

@@ -9,9 +9,15 @@ import sys
 import typer
 from rich.text import Text
 
-from steward.cli.common import DbOption, JsonOption, console, run, service
+from steward.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    run,
+    service,
+    to_jsonable,
+)
 from steward.domain.channel import Channel
-from steward.service.encode import to_jsonable
 
 
 def add_matrix(

@@ -9,6 +9,7 @@ Web Push is enabled from the dashboard's Channels page, on the device itself.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -25,7 +26,9 @@ from steward.cli.common import (
     service,
 )
 from steward.errors import UsageError
-from steward.service import Service
+
+if TYPE_CHECKING:
+    from steward.service import Service
 
 channel_app = typer.Typer(
     help="Channels: how Steward reaches you (Apprise services, Web Push, e-mail).",

@@ -7,13 +7,15 @@ provider's webhook settings: the payload URL, the content type and the events to
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.text import Text
 
-from steward.api.app import API_PREFIX
-from steward.api.routes.codehost import DELIVERY_ROUTE
 from steward.cli.common import DbOption, PersonOption, console, run, service
-from steward.service.codehost import CodeHostSetup
+
+if TYPE_CHECKING:
+    from steward.service.codehost import CodeHostSetup
 
 codehost_app = typer.Typer(
     help="GitHub and GitLab as sources of events (pull requests, failed checks, comments).",
@@ -84,6 +86,9 @@ def secret(
 
 
 def _show(done: CodeHostSetup, url: str | None) -> None:
+    from steward.api.app import API_PREFIX
+    from steward.api.routes.codehost import DELIVERY_ROUTE
+
     kind = done.connection.kind
     path = API_PREFIX + DELIVERY_ROUTE.format(kind=kind, connection_id=done.connection.id)
     base = url.rstrip("/") if url else "https://<steward-address>"

@@ -9,21 +9,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import datetime
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from steward.app import database_limits, embedder_from, task_kinds
-from steward.cli.remote import TOKEN_ENV, remote_login, remote_service
-from steward.config import Settings, private_data_dir
 from steward.errors import StewardError
-from steward.logs import configure as configure_logging
-from steward.service import Service
-from steward.service.encode import to_jsonable
-from steward.store import Store
+
+if TYPE_CHECKING:
+    from steward.service import Service
 
 T = TypeVar("T")
 console = Console()
@@ -44,6 +40,8 @@ PersonOption = typer.Option(None, "--person", envvar="STEWARD_PERSON", help="Per
 
 def run(coro: Callable[[], Awaitable[T]], *, log_level: str = "warning") -> T:
     """Run an async command; a Steward error becomes one clear line and exit code 1."""
+    from steward.logs import configure as configure_logging
+
     configure_logging(log_level)
     try:
         return asyncio.run(coro())  # type: ignore[arg-type]
@@ -55,6 +53,8 @@ def run(coro: Callable[[], Awaitable[T]], *, log_level: str = "warning") -> T:
 async def as_caller(svc: Service) -> Service:
     """``svc`` bound to ``$STEWARD_TOKEN`` when it is set (then every command acts for that
     token's person only, within its scopes); otherwise the machine owner's, for anyone."""
+    from steward.cli.remote import TOKEN_ENV
+
     token = os.environ.get(TOKEN_ENV)
     return await svc.authenticate(token) if token else svc
 
@@ -63,6 +63,13 @@ async def as_caller(svc: Service) -> Service:
 async def service(db: str | None) -> AsyncIterator[Service]:
     """The facade a command acts through: a server's (:mod:`steward.cli.remote`), or one on
     the database."""
+    # imported here, not at the top: `steward --help` and every command's parsing stay fast
+    from steward.app import database_limits, embedder_from, task_kinds
+    from steward.cli.remote import remote_login, remote_service
+    from steward.config import Settings, private_data_dir
+    from steward.service import Service
+    from steward.store import Store
+
     login = remote_login(db)
     if login is not None:
         async with remote_service(login) as remote:
@@ -85,6 +92,28 @@ async def service(db: str | None) -> AsyncIterator[Service]:
         await store.close()
 
 
+def to_jsonable(value: Any) -> Any:
+    """:func:`steward.service.encode.to_jsonable`, imported when a command first prints JSON
+    (importing it imports the facade, which ``--help`` must not pay for)."""
+    from steward.service.encode import to_jsonable as encode
+
+    return encode(value)
+
+
+def parse_time(value: str) -> datetime:
+    """:func:`steward.service.parse_time`, imported when first used (as :func:`to_jsonable`)."""
+    from steward.service import parse_time as parse
+
+    return parse(value)
+
+
+def url_of(db: str | None) -> str:
+    """The database a command that opens it directly works on: ``--db``, else the settings'."""
+    from steward.config import Settings
+
+    return db or Settings().resolved_database_url()
+
+
 def working(what: str) -> AbstractContextManager[object]:
     """A spinner on the terminal while a long operation runs (nothing when not a terminal)."""
     return err_console.status(f"{what}…")
@@ -97,19 +126,25 @@ def emit(items: Sequence[Any], columns: Sequence[str], *, as_json: bool, title: 
         return
     table = Table(title=title or None)
     for col in columns:
-        table.add_column(col)
+        # an id is what the person copies into the next command: never cut short with an
+        # ellipsis (folded onto a second line only on a terminal too narrow for it)
+        table.add_column(col, overflow="fold" if _is_id(col) else "ellipsis")
     for item in items:
-        row = []
-        for col in columns:
-            value = getattr(item, col, None)
-            if isinstance(value, datetime):
-                value = value.strftime("%Y-%m-%d %H:%M:%S")
-            elif isinstance(value, Enum):
-                value = value.value
-            # stored values can carry others' text: shown as text, never as Rich markup
-            row.append(Text("" if value is None else str(value)))
-        table.add_row(*row)
+        table.add_row(*[_cell(getattr(item, col, None)) for col in columns])
     console.print(table)
+
+
+def _is_id(column: str) -> bool:
+    return column == "id" or column.endswith("_id")
+
+
+def _cell(value: Any) -> Text:
+    if isinstance(value, datetime):
+        value = value.strftime("%Y-%m-%d %H:%M:%S")
+    elif isinstance(value, Enum):
+        value = value.value
+    # stored values can carry others' text: shown as text, never as Rich markup
+    return Text("" if value is None else str(value))
 
 
 def emit_one(item: Any, *, as_json: bool) -> None:

@@ -13,20 +13,20 @@ import asyncio
 import sys
 import threading
 import webbrowser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route
 
-from steward.api.server import serving
 from steward.cli.common import DbOption, PersonOption, console, err_console, run, service
 from steward.errors import UsageError
-from steward.service import Service
-from steward.service.connections import AccountStatus, Connected, scopes_in_words
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+
+    from steward.service import Service
+    from steward.service.connections import AccountStatus, Connected
 
 AUTHORIZE_TIMEOUT_SECONDS = 600.0
 """How long ``connect --provider`` waits for the person to allow access in the browser."""
@@ -149,6 +149,8 @@ def connect(
                 **common,
             )
 
+    from steward.service.connections import scopes_in_words
+
     done = run(main)
     connection = done.connection
     console.print(Text(f"Connected {connection.name} ({connection.kind}). {done.check}."))
@@ -173,6 +175,12 @@ async def _authorize(
 ) -> Connected:
     """The authorization-code flow with a loopback redirect: listen, send the person to the
     provider, wait for the code, connect with it."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from steward.api.server import serving
+
     arrived: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
 
     async def callback(request: Request) -> PlainTextResponse:

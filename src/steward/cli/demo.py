@@ -7,12 +7,12 @@ from pathlib import Path
 import typer
 
 from steward.cli.common import console, run
-from steward.demo import DemoOptions, default_demo_dir, run_demo
-from steward.demo.run import DEFAULT_EVERY, DEFAULT_PORT
 
 
 def demo(
-    port: int = typer.Option(DEFAULT_PORT, help="Serve the API and dashboard here (0: any)."),
+    port: int | None = typer.Option(
+        None, help="Serve the API and dashboard here (0: any; default 8470)."
+    ),
     data_dir: Path | None = typer.Option(
         None,
         "--data-dir",
@@ -20,7 +20,9 @@ def demo(
         "directory; never your database).",
     ),
     seconds: float | None = typer.Option(None, help="Stop after this many seconds."),
-    every: float = typer.Option(DEFAULT_EVERY, help="Seconds between scheduled inbox checks."),
+    every: float | None = typer.Option(
+        None, help="Seconds between scheduled inbox checks (default 20)."
+    ),
     notify: str | None = typer.Option(
         None,
         help="An Apprise address (ntfys://ntfy.sh/my-topic, tgram://…) the demo's reports also "
@@ -33,10 +35,14 @@ def demo(
     """Run a self-contained demo: a person, goals, approvals, memories and skills, a fake mail
     service and a scripted model, with the dashboard; nothing leaves this machine (but the
     reports, with --notify)."""
+    # the demo (its web server, its scripted model) is imported only when it runs
+    from steward.demo import DemoOptions, default_demo_dir, run_demo
+    from steward.demo.run import DEFAULT_EVERY, DEFAULT_PORT
+
     options = DemoOptions(
         data_dir=data_dir or default_demo_dir(),
-        port=port,
-        every=every,
+        port=DEFAULT_PORT if port is None else port,
+        every=DEFAULT_EVERY if every is None else every,
         notify=notify,
         notify_private_network=private_network,
     )

@@ -1,4 +1,8 @@
-"""CLI commands that manage goals, tasks, events and effects (triggers: ``cli.triggers``)."""
+"""CLI commands that manage goals, tasks, events and effects (triggers: ``cli.triggers``).
+
+A goal's or a task's id may be given shortened, to any prefix that names one of the person's
+(``gol_01a2c``): the facade's ``resolve_id`` completes it, or says it names none or several.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +19,13 @@ from steward.cli.common import (
     emit,
     emit_one,
     parse_json_arg,
+    parse_time,
     run,
     service,
+    to_jsonable,
 )
 from steward.domain import Budget, GoalStatus, TaskSpec
 from steward.domain.journal import resolution_summary
-from steward.service import parse_time
-from steward.service.encode import to_jsonable
 
 goal_app = typer.Typer(help="Goals: durable intent.", no_args_is_help=True)
 task_app = typer.Typer(help="Tasks: units of execution.", no_args_is_help=True)
@@ -95,7 +99,7 @@ def goal_show(goal_id: str, db: str | None = DbOption, as_json: bool = JsonOptio
 
     async def main() -> None:
         async with service(db) as svc:
-            detail = await svc.goal_detail(goal_id)
+            detail = await svc.goal_detail(await svc.resolve_id(goal_id))
             emit_one({**to_jsonable(detail["goal"]), "usage": detail["usage"]}, as_json=as_json)
 
     run(main)
@@ -123,7 +127,8 @@ def goal_budget(
                 max_cost_usd=max_cost_usd,
                 max_seconds=max_seconds,
             )
-            emit_one(await svc.set_goal_budget(goal_id, budget), as_json=as_json)
+            whole = await svc.resolve_id(goal_id)
+            emit_one(await svc.set_goal_budget(whole, budget), as_json=as_json)
 
     run(main)
 
@@ -132,7 +137,8 @@ def _goal_status_command(name: str, status: GoalStatus, doc: str) -> None:
     def command(goal_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
         async def main() -> None:
             async with service(db) as svc:
-                emit_one(await svc.set_goal_status(goal_id, status), as_json=as_json)
+                whole = await svc.resolve_id(goal_id)
+                emit_one(await svc.set_goal_status(whole, status), as_json=as_json)
 
         run(main)
 
@@ -157,7 +163,7 @@ def goal_timeline(
 
     async def main() -> None:
         async with service(db) as svc:
-            entries = await svc.timeline(goal_id, limit=limit)
+            entries = await svc.timeline(await svc.resolve_id(goal_id), limit=limit)
             emit(entries, ["at", "kind", "task_id", "summary"], as_json=as_json, title="Timeline")
 
     run(main)
@@ -191,7 +197,7 @@ def task_create(
             task = await svc.create_task(
                 person_id=who.id,
                 spec=spec,
-                goal_id=goal,
+                goal_id=await svc.resolve_id(goal) if goal else None,
                 run_at=parse_time(run_at) if run_at else None,
             )
             emit_one(task, as_json=as_json)
@@ -213,7 +219,10 @@ def task_list(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            tasks = await svc.list_tasks(person_id=who.id, goal_id=goal, status=status, limit=limit)
+            goal_id = await svc.resolve_id(goal) if goal else None
+            tasks = await svc.list_tasks(
+                person_id=who.id, goal_id=goal_id, status=status, limit=limit
+            )
             emit(tasks, TASK_COLUMNS, as_json=as_json, title="Tasks")
 
     run(main)
@@ -225,7 +234,7 @@ def task_show(task_id: str, db: str | None = DbOption, as_json: bool = JsonOptio
 
     async def main() -> None:
         async with service(db) as svc:
-            detail = to_jsonable(await svc.task_detail(task_id))
+            detail = to_jsonable(await svc.task_detail(await svc.resolve_id(task_id)))
             emit_one({**detail.pop("task"), **detail}, as_json=as_json)
 
     run(main)
@@ -235,7 +244,8 @@ def _task_control_command(action: str, doc: str) -> None:
     def command(task_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
         async def main() -> None:
             async with service(db) as svc:
-                emit_one(await svc.control_task(task_id, action), as_json=as_json)
+                whole = await svc.resolve_id(task_id)
+                emit_one(await svc.control_task(whole, action), as_json=as_json)
 
         run(main)
 

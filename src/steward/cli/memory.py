@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.markup import escape
@@ -22,16 +22,18 @@ from steward.cli.common import (
     console,
     emit_one,
     err_console,
+    parse_time,
     run,
     service,
+    to_jsonable,
     working,
 )
 from steward.cli.memory_bulk import import_statements, looks_like_statements
 from steward.domain.memory import Memory, MemoryVersion
 from steward.domain.memory_pass import PassStatus
-from steward.memory.markdown import ImportReport
-from steward.service import parse_time
-from steward.service.encode import to_jsonable
+
+if TYPE_CHECKING:
+    from steward.memory.markdown import ImportReport
 
 memory_app = typer.Typer(
     help="What Steward remembers about you, where it learned it, and forgetting.",

@@ -11,13 +11,16 @@ from collections.abc import Iterator, Sequence
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from steward.cli.common import console, err_console, run, service
+from steward.cli.common import (
+    console,
+    err_console,
+    run,
+    service,
+    to_jsonable,
+)
 from steward.domain.memory import MemoryStatus
 from steward.domain.memory_item import MemoryItem
 from steward.errors import UsageError
-from steward.memory.book import WriteOutcome
-from steward.service.encode import to_jsonable
-from steward.service.memory_items import parse_memory_items
 
 PART = 1000
 """Statements per call: a remote call's body stays well under the server's 2 MB."""
@@ -38,6 +41,9 @@ def import_statements(
     places = _places(text)
 
     async def main() -> Counter[str]:
+        from steward.memory.book import WriteOutcome
+        from steward.service.memory_items import parse_memory_items
+
         items = parse_memory_items(text)
         counts: Counter[str] = Counter()
         async with service(db) as svc:

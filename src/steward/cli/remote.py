@@ -22,15 +22,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import httpx
-
-from steward.config import Settings
 from steward.errors import StewardRuntimeError, UsageError
 from steward.filemodes import private_dir, tighten
-from steward.service import Service
-from steward.service.wire import NOT_REMOTE, wire_method
+
+# the facade, its wire format, the settings and the HTTP client are imported where they are
+# used: every command module imports this one, and `steward --help` must start fast
+if TYPE_CHECKING:
+    import httpx
+
+    from steward.service import Service
 
 SERVER_ENV = "STEWARD_SERVER"
 TOKEN_ENV = "STEWARD_TOKEN"
@@ -56,6 +58,8 @@ class RemoteRefused(UsageError):
 
 
 def login_path() -> Path:
+    from steward.config import Settings
+
     return Settings().login_file
 
 
@@ -95,6 +99,8 @@ def remote_login(db: str | None) -> Login | None:
         if not token:
             raise UsageError(f"${SERVER_ENV} is set, so set ${TOKEN_ENV} to a token for it too")
         return Login(server=server, token=token)
+    from steward.config import Settings
+
     if Settings().database_url:
         return None
     return read_login()
@@ -108,6 +114,10 @@ class RemoteService:
         self._client = client
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        import httpx
+
+        from steward.service.wire import NOT_REMOTE, wire_method
+
         if name.startswith("_"):
             raise AttributeError(name)
         if name in NOT_REMOTE:
@@ -150,10 +160,12 @@ def _refusal(response: httpx.Response) -> Exception:
 @asynccontextmanager
 async def remote_service(login: Login) -> AsyncIterator[Service]:
     """A facade whose every call goes to ``login``'s server, as its token."""
+    import httpx
+
     async with httpx.AsyncClient(
         base_url=login.server.rstrip("/"),
         headers={"Authorization": f"Bearer {login.token}"},
         timeout=CALL_TIMEOUT_SECONDS,
     ) as client:
         # it has every remote-callable method of Service, by name; commands need no other
-        yield cast(Service, RemoteService(client))
+        yield cast("Service", RemoteService(client))

@@ -10,10 +10,17 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from steward.cli.common import DbOption, JsonOption, PersonOption, console, run, service
+from steward.cli.common import (
+    DbOption,
+    JsonOption,
+    PersonOption,
+    console,
+    run,
+    service,
+    to_jsonable,
+)
 from steward.domain import Person
 from steward.domain.report import Report, local_words
-from steward.service.encode import to_jsonable
 
 report_app = typer.Typer(help="What Steward told you, newest first.", no_args_is_help=True)
 reach_app = typer.Typer(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from steward.cli.common import (
@@ -15,7 +17,9 @@ from steward.cli.common import (
     service,
 )
 from steward.errors import NotFound
-from steward.service import Service
+
+if TYPE_CHECKING:
+    from steward.service import Service
 
 skill_app = typer.Typer(
     help="Skills the agent learned: inspect, diff, restore, approve.", no_args_is_help=True

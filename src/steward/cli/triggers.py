@@ -18,10 +18,10 @@ from steward.cli.common import (
     parse_json_arg,
     run,
     service,
+    to_jsonable,
 )
 from steward.domain import MissedPolicy, TaskSpec, TriggerKind
 from steward.domain.trigger import TriggerBudget
-from steward.service.encode import to_jsonable
 
 trigger_app = typer.Typer(help="Triggers: what wakes work up.", no_args_is_help=True)
 

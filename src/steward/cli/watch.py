@@ -9,7 +9,15 @@ from zoneinfo import ZoneInfo
 import typer
 from rich.text import Text
 
-from steward.cli.common import DbOption, JsonOption, PersonOption, console, run, service
+from steward.cli.common import (
+    DbOption,
+    JsonOption,
+    PersonOption,
+    console,
+    run,
+    service,
+    to_jsonable,
+)
 from steward.domain.webwatch import (
     Condition,
     ConditionKind,
@@ -20,7 +28,6 @@ from steward.domain.webwatch import (
     parse_interval,
     status_in_words,
 )
-from steward.service.encode import to_jsonable
 
 watch_app = typer.Typer(
     help="Watch web pages and prices: checked without a model, you hear only when it matters.",

@@ -20,7 +20,7 @@ class HealthService(ServiceBase):
             return None
         if current is None:
             return "the database has no schema yet: run 'steward db upgrade'"
-        if current in migrate.revisions():
+        if migrate.is_known(current):
             return (
                 f"the database schema is at revision {current}, behind this version's {head}: "
                 "run 'steward db upgrade'"

@@ -80,7 +80,7 @@ class TriggerService(ServiceBase):
         if kind in _TIMED:
             spec = parse_every(spec)
         validate_spec(kind, spec, zone)
-        task = checked_task(task, self.task_kinds)
+        task = checked_task(task, self.task_kinds, goal_id=goal_id)
         check_json([name, spec, match, list(watch)], "a trigger")
         seconds_span(grace_seconds, "grace_seconds")
         if missed_cap < 0:

@@ -34,9 +34,10 @@ from steward.domain.limits import (
     check_text,
 )
 from steward.domain.tokens import CONTROL, READ
-from steward.errors import ConfigError, UsageError
+from steward.errors import ConfigError, NoneStartsWith, NotFound, UsageError
 from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
+from steward.service.taskinput import check_input
 
 _ENDED = {
     "succeed": "succeeded",
@@ -239,7 +240,7 @@ class WorkService(ServiceBase):
     ) -> Task:
         person_id = self._for(person_id, CONTROL)
         task = await self.store.tasks.create_task(
-            checked_task(spec, self.task_kinds),
+            checked_task(spec, self.task_kinds, goal_id=goal_id),
             person_id=person_id,
             goal_id=goal_id,
             run_at=run_at,
@@ -247,6 +248,27 @@ class WorkService(ServiceBase):
         )
         self._nudge()
         return task
+
+    async def resolve_id(self, prefix: str) -> str:
+        """The whole id of the caller's goal, task or trigger that starts with ``prefix``, which
+        starts with its kind (``gol_01a2c``): what the CLI turns a shortened id into."""
+        kind, sep, _ = prefix.partition("_")
+        if not sep or kind not in ID_KINDS:
+            kinds = ", ".join(f"{k}_ ({what})" for k, what in ID_KINDS.items())
+            raise UsageError(f"{prefix!r} is not an id: a shortened id starts with {kinds}")
+        person_id = self._mine(READ)
+        found = await self.store.ids.starting_with(
+            kind, prefix, person_id=person_id, limit=AMBIGUOUS_SHOWN + 1
+        )
+        if prefix in found or len(found) == 1:
+            return prefix if prefix in found else found[0]
+        what = ID_KINDS[kind]
+        if not found:
+            # a whole id is not found like anywhere else; a shortened one says it is a prefix
+            whole = len(prefix) >= len(new_id(kind))
+            raise NotFound(what, prefix) if whole else NoneStartsWith(what, prefix)
+        shown = ", ".join(found[:AMBIGUOUS_SHOWN]) + (", …" if len(found) > AMBIGUOUS_SHOWN else "")
+        raise UsageError(f"more than one {what} starts with {prefix!r}: {shown}; give more of it")
 
     async def get_task(self, task_id: str) -> Task:
         return await self._task(task_id, READ)
@@ -446,8 +468,16 @@ def _short(content: dict[str, Any], width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def checked_task(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
-    """A task spec as stored: a bad one is refused here, not discovered mid-run."""
+ID_KINDS = {"gol": "goal", "tsk": "task", "trg": "trigger"}
+"""The kinds of id :meth:`WorkService.resolve_id` completes, by the prefix their ids start
+with (the store's :data:`steward.store.ids.TABLES`)."""
+AMBIGUOUS_SHOWN = 5
+"""How many of the ids an ambiguous prefix matches are named in the refusal."""
+
+
+def checked_task(spec: TaskSpec, kinds: frozenset[str] | None, *, goal_id: str | None) -> TaskSpec:
+    """A task spec as stored, for a task under ``goal_id`` (or none): a bad one is refused
+    here, not discovered mid-run."""
     if kinds is not None and spec.kind not in kinds:
         raise UsageError(
             f"unknown task kind {spec.kind!r}: the workers run {', '.join(sorted(kinds))}"
@@ -456,6 +486,7 @@ def checked_task(spec: TaskSpec, kinds: frozenset[str] | None) -> TaskSpec:
         raise UsageError("max_attempts must be at least 1")
     check_json([spec.kind, spec.title, spec.input], "a task")
     check_text(spec.kind, "a task's kind", most=MAX_NAME)
+    check_input(spec.kind, spec.input, goal_id)
     if spec.kind == "http_post":
         # where it may post is decided when it runs (connections change); what it names is
         # read here, the way the sentinel and the broker will read it

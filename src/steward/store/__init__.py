@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
-from steward.errors import ConfigError
+from steward.errors import ConfigError, DatabaseUnusable
 from steward.store import migrate
 from steward.store.activations import ActivationRepository, FinalStep
 from steward.store.audit import AuditRepository
@@ -30,6 +30,7 @@ from steward.store.feed import FeedRepository
 from steward.store.fencing import Fence
 from steward.store.goals import GoalRepository
 from steward.store.heartbeats import HeartbeatRepository
+from steward.store.ids import IdRepository
 from steward.store.inbox import InboxRepository
 from steward.store.mailchannel import MailChannelRepository
 from steward.store.memory import MemoryRepository
@@ -56,6 +57,7 @@ class Store:
 
     persons: PersonRepository
     goals: GoalRepository
+    ids: IdRepository
     tasks: TaskRepository
     activations: ActivationRepository
     schedule: ScheduleRepository
@@ -84,6 +86,7 @@ class Store:
         self.backend = backend
         self.persons = PersonRepository(backend)
         self.goals = GoalRepository(backend)
+        self.ids = IdRepository(backend)
         self.tasks = TaskRepository(backend)
         self.activations = ActivationRepository(backend)
         self.schedule = ScheduleRepository(backend)
@@ -164,8 +167,15 @@ class Store:
 def _migrate_if_behind(backend: Backend) -> None:
     """Migrate only when the schema is behind: a read decides, so opening a current database
     never waits for (nor takes) the write lock another process may hold for a long time."""
-    if migrate.current_revision(backend.engine) != migrate.head_revision():
-        migrate.upgrade(backend.migration_engine)
+    current, head = migrate.current_revision(backend.engine), migrate.head_revision()
+    if current == head:
+        return
+    if current is not None and not migrate.is_known(current):
+        raise DatabaseUnusable(
+            f"the database {backend.url} is at schema revision {current}, which a newer "
+            f"Steward wrote (this one knows up to {head}): run that newer Steward on it"
+        )
+    migrate.upgrade(backend.migration_engine)
 
 
 def _backend_for(url: str, limits: DatabaseLimits | None) -> Backend:

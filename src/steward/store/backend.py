@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 
-from steward.errors import DatabaseUnavailable, LeaseLost
+from steward.errors import DatabaseUnavailable, DatabaseUnusable, LeaseLost
 
 T = TypeVar("T")
 Op = Callable[[Connection], T]
@@ -161,12 +161,21 @@ class Backend(abc.ABC):
         """Why ``exc`` means the database cannot be reached for now (restarting, refusing
         connections, locked beyond the busy timeout), or None if it is some other failure."""
 
+    def unusable_reason(self, exc: BaseException) -> str | None:
+        """Why ``exc`` means this database cannot be used at all (see
+        :class:`DatabaseUnusable`), in the person's words, or None."""
+        return None
+
     def classify(self, exc: Exception) -> Exception:
-        """``exc`` as :class:`DatabaseUnavailable` when it is one, else unchanged."""
-        if isinstance(exc, DatabaseUnavailable):
+        """``exc`` as :class:`DatabaseUnavailable` or :class:`DatabaseUnusable` when it is
+        one, else unchanged."""
+        if isinstance(exc, DatabaseUnavailable | DatabaseUnusable):
             return exc
         reason = self.unavailable_reason(exc)
-        return exc if reason is None else DatabaseUnavailable(reason)
+        if reason is not None:
+            return DatabaseUnavailable(reason)
+        unusable = self.unusable_reason(exc)
+        return exc if unusable is None else DatabaseUnusable(unusable)
 
     @staticmethod
     def begin_fenced(conn: Connection) -> None:

@@ -8,6 +8,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 from sqlalchemy import Connection, Engine
 
 _HERE = Path(__file__).parent / "migrations"
@@ -29,6 +30,15 @@ def revisions() -> list[str]:
     """Every revision, first to head."""
     script = ScriptDirectory.from_config(_config())
     return [rev.revision for rev in reversed(list(script.walk_revisions()))]
+
+
+def is_known(revision: str) -> bool:
+    """Whether this code has the migration ``revision`` (an unknown one was written by a newer
+    Steward)."""
+    try:
+        return ScriptDirectory.from_config(_config()).get_revision(revision) is not None
+    except CommandError:
+        return False
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -223,7 +223,9 @@ class SQLiteBackend(Backend):
                         self._deliver(rest, [(j.future, None, failed) for j in rest])
                         return failed
                 return None
-            outcomes.append((batch[0].future, None, exc))
+            outcomes.append(
+                (batch[0].future, None, self.classify(exc) if isinstance(exc, Exception) else exc)
+            )
         else:
             outcomes = [(job.future, v, None) for job, v in zip(batch, values, strict=True)]
             if planned:
@@ -234,6 +236,22 @@ class SQLiteBackend(Backend):
     @property
     def writer_alive(self) -> bool:
         return self._thread.is_alive()
+
+    def unusable_reason(self, exc: BaseException) -> str | None:
+        orig = getattr(exc, "orig", None) or exc
+        if not isinstance(orig, sqlite3.DatabaseError):
+            return None
+        if "file is not a database" in str(orig):
+            return (
+                f"{self.path} is not a SQLite database: check --db or $STEWARD_DATABASE_URL "
+                "(Steward creates its database itself where it is told to)"
+            )
+        if "readonly database" in str(orig):
+            return (
+                f"the database {self.path} is read-only for this user, so nothing can be "
+                "written: check the permissions of the file and of its directory"
+            )
+        return None
 
     def unavailable_reason(self, exc: BaseException) -> str | None:
         orig = getattr(exc, "orig", None) or exc

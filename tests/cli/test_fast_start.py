@@ -1,0 +1,72 @@
+"""``steward`` starts fast: ``--help`` imports no server, model client or connector, and the
+long-running roles say what they started and how to stop them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from steward import __version__
+from steward.cli.main import app
+from support.cli import runner
+from support.startup import scaled
+
+HEAVY = ("fastapi", "steward.api", "steward.app", "openai", "anthropic", "mcp", "playwright")
+"""What ``steward --help`` must not import: each costs start-up time on every command."""
+
+PROBE = f"""
+import sys
+from steward.cli.main import app
+try:
+    app(["--help"], prog_name="steward")
+except SystemExit:
+    pass
+print("imported:", *[m for m in {HEAVY!r} if m in sys.modules])
+"""
+
+
+def test_help_imports_nothing_heavy() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
+        timeout=scaled(60),
+    )
+    assert "Usage: steward" in done.stdout, done.stdout
+    assert done.stdout.rstrip().endswith("imported:"), done.stdout.splitlines()[-1]
+
+
+def test_version_is_printed() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"steward {__version__}\n"
+
+
+def test_worker_says_what_it_started_and_that_it_stopped(tmp_path: Path) -> None:
+    """A worker on a fresh SQLite database prints its start line (role, pid, database, model,
+    how to stop it), and on SIGTERM a stop line, and exits 0."""
+    db = tmp_path / "w.db"
+    env = {**os.environ, "STEWARD_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "400"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steward.cli.main", "worker", "--db", f"sqlite:///{db}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        first = proc.stdout.readline()  # type: ignore[union-attr]  # blocks until it is said
+        assert first.startswith(f"worker started, pid {proc.pid}; data: {db} (SQLite"), first
+        assert "model: unconfigured" in first, first
+        assert f"stop: Ctrl-C or kill {proc.pid}" in first, first
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=scaled(60))
+    assert proc.returncode == 0, rest
+    assert "worker stopped" in rest, rest
