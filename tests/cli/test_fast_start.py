@@ -63,7 +63,7 @@ def test_worker_says_what_it_started_and_that_it_stopped(tmp_path: Path) -> None
     try:
         first = proc.stdout.readline()  # type: ignore[union-attr]  # blocks until it is said
         assert first.startswith(f"worker started, pid {proc.pid}; data: {db} (SQLite"), first
-        assert "model: unconfigured" in first, first
+        assert "model: none set" in first, first
         assert f"stop: Ctrl-C or kill {proc.pid}" in first, first
     finally:
         proc.send_signal(signal.SIGTERM)
