@@ -26,6 +26,7 @@ from steward.domain.channel import Channel
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
 from steward.domain.memory_item import MemoryItem
+from steward.domain.task import TaskRequest
 from steward.domain.trigger import TriggerBudget
 from steward.domain.webwatch import Extract, Extractor
 from steward.errors import Forbidden, NotFound, StewardError, Unauthorized
@@ -66,6 +67,13 @@ CASES: dict[str, tuple[str, Call]] = {
     "create_task": (
         CONTROL,
         lambda s, t: s.create_task(person_id=_pid(t), spec=TaskSpec(kind="noop")),
+    ),
+    "create_tasks": (
+        CONTROL,
+        lambda s, t: s.create_tasks(
+            person_id=_pid(t),
+            requests=[TaskRequest(spec=TaskSpec(kind="noop"), goal_id=t.goal.id)],
+        ),
     ),
     "get_task": (READ, lambda s, t: s.get_task(t.task.id)),
     # a whole id, so that it names one person's task only

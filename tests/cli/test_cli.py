@@ -97,7 +97,7 @@ def test_up_runs_work_and_stops_cleanly(db: str, tmp_path: Path) -> None:
         text = "".join(banner)
         assert "data:" in text, text
         assert "stop:" in text, text
-        assert "model:   unconfigured" in text, text
+        assert "model:   none set" in text, text
         [address] = re.findall(r"open:\s+(http://127\.0\.0\.1:\d+)/", text)
         # a first start: a one-time link that signs a browser in with a control token
         [link] = re.findall(r"open:\s+(http://\S+/login\?code=\S+)", text)

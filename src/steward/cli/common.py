@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -153,6 +156,22 @@ def emit_one(item: Any, *, as_json: bool) -> None:
         return
     for key, value in to_jsonable(item).items():
         console.print(Text.assemble((str(key), "bold"), ": ", str(value)))
+
+
+def fail(message: str) -> NoReturn:
+    """One clear line and exit 1, as :func:`run` does for an error inside a command."""
+    err_console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(1)
+
+
+def read_input(source: str) -> str:
+    """The text of the file ``source`` (``-``: standard input), or one line saying why not."""
+    try:
+        return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read {source}: {exc.strerror}")
+    except UnicodeDecodeError:
+        fail(f"cannot read {source}: not UTF-8 text")
 
 
 def parse_json_arg(value: str | None, what: str) -> dict[str, Any]:

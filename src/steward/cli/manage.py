@@ -7,6 +7,7 @@ A goal's or a task's id may be given shortened, to any prefix that names one of 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import typer
@@ -20,6 +21,7 @@ from steward.cli.common import (
     emit_one,
     parse_json_arg,
     parse_time,
+    read_input,
     run,
     service,
     to_jsonable,
@@ -174,18 +176,34 @@ def goal_timeline(
 
 @task_app.command("create")
 def task_create(
-    kind: str = typer.Argument(..., help="Task kind (e.g. noop, note, wait_event, http_post)."),
+    kind: str | None = typer.Argument(
+        None, help="Task kind (e.g. noop, note, wait_event, http_post)."
+    ),
     input: str | None = typer.Option(None, "--input", help="JSON object of handler input."),
     goal: str | None = typer.Option(None, help="Goal id."),
     title: str = typer.Option("", help="Label."),
     priority: int = typer.Option(0, help="Higher runs first."),
     max_attempts: int = typer.Option(5, help="Attempts before dead letter."),
     run_at: str | None = typer.Option(None, help="Earliest start, ISO-8601 with offset."),
+    from_file: str | None = typer.Option(
+        None,
+        "--from-file",
+        help="Create many at once from this file (- for stdin): JSON lines, each like the "
+        'flags, e.g. {"kind": "note", "goal": "gol_01a2", "input": {"text": "hi"}}. All are '
+        "checked first; a bad one refuses them all.",
+    ),
     person: str | None = PersonOption,
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Create a task."""
+    """Create a task (or, with --from-file, many in one transaction)."""
+    if from_file is not None:
+        if kind is not None:
+            raise typer.BadParameter("give a kind or --from-file, not both")
+        _create_from_file(from_file, person, db, as_json)
+        return
+    if kind is None:
+        raise typer.BadParameter("give the task's kind, or --from-file")
     payload = parse_json_arg(input, "--input")
 
     async def main() -> None:
@@ -201,6 +219,31 @@ def task_create(
                 run_at=parse_time(run_at) if run_at else None,
             )
             emit_one(task, as_json=as_json)
+
+    run(main)
+
+
+def _create_from_file(source: str, person: str | None, db: str | None, as_json: bool) -> None:
+    from steward.service.task_items import parse_task_items
+
+    text = read_input(source)
+
+    async def main() -> None:
+        requests = parse_task_items(text)
+        async with service(db) as svc:
+            who = await svc.person(person)
+            goals = {r.goal_id for r in requests if r.goal_id is not None}
+            whole = {g: await svc.resolve_id(g) for g in goals}
+            created = await svc.create_tasks(
+                person_id=who.id,
+                requests=[
+                    replace(r, goal_id=whole[r.goal_id]) if r.goal_id else r for r in requests
+                ],
+            )
+        if as_json:
+            emit(created, TASK_COLUMNS, as_json=True)
+        else:
+            console.print(f"{len(created)} tasks created")
 
     run(main)
 

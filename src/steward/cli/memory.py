@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -21,8 +21,9 @@ from steward.cli.common import (
     PersonOption,
     console,
     emit_one,
-    err_console,
+    fail,
     parse_time,
+    read_input,
     run,
     service,
     to_jsonable,
@@ -465,7 +466,7 @@ def memory_export(
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
-        _fail(f"cannot write {output}: {exc.strerror}")
+        fail(f"cannot write {output}: {exc.strerror}")
     console.print(escape(f"wrote {output}"))
 
 
@@ -498,12 +499,7 @@ def memory_import(
     and "trusted" (false for text written by others). What is already known is not written
     again, so importing the same file twice adds nothing."""
     stdin = str(file) == "-"
-    try:
-        text = sys.stdin.read() if stdin else file.read_text(encoding="utf-8")
-    except OSError as exc:
-        _fail(f"cannot read {file}: {exc.strerror}")
-    except UnicodeDecodeError:
-        _fail(f"cannot read {file}: not UTF-8 text")
+    text = read_input(str(file))
     if looks_like_statements(text):
         default = "stdin" if stdin else re.sub(r"[^A-Za-z0-9._-]+", "_", file.stem)[:100]
         import_statements(text, import_name=name or default, person=person, db=db, as_json=as_json)
@@ -527,12 +523,6 @@ def memory_import(
         _print_report(report)
     if report.errors or report.conflicts:
         raise typer.Exit(1)
-
-
-def _fail(message: str) -> NoReturn:
-    """One clear line and exit 1, as :func:`run` does for an error inside a command."""
-    err_console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(1)
 
 
 def _print_report(report: ImportReport) -> None:

@@ -183,6 +183,18 @@ class TaskSpec:
 
 
 @dataclass(kw_only=True, frozen=True)
+class TaskRequest:
+    """One task of a batch to create: what to run, for which goal, from when."""
+
+    spec: TaskSpec
+    """What to run."""
+    goal_id: str | None = None
+    """The goal it works for (None: none)."""
+    run_at: datetime | None = None
+    """Its earliest start (None: at once)."""
+
+
+@dataclass(kw_only=True, frozen=True)
 class Task:
     id: str
     """Stable id, ``tsk_…``."""

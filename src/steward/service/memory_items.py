@@ -5,17 +5,15 @@ its place."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_core import ErrorDetails
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from steward.domain.audience import Audience
 from steward.domain.memory import MemoryKind
 from steward.domain.memory_item import MemoryItem
 from steward.errors import UsageError
+from steward.service.json_items import checked, json_values
 
 
 class MemoryItemIn(BaseModel):
@@ -64,61 +62,16 @@ def parse_memory_items(text: str) -> list[MemoryItem]:
     """A JSON array of statements, or JSON lines (blank lines skipped). Raises
     :class:`UsageError` naming the first bad item (``item <n>``, counted from 0) or line
     (``line <n>``, counted from 1), and why."""
-    return [_checked(where, value) for where, value in _values(text)]
+    return [_item(where, value) for where, value in json_values(text)]
 
 
-def _values(text: str) -> Iterator[tuple[str, Any]]:
-    if text.lstrip().startswith("["):
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"not a JSON array: {exc}") from None
-        yield from ((f"item {n}", value) for n, value in enumerate(values))
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield f"line {number}", json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"line {number}: not a JSON object: {exc.msg}") from None
+SAID = {"content": "a memory needs content", "importance": "importance is a number from 0 to 1"}
+"""The words for these fields when missing, empty or out of range."""
 
 
-def _checked(where: str, value: Any) -> MemoryItem:
-    if not isinstance(value, dict):
-        raise UsageError(f"{where}: a statement is a JSON object with at least a content")
+def _item(where: str, value: object) -> MemoryItem:
+    statement = checked(where, value, MemoryItemIn, what="a statement", said=SAID)
     try:
-        return MemoryItemIn.model_validate(value).item()
-    except ValidationError as exc:
-        problems = "; ".join(_plain(error) for error in exc.errors())
-        raise UsageError(f"{where}: {problems}") from None
+        return statement.item()
     except UsageError as exc:
         raise UsageError(f"{where}: {exc}") from None
-
-
-def _plain(error: ErrorDetails) -> str:
-    """One of pydantic's findings in the words of a person fixing their file."""
-    field = ".".join(map(str, error["loc"])) or "the statement"
-    context = error.get("ctx", {})
-    kind = error["type"]
-    if field == "content" and kind in ("string_too_short", "missing", "value_error"):
-        return "a memory needs content"
-    if kind == "missing":
-        return f"{field} is missing"
-    if kind == "extra_forbidden":
-        return f"“{field}” is not a field of a statement"
-    if kind == "string_too_short":
-        return f"{field} is empty"
-    if kind == "string_too_long":
-        return f"{field} is longer than {context.get('max_length')} characters"
-    if kind == "too_long":
-        return f"{field} has more than {context.get('max_length')} entries"
-    if kind in ("greater_than_equal", "less_than_equal"):
-        return f"{field} is a number from 0 to 1"
-    if kind == "enum":
-        return f"{field} is one of {context.get('expected')}"
-    if kind == "timezone_aware":
-        return f"{field} needs a time zone, as in 2026-05-01T09:00:00+02:00"
-    if kind.startswith(("datetime", "date")):
-        return f"{field} is not a date and time, as in 2026-05-01T09:00:00+02:00"
-    return f"{field}: {error['msg'][:1].lower()}{error['msg'][1:]}"

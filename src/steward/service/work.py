@@ -33,11 +33,15 @@ from steward.domain.limits import (
     check_seq,
     check_text,
 )
+from steward.domain.task import TaskRequest
 from steward.domain.tokens import CONTROL, READ
 from steward.errors import ConfigError, NoneStartsWith, NotFound, UsageError
 from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
 from steward.service.taskinput import check_input
+
+MOST_TASKS_AT_ONCE = 10_000
+"""Tasks one :meth:`WorkService.create_tasks` call writes (one transaction)."""
 
 _ENDED = {
     "succeed": "succeeded",
@@ -248,6 +252,30 @@ class WorkService(ServiceBase):
         )
         self._nudge()
         return task
+
+    async def create_tasks(self, *, person_id: str, requests: Sequence[TaskRequest]) -> list[Task]:
+        """Create a batch of tasks (a script's, at most :data:`MOST_TASKS_AT_ONCE`) in one
+        transaction: each checked first, and the first that cannot run refuses them all
+        (:class:`UsageError` naming it, counted from 1), nothing written."""
+        person_id = self._for(person_id, CONTROL)
+        if not requests:
+            raise UsageError("no tasks to create")
+        if len(requests) > MOST_TASKS_AT_ONCE:
+            raise UsageError(
+                f"{len(requests)} tasks at once: at most {MOST_TASKS_AT_ONCE}; split the batch"
+            )
+        checked = []
+        for number, request in enumerate(requests, start=1):
+            try:
+                spec = checked_task(request.spec, self.task_kinds, goal_id=request.goal_id)
+            except UsageError as exc:
+                raise UsageError(f"task {number}: {exc}") from None
+            checked.append(replace(request, spec=spec))
+        created = await self.store.tasks.create_tasks(
+            checked, person_id=person_id, now=self.clock.now()
+        )
+        self._nudge()
+        return created
 
     async def resolve_id(self, prefix: str) -> str:
         """The whole id of the caller's goal, task or trigger that starts with ``prefix``, which

@@ -26,6 +26,7 @@ from steward.domain.ids import new_id
 from steward.domain.outcome import Claim
 from steward.domain.report import Report
 from steward.domain.runtime_reports import task_failed
+from steward.domain.task import TaskRequest
 from steward.domain.wake import wake_from_json
 from steward.errors import InvalidTransition, LeaseLost, NotFound
 from steward.store import notify, rows
@@ -88,31 +89,59 @@ class TaskRepository:
                     existing = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
                     if existing is not None:
                         return rows.task(existing)
-            if conn.execute(select(persons.c.id).where(persons.c.id == person_id)).first() is None:
-                raise NotFound("person", person_id)
-            if goal_id is not None:
-                owner = conn.execute(
-                    select(goals.c.person_id).where(goals.c.id == goal_id)
-                ).scalar()
-                if owner != person_id:
-                    raise NotFound("goal", goal_id)
-            conn.execute(insert(tasks).values(values))
-            Backend.announce(conn, notify.WORK)
-            created = load_task(conn, values["id"])
-            append_feed(
-                conn,
-                self.backend,
-                person_id=person_id,
-                at=now,
-                kind="task.created",
-                summary=f"task created: {created.title or created.kind}",
-                goal_id=goal_id,
-                task_id=created.id,
-                data={"kind": created.kind, "parent_id": parent_id, "trigger_id": trigger_id},
-            )
-            return created
+            _check_owner(conn, person_id, [goal_id])
+            return self._insert(conn, values, now=now)
 
         return await self.backend.write(op)
+
+    async def create_tasks(
+        self, requests: Sequence[TaskRequest], *, person_id: str, now: datetime
+    ) -> list[Task]:
+        """Create every task of ``requests`` in one transaction: all of them, or (a goal that
+        is not the person's) none."""
+
+        def op(conn: Connection) -> list[Task]:
+            _check_owner(conn, person_id, [r.goal_id for r in requests])
+            return [
+                self._insert(
+                    conn,
+                    task_values(
+                        r.spec,
+                        person_id=person_id,
+                        goal_id=r.goal_id,
+                        parent_id=None,
+                        trigger_id=None,
+                        run_at=r.run_at or now,
+                        now=now,
+                    ),
+                    now=now,
+                )
+                for r in requests
+            ]
+
+        return await self.backend.write(op)
+
+    def _insert(self, conn: Connection, values: dict[str, Any], *, now: datetime) -> Task:
+        """Write one task's row, wake the workers, and tell the person's feed."""
+        conn.execute(insert(tasks).values(values))
+        Backend.announce(conn, notify.WORK)
+        created = load_task(conn, values["id"])
+        append_feed(
+            conn,
+            self.backend,
+            person_id=created.person_id,
+            at=now,
+            kind="task.created",
+            summary=f"task created: {created.title or created.kind}",
+            goal_id=created.goal_id,
+            task_id=created.id,
+            data={
+                "kind": created.kind,
+                "parent_id": created.parent_id,
+                "trigger_id": created.trigger_id,
+            },
+        )
+        return created
 
     async def get_task(self, task_id: str) -> Task:
         return await self.backend.read(lambda conn: load_task(conn, task_id))
@@ -593,3 +622,19 @@ def task_values(
         "created_at": rows.ts(now),
         "updated_at": rows.ts(now),
     }
+
+
+def _check_owner(conn: Connection, person_id: str, goal_ids: Sequence[str | None]) -> None:
+    """Refuse (:class:`NotFound`) a person that does not exist, or a goal not theirs."""
+    if conn.execute(select(persons.c.id).where(persons.c.id == person_id)).first() is None:
+        raise NotFound("person", person_id)
+    named = {g for g in goal_ids if g is not None}
+    if named:
+        theirs = set(
+            conn.execute(
+                select(goals.c.id).where(goals.c.id.in_(named), goals.c.person_id == person_id)
+            ).scalars()
+        )
+        missing = sorted(named - theirs)
+        if missing:
+            raise NotFound("goal", missing[0])
