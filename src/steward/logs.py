@@ -123,10 +123,19 @@ class _Ours:
 
 
 class _Terminal(_Ours, logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever ``sys.stderr`` is at write time (test runners swap and close it)."""
+    """Writes to whatever ``sys.stderr`` is at write time (test runners swap and close it).
+    A library's record needs one level more than Steward's own (a warning where Steward shows
+    info, an error where it shows warnings), except at debug: a library's deprecation notes
+    and a test server's remarks are not for the person at the terminal; the file keeps them."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.addFilter(self._ours_or_louder)
+
+    def _ours_or_louder(self, record: logging.LogRecord) -> bool:
+        if record.name.partition(".")[0] == "steward" or self.level <= logging.DEBUG:
+            return True
+        return record.levelno >= self.level + 10
 
     @property
     def stream(self) -> Any:
