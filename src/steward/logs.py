@@ -41,6 +41,16 @@ _REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 4, 200, 200
 _QUIET = {"alembic": logging.WARNING, "httpx": logging.WARNING, "httpcore": logging.WARNING}
 """Libraries whose info records are noise here: one per migration step, one per HTTP request
 (whose address may carry a credential in its query)."""
+
+
+def _not_noise(record: logging.LogRecord) -> bool:
+    """A handler filter: drops what :data:`_QUIET` names, except at debug. A filter on our
+    own handlers, not a level set on the libraries' loggers, so that nothing else in the
+    process (a test's log capture, an embedding application) loses their records."""
+    quiet = _QUIET.get(record.name.partition(".")[0])
+    return quiet is None or _State.level <= logging.DEBUG or record.levelno >= quiet
+
+
 _MIN_SECRET = 6
 """A configured secret shorter than this is not searched for (it would match ordinary words)."""
 
@@ -170,6 +180,7 @@ def configure(level: str | None = None, *, to_file: FileSettings | None = None) 
         root.removeHandler(old)
         old.close()
     terminal = _Terminal()
+    terminal.addFilter(_not_noise)
     terminal.setLevel(_State.level)
     terminal.setFormatter(_formatter(structlog.dev.ConsoleRenderer(colors=False)))
     root.addHandler(terminal)
@@ -184,13 +195,12 @@ def configure(level: str | None = None, *, to_file: FileSettings | None = None) 
             backupCount=to_file.log_file_backups,
             encoding="utf-8",
         )
+        file.addFilter(_not_noise)
         file.setLevel(min(_State.level, FILE_LEVEL))
         file.setFormatter(_formatter(structlog.processors.JSONRenderer()))
         root.addHandler(file)
         lowest = min(lowest, FILE_LEVEL)
     root.setLevel(lowest)
-    for name, quiet in _QUIET.items():
-        logging.getLogger(name).setLevel(logging.DEBUG if _State.level <= logging.DEBUG else quiet)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -22,7 +22,7 @@ from support.tenancy import make_tenant
 SERVE = """
 import asyncio, os, sys
 from steward.api.mcp import run_stdio
-from steward.cli.common import configure_logging
+from steward.logs import configure as configure_logging
 from steward.service import Service
 from steward.store import Store
 
