@@ -72,7 +72,18 @@ def test_the_file_gets_json_lines_the_terminal_readable_ones(
     assert "{" not in line
 
 
-def test_a_librarys_failure_is_bounded_with_no_locals_or_secrets(settings: Settings) -> None:
+def test_a_librarys_failure_is_bounded_with_no_locals_or_secrets(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as in `steward up` (uvicorn started with log_config=None): other tests of this process
+    # start uvicorn with its own logging config, which stops its loggers propagating
+    for name in ("uvicorn", "uvicorn.error", "asyncio"):
+        logger = logging.getLogger(name)
+        monkeypatch.setattr(logger, "propagate", True)
+        monkeypatch.setattr(logger, "handlers", [])
+        monkeypatch.setattr(logger, "disabled", False)
+        monkeypatch.setattr(logger, "level", logging.NOTSET)
+    logging.getLogger().manager._clear_cache()
     logs.configure("info", to_file=settings)
 
     def fail(depth: int) -> None:
