@@ -99,13 +99,7 @@ class AnthropicModel:
         answer: anthropic.types.Message
         try:
             # A client per call, as in the OpenAI adapter: no state bound to an event loop.
-            async with anthropic.AsyncAnthropic(
-                base_url=self.base_url,
-                api_key=self._api_key,
-                max_retries=self.max_retries,
-                timeout=self.timeout_seconds,
-                http_client=anthropic.DefaultAsyncHttpxClient(verify=tls_context()),
-            ) as client:
+            async with self._client() as client:
                 if self.stream or on_delta is not None:
                     async with client.messages.stream(
                         model=self.name,
@@ -135,16 +129,21 @@ class AnthropicModel:
         import anthropic
 
         try:
-            async with anthropic.AsyncAnthropic(
-                base_url=self.base_url,
-                api_key=self._api_key,
-                max_retries=self.max_retries,
-                timeout=self.timeout_seconds,
-                http_client=anthropic.DefaultAsyncHttpxClient(verify=tls_context()),
-            ) as client:
+            async with self._client() as client:
                 return [m.id async for m in client.models.list()]
         except anthropic.AnthropicError as exc:
             raise self._translate(exc) from exc
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        import anthropic
+
+        return anthropic.AsyncAnthropic(
+            base_url=self.base_url,
+            api_key=self._api_key,
+            max_retries=self.max_retries,
+            timeout=self.timeout_seconds,
+            http_client=anthropic.DefaultAsyncHttpxClient(verify=tls_context()),
+        )
 
     def _from_message(self, answer: anthropic.types.Message) -> ModelResponse:
         texts: list[str] = []

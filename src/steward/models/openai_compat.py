@@ -84,13 +84,7 @@ class OpenAIModel:
         try:
             # A client per call: nothing bound to one event loop outlives the call, and with the
             # shared TLS context a client costs about a millisecond.
-            async with openai.AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key,
-                max_retries=self.max_retries,
-                timeout=self.timeout_seconds,
-                http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()),
-            ) as client:
+            async with self._client() as client:
                 if self.stream or on_delta is not None:
                     return await self._streamed(client, messages, tools, on_delta)
                 completion = await client.chat.completions.create(
@@ -186,16 +180,19 @@ class OpenAIModel:
     async def list_models(self) -> list[str]:
         """The model names the endpoint serves (``GET /models``), for a live check."""
         try:
-            async with openai.AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key,
-                max_retries=self.max_retries,
-                timeout=self.timeout_seconds,
-                http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()),
-            ) as client:
+            async with self._client() as client:
                 return [m.id async for m in client.models.list()]
         except openai.OpenAIError as exc:
             raise self._translate(exc) from exc
+
+    def _client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self._api_key,
+            max_retries=self.max_retries,
+            timeout=self.timeout_seconds,
+            http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()),
+        )
 
     def _translate(self, exc: openai.OpenAIError) -> Exception:
         """Map an SDK error onto Steward's (the SDK has already retried what was transient)."""
