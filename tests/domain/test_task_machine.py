@@ -650,8 +650,14 @@ class EffectLifecycle(TaskLifecycle):
         elif new not in EFFECT_TRANSITIONS.get(e.status, frozenset()):
             with pytest.raises(InvalidTransition):
                 self.run(call)
-        elif new is E.SENT and self.maybe_in_flight(e) and not e.idempotent:
-            # its last sender may still be sending it: not sent again without a key
+        elif (
+            new is E.SENT
+            and e.status is E.IN_DOUBT
+            and self.maybe_in_flight(e)
+            and not e.idempotent
+        ):
+            # its last sender may still be sending it: not sent again without a key. A planned
+            # one was put back by its own sender, which knew it had not started: sent afresh
             with pytest.raises(EffectMaybeInFlight):
                 self.run(call)
         else:
