@@ -33,6 +33,10 @@ async def test_every_page_says_no_model_is_set_and_how_to_set_one(
                 assert "<code>steward init</code>" in page
                 assert "<code>STEWARD_MODEL_BASE_URL</code>" in page
                 assert "Then restart" in page
+                # in full on the first page; a line elsewhere (the rest a tap away), so that
+                # a phone's screen still shows the page under it
+                opened = '<details class="no-model" open>' in page
+                assert opened is (path == "/"), path
         finally:
             await site.close()
 
