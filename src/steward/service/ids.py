@@ -38,6 +38,9 @@ ids start with (the store's :data:`steward.store.ids.KINDS`)."""
 NAME_FORMS: dict[str, Callable[[str], str]] = {"skl": skill_name}
 """How a typed name is written before it is compared, for kinds that keep names in one form
 (a skill's ``Fetch invoice total`` is ``fetch-invoice-total``); others: words single-spaced."""
+MEMORY_ID_LENGTH = len("mem_") + 20
+"""A memory's id is ``mem_`` and 20 hex digits (:mod:`steward.memory.book`), not a
+:func:`~steward.domain.ids.new_id`: how long a whole one is."""
 AMBIGUOUS_SHOWN = 5
 """How many of the objects an ambiguous prefix or name matches are named in the refusal."""
 
@@ -76,7 +79,7 @@ class IdService(ServiceBase):
         what = ID_KINDS[kind]
         if not found:
             # a whole id is not found like anywhere else; a shortened one says it is a prefix
-            whole = len(prefix) >= len(new_id(kind))
+            whole = len(prefix) >= (MEMORY_ID_LENGTH if kind == "mem" else len(new_id(kind)))
             raise NotFound(what, prefix) if whole else NoneStartsWith(what, prefix)
         shown = ", ".join(found[:AMBIGUOUS_SHOWN]) + (", …" if len(found) > AMBIGUOUS_SHOWN else "")
         raise UsageError(f"more than one {what} starts with {prefix!r}: {shown}; give more of it")
