@@ -15,6 +15,7 @@ from steward.errors import NotFound, UsageError
 from steward.service import Service
 from steward.service.ids import ID_KINDS
 from steward.store import Store
+from steward.store.ids import KINDS
 from support.tenancy import Tenant, make_tenant
 
 OBJECTS = {
@@ -52,7 +53,8 @@ def _id(tenant: Tenant, kind: str) -> str:
 
 
 def test_every_kind_is_covered() -> None:
-    assert set(OBJECTS) == set(ID_KINDS)
+    assert set(OBJECTS) == set(ID_KINDS) == set(KINDS)
+    assert set(NAMES) == {kind for kind, where in KINDS.items() if where.name is not None}
 
 
 async def test_a_prefix_resolves_to_one_id_or_is_refused_clearly(

@@ -60,13 +60,13 @@ class IdService(ServiceBase):
         if sep and prefix in ID_KINDS:
             if kind is not None and prefix != kind:
                 raise UsageError(
-                    f"{ref!r} is a {ID_KINDS[prefix]}'s id; give a {ID_KINDS[kind]} ({kind}_…)"
+                    f"{ref!r} is {_a(ID_KINDS[prefix])}'s id; give {_a(ID_KINDS[kind])} ({kind}_…)"
                 )
             return await self._by_prefix(prefix, ref, owner)
         if kind is not None and KINDS[kind].name is not None:
             return await self._by_name(kind, ref, owner)
         if kind is not None:
-            raise UsageError(f"{ref!r} is not a {ID_KINDS[kind]}'s id: it starts with {kind}_")
+            raise UsageError(f"{ref!r} is not {_a(ID_KINDS[kind])}'s id: it starts with {kind}_")
         kinds = ", ".join(f"{k}_ ({what})" for k, what in ID_KINDS.items())
         raise UsageError(f"{ref!r} is not an id: a shortened id starts with {kinds}")
 
@@ -100,3 +100,7 @@ class IdService(ServiceBase):
             f"more than one {what} is called {name!r}: {shown}{more}; give its id (or enough of "
             "its start)"
         )
+
+
+def _a(what: str) -> str:
+    return f"{'an' if what[0] in 'aeiou' else 'a'} {what}"
