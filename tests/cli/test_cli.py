@@ -163,7 +163,7 @@ def test_tokens_and_audit_from_the_cli(db: str) -> None:
     assert "audit chain intact: 2 entries" in out
     code, out = cli(db, "token", "revoke", "tok_missing")
     assert code == 1
-    assert "not found" in out
+    assert "no token starts with 'tok_missing'" in out
 
 
 def test_connections_rules_and_grants_from_the_cli(db: str) -> None:

@@ -147,10 +147,10 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(tmp_path: Path) -> None
     bad_file = tmp_path / "bad.md"
     bad_file.write_text("## Facts\n- Lives in Rome <!-- audience=everyone -->\n- Fine\n")
     for argv, message in [
-        (["memory", "show", "mem_nope"], "memory 'mem_nope' not found"),
+        (["memory", "show", "mem_nope"], "no memory starts with 'mem_nope'"),
         (["memory", "add", "x", "--audience", "everyone"], "bad audience 'everyone'"),
         (["memory", "forget", "gossip:x"], "bad source 'gossip:x'"),
-        (["memory", "forget", "--conversation", "tsk_nope"], "task 'tsk_nope' not found"),
+        (["memory", "forget", "--conversation", "tsk_nope"], "no task starts with 'tsk_nope'"),
         (["memory", "search", "tea", "--mode", "semantic"], "needs an embedder"),
         (["memory", "import", str(tmp_path / "none.md")], "cannot read"),
     ]:

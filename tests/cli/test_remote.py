@@ -90,6 +90,16 @@ def _in_order() -> list[str]:
     return sorted(set(TARGETED) - set(LAST)) + LAST
 
 
+def test_a_shortened_id_and_a_title_work_through_the_server(served: Served) -> None:
+    ann = served.world.a
+    for ref in (ann.goal.id[:-20], ann.goal.title.upper()):
+        code, out = served.remote(["goal", "show", ref, "--json"])
+        assert code == 0, out
+        assert json.loads(out)["id"] == ann.goal.id
+    code, out = served.remote(["goal", "show", "gol_zzz"])
+    assert (code, out.strip()) == (1, "error: no goal starts with 'gol_zzz'")
+
+
 def test_every_command_does_the_same_remotely_as_on_the_database(
     served: Served, tmp_path: Path
 ) -> None:

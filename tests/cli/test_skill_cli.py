@@ -139,7 +139,7 @@ def test_decide_restore_and_archive(db: str) -> None:
 def test_mistakes_are_one_clear_line(db: str) -> None:
     for argv, message in (
         (["skill", "show", "no-such-skill"], "skill 'no-such-skill' not found"),
-        (["skill", "show", "skl_missing"], "skill 'skl_missing' not found"),
+        (["skill", "show", "skl_missing"], "no skill starts with 'skl_missing'"),
         (["skill", "list", "--status", "gone"], "unknown skill status 'gone'"),
         (["skill", "restore", "book-table", "9"], "not found"),
         (["skill", "show", "book-table", "--version", "9"], "'book-table v9' not found"),

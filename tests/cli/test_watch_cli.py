@@ -78,7 +78,7 @@ def test_add_list_show_pause_resume_remove(db: str, env: dict[str, str]) -> None
         (["https://shop.example/x", "--select", ".p", "--every", "soon"], "not a duration"),
         (["https://shop.example/x", "--select", ".p", "--below", "cheap"], "not a number"),
         (["https://shop.example/x", "--text", "--below", "9"], "choose the element"),
-        (["https://shop.example/x", "--select", ".p", "--goal", "gol_nope"], "not found"),
+        (["https://shop.example/x", "--select", ".p", "--goal", "gol_nope"], "no goal starts with"),
     ],
 )
 def test_bad_input_is_refused_and_nothing_is_stored(

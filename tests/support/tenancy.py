@@ -130,7 +130,7 @@ async def make_tenant(store: Store, clock: Clock, name: str, data_dir: Path) -> 
     assert written.memory is not None
     held = await store.memory_passes.add_memory_pass(
         MemoryPass(
-            id=f"mps_{name}",
+            id=new_id("mps"),
             person_id=pid,
             task_id=None,
             status=PassStatus.HELD,

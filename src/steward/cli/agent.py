@@ -270,7 +270,7 @@ def ask(
                 inputs=inputs,
                 person_id=who.id,
                 instructions=request,
-                goal_id=goal,
+                goal_id=await svc.resolve_id(goal, "gol", person_id=who.id) if goal else None,
                 tools=tool,
                 budget={"max_steps": max_steps} if max_steps else None,
                 audience=heard_by,
@@ -304,7 +304,7 @@ def chat(
         heard_by = Audience.parse(audience)  # a bad value fails before anything starts
         async with _live(db) as svc:
             who = await svc.person(person)
-            current = task_id
+            current = await svc.resolve_id(task_id, "tsk") if task_id else None
             seen = 0
             if current is not None:
                 seen = (await svc.get_task(current)).step_seq
@@ -342,8 +342,9 @@ def answer(
 
     async def main() -> None:
         async with service(db) as svc:
-            await svc.answer_task(task_id, text)
-            console.print(f"answered; task {task_id} resumes")
+            whole = await svc.resolve_id(task_id, "tsk")
+            await svc.answer_task(whole, text)
+            console.print(f"answered; task {whole} resumes")
 
     run(main)
 
@@ -390,7 +391,7 @@ def _decide_command(name: str, approve: bool, doc: str) -> None:
         async def main() -> None:
             async with service(db) as svc:
                 decided = await svc.decide_approval(
-                    approval_id,
+                    await svc.resolve_id(approval_id, "apr"),
                     approve=approve,
                     decided_by="cli",
                     note=note,

@@ -101,7 +101,7 @@ def goal_show(goal_id: str, db: str | None = DbOption, as_json: bool = JsonOptio
 
     async def main() -> None:
         async with service(db) as svc:
-            detail = await svc.goal_detail(await svc.resolve_id(goal_id))
+            detail = await svc.goal_detail(await svc.resolve_id(goal_id, "gol"))
             emit_one({**to_jsonable(detail["goal"]), "usage": detail["usage"]}, as_json=as_json)
 
     run(main)
@@ -129,7 +129,7 @@ def goal_budget(
                 max_cost_usd=max_cost_usd,
                 max_seconds=max_seconds,
             )
-            whole = await svc.resolve_id(goal_id)
+            whole = await svc.resolve_id(goal_id, "gol")
             emit_one(await svc.set_goal_budget(whole, budget), as_json=as_json)
 
     run(main)
@@ -139,7 +139,7 @@ def _goal_status_command(name: str, status: GoalStatus, doc: str) -> None:
     def command(goal_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
         async def main() -> None:
             async with service(db) as svc:
-                whole = await svc.resolve_id(goal_id)
+                whole = await svc.resolve_id(goal_id, "gol")
                 emit_one(await svc.set_goal_status(whole, status), as_json=as_json)
 
         run(main)
@@ -165,7 +165,7 @@ def goal_timeline(
 
     async def main() -> None:
         async with service(db) as svc:
-            entries = await svc.timeline(await svc.resolve_id(goal_id), limit=limit)
+            entries = await svc.timeline(await svc.resolve_id(goal_id, "gol"), limit=limit)
             emit(entries, ["at", "kind", "task_id", "summary"], as_json=as_json, title="Timeline")
 
     run(main)
@@ -180,7 +180,7 @@ def task_create(
         None, help="Task kind (e.g. noop, note, wait_event, http_post)."
     ),
     input: str | None = typer.Option(None, "--input", help="JSON object of handler input."),
-    goal: str | None = typer.Option(None, help="Goal id."),
+    goal: str | None = typer.Option(None, help="Goal: its id (or start) or title."),
     title: str = typer.Option("", help="Label."),
     priority: int = typer.Option(0, help="Higher runs first."),
     max_attempts: int = typer.Option(5, help="Attempts before dead letter."),
@@ -215,7 +215,7 @@ def task_create(
             task = await svc.create_task(
                 person_id=who.id,
                 spec=spec,
-                goal_id=await svc.resolve_id(goal) if goal else None,
+                goal_id=await svc.resolve_id(goal, "gol") if goal else None,
                 run_at=parse_time(run_at) if run_at else None,
             )
             emit_one(task, as_json=as_json)
@@ -233,7 +233,7 @@ def _create_from_file(source: str, person: str | None, db: str | None, as_json: 
         async with service(db) as svc:
             who = await svc.person(person)
             goals = {r.goal_id for r in requests if r.goal_id is not None}
-            whole = {g: await svc.resolve_id(g) for g in goals}
+            whole = {g: await svc.resolve_id(g, "gol") for g in goals}
             created = await svc.create_tasks(
                 person_id=who.id,
                 requests=[
@@ -262,7 +262,7 @@ def task_list(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            goal_id = await svc.resolve_id(goal) if goal else None
+            goal_id = await svc.resolve_id(goal, "gol") if goal else None
             tasks = await svc.list_tasks(
                 person_id=who.id, goal_id=goal_id, status=status, limit=limit
             )
@@ -277,7 +277,7 @@ def task_show(task_id: str, db: str | None = DbOption, as_json: bool = JsonOptio
 
     async def main() -> None:
         async with service(db) as svc:
-            detail = to_jsonable(await svc.task_detail(await svc.resolve_id(task_id)))
+            detail = to_jsonable(await svc.task_detail(await svc.resolve_id(task_id, "tsk")))
             emit_one({**detail.pop("task"), **detail}, as_json=as_json)
 
     run(main)
@@ -287,7 +287,7 @@ def _task_control_command(action: str, doc: str) -> None:
     def command(task_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
         async def main() -> None:
             async with service(db) as svc:
-                whole = await svc.resolve_id(task_id)
+                whole = await svc.resolve_id(task_id, "tsk")
                 emit_one(await svc.control_task(whole, action), as_json=as_json)
 
         run(main)
@@ -362,7 +362,8 @@ def effect_list(
             if in_doubt:
                 effects = await svc.in_doubt_effects()
             else:
-                effects = await svc.list_effects(task_id=task)
+                task_id = await svc.resolve_id(task, "tsk") if task else None
+                effects = await svc.list_effects(task_id=task_id)
             emit(
                 effects,
                 ["id", "task_id", "tool", "status", "attempts", "key"],
@@ -400,7 +401,8 @@ def effect_resolve(
 
     async def main() -> None:
         async with service(db) as svc:
-            effect = await svc.resolve_effect(effect_id, applied=applied, result=answer)
+            whole = await svc.resolve_id(effect_id, "eff")
+            effect = await svc.resolve_effect(whole, applied=applied, result=answer)
             task = await svc.get_task(effect.task_id)
             emit_one(effect, as_json=as_json)
             if not as_json:

@@ -179,7 +179,7 @@ def memory_show(memory_id: str, db: str | None = DbOption, as_json: bool = JsonO
 
     async def main() -> None:
         async with service(db) as svc:
-            detail = await svc.memory_detail(memory_id)
+            detail = await svc.memory_detail(await svc.resolve_id(memory_id, "mem"))
         if as_json:
             _print_json(detail)
             return
@@ -238,7 +238,7 @@ def memory_history(memory_id: str, db: str | None = DbOption, as_json: bool = Js
 
     async def main() -> None:
         async with service(db) as svc:
-            detail = await svc.memory_detail(memory_id)
+            detail = await svc.memory_detail(await svc.resolve_id(memory_id, "mem"))
         if as_json:
             _print_json(detail.history)
         else:
@@ -312,7 +312,7 @@ def memory_edit(
     async def main() -> None:
         async with service(db) as svc:
             edited = await svc.edit_memory(
-                memory_id,
+                await svc.resolve_id(memory_id, "mem"),
                 expected_version=expect_version,
                 content=content,
                 kind=kind,
@@ -345,7 +345,7 @@ def _status_command(name: str, doc: str) -> None:
                     "archive": svc.archive_memory,
                     "promote": svc.promote_memory,
                 }[name]
-                memory = await change(memory_id)
+                memory = await change(await svc.resolve_id(memory_id, "mem"))
             _changed(memory, f"{name}d", as_json=as_json)
 
         run(main)
@@ -372,10 +372,11 @@ def memory_restore(
 
     async def main() -> None:
         async with service(db) as svc:
+            whole = await svc.resolve_id(memory_id, "mem")
             if version is None:
-                memory = await svc.restore_memory(memory_id)
+                memory = await svc.restore_memory(whole)
             else:
-                memory = await svc.restore_memory_version(memory_id, version)
+                memory = await svc.restore_memory_version(whole, version)
         _changed(memory, "restored", as_json=as_json)
 
     run(main)
@@ -403,7 +404,7 @@ def memory_forget(
         async with service(db) as svc:
             with working("forgetting"):
                 if conversation is not None:
-                    done = await svc.forget_conversation(conversation)
+                    done = await svc.forget_conversation(await svc.resolve_id(conversation, "tsk"))
                 else:
                     who = await svc.person(person)
                     done = await svc.forget_source(source or "", person_id=who.id)
@@ -600,7 +601,8 @@ def memory_review(
 
     async def main() -> None:
         async with service(db) as svc:
-            decided = await svc.decide_memory_pass(pass_id, approve=approve)
+            whole = await svc.resolve_id(pass_id, "mps")
+            decided = await svc.decide_memory_pass(whole, approve=approve)
         if as_json:
             _print_json(decided)
             return

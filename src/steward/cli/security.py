@@ -111,7 +111,8 @@ def token_revoke(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            token = await svc.revoke_token(token_id, person_id=who.id)
+            whole = await svc.resolve_id(token_id, "tok", person_id=who.id)
+            token = await svc.revoke_token(whole, person_id=who.id)
         console.print(f"{token.id} revoked")
 
     run(main)
@@ -180,7 +181,8 @@ def connection_disconnect(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            done = await svc.disconnect(connection_id, person_id=who.id)
+            whole = await svc.resolve_id(connection_id, "con", person_id=who.id)
+            done = await svc.disconnect(whole, person_id=who.id)
             forgotten = (
                 await svc.forget_source(f"connector:{done.connection.id}", person_id=who.id)
                 if forget
@@ -288,7 +290,8 @@ def grant_revoke(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            grant = await svc.revoke_grant(grant_id, person_id=who.id)
+            whole = await svc.resolve_id(grant_id, "grt", person_id=who.id)
+            grant = await svc.revoke_grant(whole, person_id=who.id)
         console.print(f"{grant.id} revoked")
 
     run(main)
@@ -339,7 +342,8 @@ def rule_delete(rule_id: str, person: str | None = PersonOption, db: str | None 
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            await svc.delete_rule(rule_id, person_id=who.id)
-        console.print(f"{rule_id} deleted")
+            whole = await svc.resolve_id(rule_id, "rul", person_id=who.id)
+            await svc.delete_rule(whole, person_id=who.id)
+        console.print(f"{whole} deleted")
 
     run(main)

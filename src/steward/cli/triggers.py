@@ -53,7 +53,9 @@ def trigger_add(
         None, "--task", help="Kind of task each firing creates (heartbeats: agent; else noop)."
     ),
     input: str | None = typer.Option(None, "--input", help="JSON input for those tasks."),
-    goal: str | None = typer.Option(None, help="Goal id (a heartbeat needs one)."),
+    goal: str | None = typer.Option(
+        None, help="Goal: its id (or start) or title (a heartbeat needs one)."
+    ),
     name: str = typer.Option("", help="Label."),
     timezone: str | None = typer.Option(None, "--tz", help="IANA zone (cron, hours, budget day)."),
     match: str | None = typer.Option(None, help="Event triggers: JSON payload filter."),
@@ -87,7 +89,7 @@ def trigger_add(
                 spec=spec,
                 task=TaskSpec(kind=task_kind or _default_task(kind), input=payload),
                 name=name,
-                goal_id=goal,
+                goal_id=await svc.resolve_id(goal, "gol", person_id=who.id) if goal else None,
                 timezone=timezone,
                 match=match_filter,
                 missed_policy=missed,
@@ -114,7 +116,8 @@ def trigger_list(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            reports = await svc.trigger_reports(person_id=who.id, goal_id=goal)
+            goal_id = await svc.resolve_id(goal, "gol", person_id=who.id) if goal else None
+            reports = await svc.trigger_reports(person_id=who.id, goal_id=goal_id)
             emit(reports, REPORT_COLUMNS, as_json=as_json, title="Triggers")
 
     run(main)
@@ -134,7 +137,8 @@ def trigger_budget(
 
     async def main() -> None:
         async with service(db) as svc:
-            updated = await svc.set_trigger_budget(trigger_id, _budget(runs, tokens, cost))
+            whole = await svc.resolve_id(trigger_id, "trg")
+            updated = await svc.set_trigger_budget(whole, _budget(runs, tokens, cost))
             emit_one(updated, as_json=as_json)
 
     run(main)
@@ -153,7 +157,8 @@ def trigger_follow_ups(
     async def main() -> None:
         async with service(db) as svc:
             who = await svc.person(person)
-            items = await svc.follow_ups(goal_id, pending=pending)
+            whole = await svc.resolve_id(goal_id, "gol", person_id=who.id)
+            items = await svc.follow_ups(whole, pending=pending)
             if as_json:
                 console.print_json(data=to_jsonable(items))
                 return
@@ -173,7 +178,8 @@ def _trigger_enable_command(name: str, enabled: bool, doc: str) -> None:
     def command(trigger_id: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
         async def main() -> None:
             async with service(db) as svc:
-                emit_one(await svc.set_trigger_enabled(trigger_id, enabled), as_json=as_json)
+                whole = await svc.resolve_id(trigger_id, "trg")
+                emit_one(await svc.set_trigger_enabled(whole, enabled), as_json=as_json)
 
         run(main)
 

@@ -99,7 +99,7 @@ def watch_add(
                 conditions=conditions,
                 every_seconds=seconds,
                 name=name,
-                goal_id=goal,
+                goal_id=await svc.resolve_id(goal, "gol", person_id=who.id) if goal else None,
             )
             return watch, ZoneInfo(who.timezone)
 

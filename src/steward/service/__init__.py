@@ -4,8 +4,9 @@ It validates input (a bad request raises a :class:`~steward.errors.UsageError` a
 nothing), stamps times from the clock, and nudges an in-process runtime when it adds work.
 
 Its parts: :mod:`~steward.service.base` (who is asking: a service bound to an API token acts
-for that token's person only, within its scopes), :mod:`~steward.service.work` (goals, tasks,
-events, effects, the agent), :mod:`~steward.service.triggers` (triggers, heartbeats, budgets,
+for that token's person only, within its scopes), :mod:`~steward.service.ids` (ids
+shortened, objects by name), :mod:`~steward.service.work` (goals, tasks, events, effects, the
+agent), :mod:`~steward.service.triggers` (triggers, heartbeats, budgets,
 follow-ups), :mod:`~steward.service.approvals` (approvals and
 notifications), :mod:`~steward.service.security` (audit, tokens, connections, grants, rules,
 the vault), :mod:`~steward.service.connections` (connecting, testing and disconnecting the
@@ -32,6 +33,7 @@ from steward.service.codehost import CodeHostService
 from steward.service.connections import ConnectionService
 from steward.service.health import HealthService
 from steward.service.hooks import WebhookService
+from steward.service.ids import IdService
 from steward.service.mailchannel import MailChannelService
 from steward.service.matrixchannel import MatrixChannelService
 from steward.service.memory import MemoryService
@@ -74,5 +76,6 @@ class Service(
     WorkspaceService,
     StatusService,
     HealthService,
+    IdService,
 ):
     """Everything an interface may do, for the owner or for one token's person."""

@@ -43,6 +43,7 @@ from steward.errors import (
     UsageError,
 )
 from steward.service.base import ServiceBase
+from steward.service.ids import IdService
 
 _NAME_MAX = 60
 
@@ -79,7 +80,7 @@ class ChannelTest:
     """In words: taken, or why not."""
 
 
-class ChannelService(ServiceBase):
+class ChannelService(IdService):
     async def add_apprise_channel(
         self,
         name: str,
@@ -223,19 +224,8 @@ class ChannelService(ServiceBase):
         return VapidKey.load(self.data_dir)
 
     async def _channel(self, ref: str, person_id: str | None, scope: str) -> Channel:
-        if ref.startswith("chn_"):
-            self._may(scope)
-            found = await self.store.channels.get(ref)
-            self._owned("channel", ref, found.person_id)
-            if person_id and person_id != found.person_id:
-                raise NotFound("channel", ref)
-            return found
-        who = self._for(person_id, scope)
-        wanted = ref.strip().casefold()
-        for known in await self.store.channels.list_for(who):
-            if known.name.casefold() == wanted:
-                return known
-        raise NotFound("channel", ref)
+        self._may(scope)
+        return await self.store.channels.get(await self.resolve_id(ref, "chn", person_id=person_id))
 
     async def _seal(self, person_id: str, secret: str, value: str) -> None:
         await self.store.secrets.put_secret(

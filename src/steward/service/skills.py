@@ -1,35 +1,27 @@
 """The facade's skills part: what the agent learned to do, its versions, and the person's
 decisions about it (approve or reject a proposal, restore a version, archive).
 
-A skill is named by its id (``skl_…``) or, within a person, by its name.
+A skill is named by its id (``skl_…``, or enough of its start) or by its name.
 """
 
 from __future__ import annotations
 
-from steward.domain.skill import Skill, SkillStatus, SkillVersion, skill_name
+from steward.domain.skill import Skill, SkillStatus, SkillVersion
 from steward.domain.tokens import CONTROL, READ
-from steward.errors import NotFound, UsageError
+from steward.errors import UsageError
 from steward.memory.skills import SkillLibrary
-from steward.service.base import ServiceBase
+from steward.service.ids import IdService
 
 
-class SkillService(ServiceBase):
+class SkillService(IdService):
     def _library(self) -> SkillLibrary:
         return SkillLibrary(self.store, self.clock)
 
     async def _skill(self, ref: str, person_id: str | None, scope: str) -> Skill:
-        if ref.startswith("skl_"):
-            self._may(scope)
-            skill = await self.store.skills.get_skill(ref)
-            self._owned("skill", ref, skill.person_id)
-            if person_id and person_id != skill.person_id:
-                raise NotFound("skill", ref)
-            return skill
-        who = self._for(person_id, scope)
-        found = await self.store.skills.find_skill(person_id=who, name=skill_name(ref))
-        if found is None:
-            raise NotFound("skill", ref)
-        return found
+        self._may(scope)
+        return await self.store.skills.get_skill(
+            await self.resolve_id(ref, "skl", person_id=person_id)
+        )
 
     async def list_skills(
         self, *, person_id: str | None = None, status: str | None = None

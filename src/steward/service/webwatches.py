@@ -16,11 +16,10 @@ from steward.connectors.web.watchplan import make_watch, plan_watch
 from steward.domain.ids import new_id
 from steward.domain.tokens import CONTROL, READ
 from steward.domain.webwatch import Condition, Extract, Reading, WebWatch
-from steward.errors import NotFound, UsageError
-from steward.service.base import ServiceBase
+from steward.service.ids import IdService
 
 
-class WebWatchService(ServiceBase):
+class WebWatchService(IdService):
     async def add_watch(
         self,
         *,
@@ -66,16 +65,9 @@ class WebWatchService(ServiceBase):
         return await self._watch(watch_id, READ)
 
     async def find_watch(self, ref: str, *, person_id: str | None = None) -> WebWatch:
-        """The person's watch with id or name ``ref`` (names compared ignoring case)."""
-        watches = await self.store.webwatches.list_for(self._for(person_id, READ))
-        found = [w for w in watches if w.id == ref] or [
-            w for w in watches if w.name.casefold() == " ".join(ref.split()).casefold()
-        ]
-        if not found:
-            raise NotFound("watch", ref)
-        if len(found) > 1:
-            raise UsageError(f"{len(found)} watches are called {ref!r}: name one by its id")
-        return found[0]
+        """The person's watch with id (or enough of its start) or name ``ref`` (names compared
+        ignoring case)."""
+        return await self._watch(await self.resolve_id(ref, "wch", person_id=person_id), READ)
 
     async def watch_history(self, watch_id: str, *, limit: int = 1000) -> list[Reading]:
         """The watch's values over time, oldest first."""

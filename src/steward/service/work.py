@@ -35,7 +35,7 @@ from steward.domain.limits import (
 )
 from steward.domain.task import TaskRequest
 from steward.domain.tokens import CONTROL, READ
-from steward.errors import ConfigError, NoneStartsWith, NotFound, UsageError
+from steward.errors import ConfigError, UsageError
 from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
 from steward.service.taskinput import check_input
@@ -277,27 +277,6 @@ class WorkService(ServiceBase):
         self._nudge()
         return created
 
-    async def resolve_id(self, prefix: str) -> str:
-        """The whole id of the caller's goal, task or trigger that starts with ``prefix``, which
-        starts with its kind (``gol_01a2c``): what the CLI turns a shortened id into."""
-        kind, sep, _ = prefix.partition("_")
-        if not sep or kind not in ID_KINDS:
-            kinds = ", ".join(f"{k}_ ({what})" for k, what in ID_KINDS.items())
-            raise UsageError(f"{prefix!r} is not an id: a shortened id starts with {kinds}")
-        person_id = self._mine(READ)
-        found = await self.store.ids.starting_with(
-            kind, prefix, person_id=person_id, limit=AMBIGUOUS_SHOWN + 1
-        )
-        if prefix in found or len(found) == 1:
-            return prefix if prefix in found else found[0]
-        what = ID_KINDS[kind]
-        if not found:
-            # a whole id is not found like anywhere else; a shortened one says it is a prefix
-            whole = len(prefix) >= len(new_id(kind))
-            raise NotFound(what, prefix) if whole else NoneStartsWith(what, prefix)
-        shown = ", ".join(found[:AMBIGUOUS_SHOWN]) + (", …" if len(found) > AMBIGUOUS_SHOWN else "")
-        raise UsageError(f"more than one {what} starts with {prefix!r}: {shown}; give more of it")
-
     async def get_task(self, task_id: str) -> Task:
         return await self._task(task_id, READ)
 
@@ -494,13 +473,6 @@ def parse_time(value: str) -> datetime:
 def _short(content: dict[str, Any], width: int = 80) -> str:
     text = ", ".join(f"{k}={v}" for k, v in content.items())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-ID_KINDS = {"gol": "goal", "tsk": "task", "trg": "trigger"}
-"""The kinds of id :meth:`WorkService.resolve_id` completes, by the prefix their ids start
-with (the store's :data:`steward.store.ids.TABLES`)."""
-AMBIGUOUS_SHOWN = 5
-"""How many of the ids an ambiguous prefix matches are named in the refusal."""
 
 
 def checked_task(spec: TaskSpec, kinds: frozenset[str] | None, *, goal_id: str | None) -> TaskSpec:
