@@ -271,8 +271,8 @@ def _zone(text: str) -> str:
 
 def _embeddings_here() -> list[str]:
     """The choices this installation can run: MiniLM only with its extra installed."""
-    from steward.app import embedder_from
     from steward.errors import ConfigError
+    from steward.memory.embedding import embedder_from
 
     try:
         embedder_from(Settings(embeddings="minilm"))
@@ -327,17 +327,18 @@ def _write(path: Path, document: Any, answers: Answers) -> None:
 async def _prepare(answers: Answers, *, new_token: bool) -> str | None:
     """Create (or migrate) the database, the person with their time zone, and a control token
     unless one exists; the token's plaintext, shown once."""
-    from steward.app import database_limits
     from steward.config import private_data_dir
     from steward.domain.tokens import CONTROL
     from steward.errors import StewardError
     from steward.service import Service
-    from steward.store import Store
+    from steward.store import DatabaseLimits, Store
 
     settings = Settings(data_dir=answers.data_dir)
     private_data_dir(settings)
     try:
-        store = await Store.open(settings.resolved_database_url(), limits=database_limits(settings))
+        store = await Store.open(
+            settings.resolved_database_url(), limits=DatabaseLimits.of(settings)
+        )
     except StewardError as exc:
         _fail(f"the database could not be opened: {exc}")
     try:

@@ -10,12 +10,15 @@ lexical-only recall.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from steward.errors import ConfigError, StewardRuntimeError
+
+if TYPE_CHECKING:
+    from steward.config import Settings
 
 Vectors = npt.NDArray[np.float32]
 """One unit-length float32 vector per row."""
@@ -96,3 +99,28 @@ class OpenAIEmbedder:
                 raise StewardRuntimeError(f"embedding failed: {exc}") from exc
             rows.extend(item.embedding for item in sorted(answer.data, key=lambda d: d.index))
         return unit(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+
+def embedder_from(settings: Settings) -> Embedder | None:
+    """The embedder the settings name (None: lexical recall only); the local models are
+    imported only when chosen."""
+    if settings.embeddings == "none":
+        return None
+    if settings.embeddings == "openai":
+        key = settings.embeddings_api_key or settings.model_api_key
+        return OpenAIEmbedder(
+            model=settings.embeddings_model,
+            base_url=settings.embeddings_base_url or settings.model_base_url,
+            api_key=key.get_secret_value() if key else None,
+        )
+    if settings.embeddings == "minilm":
+        from steward.memory.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    if settings.embeddings == "multilingual-e5":
+        from steward.memory.e5 import MultilingualE5Embedder
+
+        return MultilingualE5Embedder()
+    raise ConfigError(
+        f"unknown embeddings {settings.embeddings!r}: use none, minilm, multilingual-e5 or openai"
+    )
