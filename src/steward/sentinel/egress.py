@@ -56,9 +56,6 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 import httpx
-import httpx2
-from authlib.common.errors import AuthlibBaseError
-from authlib.integrations.httpx_client import AsyncOAuth2Client
 
 from steward import sendby
 from steward.domain.authority import Connection
@@ -608,6 +605,11 @@ class EgressBroker:
         await self._addresses(person_id, actor, "POST", endpoint, (API_CALL,))
         redactor = Redactor((name, value) for value in tokens.secret_values())
         data = {"secret": name, "host": endpoint_host, "ok": False}
+        # imported here: authlib costs every command ~50 ms to import, and few refresh
+        import httpx2
+        from authlib.common.errors import AuthlibBaseError
+        from authlib.integrations.httpx_client import AsyncOAuth2Client
+
         try:
             async with AsyncOAuth2Client(
                 client_id=tokens.client_id,

@@ -27,6 +27,9 @@ redirect is not followed: it is refused.
 **Links.** The payload's ``url`` stays a path: the service worker opens it on the origin the
 subscription was made from, the one address that device is known to reach (it refuses any
 other origin).
+
+``aiohttp``, ``py-vapid`` and ``pywebpush`` are imported where a key is loaded or a message
+sent: every command imports this module through the facade, and they cost ~150 ms.
 """
 
 from __future__ import annotations
@@ -39,14 +42,11 @@ import stat
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import aiohttp
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from py_vapid import Vapid02
-from pywebpush import WebPusher
 
 from steward.domain.channel import Channel, ChannelKind, DeliveryReceipt, OutboundMessage
 from steward.domain.clock import Clock
@@ -60,6 +60,9 @@ from steward.errors import (
 
 from . import SECRET, SecretOpener
 from .guard import guarded
+
+if TYPE_CHECKING:
+    import aiohttp
 
 KEY_FILE = "vapid.pem"
 """The installation's VAPID private key, in the data directory."""
@@ -121,6 +124,8 @@ class VapidKey:
     """The installation's VAPID key pair (see the module's notes)."""
 
     def __init__(self, pem: bytes) -> None:
+        from py_vapid import Vapid02
+
         self.signer = Vapid02.from_pem(pem)
 
     @classmethod
@@ -204,6 +209,9 @@ class WebPushSender:
                 "importance": message.importance,
             }
         )
+        import aiohttp
+        from pywebpush import WebPusher
+
         with guarded(private_network=self._private) as guard:
             try:
                 async with aiohttp.ClientSession() as session:
