@@ -10,18 +10,19 @@ lexical-only recall.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from steward.errors import ConfigError, StewardRuntimeError
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from steward.config import Settings
 
-Vectors = npt.NDArray[np.float32]
-"""One unit-length float32 vector per row."""
+Vectors: TypeAlias = "npt.NDArray[np.float32]"
+"""One unit-length float32 vector per row. NumPy is imported by the functions that compute
+(``steward goal list`` and the like, which import this through the facade, never do)."""
 
 
 class Embedder(Protocol):
@@ -35,6 +36,8 @@ class Embedder(Protocol):
 
 def unit(rows: npt.ArrayLike) -> Vectors:
     """Rows scaled to length 1 (a zero row stays zero), as float32."""
+    import numpy as np
+
     matrix = np.asarray(rows, dtype=np.float32)
     if matrix.ndim == 1:
         matrix = matrix[None, :]
@@ -45,11 +48,15 @@ def unit(rows: npt.ArrayLike) -> Vectors:
 
 def pack(vector: Vectors) -> bytes:
     """A vector as stored: float32, little-endian."""
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def unpack_many(blobs: Sequence[bytes], dim: int) -> Vectors:
     """Stored vectors as one matrix (blobs of another length are a bug, and refused)."""
+    import numpy as np
+
     data = np.frombuffer(b"".join(blobs), dtype="<f4")
     if data.size != len(blobs) * dim:
         raise StewardRuntimeError("stored vectors do not all have the embedder's dimension")
@@ -88,6 +95,7 @@ class OpenAIEmbedder:
         await self._client.close()
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
         from openai import OpenAIError
 
         rows: list[list[float]] = []
