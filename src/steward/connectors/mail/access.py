@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from steward.connectors.base import ConnectionFailed, ConnectorEnv
-from steward.connectors.mail import smtp
 from steward.connectors.mail.settings import MailSettings
 from steward.domain.authority import Connection
 from steward.harness.tools import ToolError
@@ -69,6 +68,8 @@ async def mailbox_for(
 
 async def check_smtp(env: ConnectorEnv, connection: Connection) -> None:
     """Sign in to the connection's SMTP server and leave."""
+    from steward.connectors.mail import smtp  # imported here as the IMAP client is
+
     settings = settings_of(connection)
     secure = settings.smtp_security != "plain"
     await smtp.check(settings, await _secret(env, connection, settings.smtp_host, secure))
@@ -78,6 +79,8 @@ async def send(
     env: ConnectorEnv, connection: Connection, message: EmailMessage, recipients: Sequence[str]
 ) -> tuple[str, ...]:
     """Send ``message`` through the connection's SMTP server; the recipients it refused."""
+    from steward.connectors.mail import smtp
+
     settings = settings_of(connection)
     secure = settings.smtp_security != "plain"
     secret = await _secret(env, connection, settings.smtp_host, secure)

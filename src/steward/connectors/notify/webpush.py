@@ -28,8 +28,9 @@ redirect is not followed: it is refused.
 subscription was made from, the one address that device is known to reach (it refuses any
 other origin).
 
-``aiohttp``, ``py-vapid`` and ``pywebpush`` are imported where a key is loaded or a message
-sent: every command imports this module through the facade, and they cost ~150 ms.
+``aiohttp``, ``py-vapid``, ``pywebpush`` and ``cryptography``'s elliptic curves are imported
+where a key is read or a message sent: every command imports this module through the facade,
+and they cost ~150 ms.
 """
 
 from __future__ import annotations
@@ -44,9 +45,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from steward.domain.channel import Channel, ChannelKind, DeliveryReceipt, OutboundMessage
 from steward.domain.clock import Clock
@@ -98,6 +96,8 @@ class Subscription:
         plain = parts.scheme == "http" and local
         if not parts.hostname or not (parts.scheme == "https" or plain):
             raise UsageError("the push subscription's endpoint is not an https address")
+        from cryptography.hazmat.primitives.asymmetric import ec
+
         try:
             point = _unb64(p256dh)
             secret = _unb64(auth)
@@ -146,6 +146,8 @@ class VapidKey:
     @property
     def public_key(self) -> str:
         """The ``applicationServerKey`` browsers subscribe with (base64url, no padding)."""
+        from cryptography.hazmat.primitives import serialization
+
         raw = self.signer.public_key.public_bytes(
             serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
         )
@@ -267,6 +269,9 @@ class _NoRedirects:
 
 def _create(path: Path) -> None:
     """Write a new key with mode 0600, or keep one another process wrote meanwhile."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     pem = ec.generate_private_key(ec.SECP256R1()).private_bytes(
         serialization.Encoding.PEM,
