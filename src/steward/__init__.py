@@ -1,8 +1,21 @@
 """Steward: a self-hosted personal agent runtime."""
 
-from importlib.metadata import PackageNotFoundError, version
+import functools
 
-try:
-    __version__ = version("steward")
-except PackageNotFoundError:  # pragma: no cover - run from a source tree without installing
-    __version__ = "0+unknown"
+
+@functools.cache
+def _installed_version() -> str:
+    # importlib.metadata costs every command ~30 ms to import: read only when asked
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("steward")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree without installing
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> str:
+    """``steward.__version__``: the installed distribution's version."""
+    if name == "__version__":
+        return _installed_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

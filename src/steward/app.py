@@ -33,7 +33,7 @@ from steward.harness.tools import Tool
 from steward.harness.workspace import Workspace
 from steward.memory.book import MemoryBook
 from steward.memory.context import PersonalMemory
-from steward.memory.embedding import Embedder, OpenAIEmbedder
+from steward.memory.embedding import embedder_from
 from steward.memory.extraction import ModelExtractor
 from steward.memory.jobs import CONSOLIDATE, with_memory_jobs
 from steward.memory.skills import SkillLibrary
@@ -50,7 +50,7 @@ from steward.sentinel.egress import EgressBroker
 from steward.sentinel.policy import PolicySentinel
 from steward.sentinel.replytoken import ReplyTokens
 from steward.sentinel.vault import Vault, VaultKeys
-from steward.store import DatabaseLimits, Store
+from steward.store import Store
 
 # what only the long-running roles use (Matrix's client, page watches, the browser) is
 # imported inside the functions that build them: the CLI's short commands import this module
@@ -80,39 +80,6 @@ class UnconfiguredModel:
         on_delta: OnDelta | None = None,
     ) -> ModelResponse:
         raise ConfigError(NO_MODEL)
-
-
-def embedder_from(settings: Settings) -> Embedder | None:
-    if settings.embeddings == "none":
-        return None
-    if settings.embeddings == "openai":
-        key = settings.embeddings_api_key or settings.model_api_key
-        return OpenAIEmbedder(
-            model=settings.embeddings_model,
-            base_url=settings.embeddings_base_url or settings.model_base_url,
-            api_key=key.get_secret_value() if key else None,
-        )
-    if settings.embeddings == "minilm":
-        from steward.memory.minilm import MiniLMEmbedder
-
-        return MiniLMEmbedder()
-    if settings.embeddings == "multilingual-e5":
-        from steward.memory.e5 import MultilingualE5Embedder
-
-        return MultilingualE5Embedder()
-    raise ConfigError(
-        f"unknown embeddings {settings.embeddings!r}: use none, minilm, multilingual-e5 or openai"
-    )
-
-
-def database_limits(settings: Settings) -> DatabaseLimits:
-    """How long the database may keep this process waiting (see :class:`DatabaseLimits`)."""
-    return DatabaseLimits(
-        busy_timeout_seconds=settings.database_busy_timeout_seconds,
-        statement_timeout_seconds=settings.database_statement_timeout_seconds,
-        lock_timeout_seconds=settings.database_lock_timeout_seconds,
-        idle_in_transaction_timeout_seconds=settings.database_idle_in_transaction_timeout_seconds,
-    )
 
 
 def memory_from(settings: Settings, store: Store, clock: Clock) -> MemoryBook:

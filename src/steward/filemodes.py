@@ -13,8 +13,6 @@ import os
 import stat
 from pathlib import Path
 
-import structlog
-
 from steward.errors import ConfigError
 
 PRIVATE_DIR = 0o700
@@ -22,8 +20,6 @@ PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 """A file only its owner may read and write."""
 _OTHERS = stat.S_IRWXG | stat.S_IRWXO
-
-log = structlog.get_logger(__name__)
 
 
 def private_dir(path: Path) -> Path:
@@ -67,7 +63,10 @@ def tighten(path: Path) -> None:
             f"cannot change that ({exc.strerror}); make it yours only: chmod go-rwx {path}"
         ) from None
     what = "directory" if path.is_dir() else "file"
-    log.warning(
+    # imported only to say so: every command imports this module, and structlog ~40 ms
+    import structlog
+
+    structlog.get_logger(__name__).warning(
         f"{path} could be read by other users of this machine (mode {mode:04o}); Steward "
         f"made the {what} private (mode {mode & ~_OTHERS:04o})"
     )

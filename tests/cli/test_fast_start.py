@@ -11,11 +11,14 @@ from pathlib import Path
 
 from steward import __version__
 from steward.cli.main import app
-from support.cli import runner
+from support.cli import cli_json, runner
 from support.startup import scaled
 
-HEAVY = ("fastapi", "steward.api", "steward.app", "openai", "anthropic", "mcp", "playwright")
-"""What ``steward --help`` must not import: each costs start-up time on every command."""
+SERVING = ("fastapi", "steward.api", "steward.app", "openai", "anthropic", "mcp", "playwright")
+"""The server, the app's wiring, model clients: only the commands that run them import them."""
+HEAVY = (*SERVING, "sqlalchemy", "pydantic", "structlog", "importlib.metadata")
+"""What ``steward --help`` must not import: each costs start-up time on every command (the
+database, the settings and the logs are for the commands that use them)."""
 
 PROBE = f"""
 import sys
@@ -38,6 +41,53 @@ def test_help_imports_nothing_heavy() -> None:
         timeout=scaled(60),
     )
     assert "Usage: steward" in done.stdout, done.stdout
+    assert done.stdout.rstrip().endswith("imported:"), done.stdout.splitlines()[-1]
+
+
+READING = (
+    *SERVING,
+    "steward.harness.agent",
+    "alembic",
+    "nio",
+    "aiohttp",
+    "pywebpush",
+    "requests",
+    "apprise",
+    "authlib",
+    "imapclient",
+    "lxml",
+    "jsonpath_ng",
+    "numpy",
+    "httpx",
+)
+"""What a command that only reads (``steward goal list``) must not import either: the server,
+the app's wiring and harnesses, migrations of a current database, the libraries of the
+channels and connectors (each imported by the code that sends or connects)."""
+
+READ_PROBE = f"""
+import sys
+from steward.cli.main import app
+try:
+    app(["goal", "list", "--db", sys.argv[1]], prog_name="steward")
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print("imported:", *[m for m in {READING!r} if m in sys.modules])
+"""
+
+
+def test_reading_goals_imports_nothing_heavy(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'current.db'}"
+    cli_json(db, "goal", "create", "water the plants")  # set up, so opening it migrates nothing
+    done = subprocess.run(
+        [sys.executable, "-c", READ_PROBE, db],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "STEWARD_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200"},
+        timeout=scaled(60),
+    )
+    assert "water the plants" in done.stdout, done.stdout
     assert done.stdout.rstrip().endswith("imported:"), done.stdout.splitlines()[-1]
 
 

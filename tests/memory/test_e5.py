@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from steward.app import embedder_from
 from steward.config import Settings
 from steward.domain.clock import SimulatedClock
 from steward.errors import ConfigError
 from steward.memory import e5
 from steward.memory.e5 import DIM, MultilingualE5Embedder
+from steward.memory.embedding import embedder_from
 from steward.service import Service
 from steward.store import Store
 

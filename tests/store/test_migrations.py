@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, UniqueConstraint, inspect, text
 
 from steward.domain import TaskSpec, TriggerKind
@@ -90,6 +93,32 @@ async def test_upgrade_blank_database_to_head(blank: Engine) -> None:
     # upgrading again is a no-op
     await asyncio.to_thread(migrate.upgrade, blank)
     assert migrate.current_revision(blank) == migrate.head_revision()
+
+
+def test_head_revision_is_alembics_head() -> None:
+    """Opening a database compares its revision with :func:`migrate.head_revision`, read off
+    the migrations' file names without Alembic: each file is named after its revision, and the
+    greatest name is the head Alembic finds by walking the history."""
+    config = Config()
+    config.set_main_option("script_location", str(Path(migrate.__file__).parent / "migrations"))
+    script = ScriptDirectory.from_config(config)
+    for revision in script.walk_revisions():
+        assert Path(revision.path).name.startswith(f"{revision.revision}_"), revision.path
+    assert migrate.head_revision() == script.get_current_head()
+
+
+async def test_revision_is_read_as_alembic_reads_it(blank: Engine) -> None:
+    """The revision read with one query (no Alembic import) is Alembic's own reading."""
+
+    def alembics() -> str | None:
+        with blank.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+
+    assert migrate.current_revision(blank) is None
+    await asyncio.to_thread(migrate.upgrade, blank, "0010")
+    assert migrate.current_revision(blank) == alembics() == "0010"
+    await asyncio.to_thread(migrate.upgrade, blank)
+    assert migrate.current_revision(blank) == alembics() == migrate.head_revision()
 
 
 async def test_downgrade_to_base_and_upgrade_again(blank: Engine) -> None:

@@ -49,7 +49,6 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
     itself)."""
     from steward.app import (
         build_harness,
-        embedder_from,
         process_identity,
         server_runs_agents,
         task_kinds,
@@ -57,6 +56,7 @@ async def _live(db: str | None) -> AsyncIterator[Service]:
     from steward.cli.remote import remote_login, remote_service
     from steward.config import Settings, private_data_dir
     from steward.domain.clock import Clock
+    from steward.memory.embedding import embedder_from
     from steward.runtime.runtime import Runtime, RuntimeConfig
     from steward.service import Service
     from steward.store import Store

@@ -182,11 +182,10 @@ def upgrade(db: str | None = DbOption) -> None:
 def _migrate(url: str, settings: Settings) -> None:
     import asyncio
 
-    from steward.app import database_limits
-    from steward.store import Store
+    from steward.store import DatabaseLimits, Store
 
     async def main() -> None:
         # opening migrates a database that is behind
-        await (await Store.open(url, limits=database_limits(settings))).close()
+        await (await Store.open(url, limits=DatabaseLimits.of(settings))).close()
 
     asyncio.run(main())

@@ -67,11 +67,11 @@ async def service(db: str | None) -> AsyncIterator[Service]:
     """The facade a command acts through: a server's (:mod:`steward.cli.remote`), or one on
     the database."""
     # imported here, not at the top: `steward --help` and every command's parsing stay fast
-    from steward.app import database_limits, embedder_from, task_kinds
     from steward.cli.remote import remote_login, remote_service
     from steward.config import Settings, private_data_dir
+    from steward.memory.embedding import embedder_from
     from steward.service import Service
-    from steward.store import Store
+    from steward.store import DatabaseLimits, Store
 
     login = remote_login(db)
     if login is not None:
@@ -81,18 +81,26 @@ async def service(db: str | None) -> AsyncIterator[Service]:
     settings = Settings()
     private_data_dir(settings)
     url = db or settings.resolved_database_url()
-    store = await Store.open(url, limits=database_limits(settings))
+    store = await Store.open(url, limits=DatabaseLimits.of(settings))
     try:
         yield await as_caller(
             Service(
                 store,
                 data_dir=settings.data_dir,
                 embedder=embedder_from(settings),
-                task_kinds=task_kinds(),
+                task_kinds=_task_kinds,
             )
         )
     finally:
         await store.close()
+
+
+def _task_kinds() -> frozenset[str]:
+    """:func:`steward.app.task_kinds`, asked only when a command adds a task: importing the
+    app imports every harness and connector, which a command that only reads never needs."""
+    from steward.app import task_kinds
+
+    return task_kinds()
 
 
 def to_jsonable(value: Any) -> Any:

@@ -25,7 +25,6 @@ import typer
 from rich.markup import escape
 
 from steward.cli.common import console, err_console
-from steward.config import Settings, config_file, default_data_dir
 
 PROVIDERS = ("openai", "anthropic", "none")
 """``openai`` is any OpenAI-compatible endpoint; ``none`` leaves the model for later."""
@@ -101,6 +100,8 @@ def init(
             _zone(timezone)
         except typer.BadParameter as exc:
             _fail(str(exc))
+    from steward.config import Settings, config_file  # here: `steward --help` stays fast
+
     ask = not non_interactive
     where = data_dir or Settings().data_dir
     if ask and data_dir is None:
@@ -139,6 +140,8 @@ def _fail(message: str) -> NoReturn:
 
 def _found_data_dir() -> Path:
     """The data directory a later ``steward`` finds without being told."""
+    from steward.config import default_data_dir
+
     return Path(os.environ.get("STEWARD_DATA_DIR") or default_data_dir()).expanduser().resolve()
 
 
@@ -174,6 +177,7 @@ def _current(document: Any, data_dir: Path) -> Answers:
 
 async def _person_zone(data_dir: Path) -> str | None:
     """The person's time zone, if a database exists already (none is created to ask)."""
+    from steward.config import Settings
     from steward.errors import StewardError
     from steward.service import Service
     from steward.store import Store
@@ -271,8 +275,9 @@ def _zone(text: str) -> str:
 
 def _embeddings_here() -> list[str]:
     """The choices this installation can run: MiniLM only with its extra installed."""
-    from steward.app import embedder_from
+    from steward.config import Settings
     from steward.errors import ConfigError
+    from steward.memory.embedding import embedder_from
 
     try:
         embedder_from(Settings(embeddings="minilm"))
@@ -285,6 +290,7 @@ def _check(answers: Answers, timeout: float) -> Any:
     from pydantic import SecretStr
 
     from steward.app import check_model_live
+    from steward.config import Settings
 
     settings = Settings(
         model=answers.model,
@@ -327,17 +333,18 @@ def _write(path: Path, document: Any, answers: Answers) -> None:
 async def _prepare(answers: Answers, *, new_token: bool) -> str | None:
     """Create (or migrate) the database, the person with their time zone, and a control token
     unless one exists; the token's plaintext, shown once."""
-    from steward.app import database_limits
-    from steward.config import private_data_dir
+    from steward.config import Settings, private_data_dir
     from steward.domain.tokens import CONTROL
     from steward.errors import StewardError
     from steward.service import Service
-    from steward.store import Store
+    from steward.store import DatabaseLimits, Store
 
     settings = Settings(data_dir=answers.data_dir)
     private_data_dir(settings)
     try:
-        store = await Store.open(settings.resolved_database_url(), limits=database_limits(settings))
+        store = await Store.open(
+            settings.resolved_database_url(), limits=DatabaseLimits.of(settings)
+        )
     except StewardError as exc:
         _fail(f"the database could not be opened: {exc}")
     try:
@@ -356,6 +363,8 @@ async def _prepare(answers: Answers, *, new_token: bool) -> str | None:
 
 
 def _say_next(answers: Answers, path: Path, token: str | None) -> None:
+    from steward.config import Settings
+
     settings = Settings(data_dir=answers.data_dir)
     say = functools.partial(console.print, soft_wrap=True)
     say(f"[bold]Steward is set up[/bold] in {escape(str(answers.data_dir))}")

@@ -17,8 +17,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
-from steward.logs import log_file
-
 FOLLOW_POLL_SECONDS = 0.5
 """How often ``--follow`` looks for new lines (and for a rotation)."""
 _LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -37,6 +35,7 @@ def logs(
     """Show the log of the Steward processes on this data directory (`steward up`, `worker`,
     `scheduler`)."""
     from steward.config import Settings
+    from steward.logs import log_file
 
     if level.lower() not in _LEVELS:
         raise typer.BadParameter(f"must be one of {', '.join(_LEVELS)}", param_hint="--level")

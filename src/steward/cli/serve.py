@@ -43,8 +43,6 @@ async def _serve(
         build_harness,
         cannot_run,
         connection_watcher,
-        database_limits,
-        embedder_from,
         mail_channel_sender,
         matrix_channel_sender,
         matrix_listener,
@@ -56,12 +54,13 @@ async def _serve(
     from steward.config import Settings, private_data_dir
     from steward.domain.clock import Clock
     from steward.logs import configure as configure_logging
+    from steward.memory.embedding import embedder_from
     from steward.memory.jobs import schedule_consolidation
     from steward.runtime.outage import DatabaseOutage
     from steward.runtime.runtime import Runtime
     from steward.service import Service
     from steward.service.mailchannel import answer_by_mail
-    from steward.store import Store
+    from steward.store import DatabaseLimits, Store
     from steward.telemetry import configure_tracing
 
     settings = Settings()
@@ -71,7 +70,7 @@ async def _serve(
     clock = Clock()
     # a database still starting (or failing over) is waited for, not a reason to exit
     starting = DatabaseOutage(clock)
-    store = await starting.retry(lambda: Store.open(url, limits=database_limits(settings)))
+    store = await starting.retry(lambda: Store.open(url, limits=DatabaseLimits.of(settings)))
     try:
         # it reads the database (are there secrets for the vault key to open?): waited for too
         harness = await starting.retry(lambda: build_harness(settings, store, clock))

@@ -32,12 +32,12 @@ from steward.domain.watch import Found
 from steward.errors import UsageError
 from steward.harness.tools import Tool, ToolError
 from steward.harness.workspace import Workspace
-from steward.sentinel.egress import EgressBroker, Login
 from steward.store import Store
 
 if TYPE_CHECKING:
     from steward.connectors.mail.authenticity import DnsTxt
     from steward.connectors.mail.person import PersonMail
+    from steward.sentinel.egress import EgressBroker, Login
 
 
 class ConnectionFailed(UsageError):

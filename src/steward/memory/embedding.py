@@ -10,15 +10,19 @@ lexical-only recall.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from steward.errors import ConfigError, StewardRuntimeError
 
-Vectors = npt.NDArray[np.float32]
-"""One unit-length float32 vector per row."""
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from steward.config import Settings
+
+Vectors: TypeAlias = "npt.NDArray[np.float32]"
+"""One unit-length float32 vector per row. NumPy is imported by the functions that compute
+(``steward goal list`` and the like, which import this through the facade, never do)."""
 
 
 class Embedder(Protocol):
@@ -32,6 +36,8 @@ class Embedder(Protocol):
 
 def unit(rows: npt.ArrayLike) -> Vectors:
     """Rows scaled to length 1 (a zero row stays zero), as float32."""
+    import numpy as np
+
     matrix = np.asarray(rows, dtype=np.float32)
     if matrix.ndim == 1:
         matrix = matrix[None, :]
@@ -42,11 +48,15 @@ def unit(rows: npt.ArrayLike) -> Vectors:
 
 def pack(vector: Vectors) -> bytes:
     """A vector as stored: float32, little-endian."""
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def unpack_many(blobs: Sequence[bytes], dim: int) -> Vectors:
     """Stored vectors as one matrix (blobs of another length are a bug, and refused)."""
+    import numpy as np
+
     data = np.frombuffer(b"".join(blobs), dtype="<f4")
     if data.size != len(blobs) * dim:
         raise StewardRuntimeError("stored vectors do not all have the embedder's dimension")
@@ -85,6 +95,7 @@ class OpenAIEmbedder:
         await self._client.close()
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
         from openai import OpenAIError
 
         rows: list[list[float]] = []
@@ -96,3 +107,28 @@ class OpenAIEmbedder:
                 raise StewardRuntimeError(f"embedding failed: {exc}") from exc
             rows.extend(item.embedding for item in sorted(answer.data, key=lambda d: d.index))
         return unit(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+
+def embedder_from(settings: Settings) -> Embedder | None:
+    """The embedder the settings name (None: lexical recall only); the local models are
+    imported only when chosen."""
+    if settings.embeddings == "none":
+        return None
+    if settings.embeddings == "openai":
+        key = settings.embeddings_api_key or settings.model_api_key
+        return OpenAIEmbedder(
+            model=settings.embeddings_model,
+            base_url=settings.embeddings_base_url or settings.model_base_url,
+            api_key=key.get_secret_value() if key else None,
+        )
+    if settings.embeddings == "minilm":
+        from steward.memory.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    if settings.embeddings == "multilingual-e5":
+        from steward.memory.e5 import MultilingualE5Embedder
+
+        return MultilingualE5Embedder()
+    raise ConfigError(
+        f"unknown embeddings {settings.embeddings!r}: use none, minilm, multilingual-e5 or openai"
+    )

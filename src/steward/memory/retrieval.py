@@ -15,8 +15,6 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-import numpy as np
-
 from steward.domain.audience import Audience
 from steward.domain.memory import Memory, MemoryHit, Recallable
 from steward.errors import NotFound, StewardRuntimeError
@@ -261,6 +259,9 @@ class Retriever:
         ids, matrix = index.ids, index.matrix  # a consistent pair, whatever refreshes meanwhile
         if not ids:
             return []
+        # NumPy is imported where vectors are computed: every command imports this module
+        import numpy as np
+
         similarity = matrix @ needle
         window = min(len(similarity), wanted * 4)
         while True:
@@ -297,6 +298,8 @@ class VectorIndex:
         self.store = store
         self.person_id = person_id
         self.model = model
+        import numpy as np
+
         self.ids: list[str] = []
         self.matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._seq_of: dict[str, int] = {}
@@ -305,6 +308,8 @@ class VectorIndex:
         self._epoch: int | None = None
 
     async def refresh(self) -> None:
+        import numpy as np
+
         trailing_from = max(0, self._newest - self.TRAILING)
         delta = await self.store.memory_search.memory_vectors_since(
             person_id=self.person_id,
@@ -338,6 +343,8 @@ def _merged(
     rows: list[tuple[int, str, bytes]],
 ) -> tuple[list[str], Vectors, dict[str, int]]:
     """New arrays with ``rows`` added (or replacing older vectors of the same memory)."""
+    import numpy as np
+
     fresh_rows = [
         (seq, memory_id, blob) for seq, memory_id, blob in rows if seq_of.get(memory_id, -1) < seq
     ]

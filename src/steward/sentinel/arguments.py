@@ -16,8 +16,6 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-import httpx
-
 from steward.domain.roles import Role
 from steward.errors import UsageError
 from steward.sentinel.urls import Url, UrlRefused, parse_url, recipient_key
@@ -156,6 +154,8 @@ def url_key(url: Url, text: str) -> str:
     """A URL as a lasting grant names it: scheme, host, port, path and query (no fragment, which
     is never sent), so a grant for ``https://h/a`` covers neither ``http://h:6379/a`` nor
     ``https://h/a/b`` nor ``https://h/a?to=x``."""
+    import httpx  # as in :mod:`steward.sentinel.urls`
+
     query = httpx.URL(text.strip()).query.decode("ascii", "replace")
     return f"{url.scheme}://{url.host}:{url.port}{url.path}" + (f"?{query}" if query else "")
 

@@ -52,13 +52,8 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
-
-import httpx
-import httpx2
-from authlib.common.errors import AuthlibBaseError
-from authlib.integrations.httpx_client import AsyncOAuth2Client
 
 from steward import sendby
 from steward.domain.authority import Connection
@@ -78,6 +73,9 @@ from steward.sentinel.urls import (
 )
 from steward.sentinel.vault import Redactor, Vault
 from steward.sentinel.wire import IN_FLIGHT, filled_body, install_log_filter, referenced
+
+if TYPE_CHECKING:
+    import httpx
 
 API_CALL = "api.call"
 """The scope of calling a connected API, with or without a credential: what the broker sends."""
@@ -216,7 +214,7 @@ class EgressBroker:
         vault: Vault,
         *,
         audit: AuditFn | None = None,
-        client_factory: Callable[..., httpx.AsyncClient] = httpx.AsyncClient,
+        client_factory: Callable[..., httpx.AsyncClient] | None = None,
         now: Callable[[], datetime] = _utcnow,
         timeout_seconds: float = 30.0,
         deadline_seconds: float = 120.0,
@@ -227,7 +225,11 @@ class EgressBroker:
         self._resolve = resolve
         self._vault = vault
         self._audit = audit
-        self._client_factory = client_factory
+        # httpx is imported by a broker, not by this module: every command imports it
+        # through the facade, and httpx costs ~50 ms to import
+        import httpx
+
+        self._client_factory = client_factory or httpx.AsyncClient
         self._now = now
         self._timeout = timeout_seconds
         self._deadline = deadline_seconds
@@ -265,6 +267,8 @@ class EgressBroker:
         and reading stops past the limit (the response says ``truncated``), all within
         ``deadline_seconds``. ``public_only`` refuses a private or local address even when a
         connection names the host (a redirect from a public site may not lead there)."""
+        import httpx
+
         if sum(body is not None for body in (content, json, form)) > 1:
             raise UsageError("give at most one of content, json and form")
         method = method.upper()
@@ -514,6 +518,8 @@ class EgressBroker:
         target: Url,
         addresses: Sequence[IPAddress],
     ) -> _Answer:
+        import httpx
+
         url = request.url
         values = {name: s.value for name, s in secrets.items()}
         url_values = {name: quote(v, safe="") for name, v in values.items()}
@@ -608,6 +614,11 @@ class EgressBroker:
         await self._addresses(person_id, actor, "POST", endpoint, (API_CALL,))
         redactor = Redactor((name, value) for value in tokens.secret_values())
         data = {"secret": name, "host": endpoint_host, "ok": False}
+        # imported here: authlib costs every command ~50 ms to import, and few refresh
+        import httpx2
+        from authlib.common.errors import AuthlibBaseError
+        from authlib.integrations.httpx_client import AsyncOAuth2Client
+
         try:
             async with AsyncOAuth2Client(
                 client_id=tokens.client_id,

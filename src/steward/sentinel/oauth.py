@@ -1,18 +1,15 @@
 """The OAuth 2.0 authorization-code flow with PKCE (S256) that produces the token set the egress
 broker uses (:class:`~steward.sentinel.oauthtokens.OAuthTokens`): where to send the person, and the
 exchange of the code they bring back. Endpoints must use https (plain http only on a local
-host)."""
+host).
+
+authlib is imported by the two functions that use it: every command imports this module through
+the facade, and authlib costs ~50 ms to import."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-
-import httpx2
-from authlib.common.errors import AuthlibBaseError
-from authlib.common.security import generate_token
-from authlib.integrations.httpx_client import AsyncOAuth2Client
-from authlib.oauth2.client import OAuth2Client
 
 from steward.errors import UsageError
 from steward.sentinel.egress import LOCAL_HOSTS, EgressFailed
@@ -44,6 +41,9 @@ def oauth_authorization_url(
 ) -> AuthorizationRequest:
     """Start the authorization-code flow with PKCE (S256). ``extra`` are further parameters
     (``access_type="offline"``, ``prompt="consent"``...)."""
+    from authlib.common.security import generate_token
+    from authlib.oauth2.client import OAuth2Client
+
     _require_secure(authorization_endpoint, "authorization endpoint")
     verifier = str(generate_token(64))
     client = OAuth2Client(
@@ -72,6 +72,10 @@ async def exchange_code(
 ) -> OAuthTokens:
     """Exchange an authorization code (and its PKCE verifier) for a token set; encrypt
     ``.to_secret()`` and store it with ``put_secret`` to use it through the broker."""
+    import httpx2
+    from authlib.common.errors import AuthlibBaseError
+    from authlib.integrations.httpx_client import AsyncOAuth2Client
+
     _require_secure(token_endpoint, "token endpoint")
     try:
         async with AsyncOAuth2Client(

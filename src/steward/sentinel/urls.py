@@ -15,7 +15,9 @@ top of it, anything that two parsers could read differently is refused rather th
 * only ``http`` and ``https`` URLs are read.
 
 It lives in the sentinel package (not ``domain``, which imports only the standard library)
-because it needs httpx; the service and the connectors already depend on the sentinel.
+because it needs httpx; the service and the connectors already depend on the sentinel. httpx is
+imported when a URL is first read: every command imports this module through the facade, and
+httpx costs ~50 ms to import.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-
-import httpx
 
 from steward.errors import UsageError
 
@@ -76,6 +76,8 @@ def parse_url(text: str) -> Url:
     read unambiguously."""
     if not isinstance(text, str):
         raise UrlRefused(f"a URL must be text, not {type(text).__name__}")
+    import httpx
+
     stripped = text.strip()
     if _FORBIDDEN.search(stripped):
         raise UrlRefused(f"{stripped!r} contains a backslash, space or control character")
@@ -108,6 +110,8 @@ def normalise_host(text: str) -> str:
     if ":" in host or "%" in host:
         raise UrlRefused(f"{text!r} is not a host name or an IP address")
     if not host.isascii():
+        import httpx
+
         try:
             host = httpx.URL(f"http://{host}/").raw_host.decode("ascii")
         except (httpx.InvalidURL, UnicodeError) as exc:

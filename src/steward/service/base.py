@@ -13,7 +13,7 @@ owner's only.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Self
@@ -71,7 +71,7 @@ class ServiceBase:
         principal: Principal | None = None,
         data_dir: Path | None = None,
         embedder: Embedder | None = None,
-        task_kinds: Collection[str] | None = None,
+        task_kinds: Collection[str] | Callable[[], Collection[str]] | None = None,
         no_model: bool = False,
     ) -> None:
         self.store = store
@@ -84,14 +84,24 @@ class ServiceBase:
         """Where the vault's key file lives (None: no vault)."""
         self.embedder = embedder
         """Embeds memories for semantic recall (None: lexical only)."""
-        self.task_kinds = None if task_kinds is None else frozenset(task_kinds)
-        """The task kinds the workers run (``steward.app.task_kinds``): a new task or trigger
-        of another kind is refused (None: not checked, for tests that run no worker)."""
+        self._task_kinds: frozenset[str] | Callable[[], Collection[str]] | None = (
+            task_kinds if task_kinds is None or callable(task_kinds) else frozenset(task_kinds)
+        )
         self.no_model = no_model
         """This process runs agent tasks without a model configured: the dashboard says so,
         and how to set one."""
         self.memory = MemoryBook(store, self.clock, embedder=embedder)
         """The person's memories, with the rules every write follows."""
+
+    @property
+    def task_kinds(self) -> frozenset[str] | None:
+        """The task kinds the workers run (``steward.app.task_kinds``): a new task or trigger
+        of another kind is refused (None: not checked, for tests that run no worker). Given as
+        a callable, it is asked the first time a task is checked: a command that only reads
+        does not import the harnesses that name them."""
+        if callable(self._task_kinds):
+            self._task_kinds = frozenset(self._task_kinds())
+        return self._task_kinds
 
     # --- who is asking ------------------------------------------------------------------
 
@@ -106,7 +116,7 @@ class ServiceBase:
             principal=Principal(person_id=found.person_id, token=found),
             data_dir=self.data_dir,
             embedder=self.embedder,
-            task_kinds=self.task_kinds,
+            task_kinds=self._task_kinds,
             no_model=self.no_model,
         )
 

@@ -28,7 +28,6 @@ import hashlib
 import re
 from typing import Any
 
-import nio
 import structlog
 
 from steward.connectors.matrix.client import (
@@ -356,6 +355,8 @@ async def _checked_room(account: BotAccount, person: str, room: str | None) -> s
         if whoami.user_id != account.user_id:
             raise ChannelRefused(f"the access token is {whoami.user_id}'s, not {account.user_id}'s")
         if room is None:
+            import nio  # only here: importing it costs every command ~150 ms
+
             async with reaching("create a room"):
                 made = checked(
                     await client.room_create(

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import (
     ClauseElement,
@@ -28,6 +28,9 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 
 from steward.errors import DatabaseUnavailable, DatabaseUnusable, LeaseLost
+
+if TYPE_CHECKING:
+    from steward.config import Settings
 
 T = TypeVar("T")
 Op = Callable[[Connection], T]
@@ -56,6 +59,18 @@ class DatabaseLimits:
     """PostgreSQL: a session idle this long inside a transaction (its process paused or hung)
     is ended by the server, which releases its row locks so another worker can take its task
     over (0: no limit)."""
+
+    @classmethod
+    def of(cls, settings: Settings) -> DatabaseLimits:
+        """The limits the settings give (``STEWARD_DATABASE_*_TIMEOUT_SECONDS``)."""
+        return cls(
+            busy_timeout_seconds=settings.database_busy_timeout_seconds,
+            statement_timeout_seconds=settings.database_statement_timeout_seconds,
+            lock_timeout_seconds=settings.database_lock_timeout_seconds,
+            idle_in_transaction_timeout_seconds=(
+                settings.database_idle_in_transaction_timeout_seconds
+            ),
+        )
 
 
 def hold_lease(conn: Connection, task_id: str, epoch: int, expires_at: float) -> None:

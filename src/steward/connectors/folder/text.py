@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import codecs
 
-import charset_normalizer
-
 SAMPLE_BYTES = 64 * 1024
 """How much of the beginning of a file decides its encoding."""
 MARKS = (
@@ -41,6 +39,8 @@ def _guessed(sample: bytes) -> tuple[str, int] | None:
     """A legacy encoding for ``sample``, or None for binary. A short text often fits several
     equally well (Windows-1250 and -1252 read "café" alike); then Windows-1252, by far the
     most common of them, is taken."""
+    import charset_normalizer  # here: every command imports this module through the facade
+
     found = charset_normalizer.from_bytes(sample)
     best = found.best()
     if best is None:

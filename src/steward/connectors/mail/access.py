@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from email.message import EmailMessage
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from steward.connectors.base import ConnectionFailed, ConnectorEnv
-from steward.connectors.mail import smtp
-from steward.connectors.mail.imap import IMAPAccount
 from steward.connectors.mail.settings import MailSettings
 from steward.domain.authority import Connection
 from steward.harness.tools import ToolError
 from steward.sentinel.egress import EgressRefused
+
+if TYPE_CHECKING:
+    from steward.connectors.mail.imap import IMAPAccount
 
 KIND = "mail"
 
@@ -44,6 +46,9 @@ async def _secret(env: ConnectorEnv, connection: Connection, host: str, secure: 
 async def open_mailbox(env: ConnectorEnv, connection: Connection) -> IMAPAccount:
     """The IMAP mailbox behind ``connection``, signed in on first use with its vault
     credential (use it in ``async with``, which logs out)."""
+    # imported here: imapclient costs every command (the facade imports this module) ~20 ms
+    from steward.connectors.mail.imap import IMAPAccount
+
     settings = settings_of(connection)
     secure = settings.imap_security != "plain"
     return IMAPAccount(settings, await _secret(env, connection, settings.imap_host, secure))
@@ -63,6 +68,8 @@ async def mailbox_for(
 
 async def check_smtp(env: ConnectorEnv, connection: Connection) -> None:
     """Sign in to the connection's SMTP server and leave."""
+    from steward.connectors.mail import smtp  # imported here as the IMAP client is
+
     settings = settings_of(connection)
     secure = settings.smtp_security != "plain"
     await smtp.check(settings, await _secret(env, connection, settings.smtp_host, secure))
@@ -72,6 +79,8 @@ async def send(
     env: ConnectorEnv, connection: Connection, message: EmailMessage, recipients: Sequence[str]
 ) -> tuple[str, ...]:
     """Send ``message`` through the connection's SMTP server; the recipients it refused."""
+    from steward.connectors.mail import smtp
+
     settings = settings_of(connection)
     secure = settings.smtp_security != "plain"
     secret = await _secret(env, connection, settings.smtp_host, secure)

@@ -32,7 +32,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import authres
 import structlog
 
 from steward.connectors.mail.message import addresses, headers_only
@@ -172,6 +171,8 @@ def _server_said(headers: Sequence[object], domain: str, check: SenderCheck) -> 
     an aligned DKIM signature did. The server's header is found by its authserv-id read from
     the raw text, not by parsing: a header of the server's that does not parse (a null sender,
     an address-literal HELO) must not let one the sender wrote below it count instead."""
+    import authres  # here: every command imports this module through the facade
+
     for header in headers:  # top first, as the message has them
         text = " ".join(str(header).split())
         if _authserv_of(text) != check.authserv_id:

@@ -21,8 +21,6 @@ from email.message import EmailMessage, Message
 from email.parser import BytesHeaderParser, BytesParser
 from email.utils import format_datetime, getaddresses, parsedate_to_datetime
 
-import html2text
-
 SNIPPET_CHARS = 200
 NAME_BYTES = 200
 """The longest attachment file name saved (bytes: most file systems allow 255)."""
@@ -88,6 +86,8 @@ def message_ids(value: object) -> tuple[str, ...]:
 
 def html_text(html: str) -> str:
     """HTML as readable text (links kept as text, images dropped, no line wrapping)."""
+    import html2text  # here: every command imports this module through the facade
+
     converter = html2text.HTML2Text()
     converter.body_width = 0
     converter.ignore_images = True

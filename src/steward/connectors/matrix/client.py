@@ -6,6 +6,9 @@ know, a room the bot may not write in or cannot find → :class:`~steward.errors
 (trying again will not help); a server that cannot be reached, times out, is rate limiting or
 failing → :class:`~steward.errors.ChannelUnavailable`. nio's own endless retrying is turned off:
 the callers (the dispatcher, the listener) decide when to try again.
+
+matrix-nio and aiohttp are imported by the functions that talk to the homeserver: every command
+imports this module through the facade, and those two cost ~200 ms to import.
 """
 
 from __future__ import annotations
@@ -14,15 +17,15 @@ import contextlib
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import aiohttp
-import nio
 
 from steward.connectors.base import ConnectorEnv
 from steward.domain.channel import Channel
 from steward.errors import ChannelRefused, ChannelUnavailable
+
+if TYPE_CHECKING:
+    import nio
 
 REFUSALS = frozenset(
     {"M_FORBIDDEN", "M_UNKNOWN_TOKEN", "M_MISSING_TOKEN", "M_NOT_FOUND", "M_BAD_JSON"}
@@ -77,6 +80,8 @@ async def bot_account(env: ConnectorEnv, channel: Channel) -> BotAccount:
 @contextlib.asynccontextmanager
 async def connected(account: BotAccount) -> AsyncIterator[nio.AsyncClient]:
     """A nio client signed in as the bot (no store, no encryption, no retries of its own)."""
+    import nio
+
     config = nio.AsyncClientConfig(
         max_limit_exceeded=0,
         max_timeouts=0,
@@ -96,6 +101,8 @@ async def connected(account: BotAccount) -> AsyncIterator[nio.AsyncClient]:
 @contextlib.asynccontextmanager
 async def reaching(what: str) -> AsyncIterator[None]:
     """Turns a homeserver that cannot be reached into :class:`ChannelUnavailable`."""
+    import aiohttp
+
     try:
         yield
     except (aiohttp.ClientError, TimeoutError) as exc:
@@ -104,6 +111,8 @@ async def reaching(what: str) -> AsyncIterator[None]:
 
 def checked(response: Any, what: str) -> Any:
     """``response`` unless it is an error, which becomes the channel error it means."""
+    import nio
+
     if isinstance(response, nio.ErrorResponse):
         code = response.status_code
         words = f"the homeserver refused to {what}: {response.message}"
@@ -150,6 +159,8 @@ async def room_event(
     client: nio.AsyncClient, room_id: str, event_id: str
 ) -> tuple[str, dict[str, Any]] | None:
     """Who sent an event of a room and its content; None when it is not there to read."""
+    import nio
+
     async with reaching("read a message"):
         response = await client.room_get_event(room_id, event_id)
     if isinstance(response, nio.ErrorResponse):

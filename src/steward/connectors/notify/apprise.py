@@ -22,14 +22,16 @@ reach a private address the person did not confirm.
 (:class:`~steward.errors.ChannelRefused`); a timeout, a connection failure or a 5xx/429 may
 pass (:class:`~steward.errors.ChannelUnavailable`). Apprise's own log lines are read only for
 the status code; their text (which may name the URL) is never passed on.
+
+Apprise is imported where an address is read or a message sent: every command imports this
+module through the facade, and Apprise costs ~40 ms to import.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from apprise import Apprise, AppriseAsset, NotifyType
+from typing import TYPE_CHECKING
 
 from steward.domain.channel import (
     Channel,
@@ -43,6 +45,9 @@ from steward.sentinel.urls import ip_of
 
 from . import PRIVATE_NETWORK, SECRET, SecretOpener, private_addresses
 from .guard import guarded
+
+if TYPE_CHECKING:
+    from apprise import AppriseAsset, NotifyType
 
 SELF_HOSTED = frozenset(
     {
@@ -82,7 +87,6 @@ SELF_HOSTED = frozenset(
 )
 """URL schemes whose host is the server to connect to, whatever it looks like."""
 
-_TYPES = {"info": NotifyType.INFO, "actionable": NotifyType.WARNING, "urgent": NotifyType.FAILURE}
 _STATUS = re.compile(r"error=(\d{3})\b")
 _PASSING = frozenset({408, 425, 429})
 
@@ -103,6 +107,8 @@ class AppriseTarget:
 def describe(url: str) -> AppriseTarget:
     """What ``url`` reaches; a URL Apprise cannot use is a :class:`UsageError` that does not
     repeat it."""
+    from apprise import Apprise
+
     text = url.strip()
     plugin = Apprise.instantiate(text, asset=_asset()) if text else None
     if plugin is None:
@@ -159,6 +165,8 @@ class AppriseSender:
             target = describe(url)
         except UsageError:
             raise ChannelRefused("Apprise no longer understands this channel's address") from None
+        from apprise import Apprise
+
         sender = Apprise(asset=_asset())
         if not sender.add(url):
             raise ChannelRefused("Apprise no longer understands this channel's address")
@@ -166,7 +174,7 @@ class AppriseSender:
             result = await sender.async_notify(
                 title=message.title,
                 body=self._body(message),
-                notify_type=_TYPES.get(message.importance, NotifyType.INFO),
+                notify_type=_notify_type(message.importance),
                 timeout=self._timeout,
             )
         if not result and guard.refused:
@@ -191,7 +199,16 @@ class AppriseSender:
         return f"{message.body}\n\n{link}" if link else message.body
 
 
+def _notify_type(importance: str) -> NotifyType:
+    from apprise import NotifyType
+
+    types = {"actionable": NotifyType.WARNING, "urgent": NotifyType.FAILURE}
+    return types.get(importance, NotifyType.INFO)
+
+
 def _asset() -> AppriseAsset:
+    from apprise import AppriseAsset
+
     # secure_logging masks passwords in Apprise's own log lines; nothing of a channel is
     # written to disk by Apprise (its persistent store kept in memory)
     return AppriseAsset(secure_logging=True, storage_mode="memory")

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from steward.connectors.web.extract import check_extract
 from steward.domain import TaskSpec, Trigger, TriggerKind
 from steward.domain.limits import MAX_NAME, check_text
 from steward.domain.webwatch import (
@@ -67,6 +66,9 @@ def plan_watch(
 ) -> WatchPlan:
     """Check a watch (jitter: a tenth of the interval, at most 10 minutes, unless given);
     :class:`UsageError` in plain words when it cannot work."""
+    # imported here: lxml, jsonpath-ng and price-parser cost every command ~60 ms to import
+    from steward.connectors.web.extract import check_extract
+
     target = parse_url(url)
     check_extract(extract)
     checked = checked_conditions(conditions, extract)
