@@ -100,7 +100,7 @@ class WebWatchRunner:
                     )
                     in_flight = {t: w for t, w in in_flight.items() if not t.done()}
                     continue
-                await self._sleep()
+                await self._sleep(stop)
         finally:
             self.clock.unregister()
             stopping.cancel()
@@ -125,11 +125,16 @@ class WebWatchRunner:
             log.warning("cannot claim web watches", error=str(exc))
             return []
 
-    async def _sleep(self) -> None:
+    async def _sleep(self, stop: asyncio.Event) -> None:
         """Until the earliest watch is due, or a nudge (or stop). The set of watches is read
         again every :attr:`refresh_seconds` (another process may have added one): a read, not
         a claim, while nothing is due."""
         while True:
+            # cleared before reading, so that a nudge during the read (a watch added after
+            # it looked) still wakes the sleep below; a stop meanwhile is seen here
+            self._wake.clear()
+            if stop.is_set():
+                return
             now = self.clock.now()
             due: datetime | None = None
             with contextlib.suppress(Exception):  # the database: look again after a while
@@ -137,7 +142,6 @@ class WebWatchRunner:
             if due is not None and due <= now:
                 return
             deadline = now + timedelta(seconds=self.refresh_seconds)
-            self._wake.clear()
             await self.clock.sleep_until(
                 deadline if due is None else min(due, deadline), self._wake
             )
