@@ -5,6 +5,7 @@ are found by it too."""
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,24 @@ NAMES = {
     "wch": lambda t: t.watch.name,
 }
 """The kinds whose objects have a name the person gave, and the tenant's."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Two:
+    """Two tenants, the owner's service and ann's token's."""
+
+    ann: Tenant
+    bob: Tenant
+    owner: Service
+    as_ann: Service
+
+
+@pytest.fixture
+async def two(store: Store, clock: SimulatedClock, tmp_path: Path) -> Two:
+    ann = await make_tenant(store, clock, "ann", tmp_path)
+    bob = await make_tenant(store, clock, "bob", tmp_path)
+    owner = Service(store, clock, data_dir=tmp_path)
+    return Two(ann=ann, bob=bob, owner=owner, as_ann=await owner.authenticate(ann.read))
 
 
 def _id(tenant: Tenant, kind: str) -> str:
@@ -97,13 +116,8 @@ async def test_a_prefix_resolves_to_one_id_or_is_refused_clearly(
 
 
 @pytest.mark.parametrize("kind", sorted(OBJECTS))
-async def test_every_kind_resolves_only_the_callers_own(
-    kind: str, store: Store, clock: SimulatedClock, tmp_path: Path
-) -> None:
-    ann = await make_tenant(store, clock, "ann", tmp_path)
-    bob = await make_tenant(store, clock, "bob", tmp_path)
-    owner = Service(store, clock, data_dir=tmp_path)
-    as_ann = await owner.authenticate(ann.read)
+async def test_every_kind_resolves_only_the_callers_own(kind: str, store: Store, two: Two) -> None:
+    ann, bob, owner, as_ann = two.ann, two.bob, two.owner, two.as_ann
     mine, theirs = _id(ann, kind), _id(bob, kind)
     what = ID_KINDS[kind]
     everyone = await store.ids.starting_with(kind, f"{kind}_", person_id=None, limit=50)
@@ -148,13 +162,8 @@ async def _answer(resolving: Awaitable[str]) -> str:
 
 
 @pytest.mark.parametrize("kind", sorted(NAMES))
-async def test_a_named_object_is_found_by_its_name(
-    kind: str, store: Store, clock: SimulatedClock, tmp_path: Path
-) -> None:
-    ann = await make_tenant(store, clock, "ann", tmp_path)
-    bob = await make_tenant(store, clock, "bob", tmp_path)
-    owner = Service(store, clock, data_dir=tmp_path)
-    as_ann = await owner.authenticate(ann.read)
+async def test_a_named_object_is_found_by_its_name(kind: str, two: Two) -> None:
+    ann, bob, owner, as_ann = two.ann, two.bob, two.owner, two.as_ann
     name = NAMES[kind](ann)
     assert await as_ann.resolve_id(name, kind) == _id(ann, kind)
     assert await as_ann.resolve_id(f"  {name.upper()} ", kind) == _id(ann, kind)
