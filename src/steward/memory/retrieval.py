@@ -1,11 +1,10 @@
 """Finding the memories an activation needs: lexical (full text), semantic (embeddings) or both,
 fused by their scores with the head of each list kept in front (:mod:`steward.memory.ranking`;
-a word search whose matches are all alike sits out),
-importance and recency as tie-breakers only; a time the question names
-(:mod:`steward.memory.timeframe`) ranks what falls in it first and recalls what was valid then;
-on request, a second, lexical hop through the entities of the best first results; an optional
-reranker over the fused top. Only active memories, valid at the moment asked (or asked about),
-that the conversation's audience may hear."""
+a word search whose matches are all alike sits out), importance and recency as tie-breakers
+only; a time the question names (:mod:`steward.memory.timeframe`) ranks what falls in it first
+and recalls what was valid then; on request, a second, lexical hop through the entities of the
+best first results; an optional reranker over the fused top. Only active memories, valid at the
+moment asked (or asked about), that the conversation's audience may hear."""
 
 from __future__ import annotations
 
