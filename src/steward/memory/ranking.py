@@ -1,6 +1,7 @@
-"""Ordering what the searches found: fusing scored lists into one relevance, and the
-tie-breakers (importance, recency) that may order near-equals but never a weaker match over a
-clearly stronger one. Pure functions over what the searches return."""
+"""Ordering what the searches found: which lists take part (a word search whose matches are
+all alike says nothing), fusing scored lists into one relevance, and the tie-breakers
+(importance, recency) that may order near-equals but never a weaker match over a clearly
+stronger one. Pure functions over what the searches return."""
 
 from __future__ import annotations
 
@@ -18,6 +19,25 @@ TIE_MARGIN = 0.02
 """How much importance and recency together may lift a memory's relevance (2 %): only matches
 within that much of each other change places because of them."""
 RECENCY_HALF_LIFE_DAYS = 180.0
+FLAT_DEPTH = 10
+"""The match a word search's best is compared with: the last of a page of results."""
+FLAT_SHARE = 0.7
+"""How close to its best a word search's :data:`FLAT_DEPTH`-th match may score before the list
+counts as flat (see :func:`incidental`; chosen on both evaluations, docs/benchmarks.md)."""
+
+
+def incidental(found: Sequence[Recallable]) -> bool:
+    """Whether a word search's matches (best first) are all alike: its :data:`FLAT_DEPTH`-th
+    scores at least :data:`FLAT_SHARE` of its best. Then the words the question shares with
+    memory are common ones ("stay", "asked for", a city), a page of memories match them about
+    equally well, and which of those come first says nothing about the question; in a hybrid
+    search such a list would only push the meaning's own good matches out of the top. A rare
+    word or name stands out (its matches score well above the rest), and fewer matches than
+    :data:`FLAT_DEPTH` are rare words themselves: neither is incidental."""
+    if len(found) < FLAT_DEPTH:
+        return False
+    best = found[0].score
+    return found[FLAT_DEPTH - 1].score >= FLAT_SHARE * best
 
 
 def fuse(

@@ -1,10 +1,10 @@
 """Finding the memories an activation needs: lexical (full text), semantic (embeddings) or both,
-fused by their scores with the head of each list kept in front (:mod:`steward.memory.ranking`),
-importance and recency as tie-breakers only; a time the question names
-(:mod:`steward.memory.timeframe`) ranks what falls in it first and recalls what was valid then;
-on request, a second, lexical hop through the entities of the best first results; an optional
-reranker over the fused top. Only active memories, valid at the moment asked (or asked about),
-that the conversation's audience may hear."""
+fused by their scores with the head of each list kept in front (:mod:`steward.memory.ranking`;
+a word search whose matches are all alike sits out), importance and recency as tie-breakers
+only; a time the question names (:mod:`steward.memory.timeframe`) ranks what falls in it first
+and recalls what was valid then; on request, a second, lexical hop through the entities of the
+best first results; an optional reranker over the fused top. Only active memories, valid at the
+moment asked (or asked about), that the conversation's audience may hear."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from steward.domain.audience import Audience
 from steward.domain.memory import Memory, MemoryHit, Recallable
 from steward.errors import NotFound, StewardRuntimeError
 from steward.memory.embedding import Embedder, Vectors, unpack_many
-from steward.memory.ranking import fuse, ordered, prior, tie_broken
+from steward.memory.ranking import fuse, incidental, ordered, prior, tie_broken
 from steward.memory.rerank import Reranker
 from steward.memory.timeframe import TimeFrame, parse_timeframe
 from steward.store import Store
@@ -108,8 +108,12 @@ class Retriever:
         # a question about a past time recalls what was valid then
         valid_at = frame.end - _TICK if frame and frame.end and frame.end <= at else at
         ranked = await self._ranked(person_id, words, audience, valid_at, wanted, mode)
+        if ranked.get("semantic") and incidental(ranked.get("lexical", [])):
+            # matches on common words only: the meaning ranks alone (its heads and its 6th to
+            # 10th are not pushed out by a page of memories that merely share those words)
+            del ranked["lexical"]
         weights = {"lexical": LEXICAL_WEIGHT if len(ranked) > 1 else 1.0, "hop": HOP_WEIGHT}
-        if hops > 1 and "lexical" in ranked:  # a semantic search stays semantic
+        if hops > 1 and mode is not SearchMode.SEMANTIC:  # a semantic search stays semantic
             hop = await self._second_hop(ranked, weights, words, person_id, audience, valid_at)
             if hop:
                 ranked["hop"] = hop
