@@ -36,9 +36,8 @@ from memory_dataset import chit_chat
 from memory_eval import pick_embedder
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
-from steward.domain.memory import MemoryKind
+from steward.domain.memory import MemoryKind, WriteOutcome
 from steward.domain.memory_item import MemoryItem
-from steward.memory.book import WriteOutcome
 from steward.memory.embedding import Embedder
 from steward.service import Service
 from steward.service.memory import MOST_IMPORTED

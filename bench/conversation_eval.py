@@ -16,8 +16,7 @@ from conversation_dataset import ConversationDataset
 from memory_modes import KS, MODES, RERANKED, latency, mode_arguments, with_reranker
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
-from steward.domain.memory import MemoryHit
-from steward.memory.book import WriteOutcome
+from steward.domain.memory import MemoryHit, WriteOutcome
 from steward.memory.embedding import Embedder
 from steward.memory.rerank import Reranker
 from steward.service import Service

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,41 @@ def test_worker_says_what_it_started_and_that_it_stopped(tmp_path: Path) -> None
         rest, _ = proc.communicate(timeout=scaled(60))
     assert proc.returncode == 0, rest
     assert "worker stopped" in rest, rest
+
+
+REMOTE = ("sqlalchemy", "steward.store", "aiosqlite", "psycopg", "pydantic_settings", "numpy")
+"""What a command acting through a server (``$STEWARD_SERVER``) must not import: the
+database and its settings are the server's; the facade is loaded for its signatures alone."""
+
+REMOTE_PROBE = f"""
+import sys
+from steward.cli.main import app
+try:
+    app(["goal", "list"], prog_name="steward")
+except SystemExit as exc:
+    assert exc.code == 1, exc.code  # nothing listens there: one line, exit 1
+print("imported:", *[m for m in {REMOTE!r} if m in sys.modules])
+"""
+
+
+def test_a_command_through_a_server_imports_no_database(tmp_path: Path) -> None:
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    done = subprocess.run(
+        [sys.executable, "-c", REMOTE_PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
+        env={
+            **os.environ,
+            "STEWARD_DATA_DIR": str(tmp_path / "data"),
+            "STEWARD_SERVER": f"http://127.0.0.1:{port}",
+            "STEWARD_TOKEN": "stw_not-a-real-token",
+            "COLUMNS": "200",
+        },
+        timeout=scaled(60),
+    )
+    assert "cannot reach the Steward server" in done.stderr, done.stderr
+    assert done.stdout.rstrip().endswith("imported:"), done.stdout.splitlines()[-1]

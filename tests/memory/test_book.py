@@ -10,9 +10,9 @@ import pytest
 
 from steward.domain.audience import PRIVATE, PUBLIC, Audience
 from steward.domain.clock import SimulatedClock
-from steward.domain.memory import MemoryKind, MemoryStatus
+from steward.domain.memory import MemoryKind, MemoryStatus, WriteOutcome
 from steward.errors import Conflict, NotFound, UsageError
-from steward.memory.book import MemoryBook, WriteOutcome
+from steward.memory.book import MemoryBook
 from steward.store import Store
 from support.memory import said_in
 

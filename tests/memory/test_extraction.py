@@ -14,11 +14,11 @@ import pytest
 from steward.domain import TaskSpec, TaskStatus
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
-from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind
+from steward.domain.memory import MemoryKind, MemoryStatus, Source, SourceKind, WriteOutcome
 from steward.harness.agent import AgentHarness
 from steward.harness.tools import tool
 from steward.harness.workspace import Workspace
-from steward.memory.book import MemoryBook, WriteOutcome
+from steward.memory.book import MemoryBook
 from steward.memory.extraction import (
     ModelExtractor,
     Transcript,

@@ -9,8 +9,8 @@ from typing import Any
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
 from steward.domain.ids import new_id
-from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
-from steward.memory.book import MAX_CONTENT, MemoryBook
+from steward.domain.memory import MAX_CONTENT, Memory, MemoryKind, MemoryStatus, Source, SourceKind
+from steward.memory.book import MemoryBook
 from steward.memory.markdown import (
     ImportReport,
     Values,

@@ -11,11 +11,10 @@ import pytest
 
 from steward.domain import TaskSpec
 from steward.domain.clock import SimulatedClock
-from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
+from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind, WriteOutcome
 from steward.domain.memory_pass import PassStatus
 from steward.domain.personal import MemoryProposal, SkillProposal
 from steward.errors import Conflict, InvalidTransition, NotFound, UsageError
-from steward.memory.book import WriteOutcome
 from steward.memory.consolidation import PassRules, consolidate
 from steward.memory.context import PersonalMemory
 from steward.memory.skills import SkillLibrary

@@ -13,10 +13,9 @@ import pytest
 
 from steward.domain.audience import Audience
 from steward.domain.clock import SimulatedClock
-from steward.domain.memory import MemoryKind, MemoryStatus
+from steward.domain.memory import MemoryKind, MemoryStatus, WriteOutcome
 from steward.domain.memory_item import MemoryItem
 from steward.errors import UsageError
-from steward.memory.book import WriteOutcome
 from steward.service import Service
 from steward.service.memory import MOST_IMPORTED
 from steward.service.memory_items import parse_memory_items

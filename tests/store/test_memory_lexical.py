@@ -14,8 +14,8 @@ from sqlalchemy import text
 from steward.domain.audience import PRIVATE, PUBLIC, Audience
 from steward.domain.clock import SimulatedClock
 from steward.domain.lexicon import bigrams, index_text, terms
-from steward.domain.memory import MemoryKind
-from steward.memory.book import MemoryBook, WriteOutcome
+from steward.domain.memory import MemoryKind, WriteOutcome
+from steward.memory.book import MemoryBook
 from steward.store import Store, memory_search, migrate
 from steward.store.memory_search import search_terms
 from support.memory import said_in

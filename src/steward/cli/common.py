@@ -68,16 +68,18 @@ async def service(db: str | None) -> AsyncIterator[Service]:
     the database."""
     # imported here, not at the top: `steward --help` and every command's parsing stay fast
     from steward.cli.remote import remote_login, remote_service
+
+    login = remote_login(db)
+    if login is not None:
+        # a server's facade needs neither the database's libraries nor an embedder here
+        async with remote_service(login) as remote:
+            yield remote
+        return
     from steward.config import Settings, private_data_dir
     from steward.memory.embedding import embedder_from
     from steward.service import Service
     from steward.store import DatabaseLimits, Store
 
-    login = remote_login(db)
-    if login is not None:
-        async with remote_service(login) as remote:
-            yield remote
-        return
     settings = Settings()
     private_data_dir(settings)
     url = db or settings.resolved_database_url()

@@ -41,7 +41,7 @@ def import_statements(
     places = _places(text)
 
     async def main() -> Counter[str]:
-        from steward.memory.book import WriteOutcome
+        from steward.domain.memory import WriteOutcome
         from steward.service.memory_items import parse_memory_items
 
         items = parse_memory_items(text)

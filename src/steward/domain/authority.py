@@ -231,3 +231,13 @@ class AuditEntry:
     """Hash of the previous entry."""
     hash: str
     """SHA-256 over this entry's fields and :attr:`prev_hash`."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Disconnected:
+    """What disconnecting an account changed."""
+
+    connection: Connection
+    """The connection, now inactive."""
+    revoked: tuple[Grant, ...]
+    """Grants revoked because no active connection allows their scopes any more."""

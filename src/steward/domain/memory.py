@@ -314,3 +314,36 @@ def normalized(text: str) -> str:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(normalized(text).encode()).hexdigest()[:32]
+
+
+MAX_CONTENT = 2000
+"""Characters in one memory: a memory is a statement, not a document."""
+
+
+class WriteOutcome(StrEnum):
+    CREATED = "created"
+    """A new memory."""
+    DUPLICATE = "duplicate"
+    """Already remembered; nothing new written (a candidate may have been confirmed)."""
+    FORGOTTEN = "forgotten"
+    """Its source was forgotten: nothing is derived from it."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Written:
+    """What a write did."""
+
+    outcome: WriteOutcome
+    """Created, duplicate, or refused for a forgotten source."""
+    memory: Memory | None
+    """The memory written or matched (None when refused)."""
+
+    def describe(self) -> str:
+        """In words, for the model's observation."""
+        if self.memory is None:
+            return "not remembered: its source was forgotten by the person"
+        if self.outcome is WriteOutcome.DUPLICATE:
+            return f"already remembered ({self.memory.id})"
+        if self.memory.status is MemoryStatus.CANDIDATE:
+            return f"kept as a candidate for the person to confirm ({self.memory.id})"
+        return f"remembered ({self.memory.id})"

@@ -14,21 +14,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from enum import StrEnum
 
 import structlog
 
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.clock import Clock
 from steward.domain.memory import (
+    MAX_CONTENT,
     Memory,
     MemoryKind,
     MemoryStatus,
     MemoryVersion,
     Source,
     Tombstone,
+    WriteOutcome,
+    Written,
 )
 from steward.domain.memory_item import MemoryItem
 from steward.errors import StewardRuntimeError, UsageError
@@ -42,37 +44,6 @@ log = structlog.get_logger(__name__)
 
 NEAR_DUPLICATE = 0.85
 """Term overlap above which a statement counts as one already remembered."""
-MAX_CONTENT = 2000
-"""Characters in one memory: a memory is a statement, not a document."""
-
-
-class WriteOutcome(StrEnum):
-    CREATED = "created"
-    """A new memory."""
-    DUPLICATE = "duplicate"
-    """Already remembered; nothing new written (a candidate may have been confirmed)."""
-    FORGOTTEN = "forgotten"
-    """Its source was forgotten: nothing is derived from it."""
-
-
-@dataclass(kw_only=True, frozen=True)
-class Written:
-    """What a write did."""
-
-    outcome: WriteOutcome
-    """Created, duplicate, or refused for a forgotten source."""
-    memory: Memory | None
-    """The memory written or matched (None when refused)."""
-
-    def describe(self) -> str:
-        """In words, for the model's observation."""
-        if self.memory is None:
-            return "not remembered: its source was forgotten by the person"
-        if self.outcome is WriteOutcome.DUPLICATE:
-            return f"already remembered ({self.memory.id})"
-        if self.memory.status is MemoryStatus.CANDIDATE:
-            return f"kept as a candidate for the person to confirm ({self.memory.id})"
-        return f"remembered ({self.memory.id})"
 
 
 class MemoryBook:

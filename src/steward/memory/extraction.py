@@ -24,10 +24,17 @@ from typing import Any, Literal, Protocol
 
 from steward.domain import Step, Task
 from steward.domain.audience import PRIVATE, Audience
-from steward.domain.memory import MemoryKind, Source, SourceKind, connector_sources
+from steward.domain.memory import (
+    MemoryKind,
+    Source,
+    SourceKind,
+    WriteOutcome,
+    Written,
+    connector_sources,
+)
 from steward.domain.trail import Trail
 from steward.errors import StewardError, UsageError
-from steward.memory.book import MemoryBook, WriteOutcome, Written
+from steward.memory.book import MemoryBook
 from steward.models.base import Message, Model, ModelResponse
 from steward.sentinel.provenance import read_untrusted
 

@@ -28,12 +28,22 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steward.domain.audience import PRIVATE, Audience
-from steward.domain.memory import Memory, MemoryKind, MemoryStatus, Source, SourceKind
+from steward.domain.memory import (
+    MAX_CONTENT,
+    Memory,
+    MemoryKind,
+    MemoryStatus,
+    Source,
+    SourceKind,
+    WriteOutcome,
+)
 from steward.errors import Conflict, UsageError
-from steward.memory.book import MAX_CONTENT, MemoryBook, WriteOutcome
+
+if TYPE_CHECKING:
+    from steward.memory.book import MemoryBook
 
 HEADER = "steward-memory"
 """The first word of the comment that says whose export a file is, and when it was made."""

@@ -12,8 +12,6 @@ from steward.domain.limits import check_text
 from steward.domain.tokens import CONTROL, READ
 from steward.domain.trail import Trail
 from steward.errors import NotFound, UsageError
-from steward.sentinel.grants import approval_grant
-from steward.sentinel.provenance import untrusted_arguments
 from steward.service.base import ServiceBase
 from steward.service.workspace import FileDownload, home_of, read_file
 
@@ -44,6 +42,8 @@ class ApprovalService(ServiceBase):
         """Arguments of ``approval`` whose values its task saw in untrusted content (an email, a
         web page), and where, in words. The task's record of such values is the only source: an
         approval does not keep them itself."""
+        from steward.sentinel.provenance import untrusted_arguments
+
         task = await self._task(approval.task_id, READ)
         # the approval does not keep the tool's roles: every argument that looks consequential
         trail = Trail.from_json(task.state)
@@ -103,6 +103,8 @@ class ApprovalService(ServiceBase):
 
         ``spend_token``: the reply token (of an approval mail) that decides it, spent in the
         decision's transaction: a token spent already decides nothing."""
+        from steward.sentinel.grants import approval_grant
+
         check_text(note or "", "a decision's note")
         approval = await self._approval(approval_id, CONTROL)
         decided_by = self._decider(decided_by)

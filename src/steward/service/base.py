@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Protocol, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from steward.domain import (
     ApiToken,
@@ -29,10 +30,14 @@ from steward.domain import (
 from steward.domain.clock import Clock
 from steward.domain.tokens import READ, require_scope
 from steward.errors import ConfigError, Forbidden, NotFound, UsageError
-from steward.memory.book import MemoryBook
-from steward.memory.embedding import Embedder
-from steward.sentinel.vault import Vault, VaultKeys
-from steward.store import Store
+
+# the memory book, the vault and the store are imported where they are used: a client of a
+# server's facade (the CLI's remote mode) loads the facade for its signatures alone
+if TYPE_CHECKING:
+    from steward.memory.book import MemoryBook
+    from steward.memory.embedding import Embedder
+    from steward.sentinel.vault import Vault
+    from steward.store import Store
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -90,8 +95,13 @@ class ServiceBase:
         self.no_model = no_model
         """This process runs agent tasks without a model configured: the dashboard says so,
         and how to set one."""
-        self.memory = MemoryBook(store, self.clock, embedder=embedder)
+
+    @cached_property
+    def memory(self) -> MemoryBook:
         """The person's memories, with the rules every write follows."""
+        from steward.memory.book import MemoryBook
+
+        return MemoryBook(self.store, self.clock, embedder=self.embedder)
 
     @property
     def task_kinds(self) -> frozenset[str] | None:
@@ -178,6 +188,8 @@ class ServiceBase:
     async def _vault(self) -> Vault:
         if self.data_dir is None:
             raise ConfigError("no data directory is configured, so there is no vault key")
+        from steward.sentinel.vault import Vault, VaultKeys
+
         stored = await self.store.secrets.count_secrets()
         return Vault(VaultKeys.load(self.data_dir, stored_secrets=stored))
 

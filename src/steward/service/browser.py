@@ -17,17 +17,20 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from steward.domain.report import local_words
 from steward.domain.tokens import CONTROL, READ
-from steward.environment.browser.profile import BrowserBusy, LastView, Profiles
 from steward.errors import ConfigError, Conflict, NotFound, UsageError
 from steward.service.workspace import WorkspaceService
 
 # the workspace's own safe read: the same checks for a screenshot as for any download
 from steward.service.workspace import read_file as read_workspace_file
+
+if TYPE_CHECKING:
+    from steward.environment.browser.profile import LastView, Profiles
 
 BUSY = "a task is using the browser right now; try again when it has finished"
 """Why the browser cannot be cleared while a task holds it."""
@@ -120,6 +123,8 @@ class BrowserService(WorkspaceService):
         """Log the person's browser out of every site: its cookies, logins and stored page
         data are forgotten (what tasks last saw, and their screenshots, stay). Refused, with
         nothing changed, while a task uses the browser."""
+        from steward.environment.browser.profile import BrowserBusy
+
         pid = self._for(person_id, CONTROL)
         profiles, _ = self._browser(pid)
         try:
@@ -137,6 +142,8 @@ class BrowserService(WorkspaceService):
 
     def _browser(self, person_id: str) -> tuple[Profiles, Path]:
         """The browser directories, and the person's workspace (where screenshots are)."""
+        from steward.environment.browser.profile import Profiles
+
         if self.data_dir is None:
             raise ConfigError("no data directory is configured, so there is no browser")
         return Profiles(self.data_dir / "browser"), self._workspace(person_id)

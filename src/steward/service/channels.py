@@ -18,19 +18,8 @@ import contextlib
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from steward.connectors.notify import (
-    PRIVATE_NETWORK,
-    SEALED_HOST,
-    SECRET,
-    VaultSecrets,
-    private_addresses,
-    private_push_endpoints,
-    push_contact,
-)
-from steward.connectors.notify.apprise import AppriseSender, describe
-from steward.connectors.notify.webpush import Subscription, VapidKey, WebPushSender
 from steward.domain.channel import Channel, ChannelKind, ChannelSender, OutboundMessage
 from steward.domain.ids import new_id
 from steward.domain.tokens import CONTROL, READ
@@ -44,6 +33,9 @@ from steward.errors import (
 )
 from steward.service.base import ServiceBase
 from steward.service.ids import IdService
+
+if TYPE_CHECKING:
+    from steward.connectors.notify.webpush import VapidKey
 
 _NAME_MAX = 60
 
@@ -92,6 +84,9 @@ class ChannelService(IdService):
         """Add a channel through Apprise. ``url`` is kept in the vault only; a URL Apprise
         cannot use, a name taken, or a service on a private network the person did not confirm
         is refused and nothing is stored."""
+        from steward.connectors.notify import PRIVATE_NETWORK, private_addresses
+        from steward.connectors.notify.apprise import describe
+
         who = self._for(person_id, CONTROL)
         label = _name(name)
         target = describe(url)
@@ -119,6 +114,9 @@ class ChannelService(IdService):
     ) -> ChannelInfo:
         """Add this device (a browser's ``PushSubscription``) as a channel; the same device
         subscribing again renews its channel instead."""
+        from steward.connectors.notify import SECRET, private_addresses, private_push_endpoints
+        from steward.connectors.notify.webpush import Subscription
+
         who = self._for(person_id, CONTROL)
         label = _name(name)
         parsed = Subscription.parse(subscription)
@@ -186,6 +184,8 @@ class ChannelService(IdService):
 
     async def remove_channel(self, channel: str, *, person_id: str | None = None) -> ChannelInfo:
         """Remove a channel, what waited to go through it, and its secret."""
+        from steward.connectors.notify import SECRET
+
         found = await self._channel(channel, person_id, CONTROL)
         removed = await self.store.channels.remove(found.id)
         secret = found.config.get(SECRET)
@@ -202,6 +202,10 @@ class ChannelService(IdService):
         """The senders of the channel kinds this part manages, opening secrets from the
         vault; links start with ``dashboard_url`` (Web Push keeps the path: the app opens it
         on its own origin)."""
+        from steward.connectors.notify import private_push_endpoints, push_contact
+        from steward.connectors.notify.apprise import AppriseSender
+        from steward.connectors.notify.webpush import WebPushSender
+
         if self.data_dir is None:
             raise UsageError("no data directory is configured, so there is no vault")
         secrets = _LazyVault(self)
@@ -219,6 +223,8 @@ class ChannelService(IdService):
     # --- helpers ------------------------------------------------------------------------
 
     def _vapid(self) -> VapidKey:
+        from steward.connectors.notify.webpush import VapidKey
+
         if self.data_dir is None:
             raise UsageError("no data directory is configured, so there is no push key")
         return VapidKey.load(self.data_dir)
@@ -228,6 +234,8 @@ class ChannelService(IdService):
         return await self.store.channels.get(await self.resolve_id(ref, "chn", person_id=person_id))
 
     async def _seal(self, person_id: str, secret: str, value: str) -> None:
+        from steward.connectors.notify import SEALED_HOST
+
         await self.store.secrets.put_secret(
             person_id=person_id,
             name=secret,
@@ -245,6 +253,8 @@ class ChannelService(IdService):
         secret_value: str,
         config: dict[str, Any],
     ) -> ChannelInfo:
+        from steward.connectors.notify import SECRET
+
         for known in await self.store.channels.list_for(person_id):
             if known.name.casefold() == name.casefold():
                 raise Conflict(f"there is already a channel named {name!r}; choose another name")
@@ -276,6 +286,8 @@ class _LazyVault:
         self._service = service
 
     async def open(self, person_id: str, name: str) -> str:
+        from steward.connectors.notify import VaultSecrets
+
         vault = await self._service._vault()
         return await VaultSecrets(self._service.store.secrets, vault).open(person_id, name)
 
@@ -304,6 +316,8 @@ def channel_info(channel: Channel) -> ChannelInfo:
 
 def summary(channel: Channel) -> str:
     """What a channel reaches, in words, nothing secret."""
+    from steward.connectors.notify import PRIVATE_NETWORK
+
     config = channel.config
     if channel.kind is ChannelKind.APPRISE:
         where = f"{config.get('service', 'Apprise')} ({config.get('masked', '…')})"

@@ -32,18 +32,18 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from steward.connectors.codehost.connector import DELIVERIES, CodeHostConnector, CodeHostSettings
-from steward.connectors.codehost.events import CodeEvent, Provider
-from steward.connectors.registry import known
 from steward.domain import Connection, Event
 from steward.domain.limits import check_json
 from steward.domain.tokens import CONTROL
 from steward.errors import NotFound, TooLarge, Unauthorized, UsageError
-from steward.sentinel.vault import MissingVaultKey
 from steward.service.connections import AccountKind, ConnectionService
 from steward.service.hooks import MAX_BODY, MAX_DELIVERY_ID
+
+if TYPE_CHECKING:
+    from steward.connectors.codehost.connector import CodeHostConnector
+    from steward.connectors.codehost.events import CodeEvent, Provider
 
 KINDS = ("github", "gitlab")
 """The connection kinds that take code-hosting deliveries."""
@@ -133,6 +133,8 @@ class CodeHostService(ConnectionService):
         self, kind: str, connection_id: str, body: bytes, headers: Mapping[str, str]
     ) -> Received:
         """Take one delivery from GitHub or GitLab (``headers`` with lower-case names)."""
+        from steward.connectors.codehost.connector import DELIVERIES, CodeHostSettings
+
         if len(body) > MAX_BODY:
             raise TooLarge(f"a delivery's body is at most {MAX_BODY} bytes, not {len(body)}")
         try:
@@ -202,6 +204,8 @@ class CodeHostService(ConnectionService):
     ) -> Connection:
         """The active connection the delivery proves the secret of; :class:`Unauthorized`
         alike for a wrong proof, a missing one and a connection that does not exist."""
+        from steward.sentinel.vault import MissingVaultKey
+
         try:
             found = await self.store.authority.get_connection(connection_id)
         except NotFound:
@@ -239,6 +243,9 @@ def _json_object(body: bytes) -> dict[str, Any]:
 
 
 def _codehost(kind: str) -> CodeHostConnector:
+    from steward.connectors.codehost.connector import CodeHostConnector
+    from steward.connectors.registry import known
+
     if kind not in KINDS:
         raise UsageError(f"{kind} is not a code host; choose {' or '.join(KINDS)}")
     connector = known(kind)

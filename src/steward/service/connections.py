@@ -15,15 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic.fields import FieldInfo
 
-from steward.connectors.base import ConnectionFailed, Connector, ConnectorEnv, parse_settings
-from steward.connectors.codehost.connector import CodeHostConnector
-from steward.connectors.providers import Provider, provider
-from steward.connectors.registry import kinds, known
 from steward.domain import Connection, Grant
 from steward.domain.authority import ConnectionBounds
 from steward.domain.ids import new_id
@@ -31,11 +27,12 @@ from steward.domain.limits import check_json, check_text
 from steward.domain.tokens import CONTROL, READ
 from steward.domain.watch import WatchState
 from steward.errors import NotFound, UsageError
-from steward.harness.workspace import Workspace
-from steward.sentinel.egress import EgressBroker, EgressFailed
-from steward.sentinel.oauth import exchange_code, oauth_authorization_url
 from steward.service.memory import MemoryService
 from steward.service.security import SecurityService
+
+if TYPE_CHECKING:
+    from steward.connectors.base import Connector, ConnectorEnv
+    from steward.connectors.providers import Provider
 
 MAX_NAME = 80
 """The longest name of a connected account."""
@@ -203,6 +200,8 @@ class ConnectionService(SecurityService, MemoryService):
         """Begin connecting an account of ``kind`` at an OAuth 2.0 ``provider`` (``gmail``,
         ``microsoft365``, or ``custom`` with its endpoints and ``scope``): where to send the
         person (authorization code with PKCE), and what :meth:`connect_oauth` needs back."""
+        from steward.sentinel.oauth import oauth_authorization_url
+
         self._for(person_id, CONTROL)
         chosen = _provider(kind, provider, authorization_endpoint, token_endpoint, scope)
         if not chosen.authorization_endpoint:
@@ -244,6 +243,10 @@ class ConnectionService(SecurityService, MemoryService):
         with (and the PKCE verifier of :meth:`start_oauth`) for tokens, keep them in the vault
         as the connection's credential (refreshed there when they expire), and sign in as
         :meth:`connect` does. ``settings`` are laid over the provider's."""
+        from steward.connectors.base import ConnectionFailed
+        from steward.sentinel.egress import EgressFailed
+        from steward.sentinel.oauth import exchange_code
+
         person_id = self._for(person_id, CONTROL)
         chosen = _provider(kind, provider, None, token_endpoint, None)
         given = {**chosen.settings_for(kind, username), **(settings or {})}
@@ -269,6 +272,10 @@ class ConnectionService(SecurityService, MemoryService):
 
     async def test_connection(self, name: str, *, person_id: str) -> Checked:
         """Sign in to the connected account ``name`` (or id) again and look around."""
+        from steward.connectors.base import ConnectionFailed
+        from steward.connectors.registry import known
+        from steward.sentinel.egress import EgressFailed
+
         person_id = self._for(person_id, CONTROL)
         connection = await self._named(person_id, name)
         try:
@@ -315,6 +322,9 @@ class ConnectionService(SecurityService, MemoryService):
     async def connection_status(self, *, person_id: str) -> list[AccountStatus]:
         """The person's connected accounts: what each may do and reach, and how watching it
         goes (last successful poll, failures in a row, next try), in their time zone."""
+        from steward.connectors.codehost.connector import CodeHostConnector
+        from steward.connectors.registry import known
+
         person_id = self._for(person_id, READ)
         zone = _zone((await self.store.persons.get_person(person_id)).timezone)
         watches: dict[str, list[WatchState]] = {}
@@ -349,6 +359,8 @@ class ConnectionService(SecurityService, MemoryService):
     async def account_kinds(self) -> list[AccountKind]:
         """The kinds of account that can be connected here: what each is called, and the
         settings it takes (for a form or a command line to ask for)."""
+        from steward.connectors.registry import kinds, known
+
         out = []
         for kind in kinds():
             try:
@@ -383,6 +395,9 @@ class ConnectionService(SecurityService, MemoryService):
         bounds: dict[str, list[str]] | None,
     ) -> _Plan:
         """A new connection, checked in every way that needs no sign-in."""
+        from steward.connectors.base import parse_settings
+        from steward.connectors.registry import known
+
         connector = known(kind)
         check_json([name, settings, scopes, bounds], "a connection")
         name = name.strip()
@@ -458,6 +473,10 @@ class ConnectionService(SecurityService, MemoryService):
         raise NotFound("connected account", name)
 
     async def _connector_env(self) -> ConnectorEnv:
+        from steward.connectors.base import ConnectorEnv
+        from steward.harness.workspace import Workspace
+        from steward.sentinel.egress import EgressBroker
+
         if self.data_dir is None:
             raise UsageError("no data directory is configured, so there is no vault")
         return ConnectorEnv(
@@ -497,6 +516,9 @@ def _provider(
     token_endpoint: str | None,
     scope: str | None,
 ) -> Provider:
+    from steward.connectors.providers import provider
+    from steward.connectors.registry import known
+
     connector = known(kind)
     if not connector.credential:
         raise UsageError(f"{connector.title} is not signed in to, so it takes no OAuth provider")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from steward.errors import DatabaseUnavailable
 from steward.service.base import ServiceBase
-from steward.store import migrate
 
 
 class HealthService(ServiceBase):
     async def readiness(self) -> str | None:
         """None when the database answers at the schema revision this code needs; otherwise
         why not, in a sentence (names nothing of anyone's: a load balancer may ask)."""
+        from steward.store import migrate
+
         try:
             current = await self.store.schema_revision()
         except DatabaseUnavailable as exc:

@@ -23,7 +23,6 @@ from steward.domain.secrets import NOWHERE
 from steward.domain.tokens import CONTROL
 from steward.domain.trigger import TriggerKind
 from steward.errors import Conflict, NotFound, TooLarge, Unauthorized, UsageError
-from steward.sentinel.vault import MissingVaultKey
 from steward.service.base import ServiceBase
 
 SECRET_PREFIX = "whsec_"
@@ -87,6 +86,8 @@ class WebhookService(ServiceBase):
         """Take one delivery: the event and whether it is new (False: this delivery id came
         before, and nothing happens again). The signature is the credential: a trigger that
         does not exist, has no secret or does not match is refused alike, saying no more."""
+        from steward.sentinel.vault import MissingVaultKey
+
         if len(body) > MAX_BODY:
             raise TooLarge(f"a delivery's body is at most {MAX_BODY} bytes, not {len(body)}")
         delivery_id = delivery_id.strip()

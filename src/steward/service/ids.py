@@ -15,7 +15,6 @@ from steward.domain.skill import skill_name
 from steward.domain.tokens import READ
 from steward.errors import NoneStartsWith, NotFound, UsageError
 from steward.service.base import ServiceBase
-from steward.store.ids import KINDS
 
 ID_KINDS = {
     "gol": "goal",
@@ -53,6 +52,8 @@ class IdService(ServiceBase):
         (``gol_01a2c``), or, when ``kind`` (a prefix, ``gol``) has names, its name. ``kind``
         also refuses an id of another kind. ``person_id`` limits the search to that person's
         (a bound service: always its own)."""
+        from steward.store.ids import KINDS
+
         if kind is not None and kind not in ID_KINDS:
             raise UsageError(f"unknown kind of id {kind!r}")
         owner = self._mine(READ, person_id)

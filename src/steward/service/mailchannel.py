@@ -29,26 +29,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import structlog
 
-from steward.connectors.base import ConnectorEnv
-from steward.connectors.mail.access import KIND
-from steward.connectors.mail.authenticity import DKIM, sender_check
-from steward.connectors.mail.channel import reply_in_thread
-from steward.connectors.mail.person import PersonLetter, decision_in
-from steward.connectors.mail.settings import plain_address
+from steward.connectors.mail.authenticity import DKIM
 from steward.domain import Approval, ApprovalStatus, Task, TaskStatus
 from steward.domain.channel import Channel, ChannelKind
 from steward.domain.ids import new_id
 from steward.domain.replytoken import Refusal
 from steward.domain.tokens import CONTROL, READ
 from steward.errors import ChannelRefused, ChannelUnavailable, NotFound, UsageError
-from steward.sentinel.replytoken import ReplyTokens, refusal
 from steward.service.approvals import ApprovalService
 from steward.service.connections import ConnectionService
 from steward.service.work import WorkService
-from steward.store.mailchannel import MailConversation
+
+if TYPE_CHECKING:
+    from steward.connectors.mail.person import PersonLetter
+    from steward.store.mailchannel import MailConversation
 
 log = structlog.get_logger(__name__)
 
@@ -95,6 +93,10 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
         see :mod:`steward.connectors.mail.authenticity`). Refused, with nothing stored, when
         the account is not a connected mail account, the address is not one plain address or
         ``verify`` names no check."""
+        from steward.connectors.mail.access import KIND
+        from steward.connectors.mail.authenticity import sender_check
+        from steward.connectors.mail.settings import plain_address
+
         person_id = self._for(person_id, CONTROL)
         label = name.strip()
         if not label:
@@ -169,6 +171,9 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
         """Mail the agent's new answers in conversations held by mail (a chat reply, a
         question, the result or failure of the request), each as a reply in its thread, once;
         how many were sent. A channel that cannot take one now is tried again next time."""
+        from steward.connectors.base import ConnectorEnv
+        from steward.connectors.mail.channel import reply_in_thread
+
         mine = self._mine(READ, person_id)
         env: ConnectorEnv | None = None
         sent = 0
@@ -208,6 +213,9 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
     async def _reply_to_approval(
         self, channel: Channel, letter: PersonLetter, now: datetime
     ) -> str:
+        from steward.connectors.mail.person import decision_in
+        from steward.sentinel.replytoken import ReplyTokens, refusal
+
         [(token_id, given)] = letter.tokens
         tokens = ReplyTokens(store=self.store, vault=await self._vault(), clock=self.clock)
         token = await self.store.mailchannel.get_token(token_id)
@@ -290,6 +298,8 @@ class MailChannelService(WorkService, ApprovalService, ConnectionService):
     async def _say(self, channel: Channel, letter: PersonLetter, text: str) -> None:
         """A short reply to the person's message, in its thread (a failure is logged: the
         decision, if any, stands)."""
+        from steward.connectors.mail.channel import reply_in_thread
+
         try:
             await reply_in_thread(
                 await self._connector_env(),

@@ -26,29 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from steward.connectors.matrix.client import (
-    BotAccount,
-    bot_account,
-    checked,
-    connected,
-    homeserver_host,
-    reaching,
-    room_event,
-    room_members,
-    send_text,
-)
-from steward.connectors.matrix.room import (
-    ARGS_FIELD,
-    REF_FIELD,
-    RoomMessage,
-    audience_of,
-    decision_in,
-    text_content,
-)
 from steward.domain import Approval, ApprovalStatus, Task, TaskStatus
 from steward.domain.audience import PRIVATE, Audience
 from steward.domain.channel import Channel, ChannelKind
@@ -58,6 +39,10 @@ from steward.errors import ChannelRefused, ChannelUnavailable, NotFound, UsageEr
 from steward.service.approvals import ApprovalService
 from steward.service.connections import ConnectionService
 from steward.service.work import WorkService
+
+if TYPE_CHECKING:
+    from steward.connectors.matrix.client import BotAccount
+    from steward.connectors.matrix.room import RoomMessage
 
 log = structlog.get_logger(__name__)
 
@@ -97,6 +82,8 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
         room both are in — or, when none is given, in a new direct room it invites them to.
         The token is checked with the homeserver first; anything wrong is refused with nothing
         stored."""
+        from steward.connectors.matrix.client import BotAccount, homeserver_host
+
         person_id = self._for(person_id, CONTROL)
         label = name.strip()
         if not label:
@@ -155,6 +142,8 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
         by reply, or a turn of the room's conversation. What was done, in words. The channel
         is read again and the sender checked against the person's user id: a message from
         anyone else changes nothing."""
+        from steward.connectors.matrix.room import REF_FIELD, audience_of
+
         channel = await self.store.channels.get(message.channel_id)
         self._for(channel.person_id, CONTROL)
         if channel.kind is not ChannelKind.MATRIX or not channel.enabled:
@@ -214,6 +203,8 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
     # --- the parts ----------------------------------------------------------------------
 
     async def _decide(self, channel: Channel, message: RoomMessage, sent: dict[str, Any]) -> str:
+        from steward.connectors.matrix.room import ARGS_FIELD, REF_FIELD, decision_in
+
         decision = decision_in(message.text)
         approval: Approval | None
         try:
@@ -310,12 +301,16 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
     async def _event(
         self, channel: Channel, room_id: str, event_id: str
     ) -> tuple[str, dict[str, Any]] | None:
+        from steward.connectors.matrix.client import bot_account, connected, room_event
+
         account = await bot_account(await self._connector_env(), channel)
         async with connected(account) as client:
             return await room_event(client, room_id, event_id)
 
     async def _alone(self, channel: Channel, room_id: str) -> bool:
         """Whether only the bot and the person are in the room now (joined or invited)."""
+        from steward.connectors.matrix.client import bot_account, connected, room_members
+
         alone = {str(channel.config.get("user")), str(channel.config.get("person"))}
         account = await bot_account(await self._connector_env(), channel)
         async with connected(account) as client:
@@ -324,6 +319,9 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
     async def _post(
         self, channel: Channel, room_id: str, text: str, *, key: str, reply_to: str = ""
     ) -> str:
+        from steward.connectors.matrix.client import bot_account, connected, send_text
+        from steward.connectors.matrix.room import text_content
+
         content = text_content(text)
         if reply_to:
             content["m.relates_to"] = {"m.in_reply_to": {"event_id": reply_to}}
@@ -349,6 +347,8 @@ class MatrixChannelService(WorkService, ApprovalService, ConnectionService):
 async def _checked_room(account: BotAccount, person: str, room: str | None) -> str:
     """The room the channel talks in: ``room`` (joined; the person must be in it, and no one
     else), else a new direct room with the person invited. The token must be the bot's."""
+    from steward.connectors.matrix.client import checked, connected, reaching, room_members
+
     async with connected(account) as client:
         async with reaching("check the bot's account"):
             whoami = checked(await client.whoami(), "accept the bot's access token")

@@ -30,16 +30,14 @@ from steward.domain.memory import (
     Source,
     SourceKind,
     Tombstone,
+    Written,
     content_hash,
 )
 from steward.domain.memory_item import MemoryItem
 from steward.domain.memory_pass import MemoryPass, PassStatus
 from steward.domain.tokens import CONTROL, READ
 from steward.errors import UsageError
-from steward.memory.book import Written
-from steward.memory.consolidation import approve_pass, reject_pass
-from steward.memory.markdown import ImportReport, export_markdown, import_markdown
-from steward.memory.retrieval import SearchMode
+from steward.memory.markdown import ImportReport
 from steward.service.base import ServiceBase
 
 E = TypeVar("E", bound=StrEnum)
@@ -118,6 +116,8 @@ class MemoryService(ServiceBase):
         """What recall would find now for a conversation heard by ``audience``: active, valid
         memories it may hear, best first. ``mode``: lexical, semantic or hybrid (the default:
         hybrid with an embedder, lexical without)."""
+        from steward.memory.retrieval import SearchMode
+
         person_id = self._for(person_id, READ)
         heard_by = _audience(audience)
         chosen = _enum(SearchMode, mode, "search mode") if mode else None
@@ -167,6 +167,8 @@ class MemoryService(ServiceBase):
     async def export_memories(self, *, person_id: str) -> str:
         """Every memory but the deleted and the superseded ones, as an editable ``MEMORY.md``
         (see :mod:`steward.memory.markdown`)."""
+        from steward.memory.markdown import export_markdown
+
         return await export_markdown(self.memory, person_id=self._for(person_id, READ))
 
     # --- memories: changing -----------------------------------------------------------------
@@ -336,6 +338,8 @@ class MemoryService(ServiceBase):
         """Apply an edited ``MEMORY.md`` (see :mod:`steward.memory.markdown`): nothing is
         applied when a line is malformed; a bullet whose memory changed since the export is a
         conflict, never overwritten; new bullets come from ``import:<file name>``."""
+        from steward.memory.markdown import import_markdown
+
         person_id = self._for(person_id, CONTROL)
         check_text(markdown, "a MEMORY.md import", most=MAX_JSON_CHARS)
         ref = re.sub(r"[\s:]+", "_", file_name.strip())[:300] or "MEMORY.md"
@@ -362,6 +366,8 @@ class MemoryService(ServiceBase):
     async def decide_memory_pass(self, pass_id: str, *, approve: bool) -> MemoryPass:
         """Apply a held pass (what changed since it was planned is skipped and said why), or
         reject it (nothing of it is applied)."""
+        from steward.memory.consolidation import approve_pass, reject_pass
+
         self._may(CONTROL)
         held = await self.store.memory_passes.get_memory_pass(pass_id)
         self._owned("memory pass", pass_id, held.person_id)

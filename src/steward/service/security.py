@@ -18,15 +18,13 @@ from steward.domain import (
     RuleMode,
 )
 from steward.domain.auditchain import AuditVerdict
-from steward.domain.authority import AuditFilter
+from steward.domain.authority import AuditFilter, Disconnected
 from steward.domain.ids import new_id
 from steward.domain.limits import MAX_KIND, check_json, check_text, hours_ahead
 from steward.domain.secrets import SecretInfo
 from steward.domain.tokens import CONTROL, READ
 from steward.errors import ConfigError, NotFound, UsageError
-from steward.sentinel.vault import KEY_ENV, Vault, VaultKeys, retire_old_keys, rotate_key_file
 from steward.service.base import ServiceBase
-from steward.store.authority import Disconnected
 
 
 class SecurityService(ServiceBase):
@@ -238,6 +236,14 @@ class SecurityService(ServiceBase):
         With the key in ``$STEWARD_VAULT_KEY``, the new key is whatever that now holds (the
         previous one in ``$STEWARD_VAULT_OLD_KEYS`` until this has run); with the key file, a
         new key is generated. Returns how many secrets were re-encrypted."""
+        from steward.sentinel.vault import (
+            KEY_ENV,
+            Vault,
+            VaultKeys,
+            retire_old_keys,
+            rotate_key_file,
+        )
+
         self._owner_only("rotating the vault key")
         if self.data_dir is None:
             raise ConfigError("no data directory is configured, so there is no vault key")

@@ -6,15 +6,21 @@ A skill is named by its id (``skl_…``, or enough of its start) or by its name.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from steward.domain.skill import Skill, SkillStatus, SkillVersion
 from steward.domain.tokens import CONTROL, READ
 from steward.errors import UsageError
-from steward.memory.skills import SkillLibrary
 from steward.service.ids import IdService
+
+if TYPE_CHECKING:
+    from steward.memory.skills import SkillLibrary
 
 
 class SkillService(IdService):
     def _library(self) -> SkillLibrary:
+        from steward.memory.skills import SkillLibrary
+
         return SkillLibrary(self.store, self.clock)
 
     async def _skill(self, ref: str, person_id: str | None, scope: str) -> Skill:

@@ -16,7 +16,6 @@ from steward.domain.limits import MAX_NAME, check_json, check_text, seconds_span
 from steward.domain.tokens import CONTROL, READ
 from steward.domain.trigger import ActiveHours, TriggerBudget, TriggerSpend
 from steward.errors import UsageError
-from steward.runtime.schedule import first_fire, parse_every, validate_spec
 from steward.service.base import ServiceBase
 from steward.service.work import checked_task
 
@@ -75,6 +74,8 @@ class TriggerService(ServiceBase):
         """Add a trigger. Intervals and heartbeats take ``10m``, ``1h``, ``90s`` or seconds. A
         heartbeat needs a goal; ``watch`` (event types, ``file.*`` patterns) and active hours
         are for heartbeats only; a budget suits any kind."""
+        from steward.runtime.schedule import first_fire, parse_every, validate_spec
+
         person = await self.store.persons.get_person(self._for(person_id, CONTROL))
         zone = timezone or person.timezone
         if kind in _TIMED:
@@ -154,6 +155,8 @@ class TriggerService(ServiceBase):
         return await self.store.heartbeats.list_follow_ups(goal_id, pending=pending)
 
     def _first_fire(self, trigger: Trigger) -> datetime | None:
+        from steward.runtime.schedule import first_fire
+
         return first_fire(
             trigger.kind, trigger.spec, trigger.timezone, self.clock.now(), trigger.active_hours
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from steward.connectors.web.watchplan import make_watch, plan_watch
 from steward.domain.ids import new_id
 from steward.domain.tokens import CONTROL, READ
 from steward.domain.webwatch import Condition, Extract, Reading, WebWatch
@@ -35,6 +34,8 @@ class WebWatchService(IdService):
         """Watch ``url``: read ``extract`` every ``every_seconds`` (± jitter: a tenth of the
         interval, at most 10 minutes, unless given) and tell the person — and wake
         ``goal_id``, if given — when all ``conditions`` hold (none: when it changes)."""
+        from steward.connectors.web.watchplan import make_watch, plan_watch
+
         person = await self.store.persons.get_person(self._for(person_id, CONTROL))
         plan = plan_watch(
             url=url,

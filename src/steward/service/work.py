@@ -36,7 +36,6 @@ from steward.domain.limits import (
 from steward.domain.task import TaskRequest
 from steward.domain.tokens import CONTROL, READ
 from steward.errors import ConfigError, UsageError
-from steward.sentinel.urls import parse_url
 from steward.service.base import ServiceBase
 from steward.service.taskinput import check_input
 
@@ -478,6 +477,8 @@ def _short(content: dict[str, Any], width: int = 80) -> str:
 def checked_task(spec: TaskSpec, kinds: frozenset[str] | None, *, goal_id: str | None) -> TaskSpec:
     """A task spec as stored, for a task under ``goal_id`` (or none): a bad one is refused
     here, not discovered mid-run."""
+    from steward.sentinel.urls import parse_url
+
     if kinds is not None and spec.kind not in kinds:
         raise UsageError(
             f"unknown task kind {spec.kind!r}: the workers run {', '.join(sorted(kinds))}"

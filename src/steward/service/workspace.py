@@ -17,14 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from steward.connectors.folder.paths import Tally, folder, open_file, walk
 from steward.connectors.folder.wording import modified, size
 from steward.domain.tokens import READ
-from steward.environment import files
-from steward.environment.provenance import Provenance
 from steward.errors import ConfigError, NotFound, UsageError
-from steward.harness.tools import ToolError
-from steward.harness.workspace import Workspace
 from steward.service.base import ServiceBase
 
 MAX_LISTED = 500
@@ -95,6 +90,8 @@ class WorkspaceService(ServiceBase):
     async def workspace_files(self, *, person_id: str | None = None) -> WorkspaceListing:
         """The person's workspace files, newest first, each with where it came from when a
         task stored it."""
+        from steward.environment import files
+
         pid = self._for(person_id, READ)
         home = self._workspace(pid)
         found = await asyncio.to_thread(_walk, home)
@@ -136,6 +133,9 @@ class WorkspaceService(ServiceBase):
     async def _origins(self, person_id: str, home: Path, paths: list[str]) -> dict[str, str]:
         """The recorded origin of each of ``paths`` that has one, checked against the file's
         contents (at most :data:`MAX_HASHED_BYTES` hashed per listing)."""
+        from steward.environment import files
+        from steward.environment.provenance import Provenance
+
         if self.data_dir is None or not paths:
             return {}
         records = await Provenance(self.data_dir / "environment").of_all(person_id, paths)
@@ -160,6 +160,8 @@ class WorkspaceService(ServiceBase):
 
 def home_of(data_dir: Path | None, person_id: str) -> Path:
     """The person's workspace directory under the data directory."""
+    from steward.harness.workspace import Workspace
+
     if data_dir is None:
         raise ConfigError("no data directory is configured, so there is no workspace")
     return Workspace(data_dir / "workspace").person_dir(person_id)
@@ -167,6 +169,10 @@ def home_of(data_dir: Path | None, person_id: str) -> Path:
 
 def _walk(home: Path) -> list[tuple[str, int, int]]:
     """Each plain file under ``home`` with one name: its path, size and time (ns)."""
+    from steward.connectors.folder.paths import Tally, folder, walk
+    from steward.environment import files
+    from steward.harness.tools import ToolError
+
     if not home.is_dir():
         return []  # nothing written yet: not made by looking
     try:
@@ -188,6 +194,10 @@ def read_file(home: Path, path: str) -> FileDownload:
     """The file at ``path`` in the workspace ``home``, reached without following a link
     (:class:`~steward.errors.NotFound`: not there, a link, a folder or a file with other
     names; :class:`~steward.errors.UsageError`: a path that leaves the workspace)."""
+    from steward.connectors.folder.paths import folder, open_file
+    from steward.environment import files
+    from steward.harness.tools import ToolError
+
     try:
         located = files.locate(home, path) if home.is_dir() else None
     except ToolError as exc:

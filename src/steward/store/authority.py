@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy import Connection as SqlConnection
 
 from steward.domain.approval import Approval
-from steward.domain.authority import Connection, Grant, Lifetime, Rule, RuleMode
+from steward.domain.authority import Connection, Disconnected, Grant, Lifetime, Rule, RuleMode
 from steward.errors import NotFound, UsageError
 from steward.store import rows
 from steward.store.authority_sql import (
@@ -86,16 +86,6 @@ class PolicyRead:
     """Grants (complete: those not revoked, spent or expired)."""
     rules: tuple[Rule, ...] = ()
     """Rules."""
-
-
-@dataclass(kw_only=True, frozen=True)
-class Disconnected:
-    """What disconnecting an account changed."""
-
-    connection: Connection
-    """The connection, now inactive."""
-    revoked: tuple[Grant, ...]
-    """Grants revoked because no active connection allows their scopes any more."""
 
 
 class AuthorityRepository:
