@@ -32,15 +32,23 @@ print("imported:", *[m for m in {HEAVY!r} if m in sys.modules])
 """
 
 
-def test_help_imports_nothing_heavy() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
+def probe(
+    code: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter (what it imports is what a command would)."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         check=True,
         stdin=subprocess.DEVNULL,
+        env=env,
         timeout=scaled(60),
     )
+
+
+def test_help_imports_nothing_heavy() -> None:
+    done = probe(PROBE)
     assert "Usage: steward" in done.stdout, done.stdout
     assert done.stdout.rstrip().endswith("imported:"), done.stdout.splitlines()[-1]
 
@@ -79,14 +87,10 @@ print("imported:", *[m for m in {READING!r} if m in sys.modules])
 def test_reading_goals_imports_nothing_heavy(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'current.db'}"
     cli_json(db, "goal", "create", "water the plants")  # set up, so opening it migrates nothing
-    done = subprocess.run(
-        [sys.executable, "-c", READ_PROBE, db],
-        capture_output=True,
-        text=True,
-        check=True,
-        stdin=subprocess.DEVNULL,
+    done = probe(
+        READ_PROBE,
+        db,
         env={**os.environ, "STEWARD_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200"},
-        timeout=scaled(60),
     )
     assert "water the plants" in done.stdout, done.stdout
     assert done.stdout.rstrip().endswith("imported:"), done.stdout.splitlines()[-1]
@@ -142,12 +146,8 @@ def test_a_command_through_a_server_imports_no_database(tmp_path: Path) -> None:
     with socket.socket() as unused:  # a port nothing listens on
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    done = subprocess.run(
-        [sys.executable, "-c", REMOTE_PROBE],
-        capture_output=True,
-        text=True,
-        check=True,
-        stdin=subprocess.DEVNULL,
+    done = probe(
+        REMOTE_PROBE,
         env={
             **os.environ,
             "STEWARD_DATA_DIR": str(tmp_path / "data"),
@@ -155,7 +155,6 @@ def test_a_command_through_a_server_imports_no_database(tmp_path: Path) -> None:
             "STEWARD_TOKEN": "stw_not-a-real-token",
             "COLUMNS": "200",
         },
-        timeout=scaled(60),
     )
     assert "cannot reach the Steward server" in done.stderr, done.stderr
     assert done.stdout.rstrip().endswith("imported:"), done.stdout.splitlines()[-1]
