@@ -22,6 +22,8 @@ from rich.text import Text
 from steward.errors import StewardError
 
 if TYPE_CHECKING:
+    from steward.config import Settings
+    from steward.memory.rerank import Reranker
     from steward.service import Service
 
 T = TypeVar("T")
@@ -90,6 +92,7 @@ async def service(db: str | None) -> AsyncIterator[Service]:
                 store,
                 data_dir=settings.data_dir,
                 embedder=embedder_from(settings),
+                reranker=_reranker(settings),
                 task_kinds=_task_kinds,
             )
         )
@@ -103,6 +106,16 @@ def _task_kinds() -> frozenset[str]:
     from steward.app import task_kinds
 
     return task_kinds()
+
+
+def _reranker(settings: Settings) -> Reranker | None:
+    """:func:`steward.app.reranker_from`, the app's wiring imported only when the person
+    chose a reranker."""
+    if settings.memory_rerank == "none":
+        return None
+    from steward.app import reranker_from
+
+    return reranker_from(settings)
 
 
 def to_jsonable(value: Any) -> Any:

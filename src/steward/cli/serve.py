@@ -48,6 +48,7 @@ async def _serve(
         matrix_listener,
         notify_dispatcher,
         process_identity,
+        reranker_from,
         task_kinds,
         web_watch_runner,
     )
@@ -106,6 +107,7 @@ async def _serve(
         runtime,
         data_dir=settings.data_dir,
         embedder=embedder_from(settings),
+        reranker=reranker_from(settings),
         task_kinds=task_kinds(),
         no_model=isinstance(harness.model, UnconfiguredModel),
     )

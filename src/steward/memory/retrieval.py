@@ -15,14 +15,18 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+import structlog
+
 from steward.domain.audience import Audience
 from steward.domain.memory import Memory, MemoryHit, Recallable
-from steward.errors import NotFound, StewardRuntimeError
+from steward.errors import NotFound, StewardError, StewardRuntimeError
 from steward.memory.embedding import Embedder, Vectors, unpack_many
 from steward.memory.ranking import fuse, incidental, ordered, prior, tie_broken
 from steward.memory.rerank import Reranker
 from steward.memory.timeframe import TimeFrame, parse_timeframe
 from steward.store import Store
+
+log = structlog.get_logger(__name__)
 
 LEXICAL_WEIGHT = 1.0
 """The lexical list's share in a hybrid fusion, the semantic list's being 1 (see
@@ -234,7 +238,12 @@ class Retriever:
 
     async def _reranked(self, query: str, hits: list[MemoryHit]) -> list[MemoryHit]:
         assert self.reranker is not None
-        marks = await self.reranker.score(query, [hit.memory.content for hit in hits])
+        try:
+            marks = await self.reranker.score(query, [hit.memory.content for hit in hits])
+        except StewardError as exc:
+            # a second look that failed leaves the first: the search still answers
+            log.warning("memory search not reranked", reranker=self.reranker.name, why=str(exc))
+            return hits
         rescored = [
             replace(hit, score=mark, matched=(*hit.matched, "rerank"))
             for hit, mark in zip(hits, marks, strict=True)
