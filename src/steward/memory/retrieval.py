@@ -25,6 +25,7 @@ from steward.memory.ranking import fuse, incidental, ordered, prior, tie_broken
 from steward.memory.rerank import Reranker
 from steward.memory.timeframe import TimeFrame, parse_timeframe
 from steward.store import Store
+from steward.store.memory_search import search_terms
 
 log = structlog.get_logger(__name__)
 
@@ -112,7 +113,8 @@ class Retriever:
         # a question about a past time recalls what was valid then
         valid_at = frame.end - _TICK if frame and frame.end and frame.end <= at else at
         ranked = await self._ranked(person_id, words, audience, valid_at, wanted, mode)
-        if ranked.get("semantic") and incidental(ranked.get("lexical", [])):
+        lexical = ranked.get("lexical", [])
+        if ranked.get("semantic") and incidental(lexical, words=len(search_terms(words))):
             # matches on common words only: the meaning ranks alone (its heads and its 6th to
             # 10th are not pushed out by a page of memories that merely share those words)
             del ranked["lexical"]
