@@ -36,7 +36,6 @@ from steward.memory.context import PersonalMemory
 from steward.memory.embedding import embedder_from
 from steward.memory.extraction import ModelExtractor
 from steward.memory.jobs import CONSOLIDATE, with_memory_jobs
-from steward.memory.rerank import ModelReranker, Reranker
 from steward.memory.skills import SkillLibrary
 from steward.models.base import Message, Model, ModelResponse, OnDelta, Price, ToolSpec
 from steward.models.check import Listing, ModelCheck, check_model
@@ -86,14 +85,6 @@ class UnconfiguredModel:
 def memory_from(settings: Settings, store: Store, clock: Clock) -> MemoryBook:
     """The person's memory with the configured embedder."""
     return MemoryBook(store, clock, embedder=embedder_from(settings))
-
-
-def reranker_from(settings: Settings) -> Reranker | None:
-    """The reranker of the memory searches the person asks for (``memory_rerank``); its
-    model is made on the first search."""
-    if settings.memory_rerank == "none":
-        return None
-    return ModelReranker(lambda: model_from(settings))
 
 
 def model_from(settings: Settings) -> Model:

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 import pytest
 from pydantic import ValidationError
 
-from steward.app import reranker_from
 from steward.config import Settings
 from steward.domain.clock import SimulatedClock
 from steward.domain.memory import MemoryKind
@@ -21,8 +20,10 @@ from steward.memory.rerank import (
     INSTRUCTIONS,
     ModelReranker,
     RerankFailed,
+    reranker_from,
     scores_in,
 )
+from steward.memory.retrieval import RERANK_DEPTH
 from steward.models.base import Message, ModelResponse, ToolSpec
 from steward.models.scripted import ScriptedModel, say
 from steward.service import Service
@@ -77,6 +78,9 @@ async def test_the_model_scores_each_memory_quoted_as_data() -> None:
         ("They are both good.", "not the JSON asked for"),
         ('{"scores": [1, "high"]}', "not the JSON asked for"),
         ('{"scores": [1, 2, 3]}', "scored 3 memories, not 2"),
+        ('{"scores": [NaN, 1]}', "a score from 0 to 10"),
+        ('{"scores": [1e400, 1]}', "a score from 0 to 10"),
+        ('{"scores": [-1, 11]}', "a score from 0 to 10"),
     ],
 )
 def test_an_answer_without_one_score_a_memory_is_refused(answer: str, why: str) -> None:
@@ -117,9 +121,46 @@ async def test_a_failed_rerank_keeps_the_fused_order(
 
 
 def test_the_setting_chooses_the_reranker() -> None:
-    assert reranker_from(Settings(memory_rerank="none")) is None
-    chosen = reranker_from(Settings(memory_rerank="model"))
+    def made() -> ScriptedModel:
+        raise AssertionError("the model is made on the first search, not before")
+
+    assert reranker_from(Settings(memory_rerank="none", model="small"), made) is None
+    # chosen without a model to ask: said once, and searches keep their order
+    assert reranker_from(Settings(memory_rerank="model"), made) is None
+    chosen = reranker_from(Settings(memory_rerank="model", model="small"), made)
     assert isinstance(chosen, ModelReranker)
-    assert chosen.name == "model"  # its model is made on the first search, not before
+    assert chosen.name == "model"
     with pytest.raises(ValidationError, match="memory_rerank"):
         Settings(memory_rerank="cross-encoder")  # type: ignore[arg-type]
+
+
+class Counting:
+    """A reranker that records how many memories each call shows it, and keeps their order."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.shown: list[int] = []
+
+    async def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        self.shown.append(len(texts))
+        return [float(len(texts) - n) for n in range(len(texts))]
+
+
+async def test_a_call_shows_the_model_at_most_the_fused_top_30(
+    store: Store, clock: SimulatedClock, person: str
+) -> None:
+    counting = Counting()
+    service = Service(store, clock, reranker=counting)
+    for n in range(45):
+        await service.remember(person_id=person, content=f"Coffee tasting note number {n}")
+    hits = await service.search_memories(person_id=person, query="coffee tasting", limit=40)
+    assert len(hits) == 40
+    assert counting.shown == [RERANK_DEPTH]  # the other ten follow in the fused order
+    # a question that names a time keeps the order of that time: the reranker sees no dates
+    today = await service.search_memories(person_id=person, query="coffee tasting today")
+    assert len(today) == 10
+    assert counting.shown == [RERANK_DEPTH]
+    # a service bound to a token keeps the owner's reranker
+    _, token = await service.create_token(person_id=person, name="phone", scopes=["read"])
+    assert (await service.authenticate(token)).reranker is counting

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import datetime
 from enum import Enum
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -109,13 +110,11 @@ def _task_kinds() -> frozenset[str]:
 
 
 def _reranker(settings: Settings) -> Reranker | None:
-    """:func:`steward.app.reranker_from`, the app's wiring imported only when the person
-    chose a reranker."""
-    if settings.memory_rerank == "none":
-        return None
-    from steward.app import reranker_from
+    """The reranker the person chose, if any: the app's wiring (and a model client) is
+    imported on its first search, not by every command."""
+    from steward.memory.rerank import reranker_from
 
-    return reranker_from(settings)
+    return reranker_from(settings, lambda: import_module("steward.app").model_from(settings))
 
 
 def to_jsonable(value: Any) -> Any:

@@ -46,9 +46,9 @@ async def _serve(
         mail_channel_sender,
         matrix_channel_sender,
         matrix_listener,
+        model_from,
         notify_dispatcher,
         process_identity,
-        reranker_from,
         task_kinds,
         web_watch_runner,
     )
@@ -57,6 +57,7 @@ async def _serve(
     from steward.logs import configure as configure_logging
     from steward.memory.embedding import embedder_from
     from steward.memory.jobs import schedule_consolidation
+    from steward.memory.rerank import reranker_from
     from steward.runtime.outage import DatabaseOutage
     from steward.runtime.runtime import Runtime
     from steward.service import Service
@@ -107,7 +108,7 @@ async def _serve(
         runtime,
         data_dir=settings.data_dir,
         embedder=embedder_from(settings),
-        reranker=reranker_from(settings),
+        reranker=reranker_from(settings, lambda: model_from(settings)),
         task_kinds=task_kinds(),
         no_model=isinstance(harness.model, UnconfiguredModel),
     )

@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Annotated, Protocol
 
-from pydantic import BaseModel, ValidationError
+import structlog
+from pydantic import BaseModel, Field, ValidationError
 
 from steward.errors import StewardRuntimeError
 from steward.models.base import Message, Model
+
+if TYPE_CHECKING:
+    from steward.config import Settings
+
+log = structlog.get_logger(__name__)
 
 INSTRUCTIONS = (
     "You rank memories for a search. A person searched their assistant's memory with the "
@@ -45,7 +51,7 @@ class RerankFailed(StewardRuntimeError):
 
 
 class _Scores(BaseModel):
-    scores: list[float]
+    scores: list[Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)]]
 
 
 class ModelReranker:
@@ -82,9 +88,23 @@ def scores_in(answer: str, count: int) -> list[float]:
     try:
         scores = _Scores.model_validate_json(answer[start : end + 1]).scores
     except ValidationError:
+        # not quoted: a model's answer can repeat the person's memories, and this goes to the log
         raise RerankFailed(
-            f"the model's ranking is not the JSON asked for: {answer[:200]!r}"
+            "the model's ranking is not the JSON asked for (a score from 0 to 10 a memory)"
         ) from None
     if len(scores) != count:
         raise RerankFailed(f"the model scored {len(scores)} memories, not {count}")
     return scores
+
+
+def reranker_from(settings: Settings, model: Callable[[], Model]) -> Reranker | None:
+    """The reranker of the memory searches the person asks for (``memory_rerank``), its
+    ``model`` made on the first search; None, said once, when no model is configured."""
+    if settings.memory_rerank == "none":
+        return None
+    if settings.model is None and settings.model_provider != "scripted":
+        log.warning(
+            "memory_rerank is 'model' but no model is configured: searches keep their order"
+        )
+        return None
+    return ModelReranker(model)

@@ -135,7 +135,8 @@ class Retriever:
             # a list's best, said at another time, does not go first
             heads = {i: rank for i, rank in heads.items() if i in inside}
         scores = {i: tie_broken(r, priors[i]) for i, r in relevance.items()}
-        reranking = self.reranker is not None and rerank is not False
+        # a question naming a time keeps the frame's order: the reranker sees no dates
+        reranking = self.reranker is not None and rerank is not False and frame is None
         best = ordered(scores, heads)[: max(limit, RERANK_DEPTH) if reranking else limit]
         # only the results are read in full: ranking needs no more than a search returns
         memories = {m.id: m for m in await self.store.memory.get_memories(best)}
@@ -149,7 +150,8 @@ class Retriever:
             if memory_id in memories
         ]
         if reranking and hits:
-            hits = await self._reranked(words, hits)
+            # one look at the fused top, never more than RERANK_DEPTH memories a call
+            hits = await self._reranked(words, hits[:RERANK_DEPTH]) + hits[RERANK_DEPTH:]
         return hits[:limit]
 
     async def _ranked(
