@@ -2,7 +2,7 @@
 and of ``steward goal list`` (on a fresh SQLite database in a temporary data directory, and
 through a server on that database: ``$STEWARD_SERVER``), beside ``python -c "import typer"``
 (the floor: an interpreter and the CLI library), as a ratio, and beside the libraries a command
-on a local database cannot do without (Typer, Rich, SQLAlchemy's asyncio engine,
+on a local database cannot do without (Typer, Rich, SQLAlchemy Core with its SQLite dialect,
 pydantic-settings, structlog), imported and nothing else.
 
 Run: ``.venv/bin/python bench/cli_start.py [--runs 20]``. Also prints the machine's load
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-LIBRARIES = "import typer, rich.table, sqlalchemy.ext.asyncio, pydantic_settings, structlog"
+LIBRARIES = "import typer, rich.table, sqlalchemy.dialects.sqlite, pydantic_settings, structlog"
 """What ``goal list`` on a local database needs of other people's code, at the least."""
 
 

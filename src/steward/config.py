@@ -148,6 +148,11 @@ class Settings(BaseSettings):
     """For ``openai``: the endpoint; unset: :attr:`model_base_url`, then OpenAI's."""
     embeddings_api_key: SecretStr | None = None
     """For ``openai``: the key; unset: :attr:`model_api_key`."""
+    memory_rerank: Literal["none", "model"] = "none"
+    """A second look at the memory searches the person asks for (CLI, API, dashboard):
+    ``none`` (default) or ``model`` (the configured chat model scores the 30 best results
+    against the question: better order, at a model call per search). The agent's own recall
+    is not reranked."""
 
     @field_validator("dashboard_url")
     @classmethod

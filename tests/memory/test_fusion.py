@@ -141,8 +141,27 @@ def found(*scores: float) -> list[Recallable]:
 
 def test_which_word_searches_are_incidental() -> None:
     page = FLAT_DEPTH - 1
-    assert incidental(found(*[4.0] * FLAT_DEPTH))  # all alike
-    assert incidental(found(4.0, *[4.0 * FLAT_SHARE] * page))  # the 10th at 0.7 of the best
-    assert not incidental(found(4.0, *[4.0 * FLAT_SHARE * 0.99] * page))  # the best stands out
-    assert not incidental(found(*[4.0] * page))  # fewer matches than a page: rare words
-    assert not incidental([])
+    assert incidental(found(*[4.0] * FLAT_DEPTH), words=2)  # all alike
+    assert incidental(found(4.0, *[4.0 * FLAT_SHARE] * page), words=2)  # the 10th at 0.7
+    assert not incidental(found(4.0, *[4.0 * FLAT_SHARE * 0.99] * page), words=2)  # stands out
+    assert not incidental(found(*[4.0] * page), words=2)  # fewer than a page: rare words
+    assert not incidental([], words=2)
+    assert not incidental(found(*[4.0] * FLAT_DEPTH), words=1)  # one word: alike by nature
+
+
+async def test_a_search_for_one_name_finds_the_memories_that_name_it(
+    store: Store, clock: SimulatedClock, person: str
+) -> None:
+    """Every memory holding the one word searched for scores about alike: that flatness is not
+    a sign of common words, and the matches must not sit out (the meaning rates them low)."""
+    zora = [f"Zora said the {thing} was fine" for thing in ("soup", "film", "road", "plan")] * 3
+    zora = [f"{text} ({n})" for n, text in enumerate(zora)]  # 12 memories naming her
+    table = {text: 0.05 for text in zora} | {text: 0.30 for text in BACKGROUND[:40]}
+    book = MemoryBook(store, clock, embedder=TableEmbedder(table, question="Zora"))
+    ids = await remember_all(book, person, [*zora, *BACKGROUND[:40]])
+    named = {ids[text] for text in zora}
+    hybrid = await top(book.retriever, person, "Zora", SearchMode.HYBRID)
+    # the word search's five heads are in the top 10, its best first (had it sat out, the top
+    # 10 would be the meaning's, none of them naming her: checked with the exemption off)
+    assert hybrid[0] in named
+    assert len(named & set(hybrid)) >= 5

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import datetime
 from enum import Enum
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -22,6 +23,8 @@ from rich.text import Text
 from steward.errors import StewardError
 
 if TYPE_CHECKING:
+    from steward.config import Settings
+    from steward.memory.rerank import Reranker
     from steward.service import Service
 
 T = TypeVar("T")
@@ -90,6 +93,7 @@ async def service(db: str | None) -> AsyncIterator[Service]:
                 store,
                 data_dir=settings.data_dir,
                 embedder=embedder_from(settings),
+                reranker=_reranker(settings),
                 task_kinds=_task_kinds,
             )
         )
@@ -103,6 +107,14 @@ def _task_kinds() -> frozenset[str]:
     from steward.app import task_kinds
 
     return task_kinds()
+
+
+def _reranker(settings: Settings) -> Reranker | None:
+    """The reranker the person chose, if any: the app's wiring (and a model client) is
+    imported on its first search, not by every command."""
+    from steward.memory.rerank import reranker_from
+
+    return reranker_from(settings, lambda: import_module("steward.app").model_from(settings))
 
 
 def to_jsonable(value: Any) -> Any:

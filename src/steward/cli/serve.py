@@ -46,6 +46,7 @@ async def _serve(
         mail_channel_sender,
         matrix_channel_sender,
         matrix_listener,
+        model_from,
         notify_dispatcher,
         process_identity,
         task_kinds,
@@ -56,6 +57,7 @@ async def _serve(
     from steward.logs import configure as configure_logging
     from steward.memory.embedding import embedder_from
     from steward.memory.jobs import schedule_consolidation
+    from steward.memory.rerank import reranker_from
     from steward.runtime.outage import DatabaseOutage
     from steward.runtime.runtime import Runtime
     from steward.service import Service
@@ -106,6 +108,7 @@ async def _serve(
         runtime,
         data_dir=settings.data_dir,
         embedder=embedder_from(settings),
+        reranker=reranker_from(settings, lambda: model_from(settings)),
         task_kinds=task_kinds(),
         no_model=isinstance(harness.model, UnconfiguredModel),
     )

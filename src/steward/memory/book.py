@@ -36,6 +36,7 @@ from steward.domain.memory_item import MemoryItem
 from steward.errors import StewardRuntimeError, UsageError
 from steward.memory.bulk import write_new
 from steward.memory.embedding import Embedder, pack
+from steward.memory.rerank import Reranker
 from steward.memory.retrieval import Retriever, terms_overlap
 from steward.store import Store
 from steward.store.memory_search import statement_terms
@@ -49,11 +50,18 @@ NEAR_DUPLICATE = 0.85
 class MemoryBook:
     """One person's memories, through the store, with the write rules above."""
 
-    def __init__(self, store: Store, clock: Clock, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.embedder = embedder
-        self.retriever = Retriever(store, embedder=embedder)
+        self.retriever = Retriever(store, embedder=embedder, reranker=reranker)
 
     # --- writing ----------------------------------------------------------------------------
 

@@ -26,15 +26,17 @@ FLAT_SHARE = 0.7
 counts as flat (see :func:`incidental`; chosen on both evaluations, docs/benchmarks.md)."""
 
 
-def incidental(found: Sequence[Recallable]) -> bool:
-    """Whether a word search's matches (best first) are all alike: its :data:`FLAT_DEPTH`-th
-    scores at least :data:`FLAT_SHARE` of its best. Then the words the question shares with
-    memory are common ones ("stay", "asked for", a city), a page of memories match them about
-    equally well, and which of those come first says nothing about the question; in a hybrid
-    search such a list would only push the meaning's own good matches out of the top. A rare
-    word or name stands out (its matches score well above the rest), and fewer matches than
-    :data:`FLAT_DEPTH` are rare words themselves: neither is incidental."""
-    if len(found) < FLAT_DEPTH:
+def incidental(found: Sequence[Recallable], *, words: int) -> bool:
+    """Whether a word search for ``words`` search terms found matches (best first) that are
+    all alike: its :data:`FLAT_DEPTH`-th scores at least :data:`FLAT_SHARE` of its best. Then
+    the words the question shares with memory are common ones ("stay", "asked for", a city), a
+    page of memories match them about equally well, and which of those come first says nothing
+    about the question; in a hybrid search such a list would only push the meaning's own good
+    matches out of the top. A rare word or name stands out (its matches score well above the
+    rest), and fewer matches than :data:`FLAT_DEPTH` are rare words themselves: neither is
+    incidental. Nor is a search for one word: its matches are alike by nature, and holding that
+    word (a name, say) is what the person asked for."""
+    if words < 2 or len(found) < FLAT_DEPTH:
         return False
     best = found[0].score
     return found[FLAT_DEPTH - 1].score >= FLAT_SHARE * best

@@ -15,14 +15,19 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+import structlog
+
 from steward.domain.audience import Audience
 from steward.domain.memory import Memory, MemoryHit, Recallable
-from steward.errors import NotFound, StewardRuntimeError
+from steward.errors import NotFound, StewardError, StewardRuntimeError
 from steward.memory.embedding import Embedder, Vectors, unpack_many
 from steward.memory.ranking import fuse, incidental, ordered, prior, tie_broken
 from steward.memory.rerank import Reranker
 from steward.memory.timeframe import TimeFrame, parse_timeframe
 from steward.store import Store
+from steward.store.memory_search import search_terms
+
+log = structlog.get_logger(__name__)
 
 LEXICAL_WEIGHT = 1.0
 """The lexical list's share in a hybrid fusion, the semantic list's being 1 (see
@@ -108,7 +113,8 @@ class Retriever:
         # a question about a past time recalls what was valid then
         valid_at = frame.end - _TICK if frame and frame.end and frame.end <= at else at
         ranked = await self._ranked(person_id, words, audience, valid_at, wanted, mode)
-        if ranked.get("semantic") and incidental(ranked.get("lexical", [])):
+        lexical = ranked.get("lexical", [])
+        if ranked.get("semantic") and incidental(lexical, words=len(search_terms(words))):
             # matches on common words only: the meaning ranks alone (its heads and its 6th to
             # 10th are not pushed out by a page of memories that merely share those words)
             del ranked["lexical"]
@@ -129,7 +135,8 @@ class Retriever:
             # a list's best, said at another time, does not go first
             heads = {i: rank for i, rank in heads.items() if i in inside}
         scores = {i: tie_broken(r, priors[i]) for i, r in relevance.items()}
-        reranking = self.reranker is not None and rerank is not False
+        # a question naming a time keeps the frame's order: the reranker sees no dates
+        reranking = self.reranker is not None and rerank is not False and frame is None
         best = ordered(scores, heads)[: max(limit, RERANK_DEPTH) if reranking else limit]
         # only the results are read in full: ranking needs no more than a search returns
         memories = {m.id: m for m in await self.store.memory.get_memories(best)}
@@ -143,7 +150,8 @@ class Retriever:
             if memory_id in memories
         ]
         if reranking and hits:
-            hits = await self._reranked(words, hits)
+            # one look at the fused top, never more than RERANK_DEPTH memories a call
+            hits = await self._reranked(words, hits[:RERANK_DEPTH]) + hits[RERANK_DEPTH:]
         return hits[:limit]
 
     async def _ranked(
@@ -234,7 +242,12 @@ class Retriever:
 
     async def _reranked(self, query: str, hits: list[MemoryHit]) -> list[MemoryHit]:
         assert self.reranker is not None
-        marks = await self.reranker.score(query, [hit.memory.content for hit in hits])
+        try:
+            marks = await self.reranker.score(query, [hit.memory.content for hit in hits])
+        except StewardError as exc:
+            # a second look that failed leaves the first: the search still answers
+            log.warning("memory search not reranked", reranker=self.reranker.name, why=str(exc))
+            return hits
         rescored = [
             replace(hit, score=mark, matched=(*hit.matched, "rerank"))
             for hit, mark in zip(hits, marks, strict=True)

@@ -36,6 +36,7 @@ from steward.errors import ConfigError, Forbidden, NotFound, UsageError
 if TYPE_CHECKING:
     from steward.memory.book import MemoryBook
     from steward.memory.embedding import Embedder
+    from steward.memory.rerank import Reranker
     from steward.sentinel.vault import Vault
     from steward.store import Store
 
@@ -76,6 +77,7 @@ class ServiceBase:
         principal: Principal | None = None,
         data_dir: Path | None = None,
         embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
         task_kinds: Collection[str] | Callable[[], Collection[str]] | None = None,
         no_model: bool = False,
     ) -> None:
@@ -89,6 +91,8 @@ class ServiceBase:
         """Where the vault's key file lives (None: no vault)."""
         self.embedder = embedder
         """Embeds memories for semantic recall (None: lexical only)."""
+        self.reranker = reranker
+        """Takes a second look at the person's memory searches (None: the fused order)."""
         self._task_kinds: frozenset[str] | Callable[[], Collection[str]] | None = (
             task_kinds if task_kinds is None or callable(task_kinds) else frozenset(task_kinds)
         )
@@ -101,7 +105,7 @@ class ServiceBase:
         """The person's memories, with the rules every write follows."""
         from steward.memory.book import MemoryBook
 
-        return MemoryBook(self.store, self.clock, embedder=self.embedder)
+        return MemoryBook(self.store, self.clock, embedder=self.embedder, reranker=self.reranker)
 
     @property
     def task_kinds(self) -> frozenset[str] | None:
@@ -126,6 +130,7 @@ class ServiceBase:
             principal=Principal(person_id=found.person_id, token=found),
             data_dir=self.data_dir,
             embedder=self.embedder,
+            reranker=self.reranker,
             task_kinds=self._task_kinds,
             no_model=self.no_model,
         )
